@@ -1,0 +1,100 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "campus-attest",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "attest", targets: ["attest"]),
+        .library(name: "AttestPlugins", targets: ["AttestPlugins"]),
+        .library(name: "AttestCLI", targets: ["AttestCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // libpq, found through pkg-config (Debian: libpq-dev).
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
+        // The libpq wrapper: bound SQL, row decoding, transactions, pipelines, the pool.
+        .target(
+            name: "AttestPostgres",
+            dependencies: [
+                "CLibPQ",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // schema.sql, embedded at build time, and the migration runner.
+        .target(
+            name: "AttestSchema",
+            dependencies: ["AttestPostgres", .product(name: "Logging", package: "swift-log")],
+            plugins: ["EmbedSchemaPlugin"]
+        ),
+        // The plugin API: vocabulary types, plugin protocols, the registry.
+        .target(
+            name: "AttestPlugins",
+            dependencies: [.product(name: "Logging", package: "swift-log")]
+        ),
+        .target(name: "Tenancy", dependencies: ["AttestPlugins", "AttestPostgres"]),
+        .target(name: "Identity", dependencies: ["AttestPlugins", "AttestPostgres", "Tenancy"]),
+        .target(name: "Surveys", dependencies: ["AttestPlugins", "AttestPostgres", "Tenancy"]),
+        .target(name: "Notifications", dependencies: ["AttestPlugins", "AttestPostgres"]),
+        .target(name: "BuiltinPlugins", dependencies: ["AttestPlugins"]),
+        .target(
+            name: "AttestHTTP",
+            dependencies: [
+                "AttestPostgres", "Tenancy", "Identity", "Surveys", "Notifications",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "AttestCLI",
+            dependencies: [
+                "AttestPostgres", "AttestSchema", "AttestPlugins", "Tenancy", "Identity",
+                "Surveys", "Notifications", "AttestHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(name: "attest", dependencies: ["AttestCLI", "BuiltinPlugins"]),
+
+        // Build tool: turns schema.sql into a Swift string so the binary carries its schema.
+        .executableTarget(name: "EmbedSQL", path: "Sources/EmbedSQL"),
+        .plugin(name: "EmbedSchemaPlugin", capability: .buildTool(), dependencies: ["EmbedSQL"]),
+
+        // Shared by the test targets: the throwaway database each test gets.
+        .target(
+            name: "AttestTestSupport",
+            dependencies: ["AttestPostgres", "AttestSchema", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/AttestTestSupport"
+        ),
+        .testTarget(
+            name: "AttestPostgresTests",
+            dependencies: ["AttestPostgres", "AttestTestSupport"]
+        ),
+        .testTarget(
+            name: "AttestSchemaTests",
+            dependencies: ["AttestSchema", "AttestPostgres", "AttestTestSupport", "Tenancy"]
+        ),
+        .testTarget(
+            name: "AttestServerTests",
+            dependencies: [
+                "AttestCLI", "AttestHTTP", "AttestTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+
+/// `attest`: the server and the operators' tool in one binary.
+public struct AttestCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "attest",
+        abstract: "Campus Attest: daily health attestation for university campuses.",
+        discussion: """
+            The database is named by --database-url, else $DATABASE_URL, else the dev cluster \
+            that `attest dev` keeps in ./.attest/.
+            """,
+        version: attestVersion,
+        subcommands: [ServeCommand.self, DevCommand.self, MigrateCommand.self]
+    )
+
+    public init() {}
+}
+
+/// The release this binary is.
+public let attestVersion = "0.1.0"
+
+extension AttestCommand {
+    /// Parses the process's arguments and runs the chosen command; on error prints one line
+    /// and exits with status 1 (usage errors: 64, as argument-parser does).
+    public static func runAsRoot(_ arguments: [String]? = nil) async {
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import AttestHTTP
+import AttestSchema
+import Hummingbird
+import Logging
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the HTTP server (applies pending migrations first; stops gracefully on SIGTERM or SIGINT)."
+    )
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on.") var port = 8080
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+    }
+
+    func run() async throws {
+        let logger = logging.makeLogger(label: "attest")
+        try await migrateThenServe(
+            database: database, server: ServerConfiguration(host: host, port: port), logger: logger
+        ) { port in
+            logger.info("listening", metadata: ["url": "http://\(host):\(port)/"])
+        }
+    }
+}
+
+/// What `serve` and `dev` share: migrate as the owner, then serve as the application role.
+func migrateThenServe(
+    database: DatabaseOptions, server: ServerConfiguration, logger: Logger,
+    afterMigration: (() async throws -> Void)? = nil,
+    onServerRunning: @escaping @Sendable (Int) async -> Void
+) async throws {
+    let owner = try database.ownerClient(logger: logger, maxConnections: 1)
+    try await withShutdown(owner) {
+        _ = try await SchemaMigrator(logger: logger).migrate(owner)
+    }
+    if let afterMigration { try await afterMigration() }
+    let pool = try database.applicationClient(logger: logger)
+    let app = AttestServer.buildApplication(
+        configuration: server, database: pool, logger: logger, onServerRunning: onServerRunning)
+    try await app.runService()
+}

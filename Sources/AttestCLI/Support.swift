@@ -1,0 +1,28 @@
+import AttestPostgres
+import Foundation
+
+/// Runs `body`, then shuts the client down whether or not it threw.
+func withShutdown<Result: Sendable>(_ client: PostgresClient, _ body: () async throws -> Result) async throws -> Result {
+    do {
+        let result = try await body()
+        await client.shutdown()
+        return result
+    } catch {
+        await client.shutdown()
+        throw error
+    }
+}
+
+/// Prints a JSON value (sorted keys) on one line.
+func printJSON(_ value: some Encodable) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
+    if let data = try? encoder.encode(value) { say(String(decoding: data, as: UTF8.self)) }
+}
+
+/// Writes a line to standard output at once (unbuffered), so a script or a person watching
+/// through a pipe sees URLs and tokens as soon as they are printed.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}

@@ -1,0 +1,117 @@
+import AttestPostgres
+import Foundation
+import Hummingbird
+
+/// An error response in RFC 9457 form (`application/problem+json`). Every error the API
+/// returns is one of these; `ProblemMiddleware` turns anything else into one.
+public struct Problem: Error, HTTPResponseError, Sendable, Equatable {
+    /// One invalid field of a request and what is wrong with it.
+    public struct FieldError: Codable, Sendable, Equatable {
+        public var field: String
+        public var message: String
+        public init(field: String, message: String) {
+            self.field = field
+            self.message = message
+        }
+    }
+
+    public var status: HTTPResponse.Status
+    /// A short, stable kebab-case name: the `type` URI is `/problems/<slug>`.
+    public var slug: String
+    public var title: String
+    public var detail: String
+    public var errors: [FieldError]
+    public var headers: HTTPFields
+
+    public init(
+        _ status: HTTPResponse.Status, slug: String, title: String, detail: String, errors: [FieldError] = [],
+        headers: HTTPFields = [:]
+    ) {
+        self.status = status
+        self.slug = slug
+        self.title = title
+        self.detail = detail
+        self.errors = errors
+        self.headers = headers
+    }
+
+    struct Body: Encodable {
+        var type: String
+        var title: String
+        var status: Int
+        var detail: String
+        var errors: [FieldError]?
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = Body(
+            type: "/problems/\(slug)", title: title, status: status.code, detail: detail,
+            errors: errors.isEmpty ? nil : errors)
+        var headers = self.headers
+        headers[.contentType] = "application/problem+json"
+        headers[.cacheControl] = "no-store"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(body)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    // MARK: The problems more than one route returns
+
+    public static let databaseUnavailable = Problem(
+        .serviceUnavailable, slug: "database-unavailable", title: "Database unavailable",
+        detail: "The database cannot be reached right now. Retry in a few seconds.",
+        headers: [.retryAfter: "2"])
+
+    public static func notFound(_ detail: String) -> Problem {
+        Problem(.notFound, slug: "not-found", title: "Not found", detail: detail)
+    }
+
+    public static let internalError = Problem(
+        .internalServerError, slug: "internal-error", title: "Internal error",
+        detail: "Something went wrong on the server. It has been logged; retry, and tell the campus IT team if it persists.")
+}
+
+/// The one place errors become responses: `Problem`s pass through, Hummingbird's own errors
+/// (unknown route, wrong method, body too large) and database outages are mapped, anything
+/// else is logged and answered with a bare 500 that leaks nothing.
+public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
+    public init() {}
+
+    public func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let problem as Problem {
+            throw problem
+        } catch let error as HTTPError {
+            throw Self.problem(for: error, request: request)
+        } catch let error as PostgresError where error.isConnectionError || error.code == .poolTimeout || error.code == .poolClosed {
+            context.logger.warning("database unavailable", metadata: ["error": "\(error)"])
+            throw Problem.databaseUnavailable
+        } catch {
+            context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: type(of: error))): \(error)"])
+            throw Problem.internalError
+        }
+    }
+
+    static func problem(for error: HTTPError, request: Request) -> Problem {
+        switch error.status {
+        case .notFound:
+            return .notFound("Nothing is served at \(request.uri.path). The API lives under /v1; see /openapi.yaml.")
+        case .methodNotAllowed:
+            return Problem(
+                .methodNotAllowed, slug: "method-not-allowed", title: "Method not allowed",
+                detail: "\(request.method) is not supported on \(request.uri.path).", headers: error.headers)
+        case .contentTooLarge:
+            return Problem(
+                .contentTooLarge, slug: "body-too-large", title: "Request body too large",
+                detail: "The request body is larger than this server accepts. Send a smaller body.")
+        default:
+            return Problem(
+                error.status, slug: "http-\(error.status.code)", title: error.status.reasonPhrase,
+                detail: error.body ?? error.status.reasonPhrase, headers: error.headers)
+        }
+    }
+}

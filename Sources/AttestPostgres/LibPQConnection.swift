@@ -1,0 +1,416 @@
+import CLibPQ
+import Foundation
+import Logging
+
+/// One libpq connection, used by one thread at a time (the pool hands it to one task, and
+/// every call runs on the client's blocking thread pool). All calls here block.
+final class LibPQConnection: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private let notices: Unmanaged<NoticeSink>
+    private var closed = false
+    /// Set when a failure left the protocol state unknown: never reuse.
+    private var broken = false
+    /// Where this connection goes, for messages (never the password).
+    let target: String
+
+    private init(handle: OpaquePointer, notices: Unmanaged<NoticeSink>, target: String) {
+        self.handle = handle
+        self.notices = notices
+        self.target = target
+    }
+
+    deinit { close() }
+
+    // MARK: Connecting
+
+    static func connect(_ configuration: PostgresConfiguration, logger: Logger) throws -> LibPQConnection {
+        let pairs = configuration.keywordValues
+        if !configuration.connectionString.isEmpty { try validate(configuration.connectionString) }
+        let handle = withCStringArray(pairs.map(\.0)) { keywords in
+            withCStringArray(pairs.map(\.1)) { values in
+                PQconnectdbParams(keywords, values, 1)
+            }
+        }
+        guard let handle else {
+            throw PostgresError(code: .connectionFailed, message: "libpq could not allocate a connection")
+        }
+        let target = describeTarget(handle)
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let reason = errorMessage(handle)
+            PQfinish(handle)
+            throw PostgresError(code: .connectionFailed, message: "cannot connect to PostgreSQL (\(target)): \(reason)")
+        }
+        let notices = Unmanaged.passRetained(NoticeSink(logger: logger))
+        PQsetNoticeReceiver(handle, noticeReceiver, notices.toOpaque())
+        let connection = LibPQConnection(handle: handle, notices: notices, target: target)
+        if let role = configuration.role {
+            do {
+                _ = try connection.runScript("SET ROLE " + connection.quoteIdentifier(role))
+            } catch let error as PostgresError {
+                connection.close()
+                throw PostgresError(
+                    code: .connectionFailed,
+                    message: "connected to PostgreSQL (\(target)) but cannot switch to role \"\(role)\": \(error.message). "
+                        + "Run `attest migrate` to create it, or grant it to the login role.",
+                    sqlState: error.sqlState)
+            }
+        }
+        return connection
+    }
+
+    /// Checks the connection string's syntax so a typo gets its own message. Quoted parts of
+    /// libpq's message are hidden: they could be a password.
+    private static func validate(_ connectionString: String) throws {
+        var errorPointer: UnsafeMutablePointer<CChar>? = nil
+        if let options = PQconninfoParse(connectionString, &errorPointer) {
+            PQconninfoFree(options)
+            return
+        }
+        var reason = "it could not be parsed"
+        if let errorPointer {
+            reason = redactQuoted(String(cString: errorPointer).trimmingCharacters(in: .whitespacesAndNewlines))
+            PQfreemem(errorPointer)
+        }
+        throw PostgresError(
+            code: .connectionFailed,
+            message: "the database URL is not a valid libpq URI or conninfo string (\(reason)); "
+                + "expected e.g. postgresql://user@host:5432/dbname or 'host=/run/postgresql dbname=attest'")
+    }
+
+    private static func redactQuoted(_ text: String) -> String {
+        var result = ""
+        var inQuote = false
+        for character in text {
+            if character == "\"" {
+                result.append(inQuote ? "\"" : "\"…")
+                inQuote.toggle()
+            } else if !inQuote {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    private static func describeTarget(_ handle: OpaquePointer) -> String {
+        func field(_ value: UnsafeMutablePointer<CChar>?) -> String? {
+            guard let value else { return nil }
+            let text = String(cString: value)
+            return text.isEmpty ? nil : text
+        }
+        var parts: [String] = []
+        if let host = field(PQhost(handle)) { parts.append(host.hasPrefix("/") ? "socket directory \(host)" : "host \(host)") }
+        if let port = field(PQport(handle)) { parts.append("port \(port)") }
+        if let database = field(PQdb(handle)) { parts.append("database \(database)") }
+        if let user = field(PQuser(handle)) { parts.append("user \(user)") }
+        return parts.isEmpty ? "libpq defaults" : parts.joined(separator: ", ")
+    }
+
+    private static func errorMessage(_ handle: OpaquePointer) -> String {
+        guard let message = PQerrorMessage(handle) else { return "unknown error" }
+        return String(cString: message)
+            .split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+            .joined(separator: "; ")
+    }
+
+    // MARK: State
+
+    /// False once the connection is broken or closed.
+    var isConnected: Bool { !closed && !broken && PQstatus(handle) == CONNECTION_OK }
+
+    /// True when the connection can go back to the pool: connected and not inside a transaction.
+    var isReusable: Bool { isConnected && PQtransactionStatus(handle) == PQTRANS_IDLE }
+
+    /// Cheap check that an idle connection is still there: a server that went away (restart,
+    /// `pg_terminate_backend`) leaves an error and EOF on the socket, which `poll` sees at once.
+    func isAlive() -> Bool {
+        guard isReusable else { return false }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard descriptor.fd >= 0 else { return false }
+        let ready = poll(&descriptor, 1, 0)
+        if ready == 0 { return true }
+        if ready < 0 { return false }
+        if descriptor.revents & Int16(POLLERR | POLLNVAL) != 0 { return false }
+        // Readable while idle: a notice, a notification, or the server saying goodbye.
+        guard PQconsumeInput(handle) == 1 else { return false }
+        while let notification = PQnotifies(handle) { PQfreemem(notification) }
+        return isReusable
+    }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        PQfinish(handle)
+        notices.release()
+    }
+
+    func quoteIdentifier(_ identifier: String) -> String {
+        guard let quoted = PQescapeIdentifier(handle, identifier, identifier.utf8.count) else {
+            return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        }
+        defer { PQfreemem(quoted) }
+        return String(cString: quoted)
+    }
+
+    // MARK: Statements
+
+    /// Runs one statement with bound parameters, results in binary.
+    func execute(_ sql: SQL) throws -> PostgresRows {
+        if let failure = sql.encodingFailure { throw failure }
+        let text = sql.text
+        let result = withParameters(of: sql) { count, types, values, lengths, formats in
+            PQexecParams(handle, text, count, types, values, lengths, formats, 1)
+        }
+        defer { PQclear(result) }
+        return try rows(from: result, query: text)
+    }
+
+    /// Runs SQL text that may hold several statements (simple query protocol, text results).
+    /// Returns the last statement's rows.
+    @discardableResult
+    func runScript(_ text: String) throws -> PostgresRows {
+        if text.utf8.contains(0) {
+            throw PostgresError(code: .encoding, message: "the SQL script contains a NUL character")
+        }
+        let result = PQexec(handle, text)
+        defer { PQclear(result) }
+        return try rows(from: result, query: nil)
+    }
+
+    /// The command tag of the last `runScript` ("COMMIT", "ROLLBACK", …).
+    func commandStatus(ofScript text: String) throws -> String {
+        let result = PQexec(handle, text)
+        defer { PQclear(result) }
+        _ = try rows(from: result, query: text)
+        return result.flatMap { PQcmdStatus($0) }.map { String(cString: $0) } ?? ""
+    }
+
+    // MARK: Pipeline
+
+    /// Sends every unit's statements and a sync after each unit, in one go, then reads all
+    /// the results. Statements of one unit run as one implicit transaction: a failure rolls
+    /// back and skips the rest of its own unit only. Throws only when the connection broke,
+    /// after which the outcome of the units is unknown.
+    func pipeline(_ units: [PipelineUnit]) throws -> [Result<[PostgresRows], PostgresError>] {
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw PostgresError(code: .protocolError, message: "cannot enter pipeline mode: \(Self.errorMessage(handle))")
+        }
+        var outcomes: [Result<[PostgresRows], PostgresError>?] = Array(repeating: nil, count: units.count)
+        var sentStatements: [[SQL]] = Array(repeating: [], count: units.count)
+        do {
+            for (index, unit) in units.enumerated() {
+                let statements = unit.statementsToSend
+                // A value that cannot be encoded fails its unit before anything of it is sent.
+                if let failure = statements.lazy.compactMap(\.encodingFailure).first {
+                    outcomes[index] = .failure(failure)
+                    continue
+                }
+                for sql in statements {
+                    let text = sql.text
+                    let sent = withParameters(of: sql) { count, types, values, lengths, formats in
+                        PQsendQueryParams(handle, text, count, types, values, lengths, formats, 1)
+                    }
+                    guard sent == 1 else { throw connectionError(during: "sending a pipelined statement") }
+                }
+                guard PQpipelineSync(handle) == 1 else { throw connectionError(during: "sending a pipeline sync") }
+                sentStatements[index] = statements
+            }
+            for index in units.indices where outcomes[index] == nil {
+                var results: [PostgresRows] = []
+                var failure: PostgresError?
+                for sql in sentStatements[index] {
+                    guard let result = PQgetResult(handle) else { throw connectionError(during: "reading pipeline results") }
+                    do {
+                        let rows = try rows(from: result, query: sql.text)
+                        PQclear(result)
+                        results.append(rows)
+                    } catch let error as PostgresError {
+                        PQclear(result)
+                        if error.code == .connectionLost { throw error }
+                        if failure == nil || failure?.code == .pipelineAborted { failure = failure ?? error }
+                    }
+                    // Each statement's results end with a NULL.
+                    if let extra = PQgetResult(handle) {
+                        PQclear(extra)
+                        throw PostgresError(code: .protocolError, message: "a pipelined statement returned more than one result")
+                    }
+                }
+                guard let sync = PQgetResult(handle) else { throw connectionError(during: "reading a pipeline sync") }
+                let status = PQresultStatus(sync)
+                PQclear(sync)
+                guard status == PGRES_PIPELINE_SYNC else {
+                    throw PostgresError(code: .protocolError, message: "expected a pipeline sync, got \(String(cString: PQresStatus(status)))")
+                }
+                if let failure {
+                    outcomes[index] = .failure(failure)
+                } else {
+                    // Drop the campus setting's row: callers see their own statements only.
+                    outcomes[index] = .success(Array(results.dropFirst(units[index].campus == nil ? 0 : 1)))
+                }
+            }
+        } catch {
+            // The connection's protocol state is unknown now; the pool will discard it.
+            broken = true
+            throw error
+        }
+        guard PQexitPipelineMode(handle) == 1 else {
+            throw PostgresError(code: .protocolError, message: "cannot leave pipeline mode: \(Self.errorMessage(handle))")
+        }
+        return outcomes.map { $0! }
+    }
+
+    // MARK: Results
+
+    private func connectionError(during activity: String) -> PostgresError {
+        let lost = PQstatus(handle) != CONNECTION_OK
+        return PostgresError(
+            code: lost ? .connectionLost : .protocolError,
+            message: "\(activity): \(Self.errorMessage(handle))")
+    }
+
+    /// Copies a result's rows out of libpq, or turns its error into a `PostgresError`.
+    private func rows(from result: OpaquePointer?, query: String?) throws -> PostgresRows {
+        guard let result else { throw connectionError(during: "running a statement") }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_SINGLE_TUPLE:
+            return materialize(result)
+        case PGRES_PIPELINE_ABORTED:
+            throw PostgresError(code: .pipelineAborted, message: "skipped after an earlier statement of its unit failed", query: query)
+        default:
+            throw error(from: result, query: query)
+        }
+    }
+
+    private func error(from result: OpaquePointer, query: String?) -> PostgresError {
+        func field(_ code: Character) -> String? {
+            guard let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+            return String(cString: value)
+        }
+        let sqlState = field("C")
+        var message = field("M") ?? Self.errorMessage(handle)
+        if message.isEmpty { message = "unknown error" }
+        // Lost connections come back as errors without SQLSTATE, or as admin shutdown (57P01).
+        let lost = PQstatus(handle) != CONNECTION_OK || sqlState?.hasPrefix("08") == true
+            || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
+        return PostgresError(
+            code: lost ? .connectionLost : .server, message: message, sqlState: sqlState,
+            constraint: field("n"), table: field("t"), column: field("c"), detail: field("D"),
+            hint: field("H"), query: query)
+    }
+
+    private func materialize(_ result: OpaquePointer) -> PostgresRows {
+        let rowCount = Int(PQntuples(result))
+        let columnCount = Int(PQnfields(result))
+        var columns: [PostgresRows.Column] = []
+        columns.reserveCapacity(columnCount)
+        for column in 0..<columnCount {
+            let name = PQfname(result, Int32(column)).map { String(cString: $0) } ?? "?column?"
+            columns.append(.init(name: name, type: PostgresType(oid: PQftype(result, Int32(column)))))
+        }
+        var cells: [(offset: Int, length: Int)] = []
+        cells.reserveCapacity(rowCount * columnCount)
+        var total = 0
+        for row in 0..<Int32(rowCount) {
+            for column in 0..<Int32(columnCount) where PQgetisnull(result, row, column) == 0 {
+                total += Int(PQgetlength(result, row, column))
+            }
+        }
+        var storage: [UInt8] = []
+        storage.reserveCapacity(total)
+        for row in 0..<Int32(rowCount) {
+            for column in 0..<Int32(columnCount) {
+                if PQgetisnull(result, row, column) != 0 {
+                    cells.append((storage.count, -1))
+                    continue
+                }
+                let length = Int(PQgetlength(result, row, column))
+                cells.append((storage.count, length))
+                if length > 0, let value = PQgetvalue(result, row, column) {
+                    value.withMemoryRebound(to: UInt8.self, capacity: length) {
+                        storage.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+                    }
+                }
+            }
+        }
+        let affected = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
+        return PostgresRows(columns: columns, affectedRows: affected, storage: storage, cells: cells, rowCount: rowCount)
+    }
+}
+
+/// Statements sent together in a pipeline and committed (or rolled back) as one.
+public struct PipelineUnit: Sendable {
+    /// When set, the unit first sets the campus for row-level security (`SET LOCAL` semantics).
+    public var campus: UUID?
+    public var statements: [SQL]
+
+    public init(campus: UUID? = nil, statements: [SQL]) {
+        self.campus = campus
+        self.statements = statements
+    }
+
+    var statementsToSend: [SQL] {
+        guard let campus else { return statements }
+        return [setCampusStatement(campus)] + statements
+    }
+}
+
+/// `set_config(…, true)` lasts until the end of the current transaction, like `SET LOCAL`.
+func setCampusStatement(_ campus: UUID) -> SQL {
+    "SELECT set_config(\(campusSettingName), \(campus.uuidString.lowercased()), true)"
+}
+
+/// Lays out a statement's parameters for libpq and keeps every pointer alive for the call.
+private func withParameters<R>(
+    of sql: SQL,
+    _ body: (
+        Int32, UnsafePointer<Oid>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?
+    ) -> R
+) -> R {
+    let count = sql.bindings.count
+    if count == 0 { return body(0, nil, nil, nil, nil) }
+    var storage: [UInt8] = [0]  // never empty, so an empty value still gets a non-NULL pointer
+    var offsets: [Int] = []
+    offsets.reserveCapacity(count)
+    for binding in sql.bindings {
+        offsets.append(storage.count)
+        if let value = binding.value { storage.append(contentsOf: value) }
+    }
+    let types = sql.bindings.map { Oid($0.type.oid) }
+    let lengths = sql.bindings.map { Int32($0.value?.count ?? 0) }
+    let formats = [Int32](repeating: 1, count: count)
+    return storage.withUnsafeBufferPointer { bytes in
+        let base = UnsafeRawPointer(bytes.baseAddress!)
+        let values: [UnsafePointer<CChar>?] = sql.bindings.indices.map { index in
+            sql.bindings[index].value == nil ? nil : (base + offsets[index]).assumingMemoryBound(to: CChar.self)
+        }
+        return body(Int32(count), types, values, lengths, formats)
+    }
+}
+
+/// A NULL-terminated array of C strings, alive for the call.
+private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// Receives NOTICE and WARNING messages from the server and logs them.
+final class NoticeSink: @unchecked Sendable {
+    let logger: Logger
+    init(logger: Logger) { self.logger = logger }
+}
+
+private let noticeReceiver: PQnoticeReceiver = { context, result in
+    guard let context, let result else { return }
+    let sink = Unmanaged<NoticeSink>.fromOpaque(context).takeUnretainedValue()
+    func field(_ code: Character) -> String {
+        PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) } ?? ""
+    }
+    let severity = field("V")
+    let level: Logger.Level = severity == "WARNING" ? .warning : (severity == "NOTICE" || severity == "INFO" ? .info : .debug)
+    sink.logger.log(
+        level: level, "postgres \(severity.lowercased()): \(field("M"))",
+        metadata: ["sqlstate": "\(field("C"))"])
+}

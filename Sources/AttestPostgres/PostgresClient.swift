@@ -1,0 +1,275 @@
+import Foundation
+import Logging
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+/// A bounded pool of libpq connections, and the API the rest of the platform talks to.
+///
+/// It is a `Service`: run it in the application's `ServiceGroup`; on graceful shutdown it
+/// closes every connection. Connections open lazily, are checked before reuse (a connection
+/// the server dropped is replaced, not handed out), and blocking libpq calls run on the
+/// client's own thread pool, never on the cooperative pool or an event loop.
+public final class PostgresClient: Service, Sendable {
+    /// Pool options. Every field has a default.
+    public struct Options: Sendable {
+        /// Most connections open at once. Default 10.
+        public var maxConnections: Int
+        /// How long a caller waits for a free connection before `poolTimeout`. Default 10 s.
+        public var leaseTimeout: Duration
+
+        public init(maxConnections: Int = 10, leaseTimeout: Duration = .seconds(10)) {
+            self.maxConnections = max(1, maxConnections)
+            self.leaseTimeout = leaseTimeout
+        }
+    }
+
+    private struct Waiter {
+        let id: Int
+        /// Resumed with a connection, or with nil: "a slot is yours, open one".
+        let continuation: CheckedContinuation<LibPQConnection?, any Error>
+    }
+
+    private struct State {
+        var idle: [LibPQConnection] = []
+        /// Connections open or opening, leased ones included.
+        var open = 0
+        var waiters: [Waiter] = []
+        var nextWaiterID = 0
+        var closed = false
+    }
+
+    public let configuration: PostgresConfiguration
+    public let options: Options
+    private let logger: Logger
+    private let threadPool: NIOThreadPool
+    private let state = Mutex(State())
+
+    public init(configuration: PostgresConfiguration, options: Options = Options(), logger: Logger) {
+        self.configuration = configuration
+        self.options = options
+        self.logger = logger
+        self.threadPool = NIOThreadPool(numberOfThreads: options.maxConnections)
+        threadPool.start()
+    }
+
+    /// Keeps the pool until graceful shutdown or cancellation, then closes every connection.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+
+    /// Closes idle connections, fails waiting callers, and closes leased ones as they return.
+    public func shutdown() async {
+        let (idle, waiters) = state.withLock { state -> ([LibPQConnection], [Waiter]) in
+            if state.closed { return ([], []) }
+            state.closed = true
+            defer { state.idle = []; state.waiters = [] }
+            state.open -= state.idle.count
+            return (state.idle, state.waiters)
+        }
+        for waiter in waiters { waiter.continuation.resume(throwing: Self.closedError) }
+        for connection in idle { connection.close() }
+        try? await threadPool.shutdownGracefully()
+    }
+
+    // MARK: Using connections
+
+    /// Runs `body` with a connection leased for its duration.
+    public func withConnection<Result: Sendable>(
+        _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        let raw = try await lease()
+        defer { release(raw) }
+        return try await body(PostgresConnection(raw: raw, threadPool: threadPool))
+    }
+
+    /// Runs `body` inside `BEGIN … COMMIT`, rolling back if it throws. With `campus`, the
+    /// transaction first sets the campus that row-level security admits (`SET LOCAL`).
+    public func withTransaction<Result: Sendable>(
+        campus: UUID? = nil, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        try await withConnection { connection in
+            try await connection.transaction(campus: campus, body)
+        }
+    }
+
+    /// Runs one statement. With `campus`, it runs in a transaction scoped to that campus,
+    /// in the same round trip.
+    @discardableResult
+    public func query(_ sql: SQL, campus: UUID? = nil) async throws -> PostgresRows {
+        try await withConnection { connection in
+            guard let campus else { return try await connection.query(sql) }
+            let outcome = try await connection.pipeline([PipelineUnit(campus: campus, statements: [sql])])
+            return try outcome[0].get()[0]
+        }
+    }
+
+    // MARK: Pool
+
+    private static let closedError = PostgresError(code: .poolClosed, message: "the database connection pool is shut down")
+
+    private enum LeaseStep {
+        case reuse(LibPQConnection)
+        case open
+        case wait
+    }
+
+    private func lease() async throws -> LibPQConnection {
+        while true {
+            let step = try state.withLock { state -> LeaseStep in
+                if state.closed { throw Self.closedError }
+                if let connection = state.idle.popLast() { return .reuse(connection) }
+                if state.open < options.maxConnections {
+                    state.open += 1
+                    return .open
+                }
+                return .wait
+            }
+            switch step {
+            case .reuse(let connection):
+                if connection.isAlive() { return connection }
+                logger.info("replacing a database connection the server closed", metadata: ["target": "\(connection.target)"])
+                discard(connection)
+            case .open:
+                return try await openConnection()
+            case .wait:
+                guard let connection = try await waitForConnection() else { return try await openConnection() }
+                if connection.isAlive() { return connection }
+                discard(connection)
+            }
+        }
+    }
+
+    /// Opens a connection in a slot already counted in `open`; gives the slot up on failure.
+    private func openConnection() async throws -> LibPQConnection {
+        do {
+            let configuration = self.configuration
+            let logger = self.logger
+            return try await threadPool.runIfActive { try LibPQConnection.connect(configuration, logger: logger) }
+        } catch {
+            releaseSlot()
+            if error is PostgresError { throw error }
+            throw Self.closedError
+        }
+    }
+
+    private enum ReleaseStep {
+        case handOver(Waiter)
+        case keptIdle
+        case close
+    }
+
+    private func release(_ connection: LibPQConnection) {
+        guard connection.isReusable else {
+            discard(connection)
+            return
+        }
+        let step = state.withLock { state -> ReleaseStep in
+            if state.closed {
+                state.open -= 1
+                return .close
+            }
+            if !state.waiters.isEmpty { return .handOver(state.waiters.removeFirst()) }
+            state.idle.append(connection)
+            return .keptIdle
+        }
+        switch step {
+        case .handOver(let waiter): waiter.continuation.resume(returning: connection)
+        case .keptIdle: break
+        case .close: connection.close()
+        }
+    }
+
+    /// Closes a broken connection and passes its slot on.
+    private func discard(_ connection: LibPQConnection) {
+        connection.close()
+        releaseSlot()
+    }
+
+    /// A slot freed: hand it to the first waiter (who opens a connection), or shrink.
+    private func releaseSlot() {
+        let waiter = state.withLock { state -> Waiter? in
+            if !state.closed, !state.waiters.isEmpty { return state.waiters.removeFirst() }
+            state.open -= 1
+            return nil
+        }
+        waiter?.continuation.resume(returning: nil)
+    }
+
+    private func waitForConnection() async throws -> LibPQConnection? {
+        let id = state.withLock { state -> Int in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        let timeout = options.leaseTimeout
+        let maxConnections = options.maxConnections
+        let timer = Task { [weak self] in
+            try await Task.sleep(for: timeout)
+            self?.removeWaiter(
+                id,
+                failing: PostgresError(
+                    code: .poolTimeout,
+                    message: "all \(maxConnections) database connections stayed busy for \(timeout); "
+                        + "raise the pool size (--db-pool-size) or look for slow queries"))
+        }
+        defer { timer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let refused = state.withLock { state -> (any Error)? in
+                    if state.closed { return Self.closedError }
+                    if Task.isCancelled { return CancellationError() }
+                    state.waiters.append(Waiter(id: id, continuation: continuation))
+                    return nil
+                }
+                if let refused { continuation.resume(throwing: refused) }
+            }
+        } onCancel: {
+            removeWaiter(id, failing: CancellationError())
+        }
+    }
+
+    private func removeWaiter(_ id: Int, failing error: any Error) {
+        let waiter = state.withLock { state -> Waiter? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index)
+        }
+        waiter?.continuation.resume(throwing: error)
+    }
+
+    /// Connections open right now and how many of them are idle (for metrics and tests).
+    public var statistics: (open: Int, idle: Int) { state.withLock { ($0.open, $0.idle.count) } }
+}
+
+extension PostgresClient {
+    /// Whether a trivial query answers within `timeout`; the error says why not. A blocking
+    /// connect is not interrupted, but the caller stops waiting for it at the deadline.
+    public func ping(timeout: Duration) async -> PostgresError? {
+        let outcome = FirstOutcome()
+        return await withCheckedContinuation { continuation in
+            outcome.set(continuation)
+            let probe = Task {
+                do {
+                    try await self.query("SELECT 1")
+                    outcome.finish(nil)
+                } catch let error as PostgresError {
+                    outcome.finish(error)
+                } catch {
+                    outcome.finish(PostgresError(code: .connectionFailed, message: "\(error)"))
+                }
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                outcome.finish(PostgresError(code: .connectionFailed, message: "no answer from PostgreSQL within \(timeout)"))
+                probe.cancel()
+            }
+        }
+    }
+}
+
+/// Resumes a continuation with whichever outcome comes first.
+private final class FirstOutcome: Sendable {
+    private let continuation = Mutex<CheckedContinuation<PostgresError?, Never>?>(nil)
+    func set(_ value: CheckedContinuation<PostgresError?, Never>) { continuation.withLock { $0 = value } }
+    func finish(_ outcome: PostgresError?) { continuation.withLock { $0.take() }?.resume(returning: outcome) }
+}

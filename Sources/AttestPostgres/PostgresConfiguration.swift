@@ -1,0 +1,39 @@
+/// How to reach PostgreSQL.
+public struct PostgresConfiguration: Sendable {
+    /// A libpq connection URI (`postgresql://user@host/db?sslmode=require`) or conninfo string
+    /// (`host=/run/postgresql dbname=attest`), as in `DATABASE_URL`. Empty: libpq's defaults
+    /// and `PG*` environment variables.
+    public var connectionString: String
+    /// libpq keywords that override the connection string (for example `dbname` in tests).
+    public var overrides: [String: String]
+    /// Seconds libpq waits for a connection before giving up. Default 5.
+    public var connectTimeoutSeconds: Int
+    /// `application_name`, shown in `pg_stat_activity`. Default `attest`. The connection string may override it.
+    public var applicationName: String
+    /// A role every connection switches to with `SET ROLE` right after connecting (the
+    /// application role that row-level security applies to). nil: stay the login role.
+    public var role: String?
+
+    public init(
+        connectionString: String, overrides: [String: String] = [:], connectTimeoutSeconds: Int = 5,
+        applicationName: String = "attest", role: String? = nil
+    ) {
+        self.connectionString = connectionString
+        self.overrides = overrides
+        self.connectTimeoutSeconds = connectTimeoutSeconds
+        self.applicationName = applicationName
+        self.role = role
+    }
+
+    /// The keyword/value pairs for `PQconnectdbParams`, in the order libpq applies them: our
+    /// defaults first, then the expanded connection string, then the overrides.
+    var keywordValues: [(String, String)] {
+        var pairs = [("connect_timeout", String(connectTimeoutSeconds)), ("application_name", applicationName)]
+        if !connectionString.isEmpty { pairs.append(("dbname", connectionString)) }
+        pairs.append(contentsOf: overrides.sorted { $0.key < $1.key })
+        return pairs
+    }
+}
+
+/// The name of the per-transaction setting that row-level security policies read.
+public let campusSettingName = "attest.campus_id"

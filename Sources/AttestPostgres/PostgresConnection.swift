@@ -1,0 +1,75 @@
+import Foundation
+import NIOPosix
+
+/// A leased connection. Every call runs on the client's blocking thread pool.
+///
+/// Valid only inside the `withConnection` / `withTransaction` closure that handed it out.
+public struct PostgresConnection: Sendable {
+    let raw: LibPQConnection
+    let threadPool: NIOThreadPool
+
+    /// Runs one statement and returns its rows (binary results).
+    @discardableResult
+    public func query(_ sql: SQL) async throws -> PostgresRows {
+        try await run { try $0.execute(sql) }
+    }
+
+    /// Runs SQL text holding any number of statements through the simple query protocol
+    /// (text results, no parameters). For migrations and operator scripts only: never pass
+    /// input from outside.
+    @discardableResult
+    public func runScript(unsafeSQL text: String) async throws -> PostgresRows {
+        try await run { try $0.runScript(text) }
+    }
+
+    /// Sends every unit in one round trip (libpq pipeline mode), a sync after each. Each unit
+    /// commits or rolls back on its own: a failing statement skips only the rest of its unit.
+    /// The result for each unit is its statements' rows, or the error that stopped it.
+    /// Throws only when the connection itself broke (then no outcome is known).
+    public func pipeline(_ units: [PipelineUnit]) async throws -> [Result<[PostgresRows], PostgresError>] {
+        if units.isEmpty { return [] }
+        return try await run { try $0.pipeline(units) }
+    }
+
+    /// `BEGIN` (and the campus setting, in the same round trip), `body`, `COMMIT`;
+    /// `ROLLBACK` when `body` throws.
+    public func transaction<Result: Sendable>(
+        campus: UUID? = nil, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        try await run { raw in
+            if let campus {
+                let outcome = try raw.pipeline([PipelineUnit(statements: ["BEGIN", setCampusStatement(campus)])])
+                _ = try outcome[0].get()
+            } else {
+                try raw.runScript("BEGIN")
+            }
+        }
+        let result: Result
+        do {
+            result = try await body(self)
+        } catch {
+            // A failed rollback leaves the connection mid-transaction; the pool then discards it.
+            _ = try? await run { try $0.runScript("ROLLBACK") }
+            throw error
+        }
+        let status = try await run { try $0.commandStatus(ofScript: "COMMIT") }
+        // COMMIT of a transaction in which a statement failed answers ROLLBACK, not an error.
+        guard status == "COMMIT" else {
+            throw PostgresError(
+                code: .server, message: "the transaction was rolled back because a statement in it failed",
+                sqlState: "25P02")
+        }
+        return result
+    }
+
+    func run<Result: Sendable>(_ body: @escaping @Sendable (LibPQConnection) throws -> Result) async throws -> Result {
+        let raw = self.raw
+        do {
+            return try await threadPool.runIfActive { try body(raw) }
+        } catch let error as PostgresError {
+            throw error
+        } catch is NIOThreadPoolError.ThreadPoolInactive {
+            throw PostgresError(code: .poolClosed, message: "the database connection pool is shut down")
+        }
+    }
+}

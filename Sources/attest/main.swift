@@ -1,0 +1,3 @@
+import AttestCLI
+
+await AttestCommand.runAsRoot()

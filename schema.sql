@@ -1,0 +1,267 @@
+-- Campus Attest: the whole schema, the readable picture of what `attest migrate` builds.
+--
+-- Rules (docs/schema.md says why):
+--  * Every tenant-owned table carries campus_id, and every primary and unique key starts
+--    with it, so the schema distributes unchanged on Citus (distribution column campus_id).
+--    `campuses` and `schema_migrations` are shared reference tables.
+--  * Row-level security on every tenant-owned table admits only the rows of the campus set
+--    for the current transaction (`attest.campus_id`, set with set_config(..., true)).
+--    The server works as the role attest_app, which owns nothing and cannot bypass it.
+--  * Applying this file twice changes nothing; `attest migrate` also records it in
+--    schema_migrations and holds an advisory lock while it runs.
+
+SET client_min_messages = warning;
+
+-- The application role. NOLOGIN: a login role is granted it (the migrating role here;
+-- in production the server's own login, see deploy/README.md).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'attest_app') THEN
+        CREATE ROLE attest_app NOLOGIN NOSUPERUSER NOBYPASSRLS;
+    END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN
+    NULL; -- created concurrently by a migration of another database in this cluster
+END $$;
+
+DO $$
+BEGIN
+    IF NOT pg_has_role(current_user, 'attest_app', 'MEMBER') THEN
+        EXECUTE format('GRANT attest_app TO %I', current_user);
+    END IF;
+END $$;
+
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version     integer PRIMARY KEY,
+    name        text NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- Reference table: one row per campus (tenant).
+CREATE TABLE IF NOT EXISTS campuses (
+    id                       uuid PRIMARY KEY,
+    slug                     text NOT NULL UNIQUE
+                             CHECK (slug ~ '^[a-z0-9][a-z0-9-]*[a-z0-9]$' AND length(slug) BETWEEN 2 AND 40),
+    name                     text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+    time_zone                text NOT NULL CHECK (length(time_zone) BETWEEN 1 AND 64),
+    deadline_minute          integer NOT NULL DEFAULT 600 CHECK (deadline_minute BETWEEN 0 AND 1439),
+    reminder_minute          integer NOT NULL DEFAULT 480 CHECK (reminder_minute BETWEEN 0 AND 1439),
+    email_domains            text[] NOT NULL DEFAULT '{}',
+    session_lifetime_seconds integer NOT NULL DEFAULT 2592000 CHECK (session_lifetime_seconds > 0),
+    retention_days           integer NOT NULL DEFAULT 30 CHECK (retention_days BETWEEN 1 AND 3650),
+    stats_min_count          integer NOT NULL DEFAULT 10 CHECK (stats_min_count >= 0),
+    settings                 jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(settings) = 'object'),
+    created_at               timestamptz NOT NULL DEFAULT now()
+);
+
+-- OpenID Connect issuers a campus accepts ID tokens from.
+CREATE TABLE IF NOT EXISTS campus_oidc_issuers (
+    campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    issuer      text NOT NULL CHECK (length(issuer) BETWEEN 1 AND 500),
+    audiences   text[] NOT NULL CHECK (cardinality(audiences) > 0),
+    jwks_url    text,
+    jwks        jsonb,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, issuer),
+    CHECK (jwks_url IS NOT NULL OR jwks IS NOT NULL)
+);
+
+-- Which plugin of which kind a campus uses, with its settings.
+CREATE TABLE IF NOT EXISTS campus_plugins (
+    campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    kind        text NOT NULL CHECK (kind IN ('badge-rule', 'testing-locations', 'sink')),
+    plugin_id   text NOT NULL CHECK (plugin_id ~ '^[a-z0-9][a-z0-9._-]*$'),
+    settings    jsonb NOT NULL DEFAULT '{}',
+    enabled_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, kind, plugin_id)
+);
+
+CREATE TABLE IF NOT EXISTS users (
+    campus_id     uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    id            uuid NOT NULL,
+    email         text NOT NULL CHECK (email = lower(email) AND email LIKE '%_@_%' AND length(email) <= 320),
+    display_name  text NOT NULL DEFAULT '' CHECK (length(display_name) <= 200),
+    -- A random stand-in for the user on badges: never the email.
+    pseudonym     uuid NOT NULL DEFAULT gen_random_uuid(),
+    oidc_issuer   text,
+    oidc_subject  text,
+    active        boolean NOT NULL DEFAULT true,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, id),
+    UNIQUE (campus_id, email),
+    UNIQUE (campus_id, pseudonym),
+    UNIQUE (campus_id, oidc_issuer, oidc_subject)
+);
+
+CREATE TABLE IF NOT EXISTS user_roles (
+    campus_id   uuid NOT NULL,
+    user_id     uuid NOT NULL,
+    role        text NOT NULL CHECK (role IN ('member', 'screener', 'health_officer', 'admin')),
+    granted_at  timestamptz NOT NULL DEFAULT now(),
+    granted_by  text NOT NULL,
+    PRIMARY KEY (campus_id, user_id, role),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+
+-- Session tokens: only their SHA-256 hashes are stored.
+CREATE TABLE IF NOT EXISTS sessions (
+    campus_id   uuid NOT NULL,
+    token_hash  bytea NOT NULL CHECK (length(token_hash) = 32),
+    user_id     uuid NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    expires_at  timestamptz NOT NULL,
+    revoked_at  timestamptz,
+    PRIMARY KEY (campus_id, token_hash),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS sessions_by_user ON sessions (campus_id, user_id);
+
+-- Keys that sign a campus's badge tokens; retired keys verify until their tokens expire.
+CREATE TABLE IF NOT EXISTS badge_keys (
+    campus_id    uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    kid          text NOT NULL,
+    algorithm    text NOT NULL CHECK (algorithm IN ('ES256', 'EdDSA')),
+    private_key  bytea NOT NULL,
+    public_jwk   jsonb NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    retired_at   timestamptz,
+    PRIMARY KEY (campus_id, kid)
+);
+
+-- Versioned questionnaires; the active one is the highest version.
+CREATE TABLE IF NOT EXISTS questionnaires (
+    campus_id     uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    version       integer NOT NULL CHECK (version > 0),
+    definition    jsonb NOT NULL CHECK (jsonb_typeof(definition) = 'object'),
+    published_at  timestamptz NOT NULL DEFAULT now(),
+    published_by  text NOT NULL,
+    PRIMARY KEY (campus_id, version)
+);
+
+-- One attestation per member per campus-local day. Answers are the only health data and
+-- are set to NULL by the retention purge; the badge and the rollups stay.
+CREATE TABLE IF NOT EXISTS attestations (
+    campus_id        uuid NOT NULL,
+    id               uuid NOT NULL,
+    user_id          uuid NOT NULL,
+    local_date       date NOT NULL,
+    submitted_at     timestamptz NOT NULL,
+    on_time          boolean NOT NULL,
+    survey_version   integer NOT NULL,
+    answers          jsonb,
+    color            text NOT NULL CHECK (color IN ('green', 'yellow', 'red')),
+    reason           text NOT NULL DEFAULT '',
+    valid_until      timestamptz NOT NULL,
+    rule_id          text NOT NULL,
+    rule_version     text NOT NULL DEFAULT '',
+    idempotency_key  text CHECK (length(idempotency_key) BETWEEN 1 AND 200),
+    answers_purged_at timestamptz,
+    PRIMARY KEY (campus_id, id),
+    UNIQUE (campus_id, user_id, local_date),
+    UNIQUE (campus_id, user_id, idempotency_key),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE,
+    FOREIGN KEY (campus_id, survey_version) REFERENCES questionnaires (campus_id, version)
+);
+CREATE INDEX IF NOT EXISTS attestations_by_day_color ON attestations (campus_id, local_date, color);
+
+-- Daily rollups, kept with each write so dashboards cost O(days). A day's counts may be
+-- split over several shard rows so concurrent writers do not queue on one row; readers sum.
+CREATE TABLE IF NOT EXISTS daily_stats (
+    campus_id   uuid NOT NULL,
+    local_date  date NOT NULL,
+    shard       smallint NOT NULL DEFAULT 0 CHECK (shard >= 0),
+    submitted   integer NOT NULL DEFAULT 0,
+    on_time     integer NOT NULL DEFAULT 0,
+    late        integer NOT NULL DEFAULT 0,
+    green       integer NOT NULL DEFAULT 0,
+    yellow      integer NOT NULL DEFAULT 0,
+    red         integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (campus_id, local_date, shard),
+    FOREIGN KEY (campus_id) REFERENCES campuses (id) ON DELETE CASCADE
+);
+
+-- Per day, how many attestations gave each answer (boolean true, each choice option).
+CREATE TABLE IF NOT EXISTS daily_answer_counts (
+    campus_id    uuid NOT NULL,
+    local_date   date NOT NULL,
+    question_id  text NOT NULL,
+    answer       text NOT NULL,
+    shard        smallint NOT NULL DEFAULT 0 CHECK (shard >= 0),
+    count        integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (campus_id, local_date, question_id, answer, shard),
+    FOREIGN KEY (campus_id) REFERENCES campuses (id) ON DELETE CASCADE
+);
+
+CREATE TABLE IF NOT EXISTS testing_locations (
+    campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    id          uuid NOT NULL,
+    name        text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+    address     text NOT NULL DEFAULT '',
+    latitude    double precision NOT NULL CHECK (latitude BETWEEN -90 AND 90),
+    longitude   double precision NOT NULL CHECK (longitude BETWEEN -180 AND 180),
+    hours       text NOT NULL DEFAULT '',
+    phone       text NOT NULL DEFAULT '',
+    url         text NOT NULL DEFAULT '',
+    notes       text NOT NULL DEFAULT '',
+    PRIMARY KEY (campus_id, id)
+);
+
+-- Transactional outbox: written in the same transaction as the event's cause, delivered by
+-- the workers of every server (FOR UPDATE SKIP LOCKED), one row per event and sink.
+CREATE TABLE IF NOT EXISTS notification_outbox (
+    campus_id        uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    id               uuid NOT NULL,
+    event            text NOT NULL CHECK (event ~ '^[a-z]+(\.[a-z_]+)+$'),
+    sink_id          text NOT NULL,
+    payload          jsonb NOT NULL,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    attempts         integer NOT NULL DEFAULT 0,
+    next_attempt_at  timestamptz NOT NULL DEFAULT now(),
+    delivered_at     timestamptz,
+    dead_at          timestamptz,
+    last_error       text,
+    PRIMARY KEY (campus_id, id, sink_id)
+);
+CREATE INDEX IF NOT EXISTS notification_outbox_due ON notification_outbox (campus_id, next_attempt_at)
+    WHERE delivered_at IS NULL AND dead_at IS NULL;
+
+-- Append-only record of permission changes, imports, token issues and identifiable reads.
+CREATE TABLE IF NOT EXISTS audit_log (
+    campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    id          bigint GENERATED ALWAYS AS IDENTITY,
+    at          timestamptz NOT NULL DEFAULT now(),
+    actor       text NOT NULL,
+    action      text NOT NULL,
+    target      text NOT NULL DEFAULT '',
+    details     jsonb NOT NULL DEFAULT '{}',
+    PRIMARY KEY (campus_id, id)
+);
+CREATE INDEX IF NOT EXISTS audit_log_by_time ON audit_log (campus_id, at);
+
+-- Row-level security: the second wall behind the application's own scoping.
+DO $$
+DECLARE
+    tenant_table text;
+BEGIN
+    FOREACH tenant_table IN ARRAY ARRAY[
+        'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'badge_keys',
+        'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
+        'notification_outbox', 'audit_log'
+    ] LOOP
+        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
+        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);
+        EXECUTE format('DROP POLICY IF EXISTS campus_isolation ON %I', tenant_table);
+        EXECUTE format(
+            'CREATE POLICY campus_isolation ON %I '
+            'USING (campus_id = nullif(current_setting(''attest.campus_id'', true), '''')::uuid) '
+            'WITH CHECK (campus_id = nullif(current_setting(''attest.campus_id'', true), '''')::uuid)',
+            tenant_table);
+        EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %I TO attest_app', tenant_table);
+    END LOOP;
+END $$;
+
+-- The audit log is append-only for the application.
+REVOKE UPDATE, DELETE ON audit_log FROM attest_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON campuses TO attest_app;
+GRANT SELECT ON schema_migrations TO attest_app;
+GRANT USAGE ON SCHEMA public TO attest_app;
+GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO attest_app;
