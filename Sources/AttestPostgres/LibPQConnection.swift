@@ -58,8 +58,8 @@ final class LibPQConnection: @unchecked Sendable {
         return connection
     }
 
-    /// Checks the connection string's syntax so a typo gets its own message. Quoted parts of
-    /// libpq's message are hidden: they could be a password.
+    /// Checks the connection string's syntax so a typo gets its own message. A password
+    /// the string holds is cut out of libpq's message.
     private static func validate(_ connectionString: String) throws {
         var errorPointer: UnsafeMutablePointer<CChar>? = nil
         if let options = PQconninfoParse(connectionString, &errorPointer) {
@@ -68,8 +68,11 @@ final class LibPQConnection: @unchecked Sendable {
         }
         var reason = "it could not be parsed"
         if let errorPointer {
-            reason = redactQuoted(String(cString: errorPointer).trimmingCharacters(in: .whitespacesAndNewlines))
+            reason = String(cString: errorPointer).trimmingCharacters(in: .whitespacesAndNewlines)
             PQfreemem(errorPointer)
+        }
+        for secret in passwords(in: connectionString) where !secret.isEmpty {
+            reason = reason.replacingOccurrences(of: secret, with: "…")
         }
         throw PostgresError(
             code: .connectionFailed,
@@ -77,18 +80,25 @@ final class LibPQConnection: @unchecked Sendable {
                 + "expected e.g. postgresql://user@host:5432/dbname or 'host=/run/postgresql dbname=attest'")
     }
 
-    private static func redactQuoted(_ text: String) -> String {
-        var result = ""
-        var inQuote = false
-        for character in text {
-            if character == "\"" {
-                result.append(inQuote ? "\"" : "\"…")
-                inQuote.toggle()
-            } else if !inQuote {
-                result.append(character)
+    /// Whatever could be a password in a connection string that libpq cannot parse: the
+    /// `user:password@` part of a URI, a `password=` value, and every `password` query value.
+    static func passwords(in connectionString: String) -> [String] {
+        var found: [String] = []
+        if let scheme = connectionString.range(of: "://") {
+            let rest = connectionString[scheme.upperBound...]
+            if let at = rest.firstIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
+                let secret = String(rest[rest.index(after: colon)..<at])
+                found.append(secret)
+                found.append(secret.removingPercentEncoding ?? secret)
             }
         }
-        return result
+        for part in connectionString.split(whereSeparator: { $0 == " " || $0 == "&" || $0 == "?" }) {
+            let pieces = part.split(separator: "=", maxSplits: 1)
+            if pieces.count == 2, pieces[0].lowercased() == "password" {
+                found.append(String(pieces[1]).trimmingCharacters(in: CharacterSet(charactersIn: "'")))
+            }
+        }
+        return found
     }
 
     private static func describeTarget(_ handle: OpaquePointer) -> String {
@@ -128,13 +138,16 @@ final class LibPQConnection: @unchecked Sendable {
         guard isReusable else { return false }
         var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
         guard descriptor.fd >= 0 else { return false }
-        let ready = poll(&descriptor, 1, 0)
-        if ready == 0 { return true }
-        if ready < 0 { return false }
-        if descriptor.revents & Int16(POLLERR | POLLNVAL) != 0 { return false }
-        // Readable while idle: a notice, a notification, or the server saying goodbye.
-        guard PQconsumeInput(handle) == 1 else { return false }
-        while let notification = PQnotifies(handle) { PQfreemem(notification) }
+        // Readable while idle: a notice, a notification, or the server saying goodbye (an
+        // error message, then end of file). Read until nothing is left or the end shows.
+        for _ in 0..<8 {
+            descriptor.revents = 0
+            let ready = poll(&descriptor, 1, 0)
+            if ready == 0 { return isReusable }
+            if ready < 0 || descriptor.revents & Int16(POLLERR | POLLNVAL) != 0 { return false }
+            guard PQconsumeInput(handle) == 1 else { return false }
+            while let notification = PQnotifies(handle) { PQfreemem(notification) }
+        }
         return isReusable
     }
 

@@ -1,0 +1,64 @@
+import AttestPlugins
+import AttestPostgres
+import AttestSchema
+import AttestTestSupport
+import Foundation
+import Tenancy
+import Testing
+
+@Suite("Row-level security")
+struct RowLevelSecurityTests {
+    /// Two campuses with one user each, inserted through the application role.
+    static func twoCampuses(_ app: PostgresClient) async throws -> (Campus, Campus) {
+        let store = CampusStore(client: app)
+        let a = try await store.create(NewCampus(slug: "campus-a", name: "A", timeZone: "America/New_York"))
+        let b = try await store.create(NewCampus(slug: "campus-b", name: "B", timeZone: "Pacific/Auckland"))
+        for (campus, email) in [(a, "alice@a.edu"), (b, "bob@b.edu")] {
+            try await app.query(
+                "INSERT INTO users (campus_id, id, email) VALUES (\(campus.id), \(UUID()), \(email))", campus: campus.id.rawValue)
+        }
+        return (a, b)
+    }
+
+    @Test func withCampusASetAQueryWithoutWhereSeesNoRowOfCampusB() async throws {
+        let name = try await TestDatabase.create()
+        let app = TestDatabase.client(database: name)
+        defer { Task { await app.shutdown() } }
+        let (a, b) = try await Self.twoCampuses(app)
+        let seen = try await app.withTransaction(campus: a.id.rawValue) { connection in
+            try await connection.query("SELECT email, campus_id FROM users")
+        }
+        #expect(try seen.map { try $0.decode("email", as: String.self) } == ["alice@a.edu"])
+        let fromB = try await app.query("SELECT email FROM users", campus: b.id.rawValue)
+        #expect(try fromB.map { try $0.decode("email", as: String.self) } == ["bob@b.edu"])
+    }
+
+    @Test func withoutACampusTheApplicationRoleSeesNothing() async throws {
+        let name = try await TestDatabase.create()
+        let app = TestDatabase.client(database: name)
+        defer { Task { await app.shutdown() } }
+        _ = try await Self.twoCampuses(app)
+        #expect(try await app.query("SELECT email FROM users").isEmpty)
+        // The owner (superuser here) still sees both: the wall is for the application role.
+        let owner = TestDatabase.client(database: name, role: nil)
+        #expect(try await owner.query("SELECT email FROM users").count == 2)
+        await owner.shutdown()
+    }
+
+    @Test func writesIntoAnotherCampusAreRefused() async throws {
+        let name = try await TestDatabase.create()
+        let app = TestDatabase.client(database: name)
+        defer { Task { await app.shutdown() } }
+        let (a, b) = try await Self.twoCampuses(app)
+        let error = await #expect(throws: PostgresError.self) {
+            try await app.query(
+                "INSERT INTO users (campus_id, id, email) VALUES (\(b.id), \(UUID()), \("mallory@b.edu"))", campus: a.id.rawValue)
+        }
+        #expect(error?.sqlState == "42501")
+        let updated = try await app.query("UPDATE users SET display_name = 'changed' WHERE campus_id = \(b.id)", campus: a.id.rawValue)
+        #expect(updated.affectedRows == 0)
+        let deleted = try await app.query("DELETE FROM users", campus: a.id.rawValue)
+        #expect(deleted.affectedRows == 1)
+        #expect(try await app.query("SELECT email FROM users", campus: b.id.rawValue).count == 1)
+    }
+}

@@ -1,0 +1,30 @@
+import Logging
+import Synchronization
+
+/// A log handler that keeps every message, for tests that check what gets logged.
+public final class LogCapture: Sendable {
+    private let entries = Mutex<[(level: Logger.Level, message: String)]>([])
+
+    public init() {}
+
+    public var messages: [String] { entries.withLock { $0.map(\.message) } }
+
+    public func logger(level: Logger.Level = .trace) -> Logger {
+        var logger = Logger(label: "attest.test.capture") { _ in Handler(capture: self) }
+        logger.logLevel = level
+        return logger
+    }
+
+    struct Handler: LogHandler {
+        let capture: LogCapture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            capture.entries.withLock { $0.append((event.level, "\(event.message)")) }
+        }
+    }
+}
