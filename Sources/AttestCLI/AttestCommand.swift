@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttestPostgres
 import Foundation
 
 /// `attest`: the server and the operators' tool in one binary.
@@ -31,6 +32,11 @@ extension AttestCommand {
             } else {
                 try command.run()
             }
+        } catch let error as PostgresError where error.isConnectionError {
+            exit(withError: CLIError(
+                "\(error.message). Check --database-url or DATABASE_URL, and that PostgreSQL is running."))
+        } catch let error as PostgresError {
+            exit(withError: CLIError("database error: \(error)"))
         } catch {
             exit(withError: error)
         }

@@ -69,8 +69,8 @@ public struct EmbeddedPostgres: Sendable {
         FileManager.default.fileExists(atPath: clusterDirectory.appending(path: "PG_VERSION").path)
     }
 
-    /// Creates the cluster on first use.
-    public func initializeIfNeeded(logger: Logger) throws {
+    /// Creates the cluster on first use. `durable: false` (tests) skips fsync entirely.
+    public func initializeIfNeeded(logger: Logger, durable: Bool = true) throws {
         if isInitialized { return }
         let fileManager = FileManager.default
         for sub in [directory, socketDirectory, logFile.deletingLastPathComponent()] {
@@ -95,7 +95,7 @@ public struct EmbeddedPostgres: Sendable {
         try runServerProgram(
             "initdb",
             ["-D", clusterDirectory.path, "-U", Self.superuser, "-E", "UTF8", "--locale=C",
-             "--auth-local=trust", "--auth-host=reject", "--no-instructions"])
+             "--auth-local=trust", "--auth-host=reject", "--no-instructions"] + (durable ? [] : ["--no-sync"]))
         // Only the Unix socket in our own directory; nothing on the network.
         let quotedSocket = "'" + socketDirectory.path.replacingOccurrences(of: "'", with: "''") + "'"
         let settings = """
@@ -105,6 +105,7 @@ public struct EmbeddedPostgres: Sendable {
             unix_socket_directories = \(quotedSocket)
             unix_socket_permissions = 0700
             max_connections = 100
+            \(durable ? "" : "fsync = off\nsynchronous_commit = off\nfull_page_writes = off")
 
             """
         let configuration = clusterDirectory.appending(path: "postgresql.conf")

@@ -1,0 +1,69 @@
+import AttestTestSupport
+import Foundation
+import Testing
+
+@Suite("attest CLI errors and migrate")
+struct CLIErrorTests {
+    @Test func withoutAnyDatabaseItSaysHowToNameOne() async throws {
+        let empty = FileManager.default.temporaryDirectory.appending(path: "attest-empty-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let result = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "migrate"], environment: ["DATABASE_URL": nil], directory: empty)
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.contains("DATABASE_URL"))
+        #expect(result.stderr.contains("--database-url"))
+        #expect(result.stderr.contains("attest dev"))
+    }
+
+    @Test func anUnreachableDatabaseIsOneLineWithoutThePassword() async throws {
+        let result = try await ChildProcess.run([
+            ChildProcess.attestBinary, "migrate", "--database-url", "postgresql://ops:Tr0ub4dor@127.0.0.1:1/attest",
+        ])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.contains("cannot connect to PostgreSQL (host 127.0.0.1, port 1"))
+        #expect(result.stderr.contains("Check --database-url or DATABASE_URL"))
+        #expect(!result.stderr.contains("Tr0ub4dor"))
+    }
+
+    @Test func theFlagWinsOverTheEnvironment() async throws {
+        let name = try await TestDatabase.create(migrated: false)
+        let result = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "migrate", "--database-url", TestDatabase.url(database: name)],
+            environment: ["DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"])
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
+    @Test func migrateTwiceThenConcurrentlyAsSeparateProcesses() async throws {
+        let name = try await TestDatabase.create(migrated: false)
+        let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: name)]
+        let first = try await ChildProcess.run([ChildProcess.attestBinary, "migrate"], environment: environment)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("Applied schema version(s) 1"))
+        let second = try await ChildProcess.run([ChildProcess.attestBinary, "migrate", "--json"], environment: environment)
+        #expect(second.status == 0)
+        #expect(second.stdout.contains(#""applied":[]"#))
+
+        let fresh = try await TestDatabase.create(migrated: false)
+        let racers = try (0..<3).map { _ in
+            try ChildProcess([ChildProcess.attestBinary, "migrate", "--json"], environment: ["DATABASE_URL": TestDatabase.url(database: fresh)])
+        }
+        var applied = 0
+        for racer in racers {
+            #expect(try await racer.wait(timeout: .seconds(60)) == 0, "\(racer.stderr)")
+            if !racer.stdout.contains(#""applied":[]"#) { applied += 1 }
+        }
+        #expect(applied == 1)
+    }
+
+    @Test func badOptionsAreUsageErrors() async throws {
+        let result = try await ChildProcess.run([ChildProcess.attestBinary, "serve", "--port", "70000"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--port must be between 0 and 65535"))
+        let level = try await ChildProcess.run([ChildProcess.attestBinary, "migrate", "--log-level", "loud"])
+        #expect(level.status == 64)
+        #expect(level.stderr.contains("unknown --log-level"))
+    }
+}

@@ -1,0 +1,63 @@
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import Testing
+
+@Suite("attest dev, end to end")
+struct DevCommandTests {
+    @Test func createsAClusterServesTheDemoCampusStopsItAndReusesItNextTime() async throws {
+        let directory = "/tmp/attest-dev-\(UUID().uuidString.prefix(8))"
+        defer {
+            // Should a run fail half-way, leave no server behind.
+            _ = try? ChildProcess(["/bin/sh", "-c", "runuser -u postgres -- \"$ATTEST_PG_BIN/pg_ctl\" stop -D \(directory)/pgdata -m immediate || \"$ATTEST_PG_BIN/pg_ctl\" stop -D \(directory)/pgdata -m immediate"])
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let port = try LoopbackHTTP.freePort()
+        let first = try ChildProcess(
+            [ChildProcess.attestBinary, "dev", "--port", "\(port)", "--data-dir", directory],
+            environment: ["DATABASE_URL": nil])
+        try await LoopbackHTTP.waitFor(port: port, path: "/readyz", timeout: .seconds(90), while: first)
+        #expect(first.stdout.contains("Demo campus:  demo"))
+        #expect(first.stdout.contains("http://127.0.0.1:\(port)/readyz"))
+        if geteuid() == 0 { #expect(first.stdout.contains("runs as the unprivileged 'postgres' system user")) }
+
+        // Only a Unix socket, in the data directory; its URL is saved for other commands.
+        let url = try String(contentsOfFile: directory + "/database-url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(url.contains("host=%2Ftmp%2Fattest-dev-"))
+        let config = try String(contentsOfFile: directory + "/pgdata/postgresql.conf", encoding: .utf8)
+        #expect(config.contains("listen_addresses = ''"))
+        let client = PostgresClient(configuration: PostgresConfiguration(connectionString: url), logger: TestDatabase.testLogger)
+        let campus = try await client.query("SELECT slug, time_zone, deadline_minute FROM campuses")
+        #expect(campus.count == 1)
+        #expect(try campus[0].decode("slug", as: String.self) == "demo")
+        #expect(try campus[0].decode("time_zone", as: String.self) == "America/New_York")
+        #expect(try campus[0].decode("deadline_minute", as: Int.self) == 600)
+        await client.shutdown()
+
+        first.signal(SIGTERM)
+        #expect(try await first.wait(timeout: .seconds(30)) == 0)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/pgdata/postmaster.pid"), "PostgreSQL still running")
+
+        // A second run reuses the cluster and its data, and stops on Ctrl-C (SIGINT) too.
+        let second = try ChildProcess(
+            [ChildProcess.attestBinary, "dev", "--port", "\(port)", "--data-dir", directory],
+            environment: ["DATABASE_URL": nil])
+        try await LoopbackHTTP.waitFor(port: port, path: "/readyz", timeout: .seconds(60), while: second)
+        #expect(!second.stderr.contains("creating a PostgreSQL cluster"))
+        let again = PostgresClient(configuration: PostgresConfiguration(connectionString: url), logger: TestDatabase.testLogger)
+        #expect(try await again.query("SELECT count(*) AS n FROM campuses")[0].decode("n", as: Int.self) == 1)
+        await again.shutdown()
+        second.signal(SIGINT)
+        #expect(try await second.wait(timeout: .seconds(30)) == 0)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/pgdata/postmaster.pid"))
+    }
+
+    @Test func aDataDirectoryTooDeepForASocketIsRefusedClearly() async throws {
+        let deep = "/tmp/" + String(repeating: "d", count: 100)
+        let result = try await ChildProcess.run([ChildProcess.attestBinary, "dev", "--data-dir", deep])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("too deep for a Unix socket"))
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(!FileManager.default.fileExists(atPath: deep))
+    }
+}
