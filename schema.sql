@@ -1,6 +1,6 @@
 -- Campus Attest: the whole schema, the readable picture of what `attest migrate` builds.
 --
--- Rules (docs/schema.md says why):
+-- Rules (README.md, "Database", says why):
 --  * Every tenant-owned table carries campus_id, and every primary and unique key starts
 --    with it, so the schema distributes unchanged on Citus (distribution column campus_id).
 --    `campuses` and `schema_migrations` are shared reference tables.
@@ -13,7 +13,7 @@
 SET client_min_messages = warning;
 
 -- The application role. NOLOGIN: a login role is granted it (the migrating role here;
--- in production the server's own login, see deploy/README.md).
+-- in production the server's own login, see README.md, "Database").
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'attest_app') THEN
