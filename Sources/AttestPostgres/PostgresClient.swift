@@ -258,18 +258,41 @@ extension PostgresClient {
                     outcome.finish(PostgresError(code: .connectionFailed, message: "\(error)"))
                 }
             }
-            Task {
-                try? await Task.sleep(for: timeout)
+            outcome.setTimer(Task {
+                try await Task.sleep(for: timeout)
                 outcome.finish(PostgresError(code: .connectionFailed, message: "no answer from PostgreSQL within \(timeout)"))
                 probe.cancel()
-            }
+            })
         }
     }
 }
 
-/// Resumes a continuation with whichever outcome comes first.
+/// Resumes a continuation with whichever outcome comes first, and stops the timer.
 private final class FirstOutcome: Sendable {
-    private let continuation = Mutex<CheckedContinuation<PostgresError?, Never>?>(nil)
-    func set(_ value: CheckedContinuation<PostgresError?, Never>) { continuation.withLock { $0 = value } }
-    func finish(_ outcome: PostgresError?) { continuation.withLock { $0.take() }?.resume(returning: outcome) }
+    private struct State {
+        var continuation: CheckedContinuation<PostgresError?, Never>?
+        var timer: Task<Void, any Error>?
+        var finished = false
+    }
+    private let state = Mutex(State())
+
+    func set(_ continuation: CheckedContinuation<PostgresError?, Never>) { state.withLock { $0.continuation = continuation } }
+
+    func setTimer(_ timer: Task<Void, any Error>) {
+        let cancelNow = state.withLock { state -> Bool in
+            state.timer = timer
+            return state.finished
+        }
+        if cancelNow { timer.cancel() }
+    }
+
+    func finish(_ outcome: PostgresError?) {
+        let (continuation, timer) = state.withLock { state in
+            state.finished = true
+            defer { state.continuation = nil; state.timer = nil }
+            return (state.continuation, state.timer)
+        }
+        timer?.cancel()
+        continuation?.resume(returning: outcome)
+    }
 }

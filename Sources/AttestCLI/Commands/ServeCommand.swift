@@ -43,5 +43,10 @@ func migrateThenServe(
     let pool = try database.applicationClient(logger: logger)
     let app = AttestServer.buildApplication(
         configuration: server, database: pool, logger: logger, onServerRunning: onServerRunning)
-    try await app.runService()
+    do {
+        try await app.runService()
+    } catch where "\(error)".contains("Address already in use") {
+        throw CLIError(
+            "cannot listen on \(server.host):\(server.port): the address is already in use; pass another --port or stop the process using it")
+    }
 }
