@@ -15,6 +15,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // libpq, found through pkg-config (Debian: libpq-dev).
@@ -45,7 +48,16 @@ let package = Package(
             dependencies: [.product(name: "Logging", package: "swift-log")]
         ),
         .target(name: "Tenancy", dependencies: ["AttestPlugins", "AttestPostgres"]),
-        .target(name: "Identity", dependencies: ["AttestPlugins", "AttestPostgres", "Tenancy"]),
+        .target(
+            name: "Identity",
+            dependencies: [
+                "AttestPlugins", "AttestPostgres", "Tenancy",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(name: "Surveys", dependencies: ["AttestPlugins", "AttestPostgres", "Tenancy"]),
         .target(name: "Notifications", dependencies: ["AttestPlugins", "AttestPostgres"]),
         .target(name: "BuiltinPlugins", dependencies: ["AttestPlugins"]),
@@ -91,7 +103,8 @@ let package = Package(
         .testTarget(
             name: "AttestServerTests",
             dependencies: [
-                "AttestCLI", "AttestHTTP", "AttestTestSupport",
+                "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy",
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

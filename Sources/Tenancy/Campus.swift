@@ -2,8 +2,8 @@ import AttestPlugins
 import AttestPostgres
 import Foundation
 
-/// A campus: one tenant, with its time zone and daily deadline.
-public struct Campus: Sendable, Codable, Equatable {
+/// A campus: one tenant, with its time zone, daily deadline and sign-in rules.
+public struct Campus: Sendable, Equatable {
     public var id: CampusID
     public var slug: String
     public var name: String
@@ -11,11 +11,28 @@ public struct Campus: Sendable, Codable, Equatable {
     public var timeZone: String
     /// Minutes after local midnight before which an attestation is on time.
     public var deadlineMinute: Int
+    /// Minutes after local midnight when members who have not attested are reminded.
     public var reminderMinute: Int
+    /// Email domains whose members may sign in; empty admits any verified email.
     public var emailDomains: [String]
     public var sessionLifetimeSeconds: Int
     public var retentionDays: Int
+    /// Counts below this are suppressed in member-visible statistics.
+    public var statsMinCount: Int
+    /// Free-form settings (JSON object) read by plugins.
+    public var settings: PostgresJSON
     public var createdAt: Date
+
+    /// The campus's zone (validated when the campus was created or changed).
+    public var zone: TimeZone { TimeZone(identifier: timeZone) ?? .gmt }
+
+    /// The campus-local calendar date at `instant`.
+    public func localDate(at instant: Date) -> PostgresDate {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let parts = calendar.dateComponents([.year, .month, .day], from: instant)
+        return PostgresDate(year: parts.year!, month: parts.month!, day: parts.day!)!
+    }
 }
 
 /// What `CampusStore.create` needs; the rest takes the schema's defaults.
@@ -35,14 +52,17 @@ public struct NewCampus: Sendable {
     }
 }
 
-/// Why a campus could not be created or found; each says how to mend it.
+/// Why a campus could not be created, changed or found; each says how to mend it.
 public enum CampusError: Error, Equatable, CustomStringConvertible {
     case invalidSlug(String)
     case unknownTimeZone(String)
-    case invalidDeadline(Int)
+    case invalidTime(key: String, value: String)
     case invalidName
+    case invalidEmailDomain(String)
     case duplicateSlug(String)
     case notFound(String)
+    case unknownSetting(key: String)
+    case invalidSetting(key: String, value: String, expected: String)
 
     public var description: String {
         switch self {
@@ -50,16 +70,32 @@ public enum CampusError: Error, Equatable, CustomStringConvertible {
             "invalid campus slug \"\(slug)\": use 2 to 40 characters of a-z, 0-9 and '-', not starting or ending with '-'"
         case .unknownTimeZone(let zone):
             "unknown time zone \"\(zone)\": use an IANA name such as America/New_York or Europe/Berlin"
-        case .invalidDeadline(let minute):
-            "invalid deadline minute \(minute): use a local time from 00:00 to 23:59"
+        case .invalidTime(let key, let value):
+            "invalid \(key) \"\(value)\": use a local time HH:MM from 00:00 to 23:59"
         case .invalidName:
             "the campus name must be 1 to 200 characters"
+        case .invalidEmailDomain(let domain):
+            "invalid email domain \"\(domain)\": use a domain such as example.edu"
         case .duplicateSlug(let slug):
-            "a campus with slug \"\(slug)\" already exists: choose another slug or use `attest campus set`"
+            "a campus with slug \"\(slug)\" already exists: choose another slug, or change it with `attest campus set`"
         case .notFound(let slug):
             "no campus with slug \"\(slug)\": `attest campus list` shows the campuses"
+        case .unknownSetting(let key):
+            "unknown campus setting \"\(key)\": use one of \(CampusSetting.allCases.map(\.rawValue).joined(separator: ", "))"
+        case .invalidSetting(let key, let value, let expected):
+            "invalid value \"\(value)\" for \(key): expected \(expected)"
         }
     }
+}
+
+/// The keys `attest campus set` accepts.
+public enum CampusSetting: String, CaseIterable, Sendable {
+    case name, timezone, deadline, reminder
+    case emailDomains = "email-domains"
+    case sessionLifetime = "session-lifetime"
+    case retentionDays = "retention-days"
+    case statsMinCount = "stats-min-count"
+    case settings
 }
 
 extension CampusID: PostgresCodable {
@@ -67,5 +103,64 @@ extension CampusID: PostgresCodable {
     public func encode(into buffer: inout [UInt8]) throws { try rawValue.encode(into: &buffer) }
     public static func decode(from bytes: UnsafeRawBufferPointer, type: PostgresType) throws -> CampusID {
         CampusID(try UUID.decode(from: bytes, type: type))
+    }
+}
+
+extension UserID: PostgresCodable {
+    public static var postgresType: PostgresType { .uuid }
+    public func encode(into buffer: inout [UInt8]) throws { try rawValue.encode(into: &buffer) }
+    public static func decode(from bytes: UnsafeRawBufferPointer, type: PostgresType) throws -> UserID {
+        UserID(try UUID.decode(from: bytes, type: type))
+    }
+}
+
+/// Parsing of the small formats operators type.
+public enum CampusFormats {
+    /// "HH:MM" → minutes after midnight.
+    public static func minute(fromClock text: String) -> Int? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
+            let hours = Int(parts[0]), let minutes = Int(parts[1]), (0..<24).contains(hours), (0..<60).contains(minutes)
+        else { return nil }
+        return hours * 60 + minutes
+    }
+
+    /// Minutes after midnight → "HH:MM".
+    public static func clock(fromMinute minute: Int) -> String {
+        let hours = minute / 60, minutes = minute % 60
+        return (hours < 10 ? "0" : "") + "\(hours):" + (minutes < 10 ? "0" : "") + "\(minutes)"
+    }
+
+    /// "90s", "15m", "12h", "30d" → seconds.
+    public static func seconds(fromDuration text: String) -> Int? {
+        guard let unit = text.last, let value = Int(text.dropLast()), value > 0 else { return nil }
+        let multiplier: Int
+        switch unit {
+        case "s": multiplier = 1
+        case "m": multiplier = 60
+        case "h": multiplier = 3600
+        case "d": multiplier = 86400
+        default: return nil
+        }
+        let (seconds, overflow) = value.multipliedReportingOverflow(by: multiplier)
+        return overflow || seconds > 366 * 86400 ? nil : seconds
+    }
+
+    /// Seconds → the largest whole unit ("30d", "12h", …).
+    public static func duration(fromSeconds seconds: Int) -> String {
+        if seconds % 86400 == 0 { return "\(seconds / 86400)d" }
+        if seconds % 3600 == 0 { return "\(seconds / 3600)h" }
+        if seconds % 60 == 0 { return "\(seconds / 60)m" }
+        return "\(seconds)s"
+    }
+
+    /// A lower-case DNS name with at least one dot.
+    public static func isEmailDomain(_ text: String) -> Bool {
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        return labels.count >= 2 && text.utf8.count <= 253
+            && labels.allSatisfy { label in
+                !label.isEmpty && label.utf8.count <= 63 && label.first != "-" && label.last != "-"
+                    && label.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
+            }
     }
 }

@@ -10,39 +10,110 @@ public struct CampusStore: Sendable {
 
     static let columns: SQL = """
         id, slug, name, time_zone, deadline_minute, reminder_minute, email_domains,
-        session_lifetime_seconds, retention_days, created_at
+        session_lifetime_seconds, retention_days, stats_min_count, settings, created_at
         """
 
-    /// Validates and inserts a campus.
-    public func create(_ new: NewCampus) async throws -> Campus {
+    /// Validates and inserts a campus, recording who created it in its audit log.
+    public func create(_ new: NewCampus, actor: String = "system") async throws -> Campus {
         try Self.validate(new)
+        let id = CampusID(UUID())
         do {
-            let rows = try await client.query(
-                """
-                INSERT INTO campuses (id, slug, name, time_zone, deadline_minute, email_domains)
-                VALUES (\(UUID()), \(new.slug), \(new.name), \(new.timeZone), \(new.deadlineMinute), \(new.emailDomains))
-                RETURNING \(Self.columns)
-                """)
-            return try Self.campus(from: rows[0])
+            return try await client.withTransaction(campus: id.rawValue) { connection in
+                let rows = try await connection.query(
+                    """
+                    INSERT INTO campuses (id, slug, name, time_zone, deadline_minute, email_domains)
+                    VALUES (\(id), \(new.slug), \(new.name), \(new.timeZone), \(new.deadlineMinute), \(new.emailDomains))
+                    RETURNING \(Self.columns)
+                    """)
+                try await AuditLog.record(connection, campus: id, actor: actor, action: "campus.create", target: new.slug)
+                return try Self.campus(from: rows[0])
+            }
         } catch let error as PostgresError where error.isUniqueViolation {
             throw CampusError.duplicateSlug(new.slug)
         }
     }
 
     public func find(slug: String) async throws -> Campus? {
+        guard Self.isValidSlug(slug) else { return nil }
         let rows = try await client.query("SELECT \(Self.columns) FROM campuses WHERE slug = \(slug)")
         return try rows.first.map(Self.campus(from:))
+    }
+
+    /// The campus, or `CampusError.notFound`.
+    public func require(slug: String) async throws -> Campus {
+        guard let campus = try await find(slug: slug) else { throw CampusError.notFound(slug) }
+        return campus
     }
 
     public func list() async throws -> [Campus] {
         try await client.query("SELECT \(Self.columns) FROM campuses ORDER BY slug").map(Self.campus(from:))
     }
 
+    /// Changes one setting (validated) and records it in the campus's audit log.
+    public func set(slug: String, key: String, value: String, actor: String) async throws -> Campus {
+        guard let setting = CampusSetting(rawValue: key) else { throw CampusError.unknownSetting(key: key) }
+        let assignment = try Self.assignment(setting, value)
+        let campus = try await require(slug: slug)
+        return try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let rows = try await connection.query(
+                "UPDATE campuses SET \(assignment) WHERE id = \(campus.id) RETURNING \(Self.columns)")
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "campus.set", target: slug,
+                details: ["key": key, "value": value])
+            return try Self.campus(from: rows[0])
+        }
+    }
+
+    /// `column = $n` for a setting, after checking the value.
+    static func assignment(_ setting: CampusSetting, _ value: String) throws -> SQL {
+        func invalid(_ expected: String) -> CampusError {
+            .invalidSetting(key: setting.rawValue, value: value, expected: expected)
+        }
+        switch setting {
+        case .name:
+            guard (1...200).contains(value.count) else { throw CampusError.invalidName }
+            return "name = \(value)"
+        case .timezone:
+            guard isKnownTimeZone(value) else { throw CampusError.unknownTimeZone(value) }
+            return "time_zone = \(value)"
+        case .deadline, .reminder:
+            guard let minute = CampusFormats.minute(fromClock: value) else {
+                throw CampusError.invalidTime(key: setting.rawValue, value: value)
+            }
+            return setting == .deadline ? "deadline_minute = \(minute)" : "reminder_minute = \(minute)"
+        case .emailDomains:
+            let domains = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            for domain in domains where !CampusFormats.isEmailDomain(domain) { throw CampusError.invalidEmailDomain(domain) }
+            return "email_domains = \(domains)"
+        case .sessionLifetime:
+            guard let seconds = CampusFormats.seconds(fromDuration: value), seconds >= 300 else {
+                throw invalid("a duration from 5m to 366d, such as 12h or 30d")
+            }
+            return "session_lifetime_seconds = \(seconds)"
+        case .retentionDays:
+            guard let days = Int(value), (1...3650).contains(days) else { throw invalid("a whole number of days from 1 to 3650") }
+            return "retention_days = \(days)"
+        case .statsMinCount:
+            guard let count = Int(value), (0...10_000).contains(count) else { throw invalid("a whole number from 0 to 10000") }
+            return "stats_min_count = \(count)"
+        case .settings:
+            guard let object = try? JSONSerialization.jsonObject(with: Data(value.utf8)), object is [String: Any] else {
+                throw invalid("a JSON object such as {\"key\": \"value\"}")
+            }
+            return "settings = \(PostgresJSON(value))"
+        }
+    }
+
     public static func validate(_ new: NewCampus) throws {
         guard isValidSlug(new.slug) else { throw CampusError.invalidSlug(new.slug) }
-        guard isKnownTimeZone(new.timeZone) else { throw CampusError.unknownTimeZone(new.timeZone) }
-        guard (0..<1440).contains(new.deadlineMinute) else { throw CampusError.invalidDeadline(new.deadlineMinute) }
         guard (1...200).contains(new.name.count) else { throw CampusError.invalidName }
+        guard isKnownTimeZone(new.timeZone) else { throw CampusError.unknownTimeZone(new.timeZone) }
+        guard (0..<1440).contains(new.deadlineMinute) else {
+            throw CampusError.invalidTime(key: "deadline", value: "\(new.deadlineMinute) minutes")
+        }
+        for domain in new.emailDomains where !CampusFormats.isEmailDomain(domain) {
+            throw CampusError.invalidEmailDomain(domain)
+        }
     }
 
     /// 2–40 characters of `[a-z0-9-]`, not starting or ending with `-`.
@@ -63,6 +134,7 @@ public struct CampusStore: Sendable {
             timeZone: try row.decode("time_zone"), deadlineMinute: try row.decode("deadline_minute"),
             reminderMinute: try row.decode("reminder_minute"), emailDomains: try row.decode("email_domains"),
             sessionLifetimeSeconds: try row.decode("session_lifetime_seconds"),
-            retentionDays: try row.decode("retention_days"), createdAt: try row.decode("created_at"))
+            retentionDays: try row.decode("retention_days"), statsMinCount: try row.decode("stats_min_count"),
+            settings: try row.decode("settings"), createdAt: try row.decode("created_at"))
     }
 }

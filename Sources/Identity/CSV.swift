@@ -1,0 +1,56 @@
+import Foundation
+
+/// RFC 4180 records: comma-separated, fields optionally in double quotes ("" inside quotes
+/// is a quote; quoted fields may hold commas and line breaks). Each record comes with the
+/// line it starts on.
+enum CSV {
+    struct MalformedQuote: Error {}
+
+    static func records(_ text: String) throws -> [(line: Int, fields: [String])] {
+        var records: [(Int, [String])] = []
+        var fields: [String] = []
+        var field = ""
+        var inQuotes = false
+        var line = 1
+        var recordLine = 1
+        var characters = Array(text.replacingOccurrences(of: "\r\n", with: "\n"))
+        if characters.last != "\n" { characters.append("\n") }
+        var index = 0
+        while index < characters.count {
+            let character = characters[index]
+            if inQuotes {
+                if character == "\"" {
+                    if index + 1 < characters.count, characters[index + 1] == "\"" {
+                        field.append("\"")
+                        index += 1
+                    } else {
+                        inQuotes = false
+                    }
+                } else {
+                    if character == "\n" { line += 1 }
+                    field.append(character)
+                }
+            } else {
+                switch character {
+                case "\"" where field.isEmpty: inQuotes = true
+                case ",":
+                    fields.append(field)
+                    field = ""
+                case "\n":
+                    fields.append(field)
+                    records.append((recordLine, fields))
+                    fields = []
+                    field = ""
+                    line += 1
+                    recordLine = line
+                default: field.append(character)
+                }
+            }
+            index += 1
+        }
+        if inQuotes {
+            throw IdentityError.importFailed(line: recordLine, reason: "a quoted field is never closed")
+        }
+        return records
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import JWTKit
+import Logging
+import Tenancy
+
+/// Who an ID token says signed in, after every check passed.
+public struct VerifiedIdentity: Sendable, Equatable {
+    public var issuer: String
+    public var subject: String
+    /// Lower-cased, verified by the issuer.
+    public var email: String
+    public var name: String?
+    /// Google's hosted domain (`hd`), when present.
+    public var hostedDomain: String?
+
+    public init(issuer: String, subject: String, email: String, name: String? = nil, hostedDomain: String? = nil) {
+        self.issuer = issuer
+        self.subject = subject
+        self.email = email
+        self.name = name
+        self.hostedDomain = hostedDomain
+    }
+}
+
+/// Why an ID token was refused. The description is safe to show the client: it names the
+/// check that failed, never the token.
+public enum SignInError: Error, Equatable, CustomStringConvertible {
+    case malformed
+    case unsupportedAlgorithm(String)
+    case issuerNotAccepted(String)
+    case unknownKey
+    case badSignature
+    case wrongAudience
+    case expired
+    case notYetValid
+    case issuedInTheFuture
+    case emailMissing
+    case emailNotVerified
+    case domainNotAllowed(String)
+    case keysUnavailable(String)
+    case identityConflict
+
+    public var description: String {
+        switch self {
+        case .malformed: "the ID token is not a well-formed JWT"
+        case .unsupportedAlgorithm(let alg): "the ID token's algorithm \(alg) is not accepted (RS256 or ES256 only)"
+        case .issuerNotAccepted(let issuer): "tokens from issuer \(issuer) are not accepted at this campus"
+        case .unknownKey: "the ID token is signed with a key its issuer does not publish"
+        case .badSignature: "the ID token's signature does not verify"
+        case .wrongAudience: "the ID token was issued to another client (aud)"
+        case .expired: "the ID token has expired; sign in again"
+        case .notYetValid: "the ID token is not valid yet (nbf)"
+        case .issuedInTheFuture: "the ID token's issue time is in the future (iat); check the clocks"
+        case .emailMissing: "the ID token carries no email address"
+        case .emailNotVerified: "the email address is not verified by the issuer"
+        case .domainNotAllowed(let domain): "accounts of \(domain) cannot sign in at this campus"
+        case .keysUnavailable: "the issuer's signing keys cannot be fetched right now; retry shortly"
+        case .identityConflict: "this email address is already linked to another sign-in identity at this campus"
+        }
+    }
+}
+
+/// Verifies OpenID Connect ID tokens for a campus: signature against the issuer's JWKS
+/// (RS256 or ES256 only; `none`, HS* and anything else refused before any key is touched),
+/// `iss`, `aud` (and `azp` when there are several audiences), `exp`/`nbf`/`iat` with a
+/// leeway, `email_verified`, and the campus's email domains (and Google's `hd`).
+public struct IDTokenVerifier: Sendable {
+    let keys: JWKSCache
+    /// Clock skew tolerated on `exp`, `nbf` and `iat`. Default 60 s.
+    let leeway: TimeInterval
+
+    public init(keys: JWKSCache, leeway: TimeInterval = 60) {
+        self.keys = keys
+        self.leeway = leeway
+    }
+
+    struct Header: Decodable {
+        var alg: String?
+        var kid: String?
+    }
+
+    struct Claims: JWTPayload {
+        var iss: String
+        var sub: String
+        var aud: Audience
+        var exp: Double
+        var nbf: Double?
+        var iat: Double?
+        var azp: String?
+        var email: String?
+        var email_verified: Flag?
+        var name: String?
+        var hd: String?
+
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    /// `aud` is a string or an array of strings.
+    struct Audience: Codable, Sendable {
+        var values: [String]
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let single = try? container.decode(String.self) { values = [single] } else { values = try container.decode([String].self) }
+        }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(values)
+        }
+    }
+
+    /// `email_verified` is a boolean, or (some issuers) the string "true".
+    struct Flag: Codable, Sendable {
+        var value: Bool
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let bool = try? container.decode(Bool.self) { value = bool } else { value = (try? container.decode(String.self)) == "true" }
+        }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        }
+    }
+
+    public func verify(idToken: String, campus: Campus, issuers: [OIDCIssuer], now: Date = Date()) async throws -> VerifiedIdentity {
+        let parts = idToken.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, idToken.utf8.count < 16_384,
+            let headerData = Data(base64URLEncoded: parts[0]), let payloadData = Data(base64URLEncoded: parts[1]),
+            let header = try? JSONDecoder().decode(Header.self, from: headerData),
+            let unverified = try? JSONDecoder().decode(Claims.self, from: payloadData)
+        else { throw SignInError.malformed }
+        guard let alg = header.alg, alg == "RS256" || alg == "ES256" else {
+            throw SignInError.unsupportedAlgorithm(header.alg ?? "none")
+        }
+        guard let issuer = issuers.first(where: { $0.accepts(iss: unverified.iss) }) else {
+            throw SignInError.issuerNotAccepted(unverified.iss)
+        }
+        var keySet = try await keySet(for: issuer, refreshing: false)
+        if let kid = header.kid, !keySet.keyIDs.contains(kid), issuer.jwksURL != nil {
+            keySet = try await self.keySet(for: issuer, refreshing: true)
+        }
+        if let kid = header.kid {
+            guard keySet.keyIDs.contains(kid) else { throw SignInError.unknownKey }
+        } else {
+            // Without a key id only a single-key set is unambiguous.
+            guard keySet.count == 1 else { throw SignInError.unknownKey }
+        }
+        let claims: Claims
+        do {
+            claims = try await keySet.collection.verify(idToken, as: Claims.self)
+        } catch {
+            throw SignInError.badSignature
+        }
+        let accepted = Set(issuer.audiences)
+        guard claims.aud.values.contains(where: accepted.contains) else { throw SignInError.wrongAudience }
+        if claims.aud.values.count > 1, let azp = claims.azp, !accepted.contains(azp) { throw SignInError.wrongAudience }
+        let time = now.timeIntervalSince1970
+        guard claims.exp + leeway > time else { throw SignInError.expired }
+        if let nbf = claims.nbf, nbf - leeway > time { throw SignInError.notYetValid }
+        if let iat = claims.iat, iat - leeway > time { throw SignInError.issuedInTheFuture }
+        guard let rawEmail = claims.email, let email = UserStore.normalizedEmail(rawEmail) else { throw SignInError.emailMissing }
+        guard claims.email_verified?.value == true else { throw SignInError.emailNotVerified }
+        let domain = String(email.split(separator: "@")[1])
+        if !campus.emailDomains.isEmpty {
+            guard campus.emailDomains.contains(domain) else { throw SignInError.domainNotAllowed(domain) }
+            // A Google account of the campus's Workspace carries hd; a consumer account does not.
+            if issuer.isGoogle || claims.hd != nil {
+                guard let hd = claims.hd?.lowercased(), campus.emailDomains.contains(hd) else {
+                    throw SignInError.domainNotAllowed(claims.hd ?? domain)
+                }
+            }
+        }
+        let name = claims.name.map { String($0.prefix(200)) }
+        return VerifiedIdentity(issuer: issuer.issuer, subject: claims.sub, email: email, name: name, hostedDomain: claims.hd)
+    }
+
+    private func keySet(for issuer: OIDCIssuer, refreshing: Bool) async throws -> KeySet {
+        if let inline = issuer.jwks {
+            do { return try await keys.inlineKeys(inline) } catch { throw SignInError.keysUnavailable("\(error)") }
+        }
+        guard let url = issuer.jwksURL else { throw SignInError.keysUnavailable("no key set configured") }
+        return refreshing ? try await keys.keysAfterUnknownKey(url: url) : try await keys.keys(url: url)
+    }
+}

@@ -1,0 +1,127 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import JWTKit
+import Logging
+import NIOCore
+import Synchronization
+
+/// A parsed JSON Web Key Set.
+public struct KeySet: Sendable {
+    let collection: JWTKeyCollection
+    let keyIDs: Set<String>
+    let count: Int
+
+    static func parse(_ data: Data) async throws -> KeySet {
+        let jwks = try JSONDecoder().decode(JWKS.self, from: data)
+        let collection = JWTKeyCollection()
+        // Keys of kinds we cannot use (e.g. "enc" keys, other algorithms) are left out.
+        var ids: Set<String> = []
+        var count = 0
+        for key in jwks.keys {
+            do {
+                _ = try await collection.add(jwk: key)
+                if let id = key.keyIdentifier?.string { ids.insert(id) }
+                count += 1
+            } catch {
+                continue
+            }
+        }
+        return KeySet(collection: collection, keyIDs: ids, count: count)
+    }
+}
+
+/// Issuers' signing keys, fetched with async-http-client and cached as their `Cache-Control:
+/// max-age` says (between one minute and one day; an hour when it says nothing). A token
+/// naming a key the cache lacks triggers a refetch, at most once per
+/// `minimumRefreshInterval` per URL, so forged `kid`s cannot make the server hammer the issuer.
+/// When a refetch fails, the last good keys stay in use.
+public final class JWKSCache: Sendable {
+    private struct Entry {
+        var keys: KeySet
+        var fetchedAt: ContinuousClock.Instant
+        var maxAge: Duration
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var lastAttempt: [String: ContinuousClock.Instant] = [:]
+        var inline: [Data: KeySet] = [:]
+    }
+
+    let httpClient: HTTPClient
+    let minimumRefreshInterval: Duration
+    let logger: Logger
+    private let state = Mutex(State())
+
+    public init(httpClient: HTTPClient = .shared, minimumRefreshInterval: Duration = .seconds(30), logger: Logger) {
+        self.httpClient = httpClient
+        self.minimumRefreshInterval = minimumRefreshInterval
+        self.logger = logger
+    }
+
+    /// The keys at `url`, from the cache while fresh.
+    func keys(url: String) async throws -> KeySet {
+        let now = ContinuousClock.now
+        if let entry = state.withLock({ $0.entries[url] }), now - entry.fetchedAt < entry.maxAge {
+            return entry.keys
+        }
+        return try await fetch(url: url)
+    }
+
+    /// Fetches again for a key the cached set lacks, unless that was tried too recently.
+    func keysAfterUnknownKey(url: String) async throws -> KeySet {
+        let now = ContinuousClock.now
+        let (allowed, cached) = state.withLock { state -> (Bool, KeySet?) in
+            let recent = state.lastAttempt[url].map { now - $0 < minimumRefreshInterval } ?? false
+            return (!recent, state.entries[url]?.keys)
+        }
+        if allowed { return try await fetch(url: url) }
+        if let cached { return cached }
+        return try await fetch(url: url)
+    }
+
+    /// A key set given inline, parsed once.
+    func inlineKeys(_ json: String) async throws -> KeySet {
+        let digest = Data(SHA256.hash(data: Data(json.utf8)))
+        if let keys = state.withLock({ $0.inline[digest] }) { return keys }
+        let keys = try await KeySet.parse(Data(json.utf8))
+        state.withLock { $0.inline[digest] = keys }
+        return keys
+    }
+
+    private func fetch(url: String) async throws -> KeySet {
+        state.withLock { $0.lastAttempt[url] = .now }
+        do {
+            var request = HTTPClientRequest(url: url)
+            request.headers.add(name: "Accept", value: "application/json")
+            let response = try await httpClient.execute(request, timeout: .seconds(5))
+            guard response.status == .ok else { throw SignInError.keysUnavailable("the key set answered HTTP \(response.status.code)") }
+            let body = try await response.body.collect(upTo: 1 << 20)
+            let keys = try await KeySet.parse(Data(body.readableBytesView))
+            let maxAge = Self.maxAge(response.headers.first(name: "Cache-Control"))
+            state.withLock { $0.entries[url] = Entry(keys: keys, fetchedAt: .now, maxAge: maxAge) }
+            logger.debug("fetched signing keys", metadata: ["url": "\(url)", "keys": "\(keys.count)"])
+            return keys
+        } catch {
+            if let stale = state.withLock({ $0.entries[url]?.keys }) {
+                logger.warning("cannot refresh signing keys; using the last good set", metadata: ["url": "\(url)", "error": "\(error)"])
+                return stale
+            }
+            logger.error("cannot fetch signing keys", metadata: ["url": "\(url)", "error": "\(error)"])
+            if let error = error as? SignInError { throw error }
+            throw SignInError.keysUnavailable("\(error)")
+        }
+    }
+
+    static func maxAge(_ cacheControl: String?) -> Duration {
+        guard let cacheControl else { return .seconds(3600) }
+        var seconds = 3600
+        for directive in cacheControl.lowercased().split(separator: ",") {
+            let parts = directive.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+            if parts.first == "max-age", parts.count == 2, let value = Int(parts[1]) { seconds = value }
+            if parts.first == "no-store" || parts.first == "no-cache" { seconds = 0 }
+        }
+        return .seconds(min(max(seconds, 60), 86_400))
+    }
+}

@@ -1,0 +1,130 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import JWTKit
+import Tenancy
+
+/// An OpenID Connect issuer a campus accepts ID tokens from.
+public struct OIDCIssuer: Sendable, Codable, Equatable {
+    /// The exact `iss` of its tokens.
+    public var issuer: String
+    /// Client IDs the tokens must be issued to (`aud`).
+    public var audiences: [String]
+    /// Where its signing keys are published (fetched and cached).
+    public var jwksURL: String?
+    /// Or its keys, given inline (from `--jwks-file`), never fetched.
+    public var jwks: String?
+
+    public init(issuer: String, audiences: [String], jwksURL: String? = nil, jwks: String? = nil) {
+        self.issuer = issuer
+        self.audiences = audiences
+        self.jwksURL = jwksURL
+        self.jwks = jwks
+    }
+
+    public static let googleIssuer = "https://accounts.google.com"
+    public static let googleJWKS = "https://www.googleapis.com/oauth2/v3/certs"
+
+    /// Google Sign-In for the given OAuth client ID(s).
+    public static func google(audiences: [String]) -> OIDCIssuer {
+        OIDCIssuer(issuer: googleIssuer, audiences: audiences, jwksURL: googleJWKS)
+    }
+
+    var isGoogle: Bool { issuer == Self.googleIssuer }
+
+    /// Whether a token's `iss` names this issuer (Google also uses the bare host).
+    func accepts(iss: String) -> Bool { iss == issuer || (isGoogle && iss == "accounts.google.com") }
+}
+
+/// Why an issuer could not be added or removed.
+public enum OIDCConfigurationError: Error, Equatable, CustomStringConvertible {
+    case invalidURL(field: String, value: String)
+    case noAudience
+    case keysNeeded
+    case invalidJWKS(String)
+    case notConfigured(String)
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let field, let value):
+            "invalid \(field) \"\(value)\": use an https:// URL (http:// only for 127.0.0.1 or localhost)"
+        case .noAudience: "give at least one --audience (the OAuth client ID the tokens are issued to)"
+        case .keysNeeded: "give exactly one of --jwks-url and --jwks-file (or --google)"
+        case .invalidJWKS(let reason): "the JWKS file is not a usable key set: \(reason)"
+        case .notConfigured(let issuer): "issuer \(issuer) is not configured for this campus: `attest campus oidc list` shows them"
+        }
+    }
+}
+
+/// The OIDC issuers of each campus (`campus_oidc_issuers`).
+public struct OIDCIssuerStore: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) { self.client = client }
+
+    /// Adds or replaces an issuer after checking it, and records it in the audit log.
+    public func add(campus: Campus, _ issuer: OIDCIssuer, actor: String) async throws {
+        try await Self.validate(issuer)
+        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            try await connection.query(
+                """
+                INSERT INTO campus_oidc_issuers (campus_id, issuer, audiences, jwks_url, jwks)
+                VALUES (\(campus.id), \(issuer.issuer), \(issuer.audiences), \(issuer.jwksURL), \(issuer.jwks.map(PostgresJSON.init)))
+                ON CONFLICT (campus_id, issuer) DO UPDATE
+                SET audiences = EXCLUDED.audiences, jwks_url = EXCLUDED.jwks_url, jwks = EXCLUDED.jwks
+                """)
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "oidc.add", target: issuer.issuer,
+                details: ["audiences": issuer.audiences.joined(separator: ","), "keys": issuer.jwksURL ?? "inline"])
+        }
+    }
+
+    public func list(campus: CampusID) async throws -> [OIDCIssuer] {
+        let rows = try await client.query(
+            "SELECT issuer, audiences, jwks_url, jwks FROM campus_oidc_issuers WHERE campus_id = \(campus) ORDER BY issuer",
+            campus: campus.rawValue)
+        return try rows.map { row in
+            OIDCIssuer(
+                issuer: try row.decode("issuer"), audiences: try row.decode("audiences"), jwksURL: try row.decode("jwks_url"),
+                jwks: try row.decode("jwks", as: PostgresJSON?.self)?.text)
+        }
+    }
+
+    public func remove(campus: Campus, issuer: String, actor: String) async throws {
+        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let removed = try await connection.query(
+                "DELETE FROM campus_oidc_issuers WHERE campus_id = \(campus.id) AND issuer = \(issuer)")
+            guard removed.affectedRows > 0 else { throw OIDCConfigurationError.notConfigured(issuer) }
+            try await AuditLog.record(connection, campus: campus.id, actor: actor, action: "oidc.remove", target: issuer)
+        }
+    }
+
+    static func validate(_ issuer: OIDCIssuer) async throws {
+        guard isAcceptableURL(issuer.issuer) else { throw OIDCConfigurationError.invalidURL(field: "--issuer", value: issuer.issuer) }
+        guard !issuer.audiences.isEmpty, issuer.audiences.allSatisfy({ !$0.isEmpty }) else { throw OIDCConfigurationError.noAudience }
+        switch (issuer.jwksURL, issuer.jwks) {
+        case (let url?, nil):
+            guard isAcceptableURL(url) else { throw OIDCConfigurationError.invalidURL(field: "--jwks-url", value: url) }
+        case (nil, let jwks?):
+            do {
+                let set = try JSONDecoder().decode(JWKS.self, from: Data(jwks.utf8))
+                guard !set.keys.isEmpty else { throw OIDCConfigurationError.invalidJWKS("it holds no keys") }
+                _ = try await JWTKeyCollection().add(jwks: set)
+            } catch let error as OIDCConfigurationError {
+                throw error
+            } catch {
+                throw OIDCConfigurationError.invalidJWKS("\(error)")
+            }
+        default:
+            throw OIDCConfigurationError.keysNeeded
+        }
+    }
+
+    /// https, or http to this machine (development and tests).
+    static func isAcceptableURL(_ text: String) -> Bool {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
+            return false
+        }
+        return scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host))
+    }
+}

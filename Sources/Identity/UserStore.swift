@@ -1,0 +1,288 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Tenancy
+
+/// Users and their roles at each campus. Every write runs in a transaction scoped to the
+/// campus, and every permission change writes its audit entry in the same transaction.
+public struct UserStore: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) { self.client = client }
+
+    static let columns: SQL = """
+        u.id, u.campus_id, u.email, u.display_name, u.created_at,
+        array(SELECT r.role FROM user_roles r WHERE r.campus_id = u.campus_id AND r.user_id = u.id ORDER BY r.role) AS roles
+        """
+
+    // MARK: Reading
+
+    public func find(campus: CampusID, email: String) async throws -> User? {
+        guard let email = Self.normalizedEmail(email) else { return nil }
+        let rows = try await client.query(
+            "SELECT \(Self.columns) FROM users u WHERE u.campus_id = \(campus) AND u.email = \(email)", campus: campus.rawValue)
+        return try rows.first.map(Self.user(from:))
+    }
+
+    public func find(campus: CampusID, id: UserID) async throws -> User? {
+        let rows = try await client.query(
+            "SELECT \(Self.columns) FROM users u WHERE u.campus_id = \(campus) AND u.id = \(id)", campus: campus.rawValue)
+        return try rows.first.map(Self.user(from:))
+    }
+
+    public func list(campus: CampusID) async throws -> [User] {
+        try await client.query(
+            "SELECT \(Self.columns) FROM users u WHERE u.campus_id = \(campus) ORDER BY u.email", campus: campus.rawValue
+        ).map(Self.user(from:))
+    }
+
+    // MARK: Writing
+
+    /// Adds a member (fails if the email is taken).
+    public func add(campus: Campus, email rawEmail: String, displayName: String, actor: String) async throws -> User {
+        let email = try Self.checkedEmail(rawEmail, campus: campus)
+        guard displayName.count <= 200 else { throw IdentityError.invalidDisplayName }
+        do {
+            return try await client.withTransaction(campus: campus.id.rawValue) { connection in
+                let user = try await Self.insert(connection, campus: campus.id, email: email, displayName: displayName)
+                try await AuditLog.record(connection, campus: campus.id, actor: actor, action: "user.add", target: email)
+                return user
+            }
+        } catch let error as PostgresError where error.isUniqueViolation {
+            throw IdentityError.userExists(email)
+        }
+    }
+
+    /// Grants `role`; false when the user had it already (nothing recorded then).
+    @discardableResult
+    public func grant(campus: Campus, email: String, role: Role, actor: String) async throws -> Bool {
+        try await changeRole(campus: campus, email: email, role: role, actor: actor, grant: true)
+    }
+
+    /// Revokes `role`; false when the user did not have it.
+    @discardableResult
+    public func revoke(campus: Campus, email: String, role: Role, actor: String) async throws -> Bool {
+        try await changeRole(campus: campus, email: email, role: role, actor: actor, grant: false)
+    }
+
+    private func changeRole(campus: Campus, email rawEmail: String, role: Role, actor: String, grant: Bool) async throws -> Bool {
+        guard role != .member else { throw IdentityError.memberRoleIsPermanent }
+        guard let email = Self.normalizedEmail(rawEmail) else { throw IdentityError.invalidEmail(rawEmail) }
+        return try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let users = try await connection.query(
+                "SELECT id FROM users WHERE campus_id = \(campus.id) AND email = \(email) FOR UPDATE")
+            guard let user = users.first else { throw IdentityError.userNotFound(email) }
+            let userID: UserID = try user.decode("id")
+            let changed: PostgresRows
+            if grant {
+                changed = try await connection.query(
+                    """
+                    INSERT INTO user_roles (campus_id, user_id, role, granted_by)
+                    VALUES (\(campus.id), \(userID), \(role.rawValue), \(actor)) ON CONFLICT DO NOTHING
+                    """)
+            } else {
+                changed = try await connection.query(
+                    "DELETE FROM user_roles WHERE campus_id = \(campus.id) AND user_id = \(userID) AND role = \(role.rawValue)")
+            }
+            guard changed.affectedRows > 0 else { return false }
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: grant ? "role.grant" : "role.revoke", target: email,
+                details: ["role": role.rawValue])
+            return true
+        }
+    }
+
+    /// What an import did.
+    public struct ImportReport: Sendable, Codable, Equatable {
+        public var created: Int
+        public var updated: Int
+        public var rolesGranted: Int
+    }
+
+    /// Imports `email,name[,roles]` rows (roles separated by `;`), all or nothing: every line
+    /// is checked first, and a bad one names its line number and nothing is written. Existing
+    /// users get the new name; listed roles are added, none are taken away.
+    public func importCSV(campus: Campus, text: String, actor: String) async throws -> ImportReport {
+        let entries = try Self.parseImport(text, campus: campus)
+        let emails = entries.map(\.email), names = entries.map(\.name)
+        var roleEmails: [String] = [], roleNames: [String] = []
+        for entry in entries {
+            for role in entry.roles where role != .member {
+                roleEmails.append(entry.email)
+                roleNames.append(role.rawValue)
+            }
+        }
+        return try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let upserted = try await connection.query(
+                """
+                INSERT INTO users (campus_id, id, email, display_name)
+                SELECT \(campus.id), gen_random_uuid(), e.email, e.name FROM unnest(\(emails), \(names)) AS e(email, name)
+                ON CONFLICT (campus_id, email) DO UPDATE SET display_name = EXCLUDED.display_name
+                RETURNING (xmax = 0) AS inserted
+                """)
+            let created = try upserted.filter { try $0.decode("inserted", as: Bool.self) }.count
+            try await connection.query(
+                """
+                INSERT INTO user_roles (campus_id, user_id, role, granted_by)
+                SELECT u.campus_id, u.id, 'member', \(actor) FROM users u
+                WHERE u.campus_id = \(campus.id) AND u.email = ANY(\(emails))
+                ON CONFLICT DO NOTHING
+                """)
+            let granted = try await connection.query(
+                """
+                INSERT INTO user_roles (campus_id, user_id, role, granted_by)
+                SELECT u.campus_id, u.id, g.role, \(actor)
+                FROM unnest(\(roleEmails), \(roleNames)) AS g(email, role)
+                JOIN users u ON u.campus_id = \(campus.id) AND u.email = g.email
+                ON CONFLICT DO NOTHING
+                """)
+            let report = ImportReport(created: created, updated: entries.count - created, rolesGranted: granted.affectedRows)
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "users.import", target: "\(entries.count) rows",
+                details: ["created": "\(report.created)", "updated": "\(report.updated)", "rolesGranted": "\(report.rolesGranted)"])
+            return report
+        }
+    }
+
+    // MARK: Sign-in
+
+    /// The user a verified ID token stands for: found by issuer and subject, else linked by
+    /// (verified) email to a user an operator added, else created with the member role.
+    /// Later sign-ins keep the display name current.
+    public func onboard(campus: Campus, identity: VerifiedIdentity) async throws -> User {
+        for attempt in 1...2 {
+            do {
+                return try await client.withTransaction(campus: campus.id.rawValue) { connection in
+                    let bySubject = try await connection.query(
+                        """
+                        SELECT id, display_name FROM users
+                        WHERE campus_id = \(campus.id) AND oidc_issuer = \(identity.issuer) AND oidc_subject = \(identity.subject)
+                        """)
+                    let userID: UserID
+                    if let row = bySubject.first {
+                        userID = try row.decode("id")
+                        if let name = identity.name, try row.decode("display_name", as: String.self) != name {
+                            try await connection.query(
+                                "UPDATE users SET display_name = \(name) WHERE campus_id = \(campus.id) AND id = \(userID)")
+                        }
+                    } else {
+                        let byEmail = try await connection.query(
+                            "SELECT id, oidc_subject FROM users WHERE campus_id = \(campus.id) AND email = \(identity.email)")
+                        if let row = byEmail.first {
+                            guard try row.decode("oidc_subject", as: String?.self) == nil else {
+                                throw SignInError.identityConflict
+                            }
+                            userID = try row.decode("id")
+                            try await connection.query(
+                                """
+                                UPDATE users SET oidc_issuer = \(identity.issuer), oidc_subject = \(identity.subject),
+                                    display_name = CASE WHEN \(identity.name ?? "") = '' THEN display_name ELSE \(identity.name ?? "") END
+                                WHERE campus_id = \(campus.id) AND id = \(userID)
+                                """)
+                        } else {
+                            let user = try await Self.insert(
+                                connection, campus: campus.id, email: identity.email, displayName: identity.name ?? "",
+                                issuer: identity.issuer, subject: identity.subject)
+                            try await AuditLog.record(
+                                connection, campus: campus.id, actor: "user:\(identity.email)", action: "user.onboard",
+                                target: identity.email, details: ["issuer": identity.issuer])
+                            return user
+                        }
+                    }
+                    let rows = try await connection.query(
+                        "SELECT \(Self.columns) FROM users u WHERE u.campus_id = \(campus.id) AND u.id = \(userID)")
+                    return try Self.user(from: rows[0])
+                }
+            } catch let error as PostgresError where error.isUniqueViolation && attempt == 1 {
+                continue  // a concurrent first sign-in created the user; find it now
+            }
+        }
+        throw IdentityError.userExists(identity.email)
+    }
+
+    // MARK: Helpers
+
+    static func insert(
+        _ connection: PostgresConnection, campus: CampusID, email: String, displayName: String,
+        issuer: String? = nil, subject: String? = nil
+    ) async throws -> User {
+        let id = UserID(UUID())
+        let rows = try await connection.query(
+            """
+            INSERT INTO users (campus_id, id, email, display_name, oidc_issuer, oidc_subject)
+            VALUES (\(campus), \(id), \(email), \(displayName), \(issuer), \(subject))
+            RETURNING created_at
+            """)
+        try await connection.query(
+            "INSERT INTO user_roles (campus_id, user_id, role, granted_by) VALUES (\(campus), \(id), 'member', 'onboarding')")
+        return User(id: id, campusID: campus, email: email, displayName: displayName, roles: [.member], createdAt: try rows[0].decode("created_at"))
+    }
+
+    static func user(from row: PostgresRow) throws -> User {
+        let roleNames: [String] = try row.decode("roles")
+        return User(
+            id: try row.decode("id"), campusID: try row.decode("campus_id"), email: try row.decode("email"),
+            displayName: try row.decode("display_name"), roles: roleNames.compactMap(Role.init(rawValue:)).sorted(),
+            createdAt: try row.decode("created_at"))
+    }
+
+    /// Trimmed and lower-cased, or nil when it is not a plausible address.
+    public static func normalizedEmail(_ text: String) -> String? {
+        let email = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, (1...64).contains(parts[0].utf8.count), email.utf8.count <= 254,
+            parts[0].unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 && $0.value < 127 && !"()<>[]:;\\,\"".unicodeScalars.contains($0) }),
+            CampusFormats.isEmailDomain(String(parts[1]))
+        else { return nil }
+        return email
+    }
+
+    /// The normalised email, after checking it is allowed at `campus`.
+    static func checkedEmail(_ text: String, campus: Campus) throws -> String {
+        guard let email = normalizedEmail(text) else { throw IdentityError.invalidEmail(text) }
+        let domain = String(email.split(separator: "@")[1])
+        if !campus.emailDomains.isEmpty, !campus.emailDomains.contains(domain) {
+            throw IdentityError.emailDomainNotAllowed(email: email, allowed: campus.emailDomains)
+        }
+        return email
+    }
+
+    struct ImportEntry {
+        var email: String
+        var name: String
+        var roles: [Role]
+    }
+
+    static func parseImport(_ text: String, campus: Campus) throws -> [ImportEntry] {
+        var entries: [ImportEntry] = []
+        var seen: [String: Int] = [:]
+        for (line, fields) in try CSV.records(text) {
+            if fields.allSatisfy({ $0.trimmingCharacters(in: .whitespaces).isEmpty }) { continue }
+            if entries.isEmpty, seen.isEmpty, fields.first?.trimmingCharacters(in: .whitespaces).lowercased() == "email" { continue }
+            guard (2...3).contains(fields.count) else {
+                throw IdentityError.importFailed(line: line, reason: "expected 2 or 3 columns (email,name[,roles]), found \(fields.count)")
+            }
+            let email: String
+            do { email = try checkedEmail(fields[0], campus: campus) } catch let error as IdentityError {
+                throw IdentityError.importFailed(line: line, reason: "\(error)")
+            }
+            if let first = seen[email] {
+                throw IdentityError.importFailed(line: line, reason: "\(email) appears again (first on line \(first))")
+            }
+            let name = fields[1].trimmingCharacters(in: .whitespaces)
+            guard name.count <= 200 else { throw IdentityError.importFailed(line: line, reason: "the name is longer than 200 characters") }
+            var roles: [Role] = []
+            if fields.count == 3 {
+                for token in fields[2].split(whereSeparator: { $0 == ";" || $0 == " " || $0 == "|" }) {
+                    guard let role = Role(parsing: String(token)) else {
+                        throw IdentityError.importFailed(line: line, reason: "\(IdentityError.unknownRole(String(token)))")
+                    }
+                    roles.append(role)
+                }
+            }
+            seen[email] = line
+            entries.append(ImportEntry(email: email, name: name, roles: roles))
+        }
+        return entries
+    }
+}
