@@ -66,6 +66,7 @@ let package = Package(
             dependencies: [
                 "AttestPostgres", "Tenancy", "Identity", "Surveys", "Notifications",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -105,6 +106,7 @@ let package = Package(
             dependencies: [
                 "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy",
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

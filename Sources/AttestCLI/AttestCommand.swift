@@ -12,7 +12,10 @@ public struct AttestCommand: AsyncParsableCommand {
             that `attest dev` keeps in ./.attest/.
             """,
         version: attestVersion,
-        subcommands: [ServeCommand.self, DevCommand.self, MigrateCommand.self]
+        subcommands: [
+            ServeCommand.self, DevCommand.self, MigrateCommand.self, CampusCommand.self, UserCommand.self,
+            RoleCommand.self, TokenCommand.self, AuditCommand.self,
+        ]
     )
 
     public init() {}

@@ -1,12 +1,43 @@
+import AsyncHTTPClient
 import AttestPostgres
 import Foundation
 import Hummingbird
+import Identity
 import Logging
+import Tenancy
 
-/// The request context of every route.
+/// The request context of every route: the campus and session once middleware found them.
 public struct AttestRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// Set by `CampusMiddleware` on every `/v1/campuses/{campus}` route.
+    public var campus: Campus?
+    /// Set by `AuthenticationMiddleware` on routes that need a signed-in user.
+    public var session: SessionStore.Session?
+
     public init(source: ApplicationRequestContextSource) { coreContext = .init(source: source) }
+
+    /// The largest request body any route accepts (64 KiB); more is a 413.
+    public var maxUploadSize: Int { 64 * 1024 }
+
+    /// JSON responses without escaped slashes ("America/New_York").
+    public var responseEncoder: JSONEncoder { Self.encoder }
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return encoder
+    }()
+
+    /// The resolved campus (middleware guarantees it on campus routes).
+    public func requireCampus() throws -> Campus {
+        guard let campus else { throw Problem.internalError }
+        return campus
+    }
+
+    /// The signed-in user's session (middleware guarantees it on authenticated routes).
+    public func requireSession() throws -> SessionStore.Session {
+        guard let session else { throw Problem.unauthorized("Sign in first.") }
+        return session
+    }
 }
 
 /// Settings of the HTTP server. Every field has a default.
@@ -17,11 +48,37 @@ public struct ServerConfiguration: Sendable {
     public var port: Int
     /// How long `/readyz` waits for the database before answering 503. Default 2 s.
     public var readinessTimeout: Duration
+    /// How long a campus looked up by slug is reused before it is read again. Default 5 s:
+    /// `attest campus set` takes effect on every server within this.
+    public var campusCacheTTL: Duration
 
-    public init(host: String = "127.0.0.1", port: Int = 8080, readinessTimeout: Duration = .seconds(2)) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, readinessTimeout: Duration = .seconds(2),
+        campusCacheTTL: Duration = .seconds(5)
+    ) {
         self.host = host
         self.port = port
         self.readinessTimeout = readinessTimeout
+        self.campusCacheTTL = campusCacheTTL
+    }
+}
+
+/// Everything the routes use, built once per server.
+public struct AttestServices: Sendable {
+    public var database: PostgresClient
+    public var campuses: CampusDirectory
+    public var users: UserStore
+    public var sessions: SessionStore
+    public var issuers: OIDCIssuerStore
+    public var idTokens: IDTokenVerifier
+
+    public init(database: PostgresClient, configuration: ServerConfiguration, httpClient: HTTPClient = .shared, logger: Logger) {
+        self.database = database
+        self.campuses = CampusDirectory(store: CampusStore(client: database), ttl: configuration.campusCacheTTL)
+        self.users = UserStore(client: database)
+        self.sessions = SessionStore(client: database)
+        self.issuers = OIDCIssuerStore(client: database)
+        self.idTokens = IDTokenVerifier(keys: JWKSCache(httpClient: httpClient, logger: logger))
     }
 }
 
@@ -29,9 +86,11 @@ public struct ServerConfiguration: Sendable {
 public enum AttestServer {
     public static func buildApplication(
         configuration: ServerConfiguration, database: PostgresClient, logger: Logger,
+        httpClient: HTTPClient = .shared,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let router = buildRouter(configuration: configuration, database: database)
+        let services = AttestServices(database: database, configuration: configuration, httpClient: httpClient, logger: logger)
+        let router = buildRouter(configuration: configuration, services: services)
         return Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
@@ -40,11 +99,15 @@ public enum AttestServer {
             logger: logger)
     }
 
-    public static func buildRouter(configuration: ServerConfiguration, database: PostgresClient) -> Router<AttestRequestContext> {
+    public static func buildRouter(configuration: ServerConfiguration, services: AttestServices) -> Router<AttestRequestContext> {
         let router = Router(context: AttestRequestContext.self)
         router.add(middleware: RequestLogMiddleware())
         router.add(middleware: ProblemMiddleware())
-        HealthRoutes(database: database, readinessTimeout: configuration.readinessTimeout).register(on: router)
+        HealthRoutes(database: services.database, readinessTimeout: configuration.readinessTimeout).register(on: router)
+        OpenAPIRoute().register(on: router)
+
+        let campus = router.group("v1/campuses/:campus").add(middleware: CampusMiddleware(directory: services.campuses))
+        SessionRoutes(services: services).register(on: campus)
         return router
     }
 }

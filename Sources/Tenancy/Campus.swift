@@ -26,6 +26,13 @@ public struct Campus: Sendable, Equatable {
     /// The campus's zone (validated when the campus was created or changed).
     public var zone: TimeZone { TimeZone(identifier: timeZone) ?? .gmt }
 
+    /// The first instant of a campus-local date.
+    public func startOfDay(_ date: PostgresDate) -> Date {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        return calendar.date(from: DateComponents(year: date.year, month: date.month, day: date.day))!
+    }
+
     /// The campus-local calendar date at `instant`.
     public func localDate(at instant: Date) -> PostgresDate {
         var calendar = Calendar(identifier: .gregorian)

@@ -2,7 +2,9 @@ import ArgumentParser
 import AttestHTTP
 import AttestPostgres
 import Foundation
+import Identity
 import Logging
+import Synchronization
 import Tenancy
 
 struct DevCommand: AsyncParsableCommand {
@@ -53,11 +55,13 @@ struct DevCommand: AsyncParsableCommand {
         database.databaseURL = url
         database.dbPoolSize = dbPoolSize
         let host = self.host
+        let tokens = Mutex<[(email: String, role: Role, token: String)]>([])
         try await migrateThenServe(
             database: database, server: ServerConfiguration(host: host, port: port), logger: logger,
             afterMigration: {
                 let client = try database.applicationClient(logger: logger)
-                try await withShutdown(client) { try await DemoCampus.ensure(client: client) }
+                let issued = try await withShutdown(client) { try await DemoCampus.ensure(client: client) }
+                tokens.withLock { $0 = issued }
             },
             onServerRunning: { port in
                 let base = "http://\(host):\(port)"
@@ -72,7 +76,14 @@ struct DevCommand: AsyncParsableCommand {
                                     (saved in \(cluster.directory.path)/database-url; other attest commands here use it)
                       Server log:   \(cluster.logFile.path)
 
+                    Demo sign-in tokens (send as Authorization: Bearer <token>):
                     """)
+                for person in tokens.withLock({ $0 }) {
+                    say("  \(person.role.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(person.email.padding(toLength: 28, withPad: " ", startingAt: 0)) \(person.token)")
+                }
+                say("")
+                say("Try: curl -H 'Authorization: Bearer <token>' \(base)/v1/campuses/\(DemoCampus.slug)/me")
+                say("")
             })
     }
 
@@ -91,11 +102,40 @@ struct DevCommand: AsyncParsableCommand {
 enum DemoCampus {
     static let slug = "demo"
     static let timeZone = "America/New_York"
+    static let domain = "demo.example.edu"
+    /// The demo people and the role each holds beyond member.
+    static let people: [(email: String, name: String, role: Role?)] = [
+        ("alice@\(domain)", "Alice Member", nil),
+        ("bob@\(domain)", "Bob Member", nil),
+        ("admin@\(domain)", "Ada Admin", .admin),
+        ("screener@\(domain)", "Sam Screener", .screener),
+        ("officer@\(domain)", "Hana Health Officer", .healthOfficer),
+    ]
 
-    static func ensure(client: PostgresClient) async throws {
+    /// Creates the campus and its people when missing, and returns a fresh session token
+    /// for each person (valid for the campus's session lifetime).
+    static func ensure(client: PostgresClient) async throws -> [(email: String, role: Role, token: String)] {
         let campuses = CampusStore(client: client)
-        if try await campuses.find(slug: slug) != nil { return }
-        _ = try await campuses.create(
-            NewCampus(slug: slug, name: "Demo University", timeZone: timeZone, deadlineMinute: 600, emailDomains: ["demo.example.edu"]))
+        let users = UserStore(client: client)
+        let sessions = SessionStore(client: client)
+        let actor = "attest dev"
+        var campus = try await campuses.find(slug: slug)
+        if campus == nil {
+            campus = try await campuses.create(
+                NewCampus(slug: slug, name: "Demo University", timeZone: timeZone, deadlineMinute: 600, emailDomains: [domain]),
+                actor: actor)
+        }
+        guard let campus else { return [] }
+        var tokens: [(String, Role, String)] = []
+        for person in people {
+            var user = try await users.find(campus: campus.id, email: person.email)
+            if user == nil {
+                user = try await users.add(campus: campus, email: person.email, displayName: person.name, actor: actor)
+                if let role = person.role { try await users.grant(campus: campus, email: person.email, role: role, actor: actor) }
+            }
+            let issued = try await sessions.issue(campus: campus, user: user!.id)
+            tokens.append((person.email, person.role ?? .member, issued.token))
+        }
+        return tokens
     }
 }

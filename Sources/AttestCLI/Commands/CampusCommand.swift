@@ -1,0 +1,200 @@
+import ArgumentParser
+import Foundation
+import Identity
+import Tenancy
+
+struct CampusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "campus",
+        abstract: "Create, inspect and change campuses and their sign-in providers.",
+        subcommands: [Create.self, List.self, Show.self, Set.self, OIDC.self]
+    )
+}
+
+extension CampusCommand {
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a campus.")
+
+        @Argument(help: "2–40 characters of a-z, 0-9 and '-'.") var slug: String
+        @Option(help: "Display name.") var name: String
+        @Option(help: "IANA time zone, e.g. America/New_York.") var timezone: String
+        @Option(help: "Daily deadline, local HH:MM.") var deadline = "10:00"
+        @Option(name: .customLong("email-domain"), help: "An email domain allowed to sign in (repeatable).")
+        var emailDomains: [String] = []
+        @Flag(help: "Print the campus as JSON.") var json = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            guard let minute = CampusFormats.minute(fromClock: deadline) else {
+                throw CampusError.invalidTime(key: "--deadline", value: deadline)
+            }
+            let new = NewCampus(
+                slug: slug, name: name, timeZone: timezone, deadlineMinute: minute,
+                emailDomains: emailDomains.map { $0.lowercased() })
+            // Checked before touching the database, so bad input never waits on a connection.
+            try CampusStore.validate(new)
+            let campus = try await TenantContext.run(database: database, logging: logging) { context in
+                try await context.campuses.create(new, actor: TenantContext.actor)
+            }
+            if json { printJSONObject(campus.jsonObject) } else { say("Created campus \(campus.slug) (\(campus.name)).") }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List campuses.")
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let campuses = try await TenantContext.run(database: database, logging: logging) { try await $0.campuses.list() }
+            if json { return printJSONObject(campuses.map(\.jsonObject)) }
+            if campuses.isEmpty { return say("No campuses yet: create one with `attest campus create`.") }
+            for campus in campuses {
+                say("\(campus.slug)\t\(campus.timeZone)\tdeadline \(CampusFormats.clock(fromMinute: campus.deadlineMinute))\t\(campus.name)")
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a campus's settings.")
+        @Argument var slug: String
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let (campus, issuers) = try await TenantContext.run(database: database, logging: logging) { context in
+                let campus = try await context.campuses.require(slug: slug)
+                return (campus, try await context.issuers.list(campus: campus.id))
+            }
+            if json {
+                var object = campus.jsonObject
+                object["oidcIssuers"] = issuers.map(\.jsonObject)
+                return printJSONObject(object)
+            }
+            campus.textLines.forEach(say)
+            say("oidc-issuers:     \(issuers.isEmpty ? "(none)" : issuers.map(\.issuer).joined(separator: ", "))")
+        }
+    }
+
+    struct Set: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change one setting.",
+            discussion: "Keys: \(CampusSetting.allCases.map(\.rawValue).joined(separator: ", ")).")
+        @Argument var slug: String
+        @Argument var key: String
+        @Argument var value: String
+        @Flag(help: "Print the campus as JSON.") var json = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func validate() throws {
+            guard CampusSetting(rawValue: key) != nil else { throw CampusError.unknownSetting(key: key) }
+        }
+
+        func run() async throws {
+            let campus = try await TenantContext.run(database: database, logging: logging) { context in
+                try await context.campuses.set(slug: slug, key: key, value: value, actor: TenantContext.actor)
+            }
+            if json { printJSONObject(campus.jsonObject) } else { say("Set \(key) of \(slug).") }
+        }
+    }
+
+    struct OIDC: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "oidc", abstract: "The OpenID Connect issuers a campus accepts.",
+            subcommands: [Add.self, List.self, Remove.self])
+    }
+}
+
+extension CampusCommand.OIDC {
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Accept ID tokens from an issuer (adding it again replaces it).",
+            discussion: "Google: attest campus oidc add SLUG --google --audience CLIENT_ID.apps.googleusercontent.com")
+        @Argument var slug: String
+        @Option(help: "The issuer's exact `iss`.") var issuer: String?
+        @Option(help: "An OAuth client ID tokens must be issued to (repeatable).") var audience: [String] = []
+        @Option(help: "Where the issuer publishes its keys.") var jwksUrl: String?
+        @Option(help: "A file holding the issuer's keys (JWKS).") var jwksFile: String?
+        @Flag(help: "Google Sign-In: issuer and key URL preset.") var google = false
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func validate() throws {
+            if google {
+                guard issuer == nil, jwksUrl == nil, jwksFile == nil else {
+                    throw ValidationError("--google sets the issuer and keys itself; give only --audience with it")
+                }
+            } else {
+                guard issuer != nil else { throw ValidationError("give --issuer URL (or --google)") }
+                guard (jwksUrl == nil) != (jwksFile == nil) else { throw ValidationError("give exactly one of --jwks-url and --jwks-file") }
+            }
+            guard !audience.isEmpty else { throw ValidationError("give at least one --audience (the OAuth client ID)") }
+        }
+
+        func run() async throws {
+            let entry: OIDCIssuer
+            if google {
+                entry = .google(audiences: audience)
+            } else {
+                var inline: String?
+                if let jwksFile {
+                    do { inline = try String(contentsOfFile: jwksFile, encoding: .utf8) } catch {
+                        throw CLIError("cannot read --jwks-file \(jwksFile): \(error.localizedDescription)")
+                    }
+                }
+                entry = OIDCIssuer(issuer: issuer!, audiences: audience, jwksURL: jwksUrl, jwks: inline)
+            }
+            try await TenantContext.run(database: database, logging: logging) { context in
+                let campus = try await context.campuses.require(slug: slug)
+                try await context.issuers.add(campus: campus, entry, actor: TenantContext.actor)
+            }
+            if json { printJSONObject(entry.jsonObject) } else { say("\(slug) now accepts ID tokens from \(entry.issuer).") }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List a campus's issuers.")
+        @Argument var slug: String
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let issuers = try await TenantContext.run(database: database, logging: logging) { context in
+                try await context.issuers.list(campus: try await context.campuses.require(slug: slug).id)
+            }
+            if json { return printJSONObject(issuers.map(\.jsonObject)) }
+            if issuers.isEmpty { return say("\(slug) accepts no issuer yet: add one with `attest campus oidc add`.") }
+            for issuer in issuers {
+                say("\(issuer.issuer)\taudiences \(issuer.audiences.joined(separator: ","))\tkeys \(issuer.jwksURL ?? "inline")")
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop accepting an issuer.")
+        @Argument var slug: String
+        @Option(help: "The issuer to remove.") var issuer: String
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            try await TenantContext.run(database: database, logging: logging) { context in
+                let campus = try await context.campuses.require(slug: slug)
+                try await context.issuers.remove(campus: campus, issuer: issuer, actor: TenantContext.actor)
+            }
+            say("\(slug) no longer accepts \(issuer).")
+        }
+    }
+}
+
+extension OIDCIssuer {
+    var jsonObject: [String: Any] {
+        ["issuer": issuer, "audiences": audiences, "jwksUrl": jwksURL ?? NSNull(), "inlineKeys": jwks != nil]
+    }
+}

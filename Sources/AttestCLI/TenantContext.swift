@@ -1,0 +1,74 @@
+import AttestPostgres
+import Foundation
+import Identity
+import Logging
+import Tenancy
+
+/// What a tenant command works with: the application-role client and the stores on it.
+struct TenantContext {
+    let client: PostgresClient
+    let campuses: CampusStore
+    let users: UserStore
+    let sessions: SessionStore
+    let issuers: OIDCIssuerStore
+    let audit: AuditLog
+    let logger: Logger
+
+    /// `cli:<OS user>`, the actor the audit log records for the admin CLI.
+    static var actor: String {
+        if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name { return "cli:" + String(cString: name) }
+        return "cli:uid-\(geteuid())"
+    }
+
+    /// Runs `body` with a context, closing the database connections afterwards.
+    static func run<Result: Sendable>(
+        database: DatabaseOptions, logging: LoggingOptions, _ body: (TenantContext) async throws -> Result
+    ) async throws -> Result {
+        let logger = logging.makeLogger(label: "attest")
+        let client = try database.applicationClient(logger: logger)
+        let context = TenantContext(
+            client: client, campuses: CampusStore(client: client), users: UserStore(client: client),
+            sessions: SessionStore(client: client), issuers: OIDCIssuerStore(client: client), audit: AuditLog(client: client),
+            logger: logger)
+        return try await withShutdown(client) { try await body(context) }
+    }
+}
+
+/// Prints any JSON-compatible value on one line, keys sorted.
+func printJSONObject(_ value: Any) {
+    guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+    say(String(decoding: data, as: UTF8.self))
+}
+
+extension Campus {
+    /// The campus as the CLI's `--json` shows it.
+    var jsonObject: [String: Any] {
+        [
+            "id": id.description, "slug": slug, "name": name, "timeZone": timeZone,
+            "deadline": CampusFormats.clock(fromMinute: deadlineMinute),
+            "reminder": CampusFormats.clock(fromMinute: reminderMinute), "emailDomains": emailDomains,
+            "sessionLifetime": CampusFormats.duration(fromSeconds: sessionLifetimeSeconds), "retentionDays": retentionDays,
+            "statsMinCount": statsMinCount,
+            "settings": (try? JSONSerialization.jsonObject(with: Data(settings.bytes))) ?? [:],
+            "createdAt": createdAt.ISO8601Format(),
+        ]
+    }
+
+    /// `key: value` lines for people.
+    var textLines: [String] {
+        [
+            "slug:             \(slug)", "name:             \(name)", "id:               \(id)",
+            "timezone:         \(timeZone)", "deadline:         \(CampusFormats.clock(fromMinute: deadlineMinute))",
+            "reminder:         \(CampusFormats.clock(fromMinute: reminderMinute))",
+            "email-domains:    \(emailDomains.isEmpty ? "(any)" : emailDomains.joined(separator: ","))",
+            "session-lifetime: \(CampusFormats.duration(fromSeconds: sessionLifetimeSeconds))",
+            "retention-days:   \(retentionDays)", "stats-min-count:  \(statsMinCount)", "settings:         \(settings.text)",
+        ]
+    }
+}
+
+extension User {
+    var jsonObject: [String: Any] {
+        ["id": id.description, "email": email, "displayName": displayName, "roles": roles.map(\.rawValue), "createdAt": createdAt.ISO8601Format()]
+    }
+}

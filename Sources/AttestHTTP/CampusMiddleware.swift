@@ -1,0 +1,92 @@
+import AttestPostgres
+import Foundation
+import Hummingbird
+import Identity
+import Synchronization
+import Tenancy
+
+/// Campuses by slug, each kept for a few seconds: every campus route resolves its slug,
+/// and campuses change rarely.
+public final class CampusDirectory: Sendable {
+    let store: CampusStore
+    let ttl: Duration
+    private let cache = Mutex<[String: (campus: Campus?, at: ContinuousClock.Instant)]>([:])
+
+    public init(store: CampusStore, ttl: Duration) {
+        self.store = store
+        self.ttl = ttl
+    }
+
+    public func campus(slug: String) async throws -> Campus? {
+        let now = ContinuousClock.now
+        if let hit = cache.withLock({ $0[slug] }), now - hit.at < ttl { return hit.campus }
+        let campus = try await store.find(slug: slug)
+        cache.withLock { cache in
+            if cache.count > 10_000 { cache.removeAll() }
+            // Unknown slugs are remembered too, so probing for campuses costs no queries.
+            cache[slug] = (campus, now)
+        }
+        return campus
+    }
+}
+
+/// Resolves `{campus}` on every campus route; an unknown slug is a 404.
+struct CampusMiddleware: RouterMiddleware {
+    typealias Context = AttestRequestContext
+    let directory: CampusDirectory
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let slug = context.parameters.get("campus") ?? ""
+        guard let campus = try await directory.campus(slug: slug) else {
+            throw Problem.notFound("There is no campus \"\(slug)\". Check the campus slug in the URL.")
+        }
+        var context = context
+        context.campus = campus
+        context.logger[metadataKey: "campus"] = "\(campus.slug)"
+        return try await next(request, context)
+    }
+}
+
+/// Requires `Authorization: Bearer <session token>` valid at this campus; otherwise 401
+/// with `WWW-Authenticate: Bearer`. With `roles`, the user must hold one of them (else 403).
+struct AuthenticationMiddleware: RouterMiddleware {
+    typealias Context = AttestRequestContext
+    let sessions: SessionStore
+    var roles: Set<Role> = []
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let campus = try context.requireCampus()
+        guard let header = request.headers[.authorization] else {
+            throw Problem.unauthorized("Send the session token as Authorization: Bearer <token>.", error: nil)
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw Problem.unauthorized("The Authorization header must be Bearer <token>.", error: "invalid_request")
+        }
+        guard let session = try await sessions.authenticate(campus: campus.id, token: String(parts[1])) else {
+            throw Problem.unauthorized(
+                "The session token is not valid at this campus: it is unknown here, expired or revoked. Sign in again.",
+                error: "invalid_token")
+        }
+        if !roles.isEmpty, !session.user.roles.contains(where: roles.contains) {
+            throw Problem(
+                .forbidden, slug: "forbidden", title: "Forbidden",
+                detail: "This needs the role \(roles.map(\.rawValue).sorted().joined(separator: " or ")); "
+                    + "ask a campus administrator to grant it.")
+        }
+        var context = context
+        context.session = session
+        return try await next(request, context)
+    }
+}
+
+extension Problem {
+    /// 401 with the `WWW-Authenticate: Bearer` challenge (RFC 6750).
+    static func unauthorized(_ detail: String, error: String? = nil) -> Problem {
+        var challenge = "Bearer realm=\"campus-attest\""
+        if let error { challenge += ", error=\"\(error)\"" }
+        return Problem(
+            .unauthorized, slug: "unauthorized", title: "Unauthorized", detail: detail,
+            headers: [.wwwAuthenticate: challenge])
+    }
+}

@@ -1,0 +1,184 @@
+/// The OpenAPI 3.1 description of every route, served at `/openapi.yaml`. Tests check that
+/// every route the router registers is described here and that real responses match it.
+public enum OpenAPIDocument {
+    public static let yaml = value.yaml
+
+    private static func ref(_ schema: String) -> OpenAPIValue { ["$ref": .string("#/components/schemas/\(schema)")] }
+    private static func responseRef(_ name: String) -> OpenAPIValue { ["$ref": .string("#/components/responses/\(name)")] }
+
+    private static func json(_ description: String, _ schema: OpenAPIValue) -> OpenAPIValue {
+        ["description": .string(description), "content": ["application/json": ["schema": schema]]]
+    }
+
+    private static func problem(_ description: String) -> OpenAPIValue {
+        ["description": .string(description), "content": ["application/problem+json": ["schema": ref("Problem")]]]
+    }
+
+    private static let campusParameter: OpenAPIValue = ["$ref": "#/components/parameters/campus"]
+    private static let bearer: OpenAPIValue = [["bearer": []]]
+
+    public static let value: OpenAPIValue = [
+        "openapi": "3.1.0",
+        "info": [
+            "title": "Campus Attest API",
+            "version": "1",
+            "description": "Daily health attestation for university campuses. Errors are RFC 9457 problem details.",
+        ],
+        "paths": [
+            "/healthz": [
+                "get": [
+                    "summary": "Liveness: the process answers.",
+                    "operationId": "healthz",
+                    "responses": ["200": json("Alive.", ref("Status"))],
+                ]
+            ],
+            "/readyz": [
+                "get": [
+                    "summary": "Readiness: the database answers.",
+                    "operationId": "readyz",
+                    "responses": [
+                        "200": json("Ready.", ref("Status")),
+                        "503": problem("The database cannot be reached."),
+                    ],
+                ]
+            ],
+            "/openapi.yaml": [
+                "get": [
+                    "summary": "This document.",
+                    "operationId": "openapi",
+                    "responses": [
+                        "200": ["description": "OpenAPI 3.1, YAML.", "content": ["application/yaml": ["schema": ["type": "string"]]]]
+                    ],
+                ]
+            ],
+            "/v1/campuses/{campus}/sessions": [
+                "parameters": [campusParameter],
+                "post": [
+                    "summary": "Sign in with an OpenID Connect ID token; the first sign-in creates the member.",
+                    "operationId": "createSession",
+                    "requestBody": [
+                        "required": true,
+                        "content": ["application/json": ["schema": ref("SignIn")]],
+                    ],
+                    "responses": [
+                        "201": json("Signed in: a session token for this campus.", ref("SessionCreated")),
+                        "400": responseRef("BadRequest"),
+                        "401": responseRef("Unauthorized"),
+                        "404": responseRef("NotFound"),
+                        "413": responseRef("TooLarge"),
+                        "415": responseRef("UnsupportedMediaType"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The identity provider's keys cannot be fetched right now."),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/sessions/current": [
+                "parameters": [campusParameter],
+                "delete": [
+                    "summary": "Sign out: revoke the presented session token.",
+                    "operationId": "deleteSession",
+                    "security": bearer,
+                    "responses": [
+                        "204": ["description": "Revoked."],
+                        "401": responseRef("Unauthorized"),
+                        "404": responseRef("NotFound"),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/me": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "The signed-in user: profile, roles, today's campus-local date.",
+                    "operationId": "getMe",
+                    "security": bearer,
+                    "responses": [
+                        "200": json("The user.", ref("Me")),
+                        "401": responseRef("Unauthorized"),
+                        "404": responseRef("NotFound"),
+                    ],
+                ],
+            ],
+        ],
+        "components": [
+            "securitySchemes": [
+                "bearer": ["type": "http", "scheme": "bearer", "description": "A session token from POST …/sessions or `attest token issue`."]
+            ],
+            "parameters": [
+                "campus": [
+                    "name": "campus", "in": "path", "required": true, "description": "The campus slug.",
+                    "schema": ["type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$"],
+                ]
+            ],
+            "responses": [
+                "BadRequest": problem("The body is not a JSON object."),
+                "Unauthorized": problem("No token, or one not valid at this campus (WWW-Authenticate: Bearer)."),
+                "Forbidden": problem("Signed in, but without the role this needs."),
+                "NotFound": problem("No such campus (or resource)."),
+                "TooLarge": problem("The body is larger than the server accepts."),
+                "UnsupportedMediaType": problem("The body is not application/json."),
+                "Invalid": problem("Fields that are missing or wrong, each named in errors[]."),
+            ],
+            "schemas": [
+                "Problem": [
+                    "type": "object",
+                    "required": ["type", "title", "status", "detail"],
+                    "additionalProperties": false,
+                    "properties": [
+                        "type": ["type": "string"],
+                        "title": ["type": "string"],
+                        "status": ["type": "integer"],
+                        "detail": ["type": "string"],
+                        "errors": [
+                            "type": "array",
+                            "items": [
+                                "type": "object", "required": ["field", "message"], "additionalProperties": false,
+                                "properties": ["field": ["type": "string"], "message": ["type": "string"]],
+                            ],
+                        ],
+                    ],
+                ],
+                "Status": [
+                    "type": "object", "required": ["status"], "additionalProperties": false,
+                    "properties": ["status": ["type": "string", "enum": ["ok", "ready"]]],
+                ],
+                "SignIn": [
+                    "type": "object", "required": ["idToken"],
+                    "properties": ["idToken": ["type": "string", "description": "An OpenID Connect ID token (JWT)."]],
+                ],
+                "User": [
+                    "type": "object", "required": ["id", "email", "displayName", "roles"], "additionalProperties": false,
+                    "properties": [
+                        "id": ["type": "string", "format": "uuid"],
+                        "email": ["type": "string"],
+                        "displayName": ["type": "string"],
+                        "roles": ["type": "array", "items": ref("Role")],
+                    ],
+                ],
+                "Role": ["type": "string", "enum": ["member", "screener", "health_officer", "admin"]],
+                "SessionCreated": [
+                    "type": "object", "required": ["token", "expiresAt", "user"], "additionalProperties": false,
+                    "properties": [
+                        "token": ["type": "string", "description": "Opaque; send as Authorization: Bearer."],
+                        "expiresAt": ["type": "string", "format": "date-time"],
+                        "user": ref("User"),
+                    ],
+                ],
+                "Me": [
+                    "type": "object", "required": ["id", "email", "displayName", "roles", "campus", "today"],
+                    "additionalProperties": false,
+                    "properties": [
+                        "id": ["type": "string", "format": "uuid"],
+                        "email": ["type": "string"],
+                        "displayName": ["type": "string"],
+                        "roles": ["type": "array", "items": ref("Role")],
+                        "campus": [
+                            "type": "object", "required": ["slug", "name", "timeZone"], "additionalProperties": false,
+                            "properties": ["slug": ["type": "string"], "name": ["type": "string"], "timeZone": ["type": "string"]],
+                        ],
+                        "today": ["type": "string", "format": "date", "description": "The campus-local date now."],
+                    ],
+                ],
+            ],
+        ],
+    ]
+}

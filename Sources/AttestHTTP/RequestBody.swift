@@ -1,0 +1,38 @@
+import Foundation
+import Hummingbird
+
+extension Request {
+    /// Reads the JSON body as a top-level object: 413 past the size limit, 415 for another
+    /// content type, 400 when it is not a JSON object.
+    func jsonObject(context: AttestRequestContext) async throws -> [String: Any] {
+        if let type = headers[.contentType], !type.lowercased().hasPrefix("application/json") {
+            throw Problem(
+                .unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
+                detail: "Send the body as application/json.")
+        }
+        var request = self
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        } catch {
+            throw Problem(
+                .contentTooLarge, slug: "body-too-large", title: "Request body too large",
+                detail: "The body is larger than \(context.maxUploadSize / 1024) KiB.")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView)) as? [String: Any] else {
+            throw Problem(
+                .badRequest, slug: "invalid-json", title: "Invalid JSON",
+                detail: "The body must be a JSON object, such as {\"idToken\": \"…\"}.")
+        }
+        return object
+    }
+}
+
+extension Problem {
+    /// 422 listing each invalid field.
+    static func validation(_ errors: [FieldError]) -> Problem {
+        Problem(
+            .unprocessableContent, slug: "validation", title: "Invalid request",
+            detail: errors.map { "\($0.field): \($0.message)" }.joined(separator: "; "), errors: errors)
+    }
+}

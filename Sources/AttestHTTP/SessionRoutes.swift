@@ -1,0 +1,100 @@
+import Foundation
+import Hummingbird
+import Identity
+import Tenancy
+
+/// The JSON shape of a user in responses.
+struct UserBody: ResponseEncodable, Codable {
+    var id: String
+    var email: String
+    var displayName: String
+    var roles: [String]
+
+    init(_ user: User) {
+        id = user.id.description
+        email = user.email
+        displayName = user.displayName
+        roles = user.roles.map(\.rawValue)
+    }
+}
+
+/// Sign-in, sign-out and the signed-in user's profile.
+struct SessionRoutes: Sendable {
+    let services: AttestServices
+
+    struct SessionCreated: ResponseEncodable {
+        var token: String
+        var expiresAt: String
+        var user: UserBody
+    }
+
+    struct Me: ResponseEncodable {
+        struct CampusInfo: Codable {
+            var slug: String
+            var name: String
+            var timeZone: String
+        }
+        var id: String
+        var email: String
+        var displayName: String
+        var roles: [String]
+        var campus: CampusInfo
+        /// The campus-local date right now.
+        var today: String
+    }
+
+    func register(on campusRoutes: RouterGroup<AttestRequestContext>) {
+        campusRoutes.post("sessions") { request, context -> EditedResponse<SessionCreated> in
+            try await signIn(request, context)
+        }
+        let signedIn = campusRoutes.group().add(middleware: AuthenticationMiddleware(sessions: services.sessions))
+        signedIn.delete("sessions/current") { request, context -> Response in
+            let campus = try context.requireCampus()
+            let token = String(request.headers[.authorization]?.split(separator: " ", maxSplits: 1).last ?? "")
+            try await services.sessions.revoke(campus: campus.id, token: token)
+            return Response(status: .noContent)
+        }
+        signedIn.get("me") { _, context -> Me in
+            let campus = try context.requireCampus()
+            let user = try context.requireSession().user
+            return Me(
+                id: user.id.description, email: user.email, displayName: user.displayName, roles: user.roles.map(\.rawValue),
+                campus: .init(slug: campus.slug, name: campus.name, timeZone: campus.timeZone),
+                today: campus.localDate(at: Date()).description)
+        }
+    }
+
+    private func signIn(_ request: Request, _ context: AttestRequestContext) async throws -> EditedResponse<SessionCreated> {
+        let campus = try context.requireCampus()
+        let body = try await request.jsonObject(context: context)
+        guard let value = body["idToken"] else {
+            throw Problem.validation([.init(field: "idToken", message: "is required: the ID token from your sign-in provider")])
+        }
+        guard let idToken = value as? String, !idToken.isEmpty else {
+            throw Problem.validation([.init(field: "idToken", message: "must be a non-empty string")])
+        }
+        let issuers = try await services.issuers.list(campus: campus.id)
+        guard !issuers.isEmpty else {
+            throw Problem.unauthorized(
+                "This campus accepts no sign-in provider yet; an operator adds one with `attest campus oidc add`.",
+                error: "invalid_token")
+        }
+        let user: User
+        do {
+            let identity = try await services.idTokens.verify(idToken: idToken, campus: campus, issuers: issuers)
+            user = try await services.users.onboard(campus: campus, identity: identity)
+        } catch let error as SignInError {
+            if case .keysUnavailable = error {
+                throw Problem(
+                    .serviceUnavailable, slug: "identity-provider-unavailable", title: "Identity provider unavailable",
+                    detail: error.description, headers: [.retryAfter: "5"])
+            }
+            context.logger.info("sign-in refused", metadata: ["reason": "\(error)"])
+            throw Problem.unauthorized("Sign-in refused: \(error).", error: "invalid_token")
+        }
+        let issued = try await services.sessions.issue(campus: campus, user: user.id)
+        return EditedResponse(
+            status: .created,
+            response: SessionCreated(token: issued.token, expiresAt: issued.expiresAt.ISO8601Format(), user: UserBody(user)))
+    }
+}
