@@ -33,7 +33,7 @@ public struct KeySet: Sendable {
 
 /// Issuers' signing keys, fetched with async-http-client and cached as their `Cache-Control:
 /// max-age` says (between one minute and one day; an hour when it says nothing). A token
-/// naming a key the cache lacks triggers a refetch, at most once per
+/// naming a key the cache lacks triggers a refetch (a key rotation), at most once per
 /// `minimumRefreshInterval` per URL, so forged `kid`s cannot make the server hammer the issuer.
 /// When a refetch fails, the last good keys stay in use.
 public final class JWKSCache: Sendable {
@@ -45,7 +45,8 @@ public final class JWKSCache: Sendable {
 
     private struct State {
         var entries: [String: Entry] = [:]
-        var lastAttempt: [String: ContinuousClock.Instant] = [:]
+        /// When a token with an unknown key last made us refetch, per URL.
+        var lastForcedRefresh: [String: ContinuousClock.Instant] = [:]
         var inline: [Data: KeySet] = [:]
     }
 
@@ -73,7 +74,8 @@ public final class JWKSCache: Sendable {
     func keysAfterUnknownKey(url: String) async throws -> KeySet {
         let now = ContinuousClock.now
         let (allowed, cached) = state.withLock { state -> (Bool, KeySet?) in
-            let recent = state.lastAttempt[url].map { now - $0 < minimumRefreshInterval } ?? false
+            let recent = state.lastForcedRefresh[url].map { now - $0 < minimumRefreshInterval } ?? false
+            if !recent { state.lastForcedRefresh[url] = now }
             return (!recent, state.entries[url]?.keys)
         }
         if allowed { return try await fetch(url: url) }
@@ -91,7 +93,6 @@ public final class JWKSCache: Sendable {
     }
 
     private func fetch(url: String) async throws -> KeySet {
-        state.withLock { $0.lastAttempt[url] = .now }
         do {
             var request = HTTPClientRequest(url: url)
             request.headers.add(name: "Accept", value: "application/json")

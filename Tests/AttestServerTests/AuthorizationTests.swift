@@ -1,0 +1,104 @@
+@testable import AttestHTTP
+import AttestTestSupport
+import Foundation
+import Hummingbird
+import Identity
+import Tenancy
+import Testing
+
+@Suite("Authentication and roles")
+struct AuthorizationTests {
+    @Test func missingMalformedUnknownAndExpiredTokensAre401() async throws {
+        let server = try await TestServer.make()
+        let campus = try await server.campus("west")
+        let (user, _) = try await server.user("w@example.edu", at: campus)
+        let expired = try await SessionStore(client: server.pool).issue(campus: campus, user: user.id, lifetime: 1)
+        try await Task.sleep(for: .milliseconds(1100))
+        try await server.run { api in
+            let me = "/v1/campuses/{campus}/me"
+            for header in [nil, "Basic dXNlcjpwYXNz", "Bearer", "Bearer short", "Bearer " + String(repeating: "A", count: 43), "Bearer " + expired.token] {
+                var headers: [String: String] = [:]
+                if let header { headers["Authorization"] = header }
+                let reply = try await api.client.execute(
+                    uri: "/v1/campuses/west/me", method: .get, headers: .init(headers.map { .init(name: .init($0.key)!, value: $0.value) }))
+                #expect(reply.status == .unauthorized, "\(header ?? "no header")")
+                #expect(reply.headers[.wwwAuthenticate]?.hasPrefix("Bearer realm=\"campus-attest\"") == true)
+                #expect(reply.headers[.contentType] == "application/problem+json")
+            }
+            _ = me
+        }
+    }
+
+    @Test func roleChecksAnswer403WithTheRoleNeeded() async throws {
+        let server = try await TestServer.make()
+        let campus = try await server.campus("east")
+        let (_, member) = try await server.user("m@example.edu", at: campus)
+        let (_, screener) = try await server.user("s@example.edu", at: campus, roles: [.screener])
+        let (_, officer) = try await server.user("h@example.edu", at: campus, roles: [.healthOfficer])
+        let (_, admin) = try await server.user("a@example.edu", at: campus, roles: [.admin])
+        let sessions = server.services.sessions
+        let directory = server.services.campuses
+        try await server.run(extraRoutes: { router in
+            // Probe routes for the mechanism the role-guarded routes of later issues use.
+            let group = router.group("probe/:campus").add(middleware: CampusMiddleware(directory: directory))
+            group.group("admin").add(middleware: AuthenticationMiddleware(sessions: sessions, roles: [.admin])).get { _, _ in "ok" }
+            group.group("door").add(middleware: AuthenticationMiddleware(sessions: sessions, roles: [.screener, .admin])).get { _, _ in "ok" }
+            group.group("follow-up").add(middleware: AuthenticationMiddleware(sessions: sessions, roles: [.healthOfficer])).get { _, _ in "ok" }
+        }) { api in
+            let expectations: [(String, String, Int)] = [
+                ("admin", member, 403), ("admin", screener, 403), ("admin", officer, 403), ("admin", admin, 200),
+                ("door", member, 403), ("door", screener, 200), ("door", officer, 403), ("door", admin, 200),
+                ("follow-up", member, 403), ("follow-up", screener, 403), ("follow-up", admin, 403), ("follow-up", officer, 200),
+            ]
+            for (path, token, status) in expectations {
+                let reply = try await api.client.execute(uri: "/probe/east/\(path)", method: .get, headers: [.authorization: "Bearer \(token)"])
+                #expect(Int(reply.status.code) == status, "\(path)")
+                if status == 403 {
+                    #expect(String(buffer: reply.body).contains("ask a campus administrator"))
+                }
+            }
+        }
+    }
+
+    @Test func aRevokedRoleStopsWorkingWithinTheCacheBound() async throws {
+        let server = try await TestServer.make()
+        let campus = try await server.campus("south")
+        let (_, token) = try await server.user("r@example.edu", at: campus, roles: [.admin])
+        let sessions = SessionStore(client: server.pool, cacheTTL: .milliseconds(200))
+        let before = try await sessions.authenticate(campus: campus.id, token: token)
+        #expect(before?.user.roles.contains(.admin) == true)
+        try await UserStore(client: server.pool).revoke(campus: campus, email: "r@example.edu", role: .admin, actor: "test")
+        try await Task.sleep(for: .milliseconds(300))
+        let after = try await sessions.authenticate(campus: campus.id, token: token)
+        #expect(after?.user.roles == [.member])
+        await server.pool.shutdown()
+    }
+}
+
+@Suite("OpenAPI document")
+struct OpenAPITests {
+    @Test func everyRegisteredRouteIsDescribedAndEveryDescribedRouteExists() async throws {
+        let server = try await TestServer.make()
+        let router = AttestServer.buildRouter(configuration: ServerConfiguration(), services: server.services)
+        let registered = Set(router.routes.map { "\($0.method.rawValue.lowercased()) \(OpenAPIValidator.templatePath("\($0.path)"))" })
+        var documented: Set<String> = []
+        for path in OpenAPIDocument.value["paths"]?.members ?? [] {
+            for operation in path.value.members where operation.key != "parameters" {
+                documented.insert("\(operation.key) \(path.key)")
+            }
+        }
+        #expect(registered == documented)
+        await server.pool.shutdown()
+    }
+
+    @Test func theServedYAMLIsTheDocument() async throws {
+        let server = try await TestServer.make()
+        try await server.run { api in
+            let reply = try await api.send(.get, "/openapi.yaml", template: "/openapi.yaml")
+            #expect(reply.status == 200)
+            #expect(reply.body.hasPrefix("openapi: \"3.1.0\"\n"))
+            #expect(reply.body.contains("\"/v1/campuses/{campus}/me\":"))
+            #expect(reply.body == OpenAPIDocument.yaml)
+        }
+    }
+}

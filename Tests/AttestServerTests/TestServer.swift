@@ -1,0 +1,84 @@
+@testable import AttestHTTP
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Identity
+import Logging
+import Synchronization
+import Tenancy
+import Testing
+
+/// A test's view of the live server: requests go over loopback HTTP, and every response is
+/// checked against the OpenAPI document on the way back.
+struct APIClient {
+    let client: any TestClientProtocol
+
+    struct Reply {
+        var status: Int
+        var headers: HTTPFields
+        var body: String
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]) ?? [:] }
+        var problem: (type: String, detail: String, fields: [String]) {
+            let errors = (json["errors"] as? [[String: Any]]) ?? []
+            return (json["type"] as? String ?? "", json["detail"] as? String ?? "", errors.compactMap { $0["field"] as? String })
+        }
+    }
+
+    /// `template` is the OpenAPI path the request is checked against.
+    func send(
+        _ method: HTTPRequest.Method, _ uri: String, template: String, token: String? = nil, json: String? = nil,
+        contentType: String = "application/json", sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> Reply {
+        var headers: HTTPFields = [:]
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        if json != nil { headers[.contentType] = contentType }
+        let response = try await client.execute(
+            uri: uri, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) })
+        let reply = Reply(status: Int(response.status.code), headers: response.headers, body: String(buffer: response.body))
+        let problems = OpenAPIValidator.problems(
+            method: method.rawValue, path: template, status: reply.status, contentType: response.headers[.contentType], body: reply.body)
+        #expect(problems.isEmpty, "response does not match /openapi.yaml: \(problems)", sourceLocation: sourceLocation)
+        return reply
+    }
+}
+
+/// A migrated database with the application pool, and a live server on it.
+struct TestServer {
+    let database: String
+    let pool: PostgresClient
+    let services: AttestServices
+
+    static func make() async throws -> TestServer {
+        let database = try await TestDatabase.create()
+        let pool = TestDatabase.client(database: database)
+        let services = AttestServices(database: pool, configuration: ServerConfiguration(), logger: TestDatabase.testLogger)
+        return TestServer(database: database, pool: pool, services: services)
+    }
+
+    /// Creates a campus (and its users) through the stores, as the CLI would.
+    func campus(_ slug: String, domains: [String] = ["example.edu"], timeZone: String = "America/New_York") async throws -> Campus {
+        try await CampusStore(client: pool).create(NewCampus(slug: slug, name: slug.capitalized, timeZone: timeZone, emailDomains: domains))
+    }
+
+    func user(_ email: String, at campus: Campus, roles: [Role] = []) async throws -> (user: User, token: String) {
+        let users = UserStore(client: pool)
+        let user = try await users.add(campus: campus, email: email, displayName: email, actor: "test")
+        for role in roles { try await users.grant(campus: campus, email: email, role: role, actor: "test") }
+        let issued = try await SessionStore(client: pool).issue(campus: campus, user: user.id)
+        return (user, issued.token)
+    }
+
+    /// Runs `body` against the server over loopback, with extra routes when a test needs them.
+    func run(
+        extraRoutes: (Router<AttestRequestContext>) -> Void = { _ in }, _ body: @escaping @Sendable (APIClient) async throws -> Void
+    ) async throws {
+        let router = AttestServer.buildRouter(configuration: ServerConfiguration(), services: services)
+        extraRoutes(router)
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: TestDatabase.testLogger)
+        try await app.test(.live) { client in try await body(APIClient(client: client)) }
+        await pool.shutdown()
+    }
+}
