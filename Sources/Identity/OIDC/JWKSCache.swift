@@ -12,22 +12,34 @@ public struct KeySet: Sendable {
     let keyIDs: Set<String>
     let count: Int
 
-    static func parse(_ data: Data) async throws -> KeySet {
+    /// Parses a JWKS, keeping the keys that make working RS256 or ES256 verifiers; `rejected`
+    /// names the others (keys of other kinds, or malformed ones).
+    static func parse(_ data: Data) async throws -> (keys: KeySet, rejected: [String]) {
         let jwks = try JSONDecoder().decode(JWKS.self, from: data)
         let collection = JWTKeyCollection()
-        // Keys of kinds we cannot use (e.g. "enc" keys, other algorithms) are left out.
         var ids: Set<String> = []
         var count = 0
+        var rejected: [String] = []
         for key in jwks.keys {
+            let name = key.keyIdentifier?.string ?? "key \(count + rejected.count + 1)"
+            let algorithm = key.algorithm?.rawValue ?? (key.keyType == .ecdsa ? "ES256" : "RS256")
+            guard algorithm == "ES256" || algorithm == "RS256" else {
+                rejected.append(name)
+                continue
+            }
             do {
+                // jwt-kit builds a key's verifier lazily; build it now so a bad key shows here.
+                let probe = JWTKeyCollection()
+                _ = try await probe.add(jwk: key)
+                _ = try await probe.getKey(for: key.keyIdentifier, alg: algorithm)
                 _ = try await collection.add(jwk: key)
                 if let id = key.keyIdentifier?.string { ids.insert(id) }
                 count += 1
             } catch {
-                continue
+                rejected.append(name)
             }
         }
-        return KeySet(collection: collection, keyIDs: ids, count: count)
+        return (KeySet(collection: collection, keyIDs: ids, count: count), rejected)
     }
 }
 
@@ -87,7 +99,7 @@ public final class JWKSCache: Sendable {
     func inlineKeys(_ json: String) async throws -> KeySet {
         let digest = Data(SHA256.hash(data: Data(json.utf8)))
         if let keys = state.withLock({ $0.inline[digest] }) { return keys }
-        let keys = try await KeySet.parse(Data(json.utf8))
+        let keys = try await KeySet.parse(Data(json.utf8)).keys
         state.withLock { $0.inline[digest] = keys }
         return keys
     }
@@ -99,7 +111,7 @@ public final class JWKSCache: Sendable {
             let response = try await httpClient.execute(request, timeout: .seconds(5))
             guard response.status == .ok else { throw SignInError.keysUnavailable("the key set answered HTTP \(response.status.code)") }
             let body = try await response.body.collect(upTo: 1 << 20)
-            let keys = try await KeySet.parse(Data(body.readableBytesView))
+            let keys = try await KeySet.parse(Data(body.readableBytesView)).keys
             let maxAge = Self.maxAge(response.headers.first(name: "Cache-Control"))
             state.withLock { $0.entries[url] = Entry(keys: keys, fetchedAt: .now, maxAge: maxAge) }
             logger.debug("fetched signing keys", metadata: ["url": "\(url)", "keys": "\(keys.count)"])

@@ -106,15 +106,17 @@ public struct OIDCIssuerStore: Sendable {
         case (let url?, nil):
             guard isAcceptableURL(url) else { throw OIDCConfigurationError.invalidURL(field: "--jwks-url", value: url) }
         case (nil, let jwks?):
+            let parsed: (keys: KeySet, rejected: [String])
             do {
-                let set = try JSONDecoder().decode(JWKS.self, from: Data(jwks.utf8))
-                guard !set.keys.isEmpty else { throw OIDCConfigurationError.invalidJWKS("it holds no keys") }
-                _ = try await JWTKeyCollection().add(jwks: set)
-            } catch let error as OIDCConfigurationError {
-                throw error
+                parsed = try await KeySet.parse(Data(jwks.utf8))
             } catch {
-                throw OIDCConfigurationError.invalidJWKS("\(error)")
+                throw OIDCConfigurationError.invalidJWKS("it is not JSON of the form {\"keys\": [...]}")
             }
+            guard parsed.rejected.isEmpty else {
+                throw OIDCConfigurationError.invalidJWKS(
+                    "\(parsed.rejected.joined(separator: ", ")) cannot verify RS256 or ES256 signatures")
+            }
+            guard parsed.keys.count > 0 else { throw OIDCConfigurationError.invalidJWKS("it holds no keys") }
         default:
             throw OIDCConfigurationError.keysNeeded
         }

@@ -1,0 +1,168 @@
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import Identity
+import Tenancy
+import Testing
+
+/// The admin CLI end to end: the real `attest` binary against a test database.
+@Suite("Admin CLI")
+struct AdminCLITests {
+    struct CLI {
+        let database: String
+        func run(_ arguments: String..., directory: String? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
+            try await ChildProcess.run(
+                [ChildProcess.attestBinary] + arguments, environment: ["DATABASE_URL": TestDatabase.url(database: database)],
+                directory: directory)
+        }
+    }
+
+    static func cli() async throws -> CLI { CLI(database: try await TestDatabase.create()) }
+
+    /// A failed command: exit 1, one line on stderr containing `text`.
+    static func expectFailure(_ result: (status: Int32, stdout: String, stderr: String), _ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.status == 1, "\(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderr.contains(text), "\(result.stderr)", sourceLocation: sourceLocation)
+    }
+
+    @Test func campusCreateListShowSetAndItsErrors() async throws {
+        let cli = try await Self.cli()
+        let created = try await cli.run("campus", "create", "north-u", "--name", "North U", "--timezone", "Pacific/Auckland",
+                                        "--deadline", "09:30", "--email-domain", "north.edu", "--json")
+        #expect(created.status == 0, "\(created.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(created.stdout.utf8)) as? [String: Any]
+        #expect(object?["deadline"] as? String == "09:30")
+        #expect(object?["emailDomains"] as? [String] == ["north.edu"])
+
+        Self.expectFailure(try await cli.run("campus", "create", "north-u", "--name", "Again", "--timezone", "UTC"), "already exists")
+        Self.expectFailure(try await cli.run("campus", "create", "Bad_Slug", "--name", "X", "--timezone", "UTC"), "invalid campus slug")
+        Self.expectFailure(try await cli.run("campus", "create", "mars", "--name", "Mars", "--timezone", "Mars/Olympus"), "unknown time zone \"Mars/Olympus\"")
+        Self.expectFailure(try await cli.run("campus", "create", "late", "--name", "Late", "--timezone", "UTC", "--deadline", "25:00"), "invalid --deadline")
+        Self.expectFailure(try await cli.run("campus", "show", "nowhere"), "no campus with slug \"nowhere\"")
+
+        let list = try await cli.run("campus", "list", "--json")
+        let campuses = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]]
+        #expect(campuses?.map { $0["slug"] as? String } == ["north-u"])
+
+        let unknownKey = try await cli.run("campus", "set", "north-u", "colour", "blue")
+        #expect(unknownKey.status != 0)
+        #expect(unknownKey.stderr.contains("unknown campus setting \"colour\""))
+        #expect(unknownKey.stderr.contains("deadline") && unknownKey.stderr.contains("email-domains"))
+        Self.expectFailure(try await cli.run("campus", "set", "north-u", "retention-days", "0"), "invalid value \"0\" for retention-days")
+        Self.expectFailure(try await cli.run("campus", "set", "north-u", "settings", "[1]"), "expected a JSON object")
+        #expect(try await cli.run("campus", "set", "north-u", "deadline", "11:15").status == 0)
+        #expect(try await cli.run("campus", "set", "north-u", "session-lifetime", "12h").status == 0)
+        let shown = try await cli.run("campus", "show", "north-u")
+        #expect(shown.stdout.contains("deadline:         11:15"))
+        #expect(shown.stdout.contains("session-lifetime: 12h"))
+    }
+
+    @Test func usersRolesTokensAndTheAuditTrail() async throws {
+        let cli = try await Self.cli()
+        #expect(try await cli.run("campus", "create", "lab", "--name", "Lab", "--timezone", "Europe/Berlin", "--email-domain", "lab.org").status == 0)
+        #expect(try await cli.run("user", "add", "lab", "Kim@Lab.org", "--name", "Kim").status == 0)
+        Self.expectFailure(try await cli.run("user", "add", "lab", "kim@lab.org"), "already exists")
+        Self.expectFailure(try await cli.run("user", "add", "lab", "kim@elsewhere.org"), "not in this campus's email domains")
+        Self.expectFailure(try await cli.run("user", "add", "lab", "not an email"), "invalid email address")
+
+        #expect(try await cli.run("role", "grant", "lab", "kim@lab.org", "health-officer").status == 0)
+        let again = try await cli.run("role", "grant", "lab", "kim@lab.org", "health_officer")
+        #expect(again.stdout.contains("already has"))
+        Self.expectFailure(try await cli.run("role", "grant", "lab", "nobody@lab.org", "admin"), "no user with email nobody@lab.org")
+        let badRole = try await cli.run("role", "grant", "lab", "kim@lab.org", "superuser")
+        #expect(badRole.status != 0 && badRole.stderr.contains("unknown role \"superuser\""))
+        let roles = try await cli.run("role", "list", "lab", "--json")
+        #expect(roles.stdout.contains(#""roles":["health_officer"]"#))
+        #expect(try await cli.run("role", "revoke", "lab", "kim@lab.org", "health_officer").status == 0)
+        #expect(try await cli.run("role", "list", "lab").stdout.contains("No roles beyond member"))
+
+        let issued = try await cli.run("token", "issue", "lab", "kim@lab.org", "--ttl", "1h")
+        #expect(issued.status == 0)
+        let token = issued.stdout.trimmingCharacters(in: .newlines)
+        #expect(token.count == 43 && !token.contains(" "))
+        Self.expectFailure(try await cli.run("token", "issue", "lab", "new@lab.org"), "pass --create")
+        let created = try await cli.run("token", "issue", "lab", "new@lab.org", "--create")
+        #expect(created.status == 0)
+        let badTTL = try await cli.run("token", "issue", "lab", "kim@lab.org", "--ttl", "forever")
+        #expect(badTTL.status != 0 && badTTL.stderr.contains("invalid --ttl"))
+
+        // The token works at its campus, through the same store the server uses.
+        let client = TestDatabase.client(database: cli.database)
+        let campus = try await CampusStore(client: client).require(slug: "lab")
+        let session = try await SessionStore(client: client).authenticate(campus: campus.id, token: token)
+        #expect(session?.user.email == "kim@lab.org")
+        #expect(session.map { $0.expiresAt.timeIntervalSinceNow < 3700 } == true)
+        await client.shutdown()
+
+        let audit = try await cli.run("audit", "lab", "--json")
+        let entries = try JSONSerialization.jsonObject(with: Data(audit.stdout.utf8)) as? [[String: Any]] ?? []
+        let actions = entries.compactMap { $0["action"] as? String }
+        #expect(actions == ["campus.create", "user.add", "role.grant", "role.revoke", "token.issue", "user.add", "token.issue"])
+        #expect(entries.allSatisfy { ($0["actor"] as? String)?.hasPrefix("cli:") == true })
+        #expect(!audit.stdout.contains(token))
+        let future = try await cli.run("audit", "lab", "--since", "2999-01-01")
+        #expect(future.status == 0 && future.stdout.isEmpty)
+        let badDate = try await cli.run("audit", "lab", "--since", "yesterday")
+        #expect(badDate.status != 0 && badDate.stderr.contains("YYYY-MM-DD"))
+    }
+
+    @Test func csvImportIsAllOrNothing() async throws {
+        let cli = try await Self.cli()
+        #expect(try await cli.run("campus", "create", "csv-u", "--name", "CSV U", "--timezone", "UTC", "--email-domain", "csv.edu").status == 0)
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-csv-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bad = directory.appending(path: "bad.csv")
+        try """
+            email,name,roles
+            ann@csv.edu,Ann,admin
+            "bo@csv.edu","Bo, Jr.",screener;health_officer
+            carl@csv.edu,Carl,wizard
+            dee@csv.edu,Dee
+            """.write(to: bad, atomically: true, encoding: .utf8)
+        Self.expectFailure(try await cli.run("user", "import", "csv-u", bad.path), "line 4: unknown role \"wizard\"")
+        #expect(try await cli.run("user", "list", "csv-u", "--json").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+
+        let duplicate = directory.appending(path: "dup.csv")
+        try "ann@csv.edu,Ann\nANN@csv.edu,Ann again\n".write(to: duplicate, atomically: true, encoding: .utf8)
+        Self.expectFailure(try await cli.run("user", "import", "csv-u", duplicate.path), "line 2: ann@csv.edu appears again (first on line 1)")
+        let foreign = directory.appending(path: "foreign.csv")
+        try "ann@csv.edu,Ann\nzed@other.edu,Zed\n".write(to: foreign, atomically: true, encoding: .utf8)
+        Self.expectFailure(try await cli.run("user", "import", "csv-u", foreign.path), "line 2:")
+        Self.expectFailure(try await cli.run("user", "import", "csv-u", directory.appending(path: "missing.csv").path), "cannot read")
+
+        let good = directory.appending(path: "good.csv")
+        try "email,name,roles\nann@csv.edu,Ann,admin\n\"bo@csv.edu\",\"Bo, Jr.\",screener;health_officer\ndee@csv.edu,Dee\n"
+            .write(to: good, atomically: true, encoding: .utf8)
+        let imported = try await cli.run("user", "import", "csv-u", good.path, "--json")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stdout.contains(#""created":3"#) && imported.stdout.contains(#""rolesGranted":3"#))
+        let users = try JSONSerialization.jsonObject(with: Data(try await cli.run("user", "list", "csv-u", "--json").stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(users.count == 3)
+        #expect(users.first { $0["email"] as? String == "bo@csv.edu" }?["displayName"] as? String == "Bo, Jr.")
+        #expect(users.first { $0["email"] as? String == "bo@csv.edu" }?["roles"] as? [String] == ["member", "screener", "health_officer"])
+        let reimport = try await cli.run("user", "import", "csv-u", good.path, "--json")
+        #expect(reimport.stdout.contains(#""created":0"#) && reimport.stdout.contains(#""updated":3"#))
+    }
+
+    @Test func oidcIssuersAddListRemove() async throws {
+        let cli = try await Self.cli()
+        #expect(try await cli.run("campus", "create", "idp-u", "--name", "IdP U", "--timezone", "UTC").status == 0)
+        #expect(try await cli.run("campus", "oidc", "add", "idp-u", "--google", "--audience", "123.apps.googleusercontent.com").status == 0)
+        let badURL = try await cli.run("campus", "oidc", "add", "idp-u", "--issuer", "http://idp.example", "--audience", "a", "--jwks-url", "http://idp.example/keys")
+        Self.expectFailure(badURL, "use an https:// URL")
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-jwks-\(UUID().uuidString.prefix(6)).json")
+        try #"{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"not-a-point","y":"nope"}]}"#.write(to: directory, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        Self.expectFailure(
+            try await cli.run("campus", "oidc", "add", "idp-u", "--issuer", "https://idp.example", "--audience", "a", "--jwks-file", directory.path),
+            "not a usable key set")
+        let both = try await cli.run("campus", "oidc", "add", "idp-u", "--issuer", "https://idp.example", "--audience", "a")
+        #expect(both.status != 0 && both.stderr.contains("exactly one of --jwks-url and --jwks-file"))
+        let list = try await cli.run("campus", "oidc", "list", "idp-u", "--json")
+        #expect(list.stdout.contains("https://accounts.google.com") && list.stdout.contains("123.apps.googleusercontent.com"))
+        #expect(try await cli.run("campus", "oidc", "remove", "idp-u", "--issuer", "https://accounts.google.com").status == 0)
+        Self.expectFailure(try await cli.run("campus", "oidc", "remove", "idp-u", "--issuer", "https://accounts.google.com"), "is not configured")
+    }
+}
