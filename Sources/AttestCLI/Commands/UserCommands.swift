@@ -87,6 +87,23 @@ struct RoleCommand: AsyncParsableCommand {
             guard let parsed = Role(parsing: role) else { throw IdentityError.unknownRole(role) }
             guard parsed != .member else { throw IdentityError.memberRoleIsPermanent }
         }
+
+        /// Grants or revokes, then says what changed.
+        func apply(grant: Bool, database: DatabaseOptions, logging: LoggingOptions) async throws {
+            let role = Role(parsing: role)!
+            let changed = try await TenantContext.run(database: database, logging: logging) { context in
+                let campus = try await context.campuses.require(slug: campus)
+                return grant
+                    ? try await context.users.grant(campus: campus, email: email, role: role, actor: TenantContext.actor)
+                    : try await context.users.revoke(campus: campus, email: email, role: role, actor: TenantContext.actor)
+            }
+            switch (grant, changed) {
+            case (true, true): say("Granted \(role.rawValue) to \(email).")
+            case (true, false): say("\(email) already has \(role.rawValue).")
+            case (false, true): say("Revoked \(role.rawValue) from \(email).")
+            case (false, false): say("\(email) did not have \(role.rawValue).")
+            }
+        }
     }
 }
 
@@ -97,14 +114,7 @@ extension RoleCommand {
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var logging: LoggingOptions
 
-        func run() async throws {
-            let role = Role(parsing: change.role)!
-            let changed = try await TenantContext.run(database: database, logging: logging) { context in
-                let campus = try await context.campuses.require(slug: change.campus)
-                return try await context.users.grant(campus: campus, email: change.email, role: role, actor: TenantContext.actor)
-            }
-            say(changed ? "Granted \(role.rawValue) to \(change.email)." : "\(change.email) already has \(role.rawValue).")
-        }
+        func run() async throws { try await change.apply(grant: true, database: database, logging: logging) }
     }
 
     struct Revoke: AsyncParsableCommand {
@@ -113,14 +123,7 @@ extension RoleCommand {
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var logging: LoggingOptions
 
-        func run() async throws {
-            let role = Role(parsing: change.role)!
-            let changed = try await TenantContext.run(database: database, logging: logging) { context in
-                let campus = try await context.campuses.require(slug: change.campus)
-                return try await context.users.revoke(campus: campus, email: change.email, role: role, actor: TenantContext.actor)
-            }
-            say(changed ? "Revoked \(role.rawValue) from \(change.email)." : "\(change.email) did not have \(role.rawValue).")
-        }
+        func run() async throws { try await change.apply(grant: false, database: database, logging: logging) }
     }
 
     struct List: AsyncParsableCommand {
