@@ -150,6 +150,25 @@ struct SignInTests {
         }
     }
 
+    @Test func anIssuerWhoseKeysCannotBeFetchedIsA503NotA401() async throws {
+        let server = try await TestServer.make()
+        let campus = try await server.campus("offline")
+        let provider = try await TestIdentityProvider.start()
+        defer { provider.stop() }
+        try await provider.addES256Key(kid: "es-1")
+        let closedPort = try LoopbackHTTP.freePort()
+        try await OIDCIssuerStore(client: server.pool).add(
+            campus: campus,
+            OIDCIssuer(issuer: provider.issuer, audiences: [provider.audience], jwksURL: "http://127.0.0.1:\(closedPort)/jwks"),
+            actor: "test")
+        try await server.run { api in
+            let reply = try await Self.signIn(api, try await provider.sign(provider.claims(email: "x@example.edu"), kid: "es-1"), campus: "offline")
+            #expect(reply.status == 503)
+            #expect(reply.headers[.retryAfter] != nil)
+            #expect(reply.problem.type == "/problems/identity-provider-unavailable")
+        }
+    }
+
     @Test func signingOutRevokesTheToken() async throws {
         let (server, campus, provider) = try await Self.setUp()
         defer { provider.stop() }
