@@ -56,7 +56,12 @@ final class TestIdentityProvider: Sendable {
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) },
-            logger: TestDatabase.testLogger)
+            logger: {
+                // Stopping it by cancellation makes the server log errors that mean nothing here.
+                var logger = TestDatabase.testLogger
+                logger.logLevel = .critical
+                return logger
+            }())
         let task = Task { try await app.runService(gracefulShutdownSignals: []) }
         var iterator = portStream.makeAsyncIterator()
         guard let port = await iterator.next() else { throw TestEnvironmentError("the test identity provider did not start") }
