@@ -97,6 +97,7 @@ let package = Package(
             name: "AttestPostgresTests",
             dependencies: ["AttestPostgres", "AttestTestSupport"]
         ),
+        .testTarget(name: "BuiltinPluginsTests", dependencies: ["BuiltinPlugins", "AttestPlugins"]),
         .testTarget(
             name: "AttestSchemaTests",
             dependencies: ["AttestSchema", "AttestPostgres", "AttestTestSupport", "Tenancy"]

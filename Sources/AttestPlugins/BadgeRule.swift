@@ -1,0 +1,85 @@
+import Foundation
+
+/// What a badge rule is given to decide a member's badge for today.
+public struct BadgeRuleInput: Sendable {
+    /// Today's answers, already checked against `questionnaire`.
+    public var answers: SurveyAnswers
+    public var questionnaire: Questionnaire
+    /// The campus's free-form settings (`attest campus set <slug> settings …`).
+    public var campusSettings: JSONValue
+    /// The member's attestations of the previous 14 campus-local days, newest first.
+    public var history: [PastAttestation]
+    /// Today, campus-local.
+    public var date: LocalDate
+    /// When the answers were submitted.
+    public var now: Date
+    /// The end of today, campus-local: the default `validUntil`.
+    public var endOfDay: Date
+
+    public init(
+        answers: SurveyAnswers, questionnaire: Questionnaire, campusSettings: JSONValue = .object([:]),
+        history: [PastAttestation] = [], date: LocalDate, now: Date, endOfDay: Date
+    ) {
+        self.answers = answers
+        self.questionnaire = questionnaire
+        self.campusSettings = campusSettings
+        self.history = history
+        self.date = date
+        self.now = now
+        self.endOfDay = endOfDay
+    }
+}
+
+/// An earlier attestation of the same member.
+public struct PastAttestation: Sendable, Equatable {
+    public var date: LocalDate
+    public var color: BadgeColor
+    /// nil once the retention purge removed them.
+    public var answers: SurveyAnswers?
+
+    public init(date: LocalDate, color: BadgeColor, answers: SurveyAnswers?) {
+        self.date = date
+        self.color = color
+        self.answers = answers
+    }
+}
+
+/// A rule's verdict.
+public struct BadgeDecision: Sendable, Equatable {
+    /// green, yellow or red (gray is only for "nothing submitted").
+    public var color: BadgeColor
+    /// Why, in words a member understands ("Temperature of 38 °C or more").
+    public var reason: String
+    /// When the badge stops being valid; at most the end of today.
+    public var validUntil: Date
+
+    public init(color: BadgeColor, reason: String, validUntil: Date) {
+        self.color = color
+        self.reason = reason
+        self.validUntil = validUntil
+    }
+}
+
+/// Turns a member's answers into a badge.
+///
+/// Implementation requirements:
+/// - `evaluate` is a pure function of its input: no I/O, no global state, quick (the
+///   platform gives it a time budget of about 100 ms and answers yellow "needs review" when it
+///   overruns or throws, logging the error; it never becomes a 500).
+/// - It returns green, yellow or red, never gray, and a `validUntil` no later than
+///   `input.endOfDay` (later values are cut to it).
+/// - `version` names the logic and settings in force; it is stored with every attestation so
+///   a badge can be explained later. Change it whenever the outcome for the same input could.
+public protocol BadgeRule: Sendable {
+    /// The version stored with each attestation decided by this rule.
+    var version: String { get }
+    /// Decides today's badge.
+    func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision
+}
+
+/// Why a plugin's settings were refused; the message names the setting and the fix.
+public struct PluginSettingsError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

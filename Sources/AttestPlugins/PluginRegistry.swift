@@ -1,0 +1,39 @@
+/// Maps plugin ids to the factories that build them from a campus's settings.
+///
+/// Like swift-log's `LoggingSystem`, it is set up once by the executable (`attest` registers
+/// the built-in plugins; a deployment's own executable adds its own) and handed to the
+/// platform; tests build their own registries instead of touching a global.
+public struct PluginRegistry: Sendable {
+    /// Builds a badge rule from its settings (and the campus's active questionnaire, to check
+    /// that the settings refer to questions that exist). Throws `PluginSettingsError`.
+    public typealias BadgeRuleFactory = @Sendable (_ settings: JSONValue, _ questionnaire: Questionnaire?) throws -> any BadgeRule
+
+    private var badgeRules: [String: BadgeRuleFactory] = [:]
+
+    public init() {}
+
+    /// Registers a badge rule under a stable id (`[a-z0-9._-]+`); a later registration of
+    /// the same id replaces the earlier one.
+    public mutating func registerBadgeRule(id: String, factory: @escaping BadgeRuleFactory) {
+        precondition(Self.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
+        badgeRules[id] = factory
+    }
+
+    /// The registered badge rule ids, sorted.
+    public var badgeRuleIDs: [String] { badgeRules.keys.sorted() }
+
+    /// Builds the rule `id` with `settings`. Throws `PluginSettingsError` for an unknown id or
+    /// settings the rule refuses.
+    public func makeBadgeRule(id: String, settings: JSONValue, questionnaire: Questionnaire?) throws -> any BadgeRule {
+        guard let factory = badgeRules[id] else {
+            throw PluginSettingsError(
+                "no badge rule \"\(id)\" in this build: available are \(badgeRuleIDs.joined(separator: ", "))")
+        }
+        return try factory(settings, questionnaire)
+    }
+
+    public static func isValidID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 64 && id.first != "." && id.first != "-"
+            && id.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+
+/// A calendar date in a campus's time zone ("today" at that campus).
+public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+    public var year: Int
+    public var month: Int
+    public var day: Int
+
+    public init(year: Int, month: Int, day: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    /// Parses `YYYY-MM-DD` (a real calendar day only).
+    public init?(_ text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            (1...12).contains(month), day >= 1, day <= LocalDate.days(inMonth: month, year: year)
+        else { return nil }
+        self.init(year: year, month: month, day: day)
+    }
+
+    /// The date in `zone` at `instant`.
+    public init(_ instant: Date, in zone: TimeZone) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let parts = calendar.dateComponents([.year, .month, .day], from: instant)
+        self.init(year: parts.year!, month: parts.month!, day: parts.day!)
+    }
+
+    /// The first instant of this date in `zone` (DST-correct).
+    public func start(in zone: TimeZone) -> Date {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        return calendar.date(from: DateComponents(year: year, month: month, day: day))!
+    }
+
+    /// The date `count` days later (earlier when negative).
+    public func adding(days count: Int) -> LocalDate {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .gmt
+        let start = calendar.date(from: DateComponents(year: year, month: month, day: day))!
+        return LocalDate(calendar.date(byAdding: .day, value: count, to: start)!, in: .gmt)
+    }
+
+    /// Whole days from `self` to `other` (positive when `other` is later).
+    public func days(until other: LocalDate) -> Int {
+        let zone = TimeZone.gmt
+        return Int((other.start(in: zone).timeIntervalSince(start(in: zone)) / 86_400).rounded())
+    }
+
+    public static func < (lhs: LocalDate, rhs: LocalDate) -> Bool { (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day) }
+
+    public var description: String {
+        let month = self.month < 10 ? "0\(self.month)" : "\(self.month)"
+        let day = self.day < 10 ? "0\(self.day)" : "\(self.day)"
+        return "\(year)-\(month)-\(day)"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let date = LocalDate(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YYYY-MM-DD date"))
+        }
+        self = date
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+
+    static func days(inMonth month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+}
+
+/// The colour of a badge. `gray` means nothing was submitted today.
+public enum BadgeColor: String, Sendable, Codable, CaseIterable, Comparable {
+    case green, yellow, red, gray
+
+    /// Severity order: gray < green < yellow < red.
+    public static func < (lhs: BadgeColor, rhs: BadgeColor) -> Bool {
+        let order: [BadgeColor] = [.gray, .green, .yellow, .red]
+        return order.firstIndex(of: lhs)! < order.firstIndex(of: rhs)!
+    }
+}
+
+/// One answer: a yes/no, a number, the id of a chosen option, or text.
+public enum AnswerValue: Sendable, Hashable, Codable, CustomStringConvertible {
+    case bool(Bool)
+    case number(Double)
+    /// The chosen option of a choice question, or free text (the question's kind says which).
+    case text(String)
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else {
+            self = .text(try container.decode(String.self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .bool(let flag): try container.encode(flag)
+        case .number(let number): try container.encode(number)
+        case .text(let text): try container.encode(text)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .bool(let flag): String(flag)
+        case .number(let number): String(number)
+        case .text(let text): text
+        }
+    }
+}
+
+/// A member's answers, by question id. Only questions of the questionnaire appear.
+public typealias SurveyAnswers = [String: AnswerValue]

@@ -1,0 +1,209 @@
+import AttestPlugins
+import Foundation
+
+/// The built-in `standard` badge rule: a declarative table per campus, so a campus changes
+/// its rules without a new build. Rules are tried in order and the first match wins; when none
+/// matches, `default` applies.
+///
+/// ```json
+/// {
+///   "rules": [
+///     {"when": {"question": "positive_test", "equals": true}, "color": "red",
+///      "reason": "Positive test in the last 10 days", "lastsDays": 10},
+///     {"when": {"question": "temperature", "gte": 38.0}, "color": "red", "reason": "Temperature of 38 °C or more"},
+///     {"when": {"any": [{"question": "fever", "equals": true}, {"question": "cough", "equals": true}]},
+///      "color": "yellow", "reason": "Symptoms reported"}
+///   ],
+///   "default": {"color": "green", "reason": "No symptoms reported"}
+/// }
+/// ```
+///
+/// A condition is `{"all": [...]}`, `{"any": [...]}`, or a predicate on one question:
+/// `equals`, `in` (a list), `gte`, `lte`. A rule with `lastsDays: N` also matches when the
+/// member's answers on any of the previous N-1 days matched it (so "red for 10 days after a
+/// positive test" is one rule).
+public struct StandardBadgeRule: BadgeRule {
+    public static let id = "standard"
+
+    indirect enum Condition: Sendable, Equatable {
+        case all([Condition])
+        case any([Condition])
+        case equals(question: String, value: AnswerValue)
+        case among(question: String, values: [AnswerValue])
+        case atLeast(question: String, value: Double)
+        case atMost(question: String, value: Double)
+    }
+
+    struct Rule: Sendable, Equatable {
+        var when: Condition
+        var color: BadgeColor
+        var reason: String
+        var lastsDays: Int
+    }
+
+    let rules: [Rule]
+    let fallback: (color: BadgeColor, reason: String)
+    public let version: String
+
+    public init(settings: JSONValue, questionnaire: Questionnaire?) throws {
+        guard case .object(let object) = settings else { throw PluginSettingsError("the standard rule's settings must be a JSON object") }
+        guard case .array(let list)? = object["rules"] else {
+            throw PluginSettingsError("the standard rule's settings need \"rules\": a list of {when, color, reason}")
+        }
+        rules = try list.enumerated().map { index, item in try Self.rule(item, at: "rules[\(index)]", questionnaire) }
+        if let fallback = object["default"] {
+            let color = try Self.color(fallback["color"], at: "default.color")
+            guard case .string(let reason)? = fallback["reason"] else { throw PluginSettingsError("default.reason must be a string") }
+            self.fallback = (color, reason)
+        } else {
+            fallback = (.green, "No symptoms reported")
+        }
+        // The version changes whenever the table does: a stable digest of the settings.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let canonical = (try? encoder.encode(settings)) ?? Data()
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+        for byte in canonical { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        version = "1." + String(hash, radix: 16)
+    }
+
+    /// A table for a questionnaire that follows the demo's ids: positive test → red for 10
+    /// days, temperature ≥ 38 → red, any symptom or close contact → yellow, else green.
+    public static func defaultSettings(for questionnaire: Questionnaire) -> JSONValue {
+        var rules: [JSONValue] = []
+        if let test = questionnaire.question("positive_test"), test.kind == .boolean {
+            rules.append(.object([
+                "when": .object(["question": .string(test.id), "equals": .bool(true)]), "color": .string("red"),
+                "reason": .string("Positive test in the last 10 days"), "lastsDays": .number(10),
+            ]))
+        }
+        if let temperature = questionnaire.question("temperature"), temperature.kind == .number {
+            rules.append(.object([
+                "when": .object(["question": .string(temperature.id), "gte": .number(38.0)]), "color": .string("red"),
+                "reason": .string("Temperature of 38 °C or more"),
+            ]))
+        }
+        let flagged = questionnaire.questions.filter { $0.kind == .boolean && ($0.symptom || $0.id == "close_contact") && $0.id != "positive_test" }
+        if !flagged.isEmpty {
+            rules.append(.object([
+                "when": .object(["any": .array(flagged.map { .object(["question": .string($0.id), "equals": .bool(true)]) })]),
+                "color": .string("yellow"), "reason": .string("Symptoms or a close contact reported"),
+            ]))
+        }
+        return .object(["rules": .array(rules), "default": .object(["color": .string("green"), "reason": .string("No symptoms reported")])])
+    }
+
+    public func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
+        for rule in rules {
+            if Self.matches(rule.when, input.answers) {
+                return BadgeDecision(color: rule.color, reason: rule.reason, validUntil: input.endOfDay)
+            }
+            guard rule.lastsDays > 1 else { continue }
+            for past in input.history {
+                let age = past.date.days(until: input.date)
+                guard age > 0, age < rule.lastsDays, let answers = past.answers, Self.matches(rule.when, answers) else { continue }
+                let until = past.date.adding(days: rule.lastsDays - 1)
+                return BadgeDecision(
+                    color: rule.color, reason: "\(rule.reason) (reported \(past.date); applies through \(until))",
+                    validUntil: input.endOfDay)
+            }
+        }
+        return BadgeDecision(color: fallback.color, reason: fallback.reason, validUntil: input.endOfDay)
+    }
+
+    static func matches(_ condition: Condition, _ answers: SurveyAnswers) -> Bool {
+        switch condition {
+        case .all(let conditions): return conditions.allSatisfy { matches($0, answers) }
+        case .any(let conditions): return conditions.contains { matches($0, answers) }
+        case .equals(let question, let value): return answers[question].map { same($0, value) } ?? false
+        case .among(let question, let values): return answers[question].map { answer in values.contains { same(answer, $0) } } ?? false
+        case .atLeast(let question, let bound):
+            if case .number(let number)? = answers[question] { return number >= bound }
+            return false
+        case .atMost(let question, let bound):
+            if case .number(let number)? = answers[question] { return number <= bound }
+            return false
+        }
+    }
+
+    private static func same(_ lhs: AnswerValue, _ rhs: AnswerValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.number(let a), .number(let b)): a == b
+        default: lhs == rhs
+        }
+    }
+
+    // MARK: Parsing the table
+
+    static func rule(_ value: JSONValue, at path: String, _ questionnaire: Questionnaire?) throws -> Rule {
+        guard let when = value["when"] else { throw PluginSettingsError("\(path).when is missing") }
+        let color = try Self.color(value["color"], at: "\(path).color")
+        guard case .string(let reason)? = value["reason"], !reason.isEmpty else {
+            throw PluginSettingsError("\(path).reason must be a non-empty string")
+        }
+        var lastsDays = 1
+        if let days = value["lastsDays"] {
+            guard case .number(let number) = days, number >= 1, number <= 60, number == number.rounded() else {
+                throw PluginSettingsError("\(path).lastsDays must be a whole number of days from 1 to 60")
+            }
+            lastsDays = Int(number)
+        }
+        return Rule(when: try condition(when, at: "\(path).when", questionnaire), color: color, reason: reason, lastsDays: lastsDays)
+    }
+
+    static func color(_ value: JSONValue?, at path: String) throws -> BadgeColor {
+        guard case .string(let text)? = value, let color = BadgeColor(rawValue: text), color != .gray else {
+            throw PluginSettingsError("\(path) must be \"green\", \"yellow\" or \"red\"")
+        }
+        return color
+    }
+
+    static func condition(_ value: JSONValue, at path: String, _ questionnaire: Questionnaire?) throws -> Condition {
+        guard case .object(let object) = value else { throw PluginSettingsError("\(path) must be an object") }
+        if let list = object["all"] ?? object["any"] {
+            guard case .array(let items) = list, !items.isEmpty else { throw PluginSettingsError("\(path) needs a non-empty list") }
+            let key = object["all"] != nil ? "all" : "any"
+            let conditions = try items.enumerated().map { try condition($1, at: "\(path).\(key)[\($0)]", questionnaire) }
+            return key == "all" ? .all(conditions) : .any(conditions)
+        }
+        guard case .string(let question)? = object["question"] else {
+            throw PluginSettingsError("\(path) needs \"all\", \"any\", or \"question\" with equals/in/gte/lte")
+        }
+        if let questionnaire, questionnaire.question(question) == nil {
+            throw PluginSettingsError(
+                "\(path) refers to question \"\(question)\", which the active questionnaire (version \(questionnaire.version)) does not have")
+        }
+        if let value = object["equals"] { return .equals(question: question, value: try answer(value, at: "\(path).equals")) }
+        if case .array(let values)? = object["in"] {
+            return .among(question: question, values: try values.map { try answer($0, at: "\(path).in") })
+        }
+        if case .number(let bound)? = object["gte"] { return .atLeast(question: question, value: bound) }
+        if case .number(let bound)? = object["lte"] { return .atMost(question: question, value: bound) }
+        throw PluginSettingsError("\(path) needs one of equals, in (a list), gte or lte (numbers)")
+    }
+
+    static func answer(_ value: JSONValue, at path: String) throws -> AnswerValue {
+        switch value {
+        case .bool(let flag): return .bool(flag)
+        case .number(let number): return .number(number)
+        case .string(let text): return .text(text)
+        default: throw PluginSettingsError("\(path) must be a boolean, number or string")
+        }
+    }
+}
+
+extension PluginRegistry {
+    /// The plugins that ship with Campus Attest.
+    public mutating func registerBuiltinPlugins() {
+        registerBadgeRule(id: StandardBadgeRule.id) { settings, questionnaire in
+            try StandardBadgeRule(settings: settings, questionnaire: questionnaire)
+        }
+    }
+
+    /// A registry holding the built-in plugins.
+    public static var builtin: PluginRegistry {
+        var registry = PluginRegistry()
+        registry.registerBuiltinPlugins()
+        return registry
+    }
+}

@@ -1,0 +1,101 @@
+import AttestPlugins
+import BuiltinPlugins
+import Foundation
+import Testing
+
+@Suite("The standard badge rule")
+struct StandardBadgeRuleTests {
+    static let questionnaire = Questionnaire(
+        version: 3, title: "Daily check",
+        questions: [
+            Question(id: "fever", kind: .boolean, prompt: "Fever?", symptom: true),
+            Question(id: "cough", kind: .boolean, prompt: "Cough?", symptom: true),
+            Question(id: "close_contact", kind: .boolean, prompt: "Close contact?"),
+            Question(id: "positive_test", kind: .boolean, prompt: "Positive test?"),
+            Question(id: "temperature", kind: .number, required: false, prompt: "Temperature", min: 34, max: 43, unit: "°C"),
+            Question(id: "mood", kind: .choice, required: false, prompt: "Mood", options: ["good", "tired", "bad"]),
+        ])
+
+    static let today = LocalDate("2026-11-21")!
+    static let endOfDay = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func input(_ answers: SurveyAnswers, history: [PastAttestation] = []) -> BadgeRuleInput {
+        BadgeRuleInput(answers: answers, questionnaire: questionnaire, history: history, date: today, now: Date(), endOfDay: endOfDay)
+    }
+
+    static let healthy: SurveyAnswers = ["fever": .bool(false), "cough": .bool(false), "close_contact": .bool(false), "positive_test": .bool(false)]
+
+    static func with(_ changes: SurveyAnswers) -> SurveyAnswers { healthy.merging(changes) { $1 } }
+
+    @Test func theDefaultTableForTheDemoQuestions() throws {
+        let rule = try StandardBadgeRule(settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: Self.questionnaire)
+        #expect(try rule.evaluate(Self.input(Self.healthy)).color == .green)
+        #expect(try rule.evaluate(Self.input(Self.with(["temperature": .number(37.9)]))).color == .green)
+        #expect(try rule.evaluate(Self.input(Self.with(["temperature": .number(38.0)]))).color == .red)
+        #expect(try rule.evaluate(Self.input(Self.with(["cough": .bool(true)]))).color == .yellow)
+        #expect(try rule.evaluate(Self.input(Self.with(["close_contact": .bool(true)]))).color == .yellow)
+        let positive = try rule.evaluate(Self.input(Self.with(["positive_test": .bool(true), "cough": .bool(true)])))
+        #expect(positive.color == .red)  // first match wins: red before yellow
+        #expect(positive.validUntil == Self.endOfDay)
+    }
+
+    @Test func aPositiveTestKeepsTheBadgeRedForTenDaysOfHistory() throws {
+        let rule = try StandardBadgeRule(settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: Self.questionnaire)
+        func history(daysAgo: Int, answers: SurveyAnswers?) -> [PastAttestation] {
+            [PastAttestation(date: Self.today.adding(days: -daysAgo), color: .red, answers: answers)]
+        }
+        let positive = Self.with(["positive_test": .bool(true)])
+        let nineDays = try rule.evaluate(Self.input(Self.healthy, history: history(daysAgo: 9, answers: positive)))
+        #expect(nineDays.color == .red)
+        #expect(nineDays.reason.contains("2026-11-12") && nineDays.reason.contains("2026-11-21"))
+        #expect(try rule.evaluate(Self.input(Self.healthy, history: history(daysAgo: 10, answers: positive))).color == .green)
+        // History only counts for rules that last: an old cough does not make today yellow.
+        #expect(try rule.evaluate(Self.input(Self.healthy, history: history(daysAgo: 1, answers: Self.with(["cough": .bool(true)])))).color == .green)
+        // Purged answers cannot be judged again.
+        #expect(try rule.evaluate(Self.input(Self.healthy, history: history(daysAgo: 2, answers: nil))).color == .green)
+    }
+
+    @Test func predicatesAndCombinators() throws {
+        let settings = try JSONDecoder().decode(JSONValue.self, from: Data("""
+            {"rules": [
+              {"when": {"all": [{"question": "fever", "equals": true}, {"question": "temperature", "gte": 37.5}]}, "color": "red", "reason": "Fever measured"},
+              {"when": {"question": "mood", "in": ["bad", "tired"]}, "color": "yellow", "reason": "Not feeling well"},
+              {"when": {"question": "temperature", "lte": 35.0}, "color": "yellow", "reason": "Low temperature"}
+            ], "default": {"color": "green", "reason": "All clear"}}
+            """.utf8))
+        let rule = try StandardBadgeRule(settings: settings, questionnaire: Self.questionnaire)
+        #expect(try rule.evaluate(Self.input(Self.with(["fever": .bool(true), "temperature": .number(37.5)]))).reason == "Fever measured")
+        #expect(try rule.evaluate(Self.input(Self.with(["fever": .bool(true), "temperature": .number(37.4)]))).color == .green)
+        #expect(try rule.evaluate(Self.input(Self.with(["mood": .text("tired")]))).reason == "Not feeling well")
+        #expect(try rule.evaluate(Self.input(Self.with(["mood": .text("good")]))).reason == "All clear")
+        #expect(try rule.evaluate(Self.input(Self.with(["temperature": .number(34.9)]))).reason == "Low temperature")
+        // The version follows the table: a different table, a different version.
+        let other = try StandardBadgeRule(settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: nil)
+        #expect(rule.version != other.version)
+        #expect(try StandardBadgeRule(settings: settings, questionnaire: nil).version == rule.version)
+    }
+
+    @Test func badTablesAreRefusedNamingThePlace() throws {
+        func refusal(_ json: String) -> String {
+            do {
+                let settings = try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8))
+                _ = try StandardBadgeRule(settings: settings, questionnaire: Self.questionnaire)
+                return "accepted"
+            } catch { return "\(error)" }
+        }
+        #expect(refusal(#"{"rules": {}}"#).contains("\"rules\""))
+        #expect(refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "gray", "reason": "x"}]}"#).contains("rules[0].color"))
+        #expect(refusal(#"{"rules": [{"when": {"question": "shoe_size", "gte": 40}, "color": "red", "reason": "x"}]}"#).contains("\"shoe_size\""))
+        #expect(refusal(#"{"rules": [{"when": {"question": "fever"}, "color": "red", "reason": "x"}]}"#).contains("equals, in"))
+        #expect(refusal(#"{"rules": [{"when": {"any": []}, "color": "red", "reason": "x"}]}"#).contains("non-empty list"))
+        #expect(refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "x", "lastsDays": 0}]}"#).contains("lastsDays"))
+        #expect(refusal(#"[1]"#).contains("JSON object"))
+    }
+
+    @Test func theRegistryBuildsRulesByIDAndNamesTheAvailableOnes() throws {
+        let registry = PluginRegistry.builtin
+        #expect(registry.badgeRuleIDs == ["standard"])
+        _ = try registry.makeBadgeRule(id: "standard", settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: nil)
+        #expect(throws: PluginSettingsError.self) { try registry.makeBadgeRule(id: "nope", settings: .null, questionnaire: nil) }
+    }
+}
