@@ -58,13 +58,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "Surveys", dependencies: ["AttestPlugins", "AttestPostgres", "Tenancy"]),
+        .target(
+            name: "Surveys",
+            dependencies: ["AttestPlugins", "AttestPostgres", "Tenancy", .product(name: "Logging", package: "swift-log")]
+        ),
         .target(name: "Notifications", dependencies: ["AttestPlugins", "AttestPostgres"]),
         .target(name: "BuiltinPlugins", dependencies: ["AttestPlugins"]),
         .target(
             name: "AttestHTTP",
             dependencies: [
-                "AttestPostgres", "Tenancy", "Identity", "Surveys", "Notifications",
+                "AttestPostgres", "AttestPlugins", "Tenancy", "Identity", "Surveys", "Notifications",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -98,6 +101,7 @@ let package = Package(
             dependencies: ["AttestPostgres", "AttestTestSupport"]
         ),
         .testTarget(name: "BuiltinPluginsTests", dependencies: ["BuiltinPlugins", "AttestPlugins"]),
+        .testTarget(name: "SurveysTests", dependencies: ["Surveys", "AttestPlugins"]),
         .testTarget(
             name: "AttestSchemaTests",
             dependencies: ["AttestSchema", "AttestPostgres", "AttestTestSupport", "Tenancy"]
@@ -105,7 +109,7 @@ let package = Package(
         .testTarget(
             name: "AttestServerTests",
             dependencies: [
-                "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy",
+                "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Identity
 import Logging
+import Surveys
 import Tenancy
 
 /// The request context of every route: the campus and session once middleware found them.
@@ -71,6 +72,7 @@ public struct AttestServices: Sendable {
     public var sessions: SessionStore
     public var issuers: OIDCIssuerStore
     public var idTokens: IDTokenVerifier
+    public var questionnaires: QuestionnaireStore
 
     public init(database: PostgresClient, configuration: ServerConfiguration, httpClient: HTTPClient = .shared, logger: Logger) {
         self.database = database
@@ -79,6 +81,7 @@ public struct AttestServices: Sendable {
         self.sessions = SessionStore(client: database)
         self.issuers = OIDCIssuerStore(client: database)
         self.idTokens = IDTokenVerifier(keys: JWKSCache(httpClient: httpClient, logger: logger))
+        self.questionnaires = QuestionnaireStore(client: database)
     }
 }
 
@@ -108,6 +111,8 @@ public enum AttestServer {
 
         let campus = router.group("v1/campuses/:campus").add(middleware: CampusMiddleware(directory: services.campuses))
         SessionRoutes(services: services).register(on: campus)
+        let signedIn = campus.group().add(middleware: AuthenticationMiddleware(sessions: services.sessions))
+        SurveyRoutes(services: services).register(on: signedIn)
         return router
     }
 }

@@ -98,6 +98,20 @@ public enum OpenAPIDocument {
                     ],
                 ],
             ],
+            "/v1/campuses/{campus}/survey": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "The active questionnaire, translated as Accept-Language asks when a translation exists.",
+                    "operationId": "getSurvey",
+                    "security": bearer,
+                    "parameters": [["name": "Accept-Language", "in": "header", "required": false, "schema": ["type": "string"]]],
+                    "responses": [
+                        "200": json("The questionnaire; Content-Language names the language served.", ref("Survey")),
+                        "401": responseRef("Unauthorized"),
+                        "404": responseRef("NotFound"),
+                    ],
+                ],
+            ],
         ],
         "components": [
             "securitySchemes": [
@@ -155,6 +169,31 @@ public enum OpenAPIDocument {
                     ],
                 ],
                 "Role": ["type": "string", "enum": ["member", "screener", "health_officer", "admin"]],
+                "Survey": [
+                    "type": "object", "required": ["version", "title", "questions"], "additionalProperties": false,
+                    "properties": [
+                        "version": ["type": "integer", "description": "Send it back as surveyVersion."],
+                        "title": ["type": "string"],
+                        "language": ["type": ["string", "null"], "description": "The translation served; absent for the original."],
+                        "questions": ["type": "array", "items": ref("Question")],
+                    ],
+                ],
+                "Question": [
+                    "type": "object", "required": ["id", "kind", "required", "prompt"], "additionalProperties": false,
+                    "properties": [
+                        "id": ["type": "string"],
+                        "kind": ["type": "string", "enum": ["boolean", "number", "choice", "text"]],
+                        "required": ["type": "boolean"],
+                        "prompt": ["type": "string"],
+                        "translations": ["type": "object"],
+                        "symptom": ["type": "boolean", "description": "A yes counts as a symptom in statistics."],
+                        "min": ["type": "number"],
+                        "max": ["type": "number"],
+                        "unit": ["type": "string"],
+                        "options": ["type": "array", "items": ["type": "string"]],
+                        "maxLength": ["type": "integer"],
+                    ],
+                ],
                 "SessionCreated": [
                     "type": "object", "required": ["token", "expiresAt", "user"], "additionalProperties": false,
                     "properties": [

@@ -4,6 +4,7 @@ import AttestPostgres
 import Foundation
 import Identity
 import Logging
+import Surveys
 import Synchronization
 import Tenancy
 
@@ -126,6 +127,10 @@ enum DemoCampus {
                 actor: actor)
         }
         guard let campus else { return [] }
+        let questionnaires = QuestionnaireStore(client: client)
+        if try await questionnaires.active(campus: campus.id) == nil {
+            _ = try await questionnaires.publish(campus: campus, draft: DemoQuestionnaire.draft, actor: actor)
+        }
         var tokens: [(String, Role, String)] = []
         for person in people {
             var user = try await users.find(campus: campus.id, email: person.email)

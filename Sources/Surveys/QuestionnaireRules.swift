@@ -1,0 +1,185 @@
+import AttestPlugins
+import Foundation
+
+/// One thing wrong with a questionnaire or with answers: where, and what.
+public struct FieldProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public var field: String
+    public var message: String
+    public init(_ field: String, _ message: String) {
+        self.field = field
+        self.message = message
+    }
+    public var description: String { "\(field): \(message)" }
+}
+
+/// A questionnaire that cannot be published; lists every problem found.
+public struct QuestionnaireError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var problems: [FieldProblem]
+    public var description: String {
+        "the questionnaire cannot be published: " + problems.map(\.description).joined(separator: "; ")
+    }
+}
+
+/// The checks a questionnaire passes before it is published, and that answers pass before
+/// they are stored.
+public enum QuestionnaireRules {
+    /// What `attest survey publish` reads: a questionnaire without its version.
+    public struct Draft: Decodable, Sendable {
+        public var title: String
+        public var titleTranslations: [String: String]?
+        public var questions: [Question]
+    }
+
+    /// Parses and checks a draft; throws `QuestionnaireError` listing every problem.
+    public static func parse(_ data: Data) throws -> Draft {
+        let draft: Draft
+        do {
+            draft = try JSONDecoder().decode(Draft.self, from: data)
+        } catch let error as DecodingError {
+            throw QuestionnaireError(problems: [FieldProblem(path(of: error), describe(error))])
+        }
+        let problems = check(draft)
+        guard problems.isEmpty else { throw QuestionnaireError(problems: problems) }
+        return draft
+    }
+
+    public static func check(_ draft: Draft) -> [FieldProblem] {
+        var problems: [FieldProblem] = []
+        if draft.title.isEmpty || draft.title.count > 200 { problems.append(.init("title", "must be 1 to 200 characters")) }
+        problems += checkTranslations(draft.titleTranslations ?? [:], at: "titleTranslations")
+        if draft.questions.isEmpty || draft.questions.count > 100 {
+            problems.append(.init("questions", "must hold 1 to 100 questions"))
+        }
+        var seen: Set<String> = []
+        for (index, question) in draft.questions.enumerated() {
+            let at = "questions[\(index)]"
+            if !isIdentifier(question.id) { problems.append(.init("\(at).id", "must be 1 to 40 characters of a-z, 0-9 and _")) }
+            if !seen.insert(question.id).inserted { problems.append(.init("\(at).id", "\"\(question.id)\" is used twice")) }
+            if question.prompt.isEmpty || question.prompt.count > 500 { problems.append(.init("\(at).prompt", "must be 1 to 500 characters")) }
+            problems += checkTranslations(question.translations, at: "\(at).translations")
+            let isNumber = question.kind == .number, isChoice = question.kind == .choice, isText = question.kind == .text
+            if !isNumber, question.min != nil || question.max != nil || question.unit != nil {
+                problems.append(.init(at, "min, max and unit are for number questions only"))
+            }
+            if !isChoice, question.options != nil { problems.append(.init("\(at).options", "is for choice questions only")) }
+            if !isText, question.maxLength != nil { problems.append(.init("\(at).maxLength", "is for text questions only")) }
+            if question.symptom, question.kind != .boolean { problems.append(.init("\(at).symptom", "only yes/no questions count as symptoms")) }
+            if let min = question.min, let max = question.max, min > max { problems.append(.init("\(at).min", "is greater than max")) }
+            if [question.min, question.max].contains(where: { $0.map { !$0.isFinite } ?? false }) {
+                problems.append(.init(at, "min and max must be finite numbers"))
+            }
+            if isChoice {
+                let options = question.options ?? []
+                if options.isEmpty || options.count > 50 { problems.append(.init("\(at).options", "must list 1 to 50 options")) }
+                if Set(options).count != options.count { problems.append(.init("\(at).options", "lists an option twice")) }
+                for option in options where !isIdentifier(option) {
+                    problems.append(.init("\(at).options", "\"\(option)\" must be 1 to 40 characters of a-z, 0-9 and _"))
+                }
+            }
+            if isText, let maxLength = question.maxLength, !(1...2000).contains(maxLength) {
+                problems.append(.init("\(at).maxLength", "must be from 1 to 2000"))
+            }
+        }
+        return problems
+    }
+
+    /// Checks answers against a questionnaire; returns every problem, by `answers.<id>`.
+    public static func check(_ raw: [String: JSONValue], against questionnaire: Questionnaire) -> (SurveyAnswers, [FieldProblem]) {
+        var answers: SurveyAnswers = [:]
+        var problems: [FieldProblem] = []
+        for key in raw.keys.sorted() where questionnaire.question(key) == nil {
+            problems.append(.init("answers.\(key)", "is not a question of questionnaire version \(questionnaire.version)"))
+        }
+        for question in questionnaire.questions {
+            let field = "answers.\(question.id)"
+            guard let value = raw[question.id], value != .null else {
+                if question.required { problems.append(.init(field, "is required")) }
+                continue
+            }
+            switch (question.kind, value) {
+            case (.boolean, .bool(let flag)):
+                answers[question.id] = .bool(flag)
+            case (.boolean, _):
+                problems.append(.init(field, "must be true or false"))
+            case (.number, .number(let number)) where number.isFinite:
+                if let min = question.min, number < min {
+                    problems.append(.init(field, "must be at least \(format(min))\(unitSuffix(question))"))
+                } else if let max = question.max, number > max {
+                    problems.append(.init(field, "must be at most \(format(max))\(unitSuffix(question))"))
+                } else {
+                    answers[question.id] = .number(number)
+                }
+            case (.number, _):
+                problems.append(.init(field, "must be a number"))
+            case (.choice, .string(let choice)) where (question.options ?? []).contains(choice):
+                answers[question.id] = .text(choice)
+            case (.choice, _):
+                problems.append(.init(field, "must be one of \((question.options ?? []).joined(separator: ", "))"))
+            case (.text, .string(let text)):
+                let limit = question.maxLength ?? 500
+                if text.count > limit {
+                    problems.append(.init(field, "must be at most \(limit) characters"))
+                } else if text.unicodeScalars.contains(where: { $0.value == 0 }) {
+                    problems.append(.init(field, "must not contain NUL characters"))
+                } else {
+                    answers[question.id] = .text(text)
+                }
+            case (.text, _):
+                problems.append(.init(field, "must be text"))
+            }
+        }
+        return (answers, problems)
+    }
+
+    static func isIdentifier(_ text: String) -> Bool {
+        (1...40).contains(text.utf8.count) && text.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }
+    }
+
+    static func isLocale(_ text: String) -> Bool {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard let first = parts.first, (2...3).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }) else { return false }
+        return parts.dropFirst().allSatisfy { (2...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }
+    }
+
+    static func checkTranslations(_ translations: [String: String], at path: String) -> [FieldProblem] {
+        translations.keys.sorted().compactMap { locale in
+            if !isLocale(locale) { return FieldProblem(path, "\"\(locale)\" is not a language tag such as es or pt-BR") }
+            if let text = translations[locale], text.isEmpty || text.count > 500 { return FieldProblem("\(path).\(locale)", "must be 1 to 500 characters") }
+            return nil
+        }
+    }
+
+    static func format(_ number: Double) -> String {
+        number == number.rounded() ? String(Int(number)) : String(number)
+    }
+
+    static func unitSuffix(_ question: Question) -> String { question.unit.map { " \($0)" } ?? "" }
+
+    static func path(of error: DecodingError) -> String {
+        let context: DecodingError.Context
+        switch error {
+        case .keyNotFound(let key, let c): return (c.codingPath + [key]).map(\.pathComponent).joined(separator: ".")
+        case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c): context = c
+        @unknown default: return "questionnaire"
+        }
+        let path = context.codingPath.map(\.pathComponent).joined(separator: ".")
+        return path.isEmpty ? "questionnaire" : path
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .keyNotFound: "is required"
+        case .typeMismatch(let type, _): "must be \(type == String.self ? "a string" : type == Bool.self ? "true or false" : "of type \(type)")"
+        case .valueNotFound: "must not be null"
+        case .dataCorrupted(let context):
+            context.codingPath.last?.stringValue == "kind"
+                ? "must be one of \(Question.Kind.allCases.map(\.rawValue).joined(separator: ", "))"
+                : "is not valid JSON here (\(context.debugDescription))"
+        @unknown default: "is not valid"
+        }
+    }
+}
+
+extension CodingKey {
+    fileprivate var pathComponent: String { intValue.map { "[\($0)]" } ?? stringValue }
+}

@@ -1,1 +1,0 @@
-// Surveys: questionnaires, attestations, badges and statistics. Not built yet: see issues 4 and 6.

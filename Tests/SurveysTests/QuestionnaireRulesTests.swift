@@ -1,0 +1,93 @@
+import AttestPlugins
+import Foundation
+import Surveys
+import Testing
+
+@Suite("Questionnaire checks")
+struct QuestionnaireRulesTests {
+    func problems(_ json: String) -> [String] {
+        do {
+            _ = try QuestionnaireRules.parse(Data(json.utf8))
+            return []
+        } catch let error as QuestionnaireError {
+            return error.problems.map(\.description)
+        } catch {
+            return ["\(error)"]
+        }
+    }
+
+    @Test func theDemoQuestionnairePasses() {
+        #expect(QuestionnaireRules.check(DemoQuestionnaire.draft).isEmpty)
+        #expect(DemoQuestionnaire.draft.questions.count == 14)
+    }
+
+    @Test func everyProblemIsNamedByItsPlace() {
+        let found = problems("""
+            {"title": "", "questions": [
+              {"id": "Fever", "kind": "boolean", "prompt": "Fever?"},
+              {"id": "cough", "kind": "boolean", "prompt": "Cough?", "options": ["a"]},
+              {"id": "cough", "kind": "boolean", "prompt": "Again?"},
+              {"id": "temp", "kind": "number", "prompt": "Temp", "min": 43, "max": 34},
+              {"id": "mood", "kind": "choice", "prompt": "Mood", "options": ["good", "good", "Bad!"]},
+              {"id": "notes", "kind": "text", "prompt": "Notes", "maxLength": 0, "symptom": true},
+              {"id": "lang", "kind": "boolean", "prompt": "x", "translations": {"not a tag": "y"}}
+            ]}
+            """)
+        for expected in [
+            "title: must be 1 to 200", "questions[0].id: must be 1 to 40", "questions[1].options: is for choice",
+            "questions[2].id: \"cough\" is used twice", "questions[3].min: is greater than max", "questions[4].options: lists an option twice",
+            "questions[4].options: \"Bad!\"", "questions[5].maxLength: must be from 1 to 2000", "questions[5].symptom",
+            "questions[6].translations: \"not a tag\"",
+        ] {
+            #expect(found.contains { $0.hasPrefix(expected) || $0.contains(expected) }, "\(expected) not in \(found)")
+        }
+        #expect(problems(#"{"title": "x", "questions": [{"id": "a", "kind": "slider", "prompt": "?"}]}"#).first?.contains("boolean, number, choice, text") == true)
+        #expect(problems(#"{"title": "x"}"#).first?.hasPrefix("questions: is required") == true)
+        #expect(problems("not json").count == 1)
+    }
+
+    @Test func answersAreCheckedAgainstTheirVersion() throws {
+        let questionnaire = Questionnaire(
+            version: 7, title: "t",
+            questions: [
+                Question(id: "fever", kind: .boolean, prompt: "?", symptom: true),
+                Question(id: "temperature", kind: .number, required: false, prompt: "?", min: 34, max: 43, unit: "°C"),
+                Question(id: "mood", kind: .choice, required: false, prompt: "?", options: ["good", "bad"]),
+                Question(id: "notes", kind: .text, required: false, prompt: "?", maxLength: 5),
+            ])
+        func check(_ json: String) throws -> (SurveyAnswers, [String]) {
+            let raw = try JSONDecoder().decode([String: JSONValue].self, from: Data(json.utf8))
+            let (answers, problems) = QuestionnaireRules.check(raw, against: questionnaire)
+            return (answers, problems.map(\.description))
+        }
+        let (good, none) = try check(#"{"fever": false, "temperature": 36.6, "mood": "good", "notes": "fine"}"#)
+        #expect(none.isEmpty)
+        #expect(good == ["fever": .bool(false), "temperature": .number(36.6), "mood": .text("good"), "notes": .text("fine")])
+        let (_, bad) = try check(#"{"fever": "yes", "temperature": 50, "mood": "meh", "notes": "too long", "shoe": 42}"#)
+        #expect(bad == [
+            "answers.shoe: is not a question of questionnaire version 7",
+            "answers.fever: must be true or false",
+            "answers.temperature: must be at most 43 °C",
+            "answers.mood: must be one of good, bad",
+            "answers.notes: must be at most 5 characters",
+        ])
+        #expect(try check(#"{}"#).1 == ["answers.fever: is required"])
+        #expect(try check(#"{"fever": 1}"#).1 == ["answers.fever: must be true or false"])
+        #expect(try check(#"{"fever": true, "temperature": true}"#).1 == ["answers.temperature: must be a number"])
+        #expect(try check(#"{"fever": true, "temperature": 20}"#).1 == ["answers.temperature: must be at least 34 °C"])
+        #expect(try check(#"{"fever": true, "notes": "a\u0000b"}"#).1 == ["answers.notes: must not contain NUL characters"])
+        #expect(try check(#"{"fever": null}"#).1 == ["answers.fever: is required"])
+    }
+
+    @Test func acceptLanguagePicksTheBestTranslation() {
+        let questionnaire = Questionnaire(
+            version: 1, title: "Check", titleTranslations: ["es": "Control", "pt-BR": "Verificação"],
+            questions: [Question(id: "fever", kind: .boolean, prompt: "Fever?", translations: ["es": "¿Fiebre?", "pt-BR": "Febre?"])])
+        #expect(questionnaire.localized(acceptLanguage: "es-MX,es;q=0.9,en;q=0.8").language == "es")
+        #expect(questionnaire.localized(acceptLanguage: "es-MX").questionnaire.questions[0].prompt == "¿Fiebre?")
+        #expect(questionnaire.localized(acceptLanguage: "fr, pt-br;q=0.5").language == "pt-BR")
+        #expect(questionnaire.localized(acceptLanguage: "en-US,en;q=0.9").language == nil)
+        #expect(questionnaire.localized(acceptLanguage: "es;q=0, fr").language == nil)
+        #expect(questionnaire.localized(acceptLanguage: nil).questionnaire == questionnaire)
+    }
+}
