@@ -26,20 +26,11 @@ public struct Campus: Sendable, Equatable {
     /// The campus's zone (validated when the campus was created or changed).
     public var zone: TimeZone { TimeZone(identifier: timeZone) ?? .gmt }
 
-    /// The first instant of a campus-local date.
-    public func startOfDay(_ date: PostgresDate) -> Date {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        return calendar.date(from: DateComponents(year: date.year, month: date.month, day: date.day))!
-    }
+    /// The first instant of a campus-local date (DST-correct).
+    public func startOfDay(_ date: LocalDate) -> Date { date.start(in: zone) }
 
     /// The campus-local calendar date at `instant`.
-    public func localDate(at instant: Date) -> PostgresDate {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        let parts = calendar.dateComponents([.year, .month, .day], from: instant)
-        return PostgresDate(year: parts.year!, month: parts.month!, day: parts.day!)!
-    }
+    public func localDate(at instant: Date) -> LocalDate { LocalDate(instant, in: zone) }
 }
 
 /// What `CampusStore.create` needs; the rest takes the schema's defaults.
@@ -110,6 +101,17 @@ extension CampusID: PostgresCodable {
     public func encode(into buffer: inout [UInt8]) throws { try rawValue.encode(into: &buffer) }
     public static func decode(from bytes: UnsafeRawBufferPointer, type: PostgresType) throws -> CampusID {
         CampusID(try UUID.decode(from: bytes, type: type))
+    }
+}
+
+extension LocalDate: PostgresCodable {
+    public static var postgresType: PostgresType { .date }
+    public func encode(into buffer: inout [UInt8]) throws {
+        try PostgresDate(year: year, month: month, day: day)!.encode(into: &buffer)
+    }
+    public static func decode(from bytes: UnsafeRawBufferPointer, type: PostgresType) throws -> LocalDate {
+        let date = try PostgresDate.decode(from: bytes, type: type)
+        return LocalDate(year: date.year, month: date.month, day: date.day)
     }
 }
 

@@ -1,5 +1,5 @@
 import ArgumentParser
-import AttestPostgres
+import AttestPlugins
 import Foundation
 import Identity
 import Tenancy
@@ -195,7 +195,7 @@ struct AuditCommand: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
-        if let since, PostgresDate(iso8601: since) == nil {
+        if let since, LocalDate(since) == nil {
             throw ValidationError("--since must be a date YYYY-MM-DD, such as 2026-09-01")
         }
     }
@@ -203,7 +203,7 @@ struct AuditCommand: AsyncParsableCommand {
     func run() async throws {
         let entries = try await TenantContext.run(database: database, logging: logging) { context in
             let campus = try await context.campuses.require(slug: campus)
-            let start = since.flatMap { PostgresDate(iso8601: $0) }.map(campus.startOfDay)
+            let start = since.flatMap(LocalDate.init).map(campus.startOfDay)
             return try await context.audit.entries(campus: campus.id, since: start)
         }
         if json {
