@@ -1,5 +1,6 @@
 import ArgumentParser
 import AttestPostgres
+import AttestSchema
 import Foundation
 import Logging
 
@@ -45,7 +46,7 @@ struct DatabaseOptions: ParsableArguments {
     /// The client the server and tenant commands use: row-level security applies to it.
     func applicationClient(logger: Logger) throws -> PostgresClient {
         PostgresClient(
-            configuration: PostgresConfiguration(connectionString: try resolveURL(), role: "attest_app"),
+            configuration: PostgresConfiguration(connectionString: try resolveURL(), role: SchemaMigrator.applicationRole),
             options: .init(maxConnections: dbPoolSize), logger: logger)
     }
 }

@@ -241,7 +241,8 @@ final class LibPQConnection: @unchecked Sendable {
                     } catch let error as PostgresError {
                         PQclear(result)
                         if error.code == .connectionLost { throw error }
-                        if failure == nil || failure?.code == .pipelineAborted { failure = failure ?? error }
+                        // The first error is the cause; the statements after it report "aborted".
+                        if failure == nil { failure = error }
                     }
                     // Each statement's results end with a NULL.
                     if let extra = PQgetResult(handle) {
