@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // libpq, found through pkg-config (Debian: libpq-dev).
@@ -60,7 +61,11 @@ let package = Package(
         ),
         .target(
             name: "Surveys",
-            dependencies: ["AttestPlugins", "AttestPostgres", "Tenancy", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "AttestPlugins", "AttestPostgres", "Tenancy",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .target(name: "Notifications", dependencies: ["AttestPlugins", "AttestPostgres"]),
         .target(name: "BuiltinPlugins", dependencies: ["AttestPlugins"]),
@@ -69,6 +74,7 @@ let package = Package(
             dependencies: [
                 "AttestPostgres", "AttestPlugins", "Tenancy", "Identity", "Surveys", "Notifications",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -109,7 +115,7 @@ let package = Package(
         .testTarget(
             name: "AttestServerTests",
             dependencies: [
-                "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins",
+                "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins", "BuiltinPlugins",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import AttestPlugins
 import AttestPostgres
 import Foundation
 import Hummingbird
@@ -73,8 +74,17 @@ public struct AttestServices: Sendable {
     public var issuers: OIDCIssuerStore
     public var idTokens: IDTokenVerifier
     public var questionnaires: QuestionnaireStore
+    public var activeQuestionnaires: ActiveQuestionnaires
+    /// The batched attestation writer: a `Service` the application runs.
+    public var writer: AttestationWriter
+    public var attestations: AttestationService
+    /// The time "now" (tests set it to probe deadlines and date changes).
+    public var clock: @Sendable () -> Date
 
-    public init(database: PostgresClient, configuration: ServerConfiguration, httpClient: HTTPClient = .shared, logger: Logger) {
+    public init(
+        database: PostgresClient, configuration: ServerConfiguration, registry: PluginRegistry = PluginSystem.registry,
+        httpClient: HTTPClient = .shared, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.database = database
         self.campuses = CampusDirectory(store: CampusStore(client: database), ttl: configuration.campusCacheTTL)
         self.users = UserStore(client: database)
@@ -82,6 +92,10 @@ public struct AttestServices: Sendable {
         self.issuers = OIDCIssuerStore(client: database)
         self.idTokens = IDTokenVerifier(keys: JWKSCache(httpClient: httpClient, logger: logger))
         self.questionnaires = QuestionnaireStore(client: database)
+        self.activeQuestionnaires = ActiveQuestionnaires(store: questionnaires)
+        self.writer = AttestationWriter(client: database, logger: logger)
+        self.attestations = AttestationService(client: database, writer: writer, registry: registry, logger: logger)
+        self.clock = clock
     }
 }
 
@@ -93,11 +107,18 @@ public enum AttestServer {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let services = AttestServices(database: database, configuration: configuration, httpClient: httpClient, logger: logger)
+        return buildApplication(configuration: configuration, services: services, logger: logger, onServerRunning: onServerRunning)
+    }
+
+    public static func buildApplication(
+        configuration: ServerConfiguration, services: AttestServices, logger: Logger,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
         let router = buildRouter(configuration: configuration, services: services)
         return Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
-            services: [database],
+            services: [services.database, services.writer],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger)
     }
@@ -113,6 +134,7 @@ public enum AttestServer {
         SessionRoutes(services: services).register(on: campus)
         let signedIn = campus.group().add(middleware: AuthenticationMiddleware(sessions: services.sessions))
         SurveyRoutes(services: services).register(on: signedIn)
+        AttestationRoutes(services: services).register(on: signedIn)
         return router
     }
 }

@@ -112,6 +112,33 @@ public enum OpenAPIDocument {
                     ],
                 ],
             ],
+            "/v1/campuses/{campus}/attestations": [
+                "parameters": [campusParameter],
+                "post": [
+                    "summary": "Submit today's answers (once per campus-local day); the badge comes back.",
+                    "operationId": "createAttestation",
+                    "security": bearer,
+                    "parameters": [
+                        [
+                            "name": "Idempotency-Key", "in": "header", "required": false,
+                            "description": "Retrying with the same key returns the original 201.",
+                            "schema": ["type": "string", "maxLength": 200],
+                        ]
+                    ],
+                    "requestBody": ["required": true, "content": ["application/json": ["schema": ref("AttestationRequest")]]],
+                    "responses": [
+                        "201": json("Stored (or, for a repeated Idempotency-Key, the original).", ref("Attestation")),
+                        "400": responseRef("BadRequest"),
+                        "401": responseRef("Unauthorized"),
+                        "404": responseRef("NotFound"),
+                        "409": problem("Already submitted today (the detail names the date and when the next window opens), or the survey version is not the active one."),
+                        "413": responseRef("TooLarge"),
+                        "415": responseRef("UnsupportedMediaType"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The database cannot be reached; retry with the same Idempotency-Key."),
+                    ],
+                ],
+            ],
         ],
         "components": [
             "securitySchemes": [
@@ -169,6 +196,32 @@ public enum OpenAPIDocument {
                     ],
                 ],
                 "Role": ["type": "string", "enum": ["member", "screener", "health_officer", "admin"]],
+                "AttestationRequest": [
+                    "type": "object", "required": ["surveyVersion", "answers"], "additionalProperties": false,
+                    "properties": [
+                        "surveyVersion": ["type": "integer"],
+                        "answers": ["type": "object", "description": "Answers by question id: true/false, numbers, option ids, text."],
+                    ],
+                ],
+                "Attestation": [
+                    "type": "object", "required": ["id", "date", "submittedAt", "onTime", "surveyVersion", "badge"],
+                    "additionalProperties": false,
+                    "properties": [
+                        "id": ["type": "string", "format": "uuid"],
+                        "date": ["type": "string", "format": "date", "description": "The campus-local date attested."],
+                        "submittedAt": ["type": "string", "format": "date-time"],
+                        "onTime": ["type": "boolean", "description": "Submitted before the campus's daily deadline."],
+                        "surveyVersion": ["type": "integer"],
+                        "badge": [
+                            "type": "object", "required": ["color", "reason", "validUntil"], "additionalProperties": false,
+                            "properties": [
+                                "color": ["type": "string", "enum": ["green", "yellow", "red"]],
+                                "reason": ["type": "string"],
+                                "validUntil": ["type": "string", "format": "date-time"],
+                            ],
+                        ],
+                    ],
+                ],
                 "Survey": [
                     "type": "object", "required": ["version", "title", "questions"], "additionalProperties": false,
                     "properties": [

@@ -1,10 +1,11 @@
+import AttestPlugins
 import Foundation
 import Hummingbird
 
 extension Request {
     /// Reads the JSON body as a top-level object: 413 past the size limit, 415 for another
     /// content type, 400 when it is not a JSON object.
-    func jsonObject(context: AttestRequestContext) async throws -> [String: Any] {
+    func jsonObject(context: AttestRequestContext) async throws -> [String: JSONValue] {
         if let type = headers[.contentType], !type.lowercased().hasPrefix("application/json") {
             throw Problem(
                 .unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
@@ -19,10 +20,10 @@ extension Request {
                 .contentTooLarge, slug: "body-too-large", title: "Request body too large",
                 detail: "The body is larger than \(context.maxUploadSize / 1024) KiB.")
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView)) as? [String: Any] else {
+        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer.readableBytesView)) else {
             throw Problem(
                 .badRequest, slug: "invalid-json", title: "Invalid JSON",
-                detail: "The body must be a JSON object, such as {\"idToken\": \"…\"}.")
+                detail: "The body must be a JSON object; see /openapi.yaml for each route's fields.")
         }
         return object
     }

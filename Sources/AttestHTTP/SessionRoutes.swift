@@ -70,7 +70,7 @@ struct SessionRoutes: Sendable {
         guard let value = body["idToken"] else {
             throw Problem.validation([.init(field: "idToken", message: "is required: the ID token from your sign-in provider")])
         }
-        guard let idToken = value as? String, !idToken.isEmpty else {
+        guard case .string(let idToken) = value, !idToken.isEmpty else {
             throw Problem.validation([.init(field: "idToken", message: "must be a non-empty string")])
         }
         let issuers = try await services.issuers.list(campus: campus.id)

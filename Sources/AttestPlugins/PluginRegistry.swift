@@ -37,3 +37,23 @@ public struct PluginRegistry: Sendable {
             && id.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D }
     }
 }
+
+import Synchronization
+
+/// The process's plugin registry, set once by the executable before anything runs (like
+/// `LoggingSystem.bootstrap`). Libraries take a `PluginRegistry` from their caller and use
+/// this only as the default; tests pass their own.
+public enum PluginSystem {
+    private static let state = Mutex<(registry: PluginRegistry, bootstrapped: Bool)>((PluginRegistry(), false))
+
+    /// Sets the registry. Call it once, first thing in `main`.
+    public static func bootstrap(_ registry: PluginRegistry) {
+        state.withLock { state in
+            precondition(!state.bootstrapped, "PluginSystem.bootstrap may be called only once per process")
+            state = (registry, true)
+        }
+    }
+
+    /// The registry set by `bootstrap` (empty before it).
+    public static var registry: PluginRegistry { state.withLock { $0.registry } }
+}

@@ -45,7 +45,9 @@ public struct StandardBadgeRule: BadgeRule {
     let fallback: (color: BadgeColor, reason: String)
     public let version: String
 
-    public init(settings: JSONValue, questionnaire: Questionnaire?) throws {
+    /// `settings` null means the default table for `questionnaire` (see `defaultSettings`).
+    public init(settings given: JSONValue, questionnaire: Questionnaire?) throws {
+        let settings = given == .null ? questionnaire.map(Self.defaultSettings(for:)) ?? given : given
         guard case .object(let object) = settings else { throw PluginSettingsError("the standard rule's settings must be a JSON object") }
         guard case .array(let list)? = object["rules"] else {
             throw PluginSettingsError("the standard rule's settings need \"rules\": a list of {when, color, reason}")

@@ -28,6 +28,12 @@ public enum QuestionnaireRules {
         public var title: String
         public var titleTranslations: [String: String]?
         public var questions: [Question]
+
+        public init(title: String, titleTranslations: [String: String]? = nil, questions: [Question]) {
+            self.title = title
+            self.titleTranslations = titleTranslations
+            self.questions = questions
+        }
     }
 
     /// Parses and checks a draft; throws `QuestionnaireError` listing every problem.

@@ -1,5 +1,7 @@
 @testable import AttestHTTP
+import AttestPlugins
 import AttestPostgres
+import BuiltinPlugins
 import AttestTestSupport
 import Foundation
 import HTTPTypes
@@ -51,10 +53,13 @@ struct TestServer {
     let pool: PostgresClient
     let services: AttestServices
 
-    static func make() async throws -> TestServer {
+    static func make(
+        registry: PluginRegistry = .builtin, clock: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> TestServer {
         let database = try await TestDatabase.create()
-        let pool = TestDatabase.client(database: database)
-        let services = AttestServices(database: pool, configuration: ServerConfiguration(), logger: TestDatabase.testLogger)
+        let pool = TestDatabase.client(database: database, maxConnections: 8)
+        let services = AttestServices(
+            database: pool, configuration: ServerConfiguration(), registry: registry, logger: TestDatabase.testLogger, clock: clock)
         return TestServer(database: database, pool: pool, services: services)
     }
 
@@ -77,7 +82,9 @@ struct TestServer {
     ) async throws {
         let router = AttestServer.buildRouter(configuration: ServerConfiguration(), services: services)
         extraRoutes(router)
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: TestDatabase.testLogger)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), services: [services.writer],
+            logger: TestDatabase.testLogger)
         try await app.test(.live) { client in try await body(APIClient(client: client)) }
         await pool.shutdown()
     }

@@ -1,0 +1,121 @@
+import AttestPlugins
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Surveys
+import Synchronization
+import Tenancy
+
+/// `POST /v1/campuses/{campus}/attestations`: today's answers in, the badge out.
+struct AttestationRoutes: Sendable {
+    let services: AttestServices
+
+    struct Badge: Codable {
+        var color: String
+        var reason: String
+        var validUntil: String
+    }
+
+    struct AttestationBody: ResponseEncodable {
+        var id: String
+        var date: String
+        var submittedAt: String
+        var onTime: Bool
+        var surveyVersion: Int
+        var badge: Badge
+
+        init(_ attestation: Attestation) {
+            id = attestation.id.uuidString.lowercased()
+            date = attestation.date.description
+            submittedAt = attestation.submittedAt.ISO8601Format()
+            onTime = attestation.onTime
+            surveyVersion = attestation.surveyVersion
+            badge = Badge(color: attestation.color.rawValue, reason: attestation.reason, validUntil: attestation.validUntil.ISO8601Format())
+        }
+    }
+
+    func register(on signedIn: RouterGroup<AttestRequestContext>) {
+        signedIn.post("attestations") { request, context -> Response in
+            try await submit(request, context)
+        }
+    }
+
+    private func submit(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
+        let campus = try context.requireCampus()
+        let user = try context.requireSession().user
+        let key = try idempotencyKey(request)
+        let body = try await request.jsonObject(context: context)
+        var problems: [Problem.FieldError] = []
+        var version: Int?
+        switch body["surveyVersion"] {
+        case .number(let number)? where number == number.rounded() && abs(number) < 1e9: version = Int(number)
+        case nil: problems.append(.init(field: "surveyVersion", message: "is required: the version GET …/survey returned"))
+        default: problems.append(.init(field: "surveyVersion", message: "must be an integer"))
+        }
+        var raw: [String: JSONValue] = [:]
+        switch body["answers"] {
+        case .object(let object)?: raw = object
+        case nil: problems.append(.init(field: "answers", message: "is required: an object of answers by question id"))
+        default: problems.append(.init(field: "answers", message: "must be an object of answers by question id"))
+        }
+        for field in body.keys.sorted() where field != "surveyVersion" && field != "answers" {
+            problems.append(.init(field: field, message: "is not a field of an attestation"))
+        }
+        guard problems.isEmpty, let version else { throw Problem.validation(problems) }
+
+        guard let questionnaire = try await services.activeQuestionnaires.active(campus: campus.id) else {
+            throw Problem(
+                .conflict, slug: "no-survey", title: "No survey yet",
+                detail: "\(campus.name) has not published a survey yet, so there is nothing to answer.")
+        }
+        guard version == questionnaire.version else {
+            throw Problem(
+                .conflict, slug: "survey-version", title: "Survey changed",
+                detail: "The active survey is version \(questionnaire.version), not \(version): load it again (GET …/survey) and answer that one.")
+        }
+        let (answers, answerProblems) = QuestionnaireRules.check(raw, against: questionnaire)
+        guard answerProblems.isEmpty else {
+            throw Problem.validation(answerProblems.map { .init(field: $0.field, message: $0.message) })
+        }
+        let now = services.clock()
+        let outcome = try await services.attestations.submit(
+            campus: campus, user: user.id, questionnaire: questionnaire, answers: answers, idempotencyKey: key, at: now)
+        switch outcome {
+        case .created(let attestation):
+            return try EditedResponse(status: .created, response: AttestationBody(attestation)).response(from: request, context: context)
+        case .replayed(let attestation):
+            var response = try EditedResponse(status: .created, response: AttestationBody(attestation)).response(from: request, context: context)
+            response.headers[HTTPField.Name("Idempotent-Replayed")!] = "true"
+            return response
+        case .alreadySubmitted(let date):
+            throw Problem(
+                .conflict, slug: "already-submitted", title: "Already submitted today",
+                detail: "You already submitted the attestation for \(date) (\(campus.timeZone)). "
+                    + "The next one opens at \(campus.describeNextWindow(after: now)).")
+        }
+    }
+
+    /// `Idempotency-Key`: optional, 1–200 visible ASCII characters.
+    private func idempotencyKey(_ request: Request) throws -> String? {
+        guard let key = request.headers[HTTPField.Name("Idempotency-Key")!] else { return nil }
+        guard (1...200).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+            throw Problem.validation([.init(field: "Idempotency-Key", message: "must be 1 to 200 visible ASCII characters, such as a UUID")])
+        }
+        return key
+    }
+}
+
+/// Active questionnaires by campus, kept 5 s: every submission needs one.
+public final class ActiveQuestionnaires: Sendable {
+    let store: QuestionnaireStore
+    private let cache = Mutex<[CampusID: (questionnaire: Questionnaire?, at: ContinuousClock.Instant)]>([:])
+
+    public init(store: QuestionnaireStore) { self.store = store }
+
+    public func active(campus: CampusID) async throws -> Questionnaire? {
+        if let hit = cache.withLock({ $0[campus] }), ContinuousClock.now - hit.at < .seconds(5) { return hit.questionnaire }
+        let questionnaire = try await store.active(campus: campus)
+        cache.withLock { $0[campus] = (questionnaire, .now) }
+        return questionnaire
+    }
+}

@@ -1,0 +1,158 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Logging
+import Synchronization
+import Tenancy
+
+/// Turns checked answers into a stored attestation: today's campus-local date and
+/// punctuality, the member's recent history, the campus's badge rule (within a time budget),
+/// then the batched write.
+public struct AttestationService: Sendable {
+    let client: PostgresClient
+    let writer: AttestationWriter
+    let registry: PluginRegistry
+    let logger: Logger
+    /// How long a badge rule may take before the badge is yellow "needs review". Default 100 ms.
+    let ruleBudget: Duration
+    private let rules: RuleCache
+
+    public init(client: PostgresClient, writer: AttestationWriter, registry: PluginRegistry, logger: Logger, ruleBudget: Duration = .milliseconds(100)) {
+        self.client = client
+        self.writer = writer
+        self.registry = registry
+        self.logger = logger
+        self.ruleBudget = ruleBudget
+        self.rules = RuleCache()
+    }
+
+    /// The badge a rule gives when it fails or overruns: never a 500.
+    static let needsReview = "Needs review: the campus's badge rule could not decide; a health officer will follow up"
+
+    public func submit(
+        campus: Campus, user: UserID, questionnaire: Questionnaire, answers: SurveyAnswers, idempotencyKey: String?, at now: Date
+    ) async throws -> WriteOutcome {
+        let date = campus.localDate(at: now)
+        let endOfDay = campus.nextWindow(after: now)
+        let history = try await self.history(campus: campus.id, user: user, before: date)
+        let input = BadgeRuleInput(
+            answers: answers, questionnaire: questionnaire, campusSettings: (try? campus.settings.decode(as: JSONValue.self)) ?? .object([:]),
+            history: history, date: date, now: now, endOfDay: endOfDay)
+        let (ruleID, ruleVersion, decision) = await decide(campus: campus, questionnaire: questionnaire, input: input)
+        let attestation = Attestation(
+            id: UUID(), date: date, submittedAt: now, onTime: campus.isOnTime(now), surveyVersion: questionnaire.version,
+            color: decision.color, reason: String(decision.reason.prefix(500)), validUntil: min(decision.validUntil, endOfDay),
+            ruleID: ruleID, ruleVersion: ruleVersion, idempotencyKey: idempotencyKey)
+        return try await writer.submit(
+            PendingAttestation(campus: campus.id, user: user, attestation: attestation, answers: answers, questionnaire: questionnaire))
+    }
+
+    /// The member's attestations of the previous 14 days, newest first.
+    func history(campus: CampusID, user: UserID, before date: LocalDate) async throws -> [PastAttestation] {
+        let rows = try await client.query(
+            """
+            SELECT local_date, color, answers FROM attestations
+            WHERE campus_id = \(campus) AND user_id = \(user) AND local_date >= \(date.adding(days: -14)) AND local_date < \(date)
+            ORDER BY local_date DESC
+            """, campus: campus.rawValue)
+        return try rows.map { row in
+            PastAttestation(
+                date: try row.decode("local_date"), color: BadgeColor(rawValue: try row.decode("color")) ?? .yellow,
+                answers: try row.decode("answers", as: PostgresJSON?.self).map { try $0.decode(as: SurveyAnswers.self) })
+        }
+    }
+
+    /// Runs the campus's rule within the budget; a failure or overrun gives yellow "needs review".
+    func decide(campus: Campus, questionnaire: Questionnaire, input: BadgeRuleInput) async -> (String, String, BadgeDecision) {
+        let review = BadgeDecision(color: .yellow, reason: Self.needsReview, validUntil: input.endOfDay)
+        let configured: (id: String, rule: any BadgeRule)
+        do {
+            configured = try await rule(for: campus, questionnaire: questionnaire)
+        } catch {
+            logger.error("badge rule unavailable", metadata: ["campus": "\(campus.slug)", "error": "\(error)"])
+            return ("unavailable", "", review)
+        }
+        let rule = configured.rule
+        let verdict = FirstResult<Result<BadgeDecision, any Error>?>()
+        let outcome = await withCheckedContinuation { continuation in
+            verdict.set(continuation)
+            let evaluation = Task.detached { verdict.finish(Result { try rule.evaluate(input) }) }
+            verdict.setTimer(Task {
+                try await Task.sleep(for: ruleBudget)
+                verdict.finish(nil)
+                evaluation.cancel()
+            })
+        }
+        switch outcome {
+        case .success(let decision)? where decision.color != .gray:
+            return (configured.id, rule.version, decision)
+        case .success?:
+            logger.error("badge rule answered gray", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)"])
+        case .failure(let error)?:
+            logger.error("badge rule failed", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)", "error": "\(error)"])
+        case nil:
+            logger.error("badge rule overran its budget", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)", "budget": "\(ruleBudget)"])
+        }
+        return (configured.id, rule.version, review)
+    }
+
+    /// The campus's configured rule (`campus_plugins`, kind badge-rule), else `standard` with
+    /// its default table; built once per campus and questionnaire version, kept 5 s.
+    func rule(for campus: Campus, questionnaire: Questionnaire) async throws -> (id: String, rule: any BadgeRule) {
+        if let cached = rules.get(campus.id, questionnaire.version) { return cached }
+        let rows = try await client.query(
+            "SELECT plugin_id, settings FROM campus_plugins WHERE campus_id = \(campus.id) AND kind = 'badge-rule' LIMIT 1",
+            campus: campus.id.rawValue)
+        let id = try rows.first?.decode("plugin_id", as: String.self) ?? "standard"
+        let settings = try rows.first?.decode("settings", as: PostgresJSON.self).decode(as: JSONValue.self) ?? .null
+        let built = (id, try registry.makeBadgeRule(id: id, settings: settings, questionnaire: questionnaire))
+        rules.put(campus.id, questionnaire.version, built)
+        return built
+    }
+}
+
+/// Built rules by campus and questionnaire version, for a few seconds.
+final class RuleCache: Sendable {
+    private let entries = Mutex<[String: (id: String, rule: any BadgeRule, at: ContinuousClock.Instant)]>([:])
+
+    func get(_ campus: CampusID, _ version: Int) -> (id: String, rule: any BadgeRule)? {
+        entries.withLock { entries in
+            guard let entry = entries["\(campus)/\(version)"], ContinuousClock.now - entry.at < .seconds(5) else { return nil }
+            return (entry.id, entry.rule)
+        }
+    }
+
+    func put(_ campus: CampusID, _ version: Int, _ built: (id: String, rule: any BadgeRule)) {
+        entries.withLock { $0["\(campus)/\(version)"] = (built.id, built.rule, .now) }
+    }
+}
+
+/// Resumes a continuation with whichever outcome comes first, and stops the timer.
+final class FirstResult<Value: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Value, Never>?
+        var timer: Task<Void, any Error>?
+        var finished = false
+    }
+    private let state = Mutex(State())
+
+    func set(_ continuation: CheckedContinuation<Value, Never>) { state.withLock { $0.continuation = continuation } }
+
+    func setTimer(_ timer: Task<Void, any Error>) {
+        let finished = state.withLock { state -> Bool in
+            state.timer = timer
+            return state.finished
+        }
+        if finished { timer.cancel() }
+    }
+
+    func finish(_ value: Value) {
+        let (continuation, timer) = state.withLock { state in
+            state.finished = true
+            defer { state.continuation = nil; state.timer = nil }
+            return (state.continuation, state.timer)
+        }
+        timer?.cancel()
+        continuation?.resume(returning: value)
+    }
+}

@@ -1,0 +1,268 @@
+@testable import AttestHTTP
+import AttestPlugins
+import AttestPostgres
+import AttestTestSupport
+import BuiltinPlugins
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Surveys
+import Synchronization
+import Tenancy
+import Testing
+
+/// A clock a test moves by hand.
+final class TestClock: Sendable {
+    private let now: Mutex<Date>
+    init(_ text: String) throws { now = Mutex(try Date(text, strategy: .iso8601)) }
+    func set(_ text: String) throws { let date = try Date(text, strategy: .iso8601); now.withLock { $0 = date } }
+    var read: @Sendable () -> Date { { self.now.withLock { $0 } } }
+}
+
+@Suite("Attestations")
+struct AttestationTests {
+    static let path = "/v1/campuses/{campus}/attestations"
+    static let healthy = #"{"fever": false, "cough": false}"#
+
+    static let draft = QuestionnaireRules.Draft(
+        title: "Check",
+        questions: [
+            Question(id: "fever", kind: .boolean, prompt: "Fever?", symptom: true),
+            Question(id: "cough", kind: .boolean, prompt: "Cough?", symptom: true),
+            Question(id: "positive_test", kind: .boolean, required: false, prompt: "Positive test?"),
+            Question(id: "temperature", kind: .number, required: false, prompt: "Temperature", min: 34, max: 43, unit: "°C"),
+        ])
+
+    static func body(_ answers: String, version: Int = 1) -> String { #"{"surveyVersion": \#(version), "answers": \#(answers)}"# }
+
+    static func setUp(
+        clock: TestClock, registry: PluginRegistry = .builtin, timeZone: String = "America/New_York", slug: String = "north"
+    ) async throws -> (TestServer, Campus) {
+        let server = try await TestServer.make(registry: registry, clock: clock.read)
+        let campus = try await server.campus(slug, timeZone: timeZone)
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: draft, actor: "test")
+        return (server, campus)
+    }
+
+    static func count(_ server: TestServer, _ campus: Campus) async throws -> Int {
+        try await server.pool.query("SELECT count(*) AS n FROM attestations", campus: campus.id.rawValue)[0].decode("n")
+    }
+
+    @Test func onceADayAndTheSecondIsA409NamingTheDateAndTheNextWindow() async throws {
+        let clock = try TestClock("2026-11-20T14:30:00Z")  // 09:30 in New York
+        let (server, campus) = try await Self.setUp(clock: clock)
+        let (_, token) = try await server.user("a@example.edu", at: campus)
+        try await server.run { api in
+            let first = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+            #expect(first.status == 201)
+            #expect(first.json["date"] as? String == "2026-11-20")
+            #expect(first.json["onTime"] as? Bool == true)
+            let badge = first.json["badge"] as? [String: Any]
+            #expect(badge?["color"] as? String == "green")
+            #expect(badge?["validUntil"] as? String == "2026-11-21T05:00:00Z")
+
+            let second = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(#"{"fever": true, "cough": true}"#))
+            #expect(second.status == 409)
+            #expect(second.problem.detail.contains("2026-11-20 (America/New_York)"))
+            #expect(second.problem.detail.contains("00:00 America/New_York, in 14 h 30 min"))
+
+            // A new local day opens a new window.
+            try clock.set("2026-11-21T05:00:00Z")
+            let tomorrow = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+            #expect(tomorrow.status == 201)
+            #expect(tomorrow.json["date"] as? String == "2026-11-21")
+            #expect(try await Self.count(server, campus) == 2)
+        }
+    }
+
+    @Test func theDeadlineEdgeIsOnTimeUntil095959() async throws {
+        let clock = try TestClock("2026-11-20T14:59:59Z")  // 09:59:59 EST
+        let (server, campus) = try await Self.setUp(clock: clock)
+        let (_, early) = try await server.user("early@example.edu", at: campus)
+        let (_, late) = try await server.user("late@example.edu", at: campus)
+        try await server.run { api in
+            let onTime = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: early, json: Self.body(Self.healthy))
+            #expect(onTime.json["onTime"] as? Bool == true)
+            try clock.set("2026-11-20T15:00:00Z")  // 10:00:00 EST
+            let tardy = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: late, json: Self.body(Self.healthy))
+            #expect(tardy.json["onTime"] as? Bool == false)
+            let stats = try await server.pool.query(
+                "SELECT sum(submitted) AS submitted, sum(on_time) AS on_time, sum(late) AS late, sum(green) AS green FROM daily_stats",
+                campus: campus.id.rawValue)
+            #expect(try stats[0].decode("submitted", as: Int.self) == 2)
+            #expect(try stats[0].decode("on_time", as: Int.self) == 1)
+            #expect(try stats[0].decode("late", as: Int.self) == 1)
+            #expect(try stats[0].decode("green", as: Int.self) == 2)
+        }
+    }
+
+    @Test func campusesOnEitherSideOfTheDateLineGetDifferentDatesAtOneInstant() async throws {
+        let clock = try TestClock("2026-06-15T11:30:00Z")
+        let server = try await TestServer.make(clock: clock.read)
+        let east = try await server.campus("kiritimati", timeZone: "Pacific/Kiritimati")  // UTC+14
+        let west = try await server.campus("honolulu", timeZone: "Pacific/Honolulu")  // UTC−10
+        for campus in [east, west] { _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test") }
+        let (_, eastToken) = try await server.user("e@example.edu", at: east)
+        let (_, westToken) = try await server.user("w@example.edu", at: west)
+        try await server.run { api in
+            let a = try await api.send(.post, "/v1/campuses/kiritimati/attestations", template: Self.path, token: eastToken, json: Self.body(Self.healthy))
+            let b = try await api.send(.post, "/v1/campuses/honolulu/attestations", template: Self.path, token: westToken, json: Self.body(Self.healthy))
+            #expect(a.json["date"] as? String == "2026-06-16")
+            #expect(b.json["date"] as? String == "2026-06-15")
+        }
+    }
+
+    @Test func anIdempotencyKeyReturnsTheOriginal201() async throws {
+        let clock = try TestClock("2026-11-20T20:00:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock)
+        let (_, token) = try await server.user("i@example.edu", at: campus)
+        try await server.run { api in
+            func post(_ key: String, _ answers: String) async throws -> (Int, String?, String?) {
+                let response = try await api.client.execute(
+                    uri: "/v1/campuses/north/attestations", method: .post,
+                    headers: [.authorization: "Bearer \(token)", .contentType: "application/json", HTTPField.Name("Idempotency-Key")!: key],
+                    body: ByteBuffer(string: Self.body(answers)))
+                let json = try? JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any]
+                return (Int(response.status.code), json?["id"] as? String, response.headers[HTTPField.Name("Idempotent-Replayed")!])
+            }
+            let first = try await post("retry-me-1", Self.healthy)
+            let retry = try await post("retry-me-1", Self.healthy)
+            #expect(first.0 == 201 && retry.0 == 201)
+            #expect(first.1 != nil && first.1 == retry.1)
+            #expect(first.2 == nil && retry.2 == "true")
+            let other = try await post("another-key", Self.healthy)
+            #expect(other.0 == 409)
+            let bad = try await api.client.execute(
+                uri: "/v1/campuses/north/attestations", method: .post,
+                headers: [.authorization: "Bearer \(token)", .contentType: "application/json", HTTPField.Name("Idempotency-Key")!: String(repeating: "k", count: 201)],
+                body: ByteBuffer(string: Self.body(Self.healthy)))
+            #expect(bad.status == .unprocessableContent)
+            #expect(try await Self.count(server, campus) == 1)
+        }
+    }
+
+    @Test func badSubmissionsAre4xxWithFieldsAndStoreNothing() async throws {
+        let clock = try TestClock("2026-11-20T20:00:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock)
+        let (_, token) = try await server.user("v@example.edu", at: campus)
+        try await server.run { api in
+            let cases: [(String, Int, [String])] = [
+                (#"{"answers": {}}"#, 422, ["surveyVersion"]),
+                (#"{"surveyVersion": "1", "answers": {"fever": false, "cough": false}}"#, 422, ["surveyVersion"]),
+                (#"{"surveyVersion": 1, "answers": [true]}"#, 422, ["answers"]),
+                (#"{"surveyVersion": 1, "answers": {}, "color": "green"}"#, 422, ["color"]),
+                (Self.body(#"{"fever": "no", "cough": false}"#), 422, ["answers.fever"]),
+                (Self.body(#"{"fever": false}"#), 422, ["answers.cough"]),
+                (Self.body(#"{"fever": false, "cough": false, "shoe_size": 44}"#), 422, ["answers.shoe_size"]),
+                (Self.body(#"{"fever": false, "cough": false, "temperature": 99}"#), 422, ["answers.temperature"]),
+                (Self.body(#"{"fever": false, "cough": false, "'); DROP TABLE attestations;--": true}"#), 422, ["answers.'); DROP TABLE attestations;--"]),
+                (Self.body(Self.healthy, version: 2), 409, []),
+                ("{\"surveyVersion\": 1, \"answers\": {\"fever\": false, \"cough\": false, \"temperature\": 1e999}}", 400, []),
+                ("not json", 400, []),
+            ]
+            for (json, status, fields) in cases {
+                let reply = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: json)
+                #expect(reply.status == status, "\(json): \(reply.body)")
+                #expect(Set(reply.problem.fields) == Set(fields), "\(json): \(reply.body)")
+            }
+            #expect(try await Self.count(server, campus) == 0)
+            let stats = try await server.pool.query("SELECT count(*) AS n FROM daily_stats", campus: campus.id.rawValue)
+            #expect(try stats[0].decode("n", as: Int.self) == 0)
+            let unauthenticated = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, json: Self.body(Self.healthy))
+            #expect(unauthenticated.status == 401)
+        }
+    }
+
+    @Test func fiftyConcurrentSubmitsByOneMemberStoreExactlyOne() async throws {
+        let clock = try TestClock("2026-11-20T20:00:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock)
+        let (_, token) = try await server.user("race@example.edu", at: campus)
+        let (_, bystander) = try await server.user("by@example.edu", at: campus)
+        try await server.run { api in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<50 {
+                    group.addTask {
+                        let answers = index % 2 == 0 ? Self.healthy : #"{"fever": true, "cough": false}"#
+                        return try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(answers)).status
+                    }
+                }
+                group.addTask {
+                    try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: bystander, json: Self.body(Self.healthy)).status
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 201 }.count == 2)  // one for the racer, one for the bystander
+            #expect(statuses.filter { $0 == 409 }.count == 49)
+            #expect(try await Self.count(server, campus) == 2)
+            let stats = try await server.pool.query("SELECT sum(submitted) AS n FROM daily_stats", campus: campus.id.rawValue)
+            #expect(try stats[0].decode("n", as: Int.self) == 2)
+        }
+    }
+
+    struct AlwaysRed: BadgeRule {
+        var version: String { "red-1" }
+        func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
+            BadgeDecision(color: .red, reason: "Everyone stays home", validUntil: input.endOfDay.addingTimeInterval(86_400))
+        }
+    }
+
+    struct Broken: BadgeRule {
+        struct Failure: Error {}
+        var version: String { "broken-1" }
+        func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision { throw Failure() }
+    }
+
+    struct Slow: BadgeRule {
+        var version: String { "slow-1" }
+        func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
+            Thread.sleep(forTimeInterval: 0.5)
+            return BadgeDecision(color: .green, reason: "late", validUntil: input.endOfDay)
+        }
+    }
+
+    @Test func aRulePluginFromATestRegistryDecidesAndFailuresBecomeNeedsReview() async throws {
+        var registry = PluginRegistry.builtin
+        registry.registerBadgeRule(id: "always-red") { _, _ in AlwaysRed() }
+        registry.registerBadgeRule(id: "broken") { _, _ in Broken() }
+        registry.registerBadgeRule(id: "slow") { _, _ in Slow() }
+        let clock = try TestClock("2026-11-20T20:00:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock, registry: registry)
+        try await server.run { api in
+            for (plugin, color, reasonPart) in [("always-red", "red", "Everyone stays home"), ("broken", "yellow", "Needs review"), ("slow", "yellow", "Needs review")] {
+                try await server.pool.withTransaction(campus: campus.id.rawValue) { connection in
+                    try await connection.query("DELETE FROM campus_plugins WHERE campus_id = \(campus.id)")
+                    try await connection.query(
+                        "INSERT INTO campus_plugins (campus_id, kind, plugin_id) VALUES (\(campus.id), 'badge-rule', \(plugin))")
+                }
+                try await Task.sleep(for: .seconds(5.1))  // the rule cache's bound
+                let (_, token) = try await server.user("\(plugin)@example.edu", at: campus)
+                let reply = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+                #expect(reply.status == 201, "\(plugin)")
+                let badge = reply.json["badge"] as? [String: Any]
+                #expect(badge?["color"] as? String == color, "\(plugin)")
+                #expect((badge?["reason"] as? String)?.contains(reasonPart) == true, "\(plugin)")
+                // validUntil never passes the end of the local day.
+                #expect(badge?["validUntil"] as? String == "2026-11-21T05:00:00Z", "\(plugin)")
+            }
+            let rules = try await server.pool.query("SELECT rule_id, rule_version FROM attestations ORDER BY submitted_at, rule_id", campus: campus.id.rawValue)
+            #expect(Set(try rules.map { try $0.decode("rule_id", as: String.self) }) == ["always-red", "broken", "slow"])
+        }
+    }
+
+    @Test func thePositiveTestRuleReadsHistoryAcrossDays() async throws {
+        let clock = try TestClock("2026-11-10T15:00:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock)
+        let (_, token) = try await server.user("p@example.edu", at: campus)
+        try await server.run { api in
+            let day0 = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token,
+                                          json: Self.body(#"{"fever": false, "cough": false, "positive_test": true}"#))
+            #expect((day0.json["badge"] as? [String: Any])?["color"] as? String == "red")
+            try clock.set("2026-11-19T15:00:00Z")  // 9 days later
+            let day9 = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+            #expect((day9.json["badge"] as? [String: Any])?["color"] as? String == "red")
+            try clock.set("2026-11-20T15:00:00Z")  // 10 days later
+            let day10 = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+            #expect((day10.json["badge"] as? [String: Any])?["color"] as? String == "green")
+        }
+    }
+}
