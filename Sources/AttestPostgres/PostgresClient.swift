@@ -245,7 +245,7 @@ extension PostgresClient {
     /// Whether a trivial query answers within `timeout`; the error says why not. A blocking
     /// connect is not interrupted, but the caller stops waiting for it at the deadline.
     public func ping(timeout: Duration) async -> PostgresError? {
-        let outcome = FirstOutcome()
+        let outcome = FirstOutcome<PostgresError?>()
         return await withCheckedContinuation { continuation in
             outcome.set(continuation)
             let probe = Task {
@@ -267,32 +267,37 @@ extension PostgresClient {
     }
 }
 
-/// Resumes a continuation with whichever outcome comes first, and stops the timer.
-private final class FirstOutcome: Sendable {
+/// Resumes a continuation with whichever of two outcomes comes first (a result, or a
+/// deadline's), and cancels the deadline's timer when the result wins. For waiting on work
+/// that cannot itself be interrupted, such as a blocking call or a plugin's computation.
+public final class FirstOutcome<Value: Sendable>: Sendable {
     private struct State {
-        var continuation: CheckedContinuation<PostgresError?, Never>?
+        var continuation: CheckedContinuation<Value, Never>?
         var timer: Task<Void, any Error>?
         var finished = false
     }
     private let state = Mutex(State())
 
-    func set(_ continuation: CheckedContinuation<PostgresError?, Never>) { state.withLock { $0.continuation = continuation } }
+    public init() {}
 
-    func setTimer(_ timer: Task<Void, any Error>) {
-        let cancelNow = state.withLock { state -> Bool in
+    public func set(_ continuation: CheckedContinuation<Value, Never>) { state.withLock { $0.continuation = continuation } }
+
+    public func setTimer(_ timer: Task<Void, any Error>) {
+        let finished = state.withLock { state -> Bool in
             state.timer = timer
             return state.finished
         }
-        if cancelNow { timer.cancel() }
+        if finished { timer.cancel() }
     }
 
-    func finish(_ outcome: PostgresError?) {
+    /// The first call resumes the waiter; later calls do nothing.
+    public func finish(_ value: Value) {
         let (continuation, timer) = state.withLock { state in
             state.finished = true
             defer { state.continuation = nil; state.timer = nil }
             return (state.continuation, state.timer)
         }
         timer?.cancel()
-        continuation?.resume(returning: outcome)
+        continuation?.resume(returning: value)
     }
 }

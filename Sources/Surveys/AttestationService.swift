@@ -73,7 +73,7 @@ public struct AttestationService: Sendable {
             return ("unavailable", "", review)
         }
         let rule = configured.rule
-        let verdict = FirstResult<Result<BadgeDecision, any Error>?>()
+        let verdict = FirstOutcome<Result<BadgeDecision, any Error>?>()
         let outcome = await withCheckedContinuation { continuation in
             verdict.set(continuation)
             let evaluation = Task.detached { verdict.finish(Result { try rule.evaluate(input) }) }
@@ -124,35 +124,5 @@ final class RuleCache: Sendable {
 
     func put(_ campus: CampusID, _ version: Int, _ built: (id: String, rule: any BadgeRule)) {
         entries.withLock { $0["\(campus)/\(version)"] = (built.id, built.rule, .now) }
-    }
-}
-
-/// Resumes a continuation with whichever outcome comes first, and stops the timer.
-final class FirstResult<Value: Sendable>: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<Value, Never>?
-        var timer: Task<Void, any Error>?
-        var finished = false
-    }
-    private let state = Mutex(State())
-
-    func set(_ continuation: CheckedContinuation<Value, Never>) { state.withLock { $0.continuation = continuation } }
-
-    func setTimer(_ timer: Task<Void, any Error>) {
-        let finished = state.withLock { state -> Bool in
-            state.timer = timer
-            return state.finished
-        }
-        if finished { timer.cancel() }
-    }
-
-    func finish(_ value: Value) {
-        let (continuation, timer) = state.withLock { state in
-            state.finished = true
-            defer { state.continuation = nil; state.timer = nil }
-            return (state.continuation, state.timer)
-        }
-        timer?.cancel()
-        continuation?.resume(returning: value)
     }
 }
