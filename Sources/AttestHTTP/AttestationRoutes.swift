@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Surveys
-import Synchronization
 import Tenancy
 
 /// `POST /v1/campuses/{campus}/attestations`: today's answers in, the badge out.
@@ -108,14 +107,11 @@ struct AttestationRoutes: Sendable {
 /// Active questionnaires by campus, kept 5 s: every submission needs one.
 public final class ActiveQuestionnaires: Sendable {
     let store: QuestionnaireStore
-    private let cache = Mutex<[CampusID: (questionnaire: Questionnaire?, at: ContinuousClock.Instant)]>([:])
+    private let cache = ExpiringCache<CampusID, Questionnaire?>(ttl: .seconds(5))
 
     public init(store: QuestionnaireStore) { self.store = store }
 
     public func active(campus: CampusID) async throws -> Questionnaire? {
-        if let hit = cache.withLock({ $0[campus] }), ContinuousClock.now - hit.at < .seconds(5) { return hit.questionnaire }
-        let questionnaire = try await store.active(campus: campus)
-        cache.withLock { $0[campus] = (questionnaire, .now) }
-        return questionnaire
+        try await cache.value(for: campus) { try await store.active(campus: campus) }
     }
 }

@@ -2,31 +2,21 @@ import AttestPostgres
 import Foundation
 import Hummingbird
 import Identity
-import Synchronization
 import Tenancy
 
 /// Campuses by slug, each kept for a few seconds: every campus route resolves its slug,
-/// and campuses change rarely.
+/// and campuses change rarely. Unknown slugs are remembered too, so probing costs no queries.
 public final class CampusDirectory: Sendable {
     let store: CampusStore
-    let ttl: Duration
-    private let cache = Mutex<[String: (campus: Campus?, at: ContinuousClock.Instant)]>([:])
+    private let cache: ExpiringCache<String, Campus?>
 
     public init(store: CampusStore, ttl: Duration) {
         self.store = store
-        self.ttl = ttl
+        self.cache = ExpiringCache(ttl: ttl)
     }
 
     public func campus(slug: String) async throws -> Campus? {
-        let now = ContinuousClock.now
-        if let hit = cache.withLock({ $0[slug] }), now - hit.at < ttl { return hit.campus }
-        let campus = try await store.find(slug: slug)
-        cache.withLock { cache in
-            if cache.count > 10_000 { cache.removeAll() }
-            // Unknown slugs are remembered too, so probing for campuses costs no queries.
-            cache[slug] = (campus, now)
-        }
-        return campus
+        try await cache.value(for: slug) { try await store.find(slug: slug) }
     }
 }
 

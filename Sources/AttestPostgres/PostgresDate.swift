@@ -48,8 +48,6 @@ public struct PostgresDate: Sendable, Hashable, Comparable, CustomStringConverti
         self.day = day
     }
 
-    public func adding(days: Int) -> PostgresDate { PostgresDate(daysSinceUnixEpoch: daysSinceUnixEpoch + days) }
-
     public static func < (lhs: PostgresDate, rhs: PostgresDate) -> Bool {
         (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day)
     }

@@ -48,9 +48,6 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation, CustomStringConve
 
     public var description: String { text }
 
-    /// How many parameters the statement binds.
-    public var parameterCount: Int { bindings.count }
-
     /// Appends another fragment, renumbering its parameters after this one's.
     public mutating func append(_ other: SQL) {
         let shift = bindings.count

@@ -10,7 +10,6 @@ public struct User: Sendable, Codable, Equatable {
     public var roles: [Role]
     public var createdAt: Date
 
-    public func has(_ role: Role) -> Bool { roles.contains(role) }
 }
 
 /// Why an identity operation failed; each says how to mend it.

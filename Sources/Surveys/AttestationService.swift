@@ -2,7 +2,6 @@ import AttestPlugins
 import AttestPostgres
 import Foundation
 import Logging
-import Synchronization
 import Tenancy
 
 /// Turns checked answers into a stored attestation: today's campus-local date and
@@ -15,7 +14,8 @@ public struct AttestationService: Sendable {
     let logger: Logger
     /// How long a badge rule may take before the badge is yellow "needs review". Default 100 ms.
     let ruleBudget: Duration
-    private let rules: RuleCache
+    /// Built rules by campus and questionnaire version, for a few seconds.
+    private let rules = ExpiringCache<String, (id: String, rule: any BadgeRule)>(ttl: .seconds(5))
 
     public init(client: PostgresClient, writer: AttestationWriter, registry: PluginRegistry, logger: Logger, ruleBudget: Duration = .milliseconds(100)) {
         self.client = client
@@ -23,7 +23,6 @@ public struct AttestationService: Sendable {
         self.registry = registry
         self.logger = logger
         self.ruleBudget = ruleBudget
-        self.rules = RuleCache()
     }
 
     /// The badge a rule gives when it fails or overruns: never a 500.
@@ -99,30 +98,13 @@ public struct AttestationService: Sendable {
     /// The campus's configured rule (`campus_plugins`, kind badge-rule), else `standard` with
     /// its default table; built once per campus and questionnaire version, kept 5 s.
     func rule(for campus: Campus, questionnaire: Questionnaire) async throws -> (id: String, rule: any BadgeRule) {
-        if let cached = rules.get(campus.id, questionnaire.version) { return cached }
-        let rows = try await client.query(
-            "SELECT plugin_id, settings FROM campus_plugins WHERE campus_id = \(campus.id) AND kind = 'badge-rule' LIMIT 1",
-            campus: campus.id.rawValue)
-        let id = try rows.first?.decode("plugin_id", as: String.self) ?? "standard"
-        let settings = try rows.first?.decode("settings", as: PostgresJSON.self).decode(as: JSONValue.self) ?? .null
-        let built = (id, try registry.makeBadgeRule(id: id, settings: settings, questionnaire: questionnaire))
-        rules.put(campus.id, questionnaire.version, built)
-        return built
-    }
-}
-
-/// Built rules by campus and questionnaire version, for a few seconds.
-final class RuleCache: Sendable {
-    private let entries = Mutex<[String: (id: String, rule: any BadgeRule, at: ContinuousClock.Instant)]>([:])
-
-    func get(_ campus: CampusID, _ version: Int) -> (id: String, rule: any BadgeRule)? {
-        entries.withLock { entries in
-            guard let entry = entries["\(campus)/\(version)"], ContinuousClock.now - entry.at < .seconds(5) else { return nil }
-            return (entry.id, entry.rule)
+        try await rules.value(for: "\(campus.id)/\(questionnaire.version)") {
+            let rows = try await client.query(
+                "SELECT plugin_id, settings FROM campus_plugins WHERE campus_id = \(campus.id) AND kind = 'badge-rule' LIMIT 1",
+                campus: campus.id.rawValue)
+            let id = try rows.first?.decode("plugin_id", as: String.self) ?? "standard"
+            let settings = try rows.first?.decode("settings", as: PostgresJSON.self).decode(as: JSONValue.self) ?? .null
+            return (id, try registry.makeBadgeRule(id: id, settings: settings, questionnaire: questionnaire))
         }
-    }
-
-    func put(_ campus: CampusID, _ version: Int, _ built: (id: String, rule: any BadgeRule)) {
-        entries.withLock { $0["\(campus)/\(version)"] = (built.id, built.rule, .now) }
     }
 }

@@ -15,7 +15,6 @@ struct AuthorizationTests {
         let expired = try await SessionStore(client: server.pool).issue(campus: campus, user: user.id, lifetime: 1)
         try await Task.sleep(for: .milliseconds(1100))
         try await server.run { api in
-            let me = "/v1/campuses/{campus}/me"
             for header in [nil, "Basic dXNlcjpwYXNz", "Bearer", "Bearer short", "Bearer " + String(repeating: "A", count: 43), "Bearer " + expired.token] {
                 var headers: [String: String] = [:]
                 if let header { headers["Authorization"] = header }
@@ -25,7 +24,6 @@ struct AuthorizationTests {
                 #expect(reply.headers[.wwwAuthenticate]?.hasPrefix("Bearer realm=\"campus-attest\"") == true)
                 #expect(reply.headers[.contentType] == "application/problem+json")
             }
-            _ = me
         }
     }
 
