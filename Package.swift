@@ -63,6 +63,7 @@ let package = Package(
             name: "Surveys",
             dependencies: [
                 "AttestPlugins", "AttestPostgres", "Tenancy",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -78,6 +78,7 @@ public struct AttestServices: Sendable {
     /// The batched attestation writer: a `Service` the application runs.
     public var writer: AttestationWriter
     public var attestations: AttestationService
+    public var badges: BadgeService
     /// The time "now" (tests set it to probe deadlines and date changes).
     public var clock: @Sendable () -> Date
 
@@ -95,6 +96,7 @@ public struct AttestServices: Sendable {
         self.activeQuestionnaires = ActiveQuestionnaires(store: questionnaires)
         self.writer = AttestationWriter(client: database, logger: logger)
         self.attestations = AttestationService(client: database, writer: writer, registry: registry, logger: logger)
+        self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database))
         self.clock = clock
     }
 }
@@ -135,6 +137,7 @@ public enum AttestServer {
         let signedIn = campus.group().add(middleware: AuthenticationMiddleware(sessions: services.sessions))
         SurveyRoutes(services: services).register(on: signedIn)
         AttestationRoutes(services: services).register(on: signedIn)
+        BadgeRoutes(services: services).register(campus: campus, signedIn: signedIn)
         return router
     }
 }

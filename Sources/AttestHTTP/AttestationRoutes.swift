@@ -33,10 +33,65 @@ struct AttestationRoutes: Sendable {
         }
     }
 
+    /// One past attestation in the member's history; `answers` is null once purged.
+    struct HistoryItem: Encodable {
+        var attestation: AttestationBody
+        var answers: SurveyAnswers?
+
+        func encode(to encoder: any Encoder) throws {
+            try attestation.encode(to: encoder)
+            var container = encoder.container(keyedBy: AnswersKey.self)
+            try container.encode(answers, forKey: .answers)
+        }
+
+        enum AnswersKey: String, CodingKey { case answers }
+    }
+
+    struct HistoryPage: ResponseEncodable {
+        var items: [HistoryItem]
+        /// Pass as `cursor` for the next (older) page; null on the last page.
+        var nextCursor: String?
+
+        enum CodingKeys: String, CodingKey { case items, nextCursor }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(items, forKey: .items)
+            try container.encode(nextCursor, forKey: .nextCursor)  // null, not absent, on the last page
+        }
+    }
+
     func register(on signedIn: RouterGroup<AttestRequestContext>) {
         signedIn.post("attestations") { request, context -> Response in
             try await submit(request, context)
         }
+        signedIn.get("me/attestations") { request, context -> HistoryPage in
+            try await history(request, context)
+        }
+    }
+
+    /// `GET …/me/attestations?limit=&cursor=`: newest first; the cursor is the last date seen.
+    private func history(_ request: Request, _ context: AttestRequestContext) async throws -> HistoryPage {
+        let campus = try context.requireCampus()
+        let user = try context.requireSession().user
+        var problems: [Problem.FieldError] = []
+        var limit = 20
+        if let text = request.uri.queryParameters["limit"] {
+            if let value = Int(String(text)), (1...100).contains(value) { limit = value } else {
+                problems.append(.init(field: "limit", message: "must be a whole number from 1 to 100"))
+            }
+        }
+        var before: LocalDate?
+        if let text = request.uri.queryParameters["cursor"] {
+            if let date = LocalDate(String(text)) { before = date } else {
+                problems.append(.init(field: "cursor", message: "is not a cursor this API gave out: pass nextCursor from the previous page unchanged"))
+            }
+        }
+        guard problems.isEmpty else { throw Problem.validation(problems) }
+        let page = try await services.attestations.page(campus: campus.id, user: user.id, before: before, limit: limit)
+        return HistoryPage(
+            items: page.items.map { HistoryItem(attestation: AttestationBody($0.attestation), answers: $0.answers) },
+            nextCursor: page.next?.description)
     }
 
     private func submit(_ request: Request, _ context: AttestRequestContext) async throws -> Response {

@@ -139,6 +139,81 @@ public enum OpenAPIDocument {
                     ],
                 ],
             ],
+            "/v1/campuses/{campus}/me/attestations": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "The member's own attestations, newest first, a page at a time.",
+                    "operationId": "listMyAttestations",
+                    "security": bearer,
+                    "parameters": [
+                        ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
+                        [
+                            "name": "cursor", "in": "query", "required": false,
+                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string"],
+                        ],
+                    ],
+                    "responses": [
+                        "200": json("A page of attestations.", ref("AttestationPage")),
+                        "401": responseRef("Unauthorized"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/me/badge": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "Today's badge with its signed token; gray when nothing was submitted today.",
+                    "operationId": "getMyBadge",
+                    "security": bearer,
+                    "responses": [
+                        "200": json("The badge.", ref("Badge")),
+                        "401": responseRef("Unauthorized"),
+                        "404": responseRef("NotFound"),
+                        "503": problem("The campus has no badge-signing key (an operator runs `attest campus rotate-badge-key`)."),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/badge-keys": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "The campus's public badge-signing keys (JWKS, RFC 7517): the current key and recently retired ones.",
+                    "operationId": "getBadgeKeys",
+                    "responses": [
+                        "200": json("The key set.", ref("KeySet")),
+                        "404": responseRef("NotFound"),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/badges/verify": [
+                "parameters": [campusParameter],
+                "post": [
+                    "summary": "Check a badge token shown at a door: genuine, this campus's, unexpired, and its colour.",
+                    "operationId": "verifyBadge",
+                    "security": bearer,
+                    "requestBody": [
+                        "required": true,
+                        "content": [
+                            "application/json": [
+                                "schema": [
+                                    "type": "object", "required": ["token"], "additionalProperties": false,
+                                    "properties": ["token": ["type": "string"]],
+                                ]
+                            ]
+                        ],
+                    ],
+                    "responses": [
+                        "200": json("Whether the badge is valid; when not, why.", ref("Verification")),
+                        "400": responseRef("BadRequest"),
+                        "401": responseRef("Unauthorized"),
+                        "403": responseRef("Forbidden"),
+                        "404": responseRef("NotFound"),
+                        "413": responseRef("TooLarge"),
+                        "415": responseRef("UnsupportedMediaType"),
+                        "422": responseRef("Invalid"),
+                    ],
+                ],
+            ],
         ],
         "components": [
             "securitySchemes": [
@@ -212,14 +287,78 @@ public enum OpenAPIDocument {
                         "submittedAt": ["type": "string", "format": "date-time"],
                         "onTime": ["type": "boolean", "description": "Submitted before the campus's daily deadline."],
                         "surveyVersion": ["type": "integer"],
-                        "badge": [
-                            "type": "object", "required": ["color", "reason", "validUntil"], "additionalProperties": false,
-                            "properties": [
-                                "color": ["type": "string", "enum": ["green", "yellow", "red"]],
-                                "reason": ["type": "string"],
-                                "validUntil": ["type": "string", "format": "date-time"],
+                        "badge": ref("AttestationBadge"),
+                    ],
+                ],
+                "AttestationPage": [
+                    "type": "object", "required": ["items", "nextCursor"], "additionalProperties": false,
+                    "properties": [
+                        "items": [
+                            "type": "array",
+                            "items": [
+                                "type": "object",
+                                "required": ["id", "date", "submittedAt", "onTime", "surveyVersion", "badge", "answers"],
+                                "additionalProperties": false,
+                                "properties": [
+                                    "id": ["type": "string", "format": "uuid"],
+                                    "date": ["type": "string", "format": "date"],
+                                    "submittedAt": ["type": "string", "format": "date-time"],
+                                    "onTime": ["type": "boolean"],
+                                    "surveyVersion": ["type": "integer"],
+                                    "badge": ref("AttestationBadge"),
+                                    "answers": ["type": ["object", "null"], "description": "null once removed by the retention purge."],
+                                ],
                             ],
                         ],
+                        "nextCursor": ["type": ["string", "null"], "description": "Pass as cursor for older ones; null on the last page."],
+                    ],
+                ],
+                "AttestationBadge": [
+                    "type": "object", "required": ["color", "reason", "validUntil"], "additionalProperties": false,
+                    "properties": [
+                        "color": ["type": "string", "enum": ["green", "yellow", "red"]],
+                        "reason": ["type": "string"],
+                        "validUntil": ["type": "string", "format": "date-time"],
+                    ],
+                ],
+                "Badge": [
+                    "type": "object", "required": ["color", "date", "validUntil", "reason", "token"], "additionalProperties": false,
+                    "properties": [
+                        "color": ["type": "string", "enum": ["green", "yellow", "red", "gray"]],
+                        "date": ["type": "string", "format": "date", "description": "The campus-local date."],
+                        "validUntil": ["type": "string", "format": "date-time"],
+                        "reason": ["type": "string"],
+                        "token": [
+                            "type": "string",
+                            "description": "Compact JWS (ES256) of {campus, sub (a pseudonym), date, color, iat, exp}; verify against badge-keys.",
+                        ],
+                    ],
+                ],
+                "KeySet": [
+                    "type": "object", "required": ["keys"], "additionalProperties": false,
+                    "properties": [
+                        "keys": [
+                            "type": "array",
+                            "items": [
+                                "type": "object", "required": ["kty", "crv", "alg", "use", "kid", "x", "y"], "additionalProperties": false,
+                                "properties": [
+                                    "kty": ["type": "string", "enum": ["EC"]], "crv": ["type": "string", "enum": ["P-256"]],
+                                    "alg": ["type": "string", "enum": ["ES256"]], "use": ["type": "string", "enum": ["sig"]],
+                                    "kid": ["type": "string"], "x": ["type": "string"], "y": ["type": "string"],
+                                ],
+                            ],
+                        ]
+                    ],
+                ],
+                "Verification": [
+                    "type": "object", "required": ["valid"], "additionalProperties": false,
+                    "properties": [
+                        "valid": ["type": "boolean"],
+                        "color": ["type": "string", "enum": ["green", "yellow", "red", "gray"]],
+                        "date": ["type": "string", "format": "date"],
+                        "validUntil": ["type": "string", "format": "date-time"],
+                        "reason": ["type": "string", "enum": ["malformed", "other-campus", "unknown-key", "bad-signature", "expired"]],
+                        "detail": ["type": "string"],
                     ],
                 ],
                 "Survey": [

@@ -57,3 +57,13 @@ public enum PluginSystem {
     /// The registry set by `bootstrap` (empty before it).
     public static var registry: PluginRegistry { state.withLock { $0.registry } }
 }
+
+/// The plugin points a campus configures.
+public enum PluginKind: String, Sendable, CaseIterable, Codable {
+    /// Decides badges; a campus uses one (else `standard` with its default table).
+    case badgeRule = "badge-rule"
+    /// Lists testing locations; a campus may enable several.
+    case testingLocations = "testing-locations"
+    /// Receives notifications; a campus may enable several.
+    case sink = "sink"
+}

@@ -43,7 +43,7 @@ public struct AttestationService: Sendable {
             color: decision.color, reason: String(decision.reason.prefix(500)), validUntil: min(decision.validUntil, endOfDay),
             ruleID: ruleID, ruleVersion: ruleVersion, idempotencyKey: idempotencyKey)
         return try await writer.submit(
-            PendingAttestation(campus: campus.id, user: user, attestation: attestation, answers: answers, questionnaire: questionnaire))
+            PendingAttestation(campus: campus.id, campusSlug: campus.slug, user: user, attestation: attestation, answers: answers, questionnaire: questionnaire))
     }
 
     /// The member's attestations of the previous 14 days, newest first.
@@ -59,6 +59,28 @@ public struct AttestationService: Sendable {
                 date: try row.decode("local_date"), color: BadgeColor(rawValue: try row.decode("color")) ?? .yellow,
                 answers: try row.decode("answers", as: PostgresJSON?.self).map { try $0.decode(as: SurveyAnswers.self) })
         }
+    }
+
+    /// One page of the member's own attestations, newest first: those before `before`
+    /// (exclusive; nil for the newest), at most `limit`, with the date to continue from.
+    public func page(
+        campus: CampusID, user: UserID, before: LocalDate?, limit: Int
+    ) async throws -> (items: [(attestation: Attestation, answers: SurveyAnswers?)], next: LocalDate?) {
+        let bound: SQL = before.map { "AND local_date < \($0)" } ?? ""
+        let rows = try await client.query(
+            """
+            SELECT id, local_date, submitted_at, on_time, survey_version, color, reason, valid_until, rule_id, rule_version,
+                   idempotency_key, answers
+            FROM attestations
+            WHERE campus_id = \(campus) AND user_id = \(user) \(bound)
+            ORDER BY local_date DESC
+            LIMIT \(limit + 1)
+            """, campus: campus.rawValue)
+        let items = try rows.prefix(limit).map { row in
+            (attestation: try AttestationWriter.attestation(from: row),
+             answers: try row.decode("answers", as: PostgresJSON?.self).map { try $0.decode(as: SurveyAnswers.self) })
+        }
+        return (items, rows.count > limit ? items.last?.attestation.date : nil)
     }
 
     /// Runs the campus's rule within the budget; a failure or overrun gives yellow "needs review".
@@ -99,12 +121,9 @@ public struct AttestationService: Sendable {
     /// its default table; built once per campus and questionnaire version, kept 5 s.
     func rule(for campus: Campus, questionnaire: Questionnaire) async throws -> (id: String, rule: any BadgeRule) {
         try await rules.value(for: "\(campus.id)/\(questionnaire.version)") {
-            let rows = try await client.query(
-                "SELECT plugin_id, settings FROM campus_plugins WHERE campus_id = \(campus.id) AND kind = 'badge-rule' LIMIT 1",
-                campus: campus.id.rawValue)
-            let id = try rows.first?.decode("plugin_id", as: String.self) ?? "standard"
-            let settings = try rows.first?.decode("settings", as: PostgresJSON.self).decode(as: JSONValue.self) ?? .null
-            return (id, try registry.makeBadgeRule(id: id, settings: settings, questionnaire: questionnaire))
+            let enabled = try await CampusPluginStore(client: client).list(campus: campus.id, kind: .badgeRule).first
+            let id = enabled?.id ?? "standard"
+            return (id, try registry.makeBadgeRule(id: id, settings: enabled?.settings ?? .null, questionnaire: questionnaire))
         }
     }
 }

@@ -9,13 +9,17 @@ import Tenancy
 /// An attestation ready to be written: checked answers, decided badge.
 public struct PendingAttestation: Sendable {
     public var campus: CampusID
+    public var campusSlug: String
     public var user: UserID
     public var attestation: Attestation
     public var answers: SurveyAnswers
     public var questionnaire: Questionnaire
 
-    public init(campus: CampusID, user: UserID, attestation: Attestation, answers: SurveyAnswers, questionnaire: Questionnaire) {
+    public init(
+        campus: CampusID, campusSlug: String, user: UserID, attestation: Attestation, answers: SurveyAnswers, questionnaire: Questionnaire
+    ) {
         self.campus = campus
+        self.campusSlug = campusSlug
         self.user = user
         self.attestation = attestation
         self.answers = answers
@@ -39,8 +43,9 @@ public enum WriteOutcome: Sendable, Equatable {
 ///
 /// Each unit is one statement that inserts the attestation (`ON CONFLICT DO NOTHING`) and,
 /// only if it went in, adds its deltas to the day's rollups (in one of 16 shard rows, so
-/// concurrent writers do not queue on one counter row), then a read of the row that decides
-/// created, replayed or already submitted. It is a `Service`: run it with the server.
+/// concurrent writers do not queue on one counter row) and writes its events to the outbox,
+/// one row per event and subscribed sink (none when no sink listens), then a read of the row
+/// that decides created, replayed or already submitted. It is a `Service`: run it with the server.
 public final class AttestationWriter: Service, Sendable {
     struct Job {
         let pending: PendingAttestation
@@ -169,6 +174,8 @@ public final class AttestationWriter: Service, Sendable {
             }
         }
         let answers = (try? PostgresJSON(encoding: pending.answers)) ?? PostgresJSON("{}")
+        let events = Self.events(for: pending)
+        let payloads = events.map { (try? String(decoding: JSONEncoder().encode($0), as: UTF8.self)) ?? "{}" }
         let onTime = a.onTime ? 1 : 0
         let insert: SQL = """
             WITH inserted AS (
@@ -191,6 +198,13 @@ public final class AttestationWriter: Service, Sendable {
                 SELECT \(campus), i.local_date, x.question, x.answer, \(shard), 1
                 FROM inserted i CROSS JOIN unnest(\(questions), \(values)) AS x(question, answer)
                 ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + 1
+            ), announced AS (
+                INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload)
+                SELECT \(campus), e.id::uuid, e.event, p.plugin_id, e.payload::jsonb
+                FROM inserted
+                CROSS JOIN unnest(\(events.map(\.id)), \(events.map(\.event.rawValue)), \(payloads)) AS e(id, event, payload)
+                JOIN campus_plugins p ON p.campus_id = \(campus) AND p.kind = 'sink'
+                    AND (NOT p.settings ? 'events' OR p.settings -> 'events' ? e.event)
             )
             SELECT count(*) AS inserted FROM inserted
             """
@@ -203,6 +217,22 @@ public final class AttestationWriter: Service, Sendable {
             LIMIT 1
             """
         return [insert, existing]
+    }
+
+    /// The events an attestation announces: always submitted; late after the deadline; red badges.
+    static func events(for pending: PendingAttestation) -> [AttestNotification] {
+        let a = pending.attestation, slug = pending.campusSlug
+        func event(_ kind: NotificationEvent, links: [String: String] = [:]) -> AttestNotification {
+            AttestNotification(
+                event: kind, campus: slug, occurredAt: a.submittedAt, userId: pending.user, attestationId: a.id, date: a.date,
+                color: a.color, onTime: a.onTime, links: links)
+        }
+        var events = [event(.attestationSubmitted)]
+        if !a.onTime { events.append(event(.attestationLate)) }
+        if a.color == .red {
+            events.append(event(.badgeRed, links: ["followUps": "/v1/campuses/\(slug)/admin/follow-ups?date=\(a.date)&color=red"]))
+        }
+        return events
     }
 
     static func interpret(_ results: [PostgresRows], _ pending: PendingAttestation) throws -> WriteOutcome {

@@ -13,8 +13,12 @@ public struct CampusStore: Sendable {
         session_lifetime_seconds, retention_days, stats_min_count, settings, created_at
         """
 
-    /// Validates and inserts a campus, recording who created it in its audit log.
-    public func create(_ new: NewCampus, actor: String = "system") async throws -> Campus {
+    /// Validates and inserts a campus, recording who created it in its audit log. `setUp`
+    /// runs in the same transaction, for what other modules keep per campus (its badge key).
+    public func create(
+        _ new: NewCampus, actor: String = "system",
+        setUp: (PostgresConnection, CampusID) async throws -> Void = { _, _ in }
+    ) async throws -> Campus {
         try Self.validate(new)
         let id = CampusID(UUID())
         do {
@@ -26,6 +30,7 @@ public struct CampusStore: Sendable {
                     RETURNING \(Self.columns)
                     """)
                 try await AuditLog.record(connection, campus: id, actor: actor, action: "campus.create", target: new.slug)
+                try await setUp(connection, id)
                 return try Self.campus(from: rows[0])
             }
         } catch let error as PostgresError where error.isUniqueViolation {

@@ -146,6 +146,57 @@ struct AdminCLITests {
         #expect(reimport.stdout.contains(#""created":0"#) && reimport.stdout.contains(#""updated":3"#))
     }
 
+    @Test func pluginEnableDisableListAndBadgeKeyRotation() async throws {
+        let cli = try await Self.cli()
+        #expect(try await cli.run("campus", "create", "plug-u", "--name", "Plug U", "--timezone", "UTC").status == 0)
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-plugin-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let survey = directory.appending(path: "survey.json")
+        try #"{"title": "Check", "questions": [{"id": "fever", "kind": "boolean", "prompt": "Fever?"}]}"#
+            .write(to: survey, atomically: true, encoding: .utf8)
+        #expect(try await cli.run("survey", "publish", "plug-u", survey.path).status == 0)
+
+        let offered = try await cli.run("plugin", "list")
+        #expect(offered.stdout.contains("badge-rule: standard"), "\(offered.stdout)")
+        #expect(try await cli.run("plugin", "list", "plug-u").stdout.contains("badge-rule standard (default table; none enabled)"))
+
+        let unknownQuestion = #"{"rules": [{"when": {"question": "cough", "equals": true}, "color": "red", "reason": "Cough"}]}"#
+        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", unknownQuestion), "nothing was changed")
+        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", "{nope"), "--settings is not valid JSON")
+        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", directory.appending(path: "none.json").path), "cannot read --settings")
+        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "strict"), "no badge rule \"strict\" in this build: available are standard")
+        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", "{}"), "no sink plugins yet")
+        #expect(try await cli.run("plugin", "enable", "plug-u", "widget", "x").status == 64)
+        #expect(try await cli.run("plugin", "list", "plug-u", "--json").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+
+        let rules = directory.appending(path: "rules.json")
+        try #"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "Fever", "apiToken": "s3cret"}], "default": {"color": "green", "reason": "Fine"}}"#
+            .write(to: rules, atomically: true, encoding: .utf8)
+        let enabled = try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", rules.path)
+        #expect(enabled.status == 0, "\(enabled.stderr)")
+        let listed = try JSONSerialization.jsonObject(with: Data(try await cli.run("plugin", "list", "plug-u", "--json").stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(listed.map { $0["kind"] as? String } == ["badge-rule"])
+        let shownRules = (listed.first?["settings"] as? [String: Any])?["rules"] as? [[String: Any]]
+        #expect(shownRules?.first?["reason"] as? String == "Fever")
+        #expect(shownRules?.first?["apiToken"] as? String == "(hidden)")
+
+        #expect(try await cli.run("plugin", "disable", "plug-u", "badge-rule", "standard").status == 0)
+        Self.expectFailure(try await cli.run("plugin", "disable", "plug-u", "badge-rule", "standard"), "has no badge-rule standard enabled")
+
+        let first = try await cli.run("campus", "rotate-badge-key", "plug-u", "--json")
+        #expect(first.status == 0, "\(first.stderr)")
+        let rotation = try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any]
+        #expect((rotation?["retired"] as? [String])?.count == 1)
+        let second = try JSONSerialization.jsonObject(with: Data(try await cli.run("campus", "rotate-badge-key", "plug-u", "--json").stdout.utf8)) as? [String: Any]
+        #expect(second?["retired"] as? [String] == [rotation?["kid"] as? String].compactMap { $0 })
+        Self.expectFailure(try await cli.run("campus", "rotate-badge-key", "nowhere"), "no campus with slug")
+
+        let audit = try await cli.run("audit", "plug-u")
+        #expect(audit.stdout.contains("plugin.enable") && audit.stdout.contains("plugin.disable") && audit.stdout.contains("badge-key.rotate"))
+        #expect(!audit.stdout.contains("s3cret"))
+    }
+
     @Test func oidcIssuersAddListRemove() async throws {
         let cli = try await Self.cli()
         #expect(try await cli.run("campus", "create", "idp-u", "--name", "IdP U", "--timezone", "UTC").status == 0)

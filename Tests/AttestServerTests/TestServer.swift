@@ -9,6 +9,7 @@ import Hummingbird
 import HummingbirdTesting
 import Identity
 import Logging
+import Surveys
 import Synchronization
 import Tenancy
 import Testing
@@ -65,7 +66,8 @@ struct TestServer {
 
     /// Creates a campus (and its users) through the stores, as the CLI would.
     func campus(_ slug: String, domains: [String] = ["example.edu"], timeZone: String = "America/New_York") async throws -> Campus {
-        try await CampusStore(client: pool).create(NewCampus(slug: slug, name: slug.capitalized, timeZone: timeZone, emailDomains: domains))
+        try await CampusStore(client: pool).create(
+            NewCampus(slug: slug, name: slug.capitalized, timeZone: timeZone, emailDomains: domains), setUp: BadgeKeyStore.provision)
     }
 
     func user(_ email: String, at campus: Campus, roles: [Role] = []) async throws -> (user: User, token: String) {

@@ -1,13 +1,14 @@
 import ArgumentParser
 import Foundation
 import Identity
+import Surveys
 import Tenancy
 
 struct CampusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "campus",
         abstract: "Create, inspect and change campuses and their sign-in providers.",
-        subcommands: [Create.self, List.self, Show.self, Set.self, OIDC.self]
+        subcommands: [Create.self, List.self, Show.self, Set.self, RotateBadgeKey.self, OIDC.self]
     )
 }
 
@@ -35,7 +36,7 @@ extension CampusCommand {
             // Checked before touching the database, so bad input never waits on a connection.
             try CampusStore.validate(new)
             let campus = try await TenantContext.run(database: database, logging: logging) { context in
-                try await context.campuses.create(new, actor: TenantContext.actor)
+                try await context.campuses.create(new, actor: TenantContext.actor, setUp: BadgeKeyStore.provision)
             }
             if json { printJSONObject(campus.jsonObject) } else { say("Created campus \(campus.slug) (\(campus.name)).") }
         }
@@ -99,6 +100,29 @@ extension CampusCommand {
                 try await context.campuses.set(slug: slug, key: key, value: value, actor: TenantContext.actor)
             }
             if json { printJSONObject(campus.jsonObject) } else { say("Set \(key) of \(slug).") }
+        }
+    }
+
+    struct RotateBadgeKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-badge-key",
+            abstract: "Make a new badge-signing key; the old one verifies its badges until they expire.",
+            discussion: """
+                New badges are signed with the new key within 5 seconds on every server. The retired key stays \
+                in GET …/badge-keys for two days, longer than any badge lives.
+                """)
+        @Argument var slug: String
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let (kid, retired) = try await TenantContext.run(database: database, logging: logging) { context in
+                let campus = try await context.campuses.require(slug: slug)
+                return try await BadgeKeyStore(client: context.client).rotate(campus: campus, actor: TenantContext.actor)
+            }
+            if json { return printJSONObject(["kid": kid, "retired": retired]) }
+            say("New badge key \(kid) for \(slug)" + (retired.isEmpty ? "." : "; retired \(retired.joined(separator: ", ")) (verifies for two more days)."))
         }
     }
 

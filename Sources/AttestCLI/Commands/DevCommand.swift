@@ -124,9 +124,11 @@ enum DemoCampus {
         if campus == nil {
             campus = try await campuses.create(
                 NewCampus(slug: slug, name: "Demo University", timeZone: timeZone, deadlineMinute: 600, emailDomains: [domain]),
-                actor: actor)
+                actor: actor, setUp: BadgeKeyStore.provision)
         }
         guard let campus else { return [] }
+        let badgeKeys = BadgeKeyStore(client: client)
+        if try await badgeKeys.keys(campus: campus.id).isEmpty { _ = try await badgeKeys.rotate(campus: campus, actor: actor) }
         let questionnaires = QuestionnaireStore(client: client)
         if try await questionnaires.active(campus: campus.id) == nil {
             _ = try await questionnaires.publish(campus: campus, draft: DemoQuestionnaire.draft, actor: actor)

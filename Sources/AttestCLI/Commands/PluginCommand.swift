@@ -1,0 +1,151 @@
+import ArgumentParser
+import AttestPlugins
+import Foundation
+import Surveys
+import Tenancy
+
+struct PluginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plugin", abstract: "Choose a campus's badge rule and other plugins, with their settings.",
+        subcommands: [List.self, Enable.self, Disable.self])
+}
+
+extension PluginKind: ExpressibleByArgument {}
+
+extension PluginCommand {
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The plugins this build offers, or (with a campus) those the campus has enabled.")
+        @Argument(help: "A campus slug.") var campus: String?
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let registry = PluginSystem.registry
+            guard let campus else {
+                let available = ["badge-rule": registry.badgeRuleIDs]
+                if json { return printJSONObject(available) }
+                for (kind, ids) in available.sorted(by: { $0.key < $1.key }) {
+                    say("\(kind): \(ids.isEmpty ? "(none in this build)" : ids.joined(separator: ", "))")
+                }
+                return
+            }
+            let enabled = try await TenantContext.run(database: database, logging: logging) { context in
+                let found = try await context.campuses.require(slug: campus)
+                return try await CampusPluginStore(client: context.client).list(campus: found.id)
+            }
+            if json {
+                return printJSONObject(enabled.map { plugin -> [String: Any] in
+                    ["kind": plugin.kind.rawValue, "id": plugin.id, "enabledAt": plugin.enabledAt.ISO8601Format(),
+                     "settings": (try? JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.redacted(plugin.settings)), options: .fragmentsAllowed)) ?? NSNull()]
+                })
+            }
+            if enabled.allSatisfy({ $0.kind != .badgeRule }) {
+                say("badge-rule standard (default table; none enabled)")
+            }
+            for plugin in enabled {
+                let settings = (try? String(decoding: JSONEncoder().encode(Self.redacted(plugin.settings)), as: UTF8.self)) ?? ""
+                say("\(plugin.kind.rawValue) \(plugin.id) \(settings)")
+            }
+        }
+
+        /// Settings as shown: values of keys that look like secrets are hidden.
+        static func redacted(_ value: JSONValue) -> JSONValue {
+            switch value {
+            case .object(let object):
+                var shown: [String: JSONValue] = [:]
+                for (key, item) in object {
+                    let lower = key.lowercased()
+                    let secret = ["secret", "token", "password", "apikey", "api_key"].contains { lower.contains($0) }
+                    shown[key] = secret ? .string("(hidden)") : redacted(item)
+                }
+                return .object(shown)
+            case .array(let items): return .array(items.map(redacted))
+            default: return value
+            }
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Enable a plugin for a campus (again: replace its settings).",
+            discussion: """
+                Settings are checked before anything is stored. A campus has one badge rule: enabling \
+                one replaces the last. Servers pick the change up within 5 seconds. Example:
+                  attest plugin enable demo badge-rule standard --settings rules.json
+                """)
+        @Argument(help: "The campus slug.") var campus: String
+        @Argument(help: "badge-rule, testing-locations or sink.") var kind: PluginKind
+        @Argument(help: "The plugin id (`attest plugin list` shows them).") var id: String
+        @Option(help: "A JSON file with the plugin's settings, or the JSON itself ('{…}'). Without it, the plugin's defaults.")
+        var settings: String?
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let value = try readSettings()
+            let registry = PluginSystem.registry
+            try await TenantContext.run(database: database, logging: logging) { context in
+                let found = try await context.campuses.require(slug: campus)
+                switch kind {
+                case .badgeRule:
+                    let questionnaire = try await QuestionnaireStore(client: context.client).active(campus: found.id)
+                    do { _ = try registry.makeBadgeRule(id: id, settings: value, questionnaire: questionnaire) } catch let error as PluginSettingsError {
+                        throw CLIError("badge rule \(id) refused these settings: \(error.message); nothing was changed")
+                    }
+                case .testingLocations, .sink:
+                    throw CLIError("this build has no \(kind.rawValue) plugins yet: `attest plugin list` shows what it offers")
+                }
+                try await CampusPluginStore(client: context.client).enable(
+                    campus: found, kind: kind, id: id, settings: value, actor: TenantContext.actor)
+            }
+            say("Enabled \(kind.rawValue) \(id) for \(campus).")
+        }
+
+        func readSettings() throws -> JSONValue {
+            guard let settings else { return .null }
+            let trimmed = settings.trimmingCharacters(in: .whitespacesAndNewlines)
+            let data: Data
+            if trimmed.hasPrefix("{") || trimmed.hasPrefix("[") {
+                data = Data(trimmed.utf8)
+            } else {
+                do { data = try Data(contentsOf: URL(fileURLWithPath: settings)) } catch {
+                    throw CLIError("cannot read --settings \(settings): give a JSON file or the JSON itself")
+                }
+            }
+            do { return try JSONDecoder().decode(JSONValue.self, from: data) } catch {
+                throw CLIError("--settings is not valid JSON (\(Self.describe(error))): check the file")
+            }
+        }
+
+        static func describe(_ error: any Error) -> String {
+            if case DecodingError.dataCorrupted(let context) = error {
+                return (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+            }
+            return "\(error)"
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Disable a campus's plugin (a campus without a badge rule uses standard with its default table).")
+        @Argument var campus: String
+        @Argument var kind: PluginKind
+        @Argument var id: String
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let removed = try await TenantContext.run(database: database, logging: logging) { context in
+                let found = try await context.campuses.require(slug: campus)
+                return try await CampusPluginStore(client: context.client).disable(
+                    campus: found, kind: kind, id: id, actor: TenantContext.actor)
+            }
+            guard removed else {
+                throw CLIError("\(campus) has no \(kind.rawValue) \(id) enabled: `attest plugin list \(campus)` shows what is")
+            }
+            say("Disabled \(kind.rawValue) \(id) for \(campus).")
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import AttestPlugins
+import Foundation
+import Hummingbird
+import Surveys
+
+/// Badges: the member's own (`GET …/me/badge`), the campus's public keys
+/// (`GET …/badge-keys`) and the door check (`POST …/badges/verify`, screeners and admins).
+struct BadgeRoutes: Sendable {
+    let services: AttestServices
+
+    struct BadgeBody: ResponseEncodable {
+        var color: String
+        var date: String
+        var validUntil: String
+        var reason: String
+        var token: String
+    }
+
+    struct KeySet: ResponseEncodable {
+        var keys: [[String: String]]
+    }
+
+    struct VerificationBody: ResponseEncodable {
+        var valid: Bool
+        var color: String?
+        var date: String?
+        var validUntil: String?
+        var reason: String?
+        var detail: String?
+    }
+
+    func register(campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
+        signedIn.get("me/badge") { request, context -> Response in
+            let campus = try context.requireCampus()
+            let user = try context.requireSession().user
+            let badge: Badge
+            do {
+                badge = try await services.badges.today(campus: campus, user: user.id, now: services.clock())
+            } catch let error as BadgeError {
+                context.logger.error("no badge", metadata: ["error": "\(error)"])
+                throw Problem(.serviceUnavailable, slug: "badge-unavailable", title: "Badge unavailable", detail: "\(error).")
+            }
+            var response = try BadgeBody(
+                color: badge.color.rawValue, date: badge.date.description, validUntil: badge.validUntil.ISO8601Format(),
+                reason: badge.reason, token: badge.token
+            ).response(from: request, context: context)
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }
+
+        campus.get("badge-keys") { request, context -> Response in
+            let campus = try context.requireCampus()
+            let keys = try await services.badges.keys.keys(campus: campus.id)
+            var response = try KeySet(keys: keys.map(\.jwk)).response(from: request, context: context)
+            response.headers[.cacheControl] = "public, max-age=300"
+            return response
+        }
+
+        campus.group("badges").add(middleware: AuthenticationMiddleware(sessions: services.sessions, roles: [.screener, .admin]))
+            .post("verify") { request, context -> VerificationBody in
+                let campus = try context.requireCampus()
+                let body = try await request.jsonObject(context: context)
+                var problems: [Problem.FieldError] = []
+                for field in body.keys.sorted() where field != "token" {
+                    problems.append(.init(field: field, message: "is not a field of a verification request"))
+                }
+                guard case .string(let token)? = body["token"], !token.isEmpty else {
+                    problems.insert(.init(field: "token", message: "is required: the badge token the member shows (a string)"), at: 0)
+                    throw Problem.validation(problems)
+                }
+                guard problems.isEmpty else { throw Problem.validation(problems) }
+                switch try await services.badges.verify(token: token, campus: campus, now: services.clock()) {
+                case .valid(let claims):
+                    return VerificationBody(
+                        valid: true, color: claims.color, date: claims.date,
+                        validUntil: Date(timeIntervalSince1970: TimeInterval(claims.exp)).ISO8601Format())
+                case .invalid(let rejection):
+                    return VerificationBody(valid: false, reason: rejection.rawValue, detail: rejection.detail)
+                }
+            }
+    }
+}

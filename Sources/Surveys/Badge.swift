@@ -1,0 +1,165 @@
+import AttestPlugins
+import AttestPostgres
+import Crypto
+import Foundation
+import Tenancy
+
+/// A member's badge for one campus-local day.
+public struct Badge: Sendable, Equatable {
+    public var color: BadgeColor
+    public var date: LocalDate
+    public var validUntil: Date
+    public var reason: String
+    /// A compact JWS (ES256) a door scanner can check offline against `GET …/badge-keys`.
+    public var token: String
+}
+
+/// What a badge token says: campus slug, the member's pseudonym (never the email), the
+/// campus-local date, the colour, issued-at and expiry (seconds since 1970).
+public struct BadgeClaims: Codable, Sendable, Equatable {
+    public var campus: String
+    public var sub: String
+    public var date: String
+    public var color: String
+    public var iat: Int
+    public var exp: Int
+
+    public init(campus: String, sub: String, date: String, color: String, iat: Int, exp: Int) {
+        (self.campus, self.sub, self.date, self.color, self.iat, self.exp) = (campus, sub, date, color, iat, exp)
+    }
+
+    /// NumericDate may carry a fraction (RFC 7519 §2); whole seconds are kept.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        campus = try container.decode(String.self, forKey: .campus)
+        sub = try container.decode(String.self, forKey: .sub)
+        date = try container.decode(String.self, forKey: .date)
+        color = try container.decode(String.self, forKey: .color)
+        iat = Int(try container.decode(Double.self, forKey: .iat).rounded(.down))
+        exp = Int(try container.decode(Double.self, forKey: .exp).rounded(.down))
+    }
+}
+
+/// Why a presented badge token is not accepted.
+public enum BadgeRejection: String, Sendable, Equatable {
+    case malformed = "malformed"
+    case otherCampus = "other-campus"
+    case unknownKey = "unknown-key"
+    case badSignature = "bad-signature"
+    case expired = "expired"
+
+    public var detail: String {
+        switch self {
+        case .malformed: "This is not a badge token: ask the member to show the badge again."
+        case .otherCampus: "This badge was issued by another campus."
+        case .unknownKey: "The badge was signed with a key this campus does not know (or no longer uses)."
+        case .badSignature: "The badge's signature does not match its contents: it was altered or forged."
+        case .expired: "The badge has expired: badges are valid until the end of the day they were issued for."
+        }
+    }
+}
+
+/// The outcome of checking a badge token.
+public enum BadgeVerification: Sendable, Equatable {
+    case valid(BadgeClaims)
+    case invalid(BadgeRejection)
+}
+
+/// Signs and checks badge tokens: JWS compact serialisation, ES256 (RFC 7515/7518).
+public enum BadgeToken {
+    struct Header: Codable {
+        var alg: String
+        var typ: String?
+        var kid: String
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    public static func sign(_ claims: BadgeClaims, with key: BadgeKey) throws -> String {
+        let header = Base64URL.encode(try encoder.encode(Header(alg: "ES256", typ: "JWT", kid: key.kid)))
+        let payload = Base64URL.encode(try encoder.encode(claims))
+        let input = header + "." + payload
+        let signature = try key.privateKey.signature(for: Data(input.utf8))
+        return input + "." + Base64URL.encode(signature.rawRepresentation)
+    }
+
+    /// Checks a token presented at `campus`: shape, campus, key, signature, expiry, in that
+    /// order, so the answer names the first thing wrong.
+    public static func verify(_ token: String, campus: String, keys: [BadgeKey], now: Date) -> BadgeVerification {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard token.utf8.count <= 4096, parts.count == 3,
+            let headerData = Base64URL.decode(parts[0]), let header = try? JSONDecoder().decode(Header.self, from: headerData),
+            let payloadData = Base64URL.decode(parts[1]), let claims = try? JSONDecoder().decode(BadgeClaims.self, from: payloadData),
+            let signatureData = Base64URL.decode(parts[2])
+        else { return .invalid(.malformed) }
+        guard claims.campus == campus else { return .invalid(.otherCampus) }
+        guard header.alg == "ES256", let key = keys.first(where: { $0.kid == header.kid }) else { return .invalid(.unknownKey) }
+        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
+            key.publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
+        else { return .invalid(.badSignature) }
+        guard Double(claims.exp) > now.timeIntervalSince1970 else { return .invalid(.expired) }
+        return .valid(claims)
+    }
+}
+
+/// Today's badge and the checking of presented ones.
+public struct BadgeService: Sendable {
+    let client: PostgresClient
+    public let keys: BadgeKeyStore
+
+    public init(client: PostgresClient, keys: BadgeKeyStore) {
+        self.client = client
+        self.keys = keys
+    }
+
+    public static let notSubmitted = "Not submitted today: answer today's survey to get your badge."
+
+    /// The member's badge for the campus-local day of `now`: the colour of today's
+    /// attestation, or gray when there is none.
+    public func today(campus: Campus, user: UserID, now: Date) async throws -> Badge {
+        let date = campus.localDate(at: now)
+        let rows = try await client.query(
+            """
+            SELECT u.pseudonym, a.color, a.reason, a.valid_until
+            FROM users u
+            LEFT JOIN attestations a ON a.campus_id = u.campus_id AND a.user_id = u.id AND a.local_date = \(date)
+            WHERE u.campus_id = \(campus.id) AND u.id = \(user)
+            """, campus: campus.id.rawValue)
+        guard let row = rows.first else { throw BadgeError.unknownUser }
+        let pseudonym: UUID = try row.decode("pseudonym")
+        var color = BadgeColor.gray, reason = Self.notSubmitted, validUntil = campus.nextWindow(after: now)
+        if let stored = try row.decode("color", as: String?.self) {
+            color = BadgeColor(rawValue: stored) ?? .yellow
+            reason = try row.decode("reason")
+            validUntil = try row.decode("valid_until")
+        }
+        guard let key = try await keys.keys(campus: campus.id).first(where: { $0.retiredAt == nil }) else {
+            throw BadgeError.noSigningKey(campus: campus.slug)
+        }
+        let claims = BadgeClaims(
+            campus: campus.slug, sub: pseudonym.uuidString.lowercased(), date: date.description, color: color.rawValue,
+            iat: Int(now.timeIntervalSince1970), exp: Int(validUntil.timeIntervalSince1970.rounded(.up)))
+        return Badge(color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key))
+    }
+
+    /// Checks a token presented at `campus`'s door.
+    public func verify(token: String, campus: Campus, now: Date) async throws -> BadgeVerification {
+        BadgeToken.verify(token, campus: campus.slug, keys: try await keys.keys(campus: campus.id), now: now)
+    }
+}
+
+public enum BadgeError: Error, CustomStringConvertible {
+    case unknownUser
+    case noSigningKey(campus: String)
+
+    public var description: String {
+        switch self {
+        case .unknownUser: "the signed-in user no longer exists at this campus"
+        case .noSigningKey(let campus): "campus \(campus) has no badge-signing key: run `attest campus rotate-badge-key \(campus)`"
+        }
+    }
+}

@@ -1,0 +1,201 @@
+@testable import AttestHTTP
+import AttestPlugins
+import AttestPostgres
+import AttestTestSupport
+import Crypto
+import Foundation
+import JWTKit
+import Surveys
+import Tenancy
+import Testing
+
+/// What a door scanner decodes, with jwt-kit, from a badge token.
+struct ScannedBadge: JWTPayload {
+    var campus: String
+    var sub: SubjectClaim
+    var date: String
+    var color: String
+    var iat: IssuedAtClaim
+    var exp: ExpirationClaim
+
+    /// Expiry is checked by the test against its own clock (`exp.verifyNotExpired(currentDate:)`).
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+@Suite("Badges")
+struct BadgeTests {
+    static let badgePath = "/v1/campuses/{campus}/me/badge"
+    static let keysPath = "/v1/campuses/{campus}/badge-keys"
+    static let verifyPath = "/v1/campuses/{campus}/badges/verify"
+    static let submitPath = "/v1/campuses/{campus}/attestations"
+
+    /// A door scanner: the campus's JWKS fetched once, then tokens checked offline.
+    static func scanner(_ api: APIClient, campus: String) async throws -> JWTKeyCollection {
+        let jwks = try await api.send(.get, "/v1/campuses/\(campus)/badge-keys", template: keysPath)
+        #expect(jwks.status == 200)
+        #expect(jwks.headers[.cacheControl] == "public, max-age=300")
+        return try await JWTKeyCollection().add(jwksJSON: jwks.body)
+    }
+
+    static func payload(of token: String) throws -> [String: Any] { try part(1, of: token) }
+
+    /// The JSON of a JWS part (0 header, 1 payload), decoded without checking anything.
+    static func part(_ index: Int, of token: String) throws -> [String: Any] {
+        let part = token.split(separator: ".")[index]
+        var base64 = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return try JSONSerialization.jsonObject(with: Data(base64Encoded: base64)!) as! [String: Any]
+    }
+
+    static func verify(_ api: APIClient, _ token: String, at campus: String = "north", as screener: String) async throws -> APIClient.Reply {
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: ["token": token]), as: UTF8.self)
+        return try await api.send(.post, "/v1/campuses/\(campus)/badges/verify", template: verifyPath, token: screener, json: body)
+    }
+
+    @Test func grayUntilSubmittedThenASignedBadgeAScannerChecksOffline() async throws {
+        let clock = TestClock(Date())
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let (member, token) = try await server.user("m@example.edu", at: campus)
+        let pseudonym: UUID = try await server.pool.query(
+            "SELECT pseudonym FROM users WHERE campus_id = \(campus.id) AND id = \(member.id)", campus: campus.id.rawValue)[0].decode("pseudonym")
+        let today = campus.localDate(at: clock.read()).description
+        try await server.run { api in
+            let gray = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: token)
+            #expect(gray.status == 200)
+            #expect(gray.json["color"] as? String == "gray")
+            #expect(gray.json["reason"] as? String == BadgeService.notSubmitted)
+            #expect(gray.json["date"] as? String == today)
+            #expect(gray.headers[.cacheControl] == "no-store")
+
+            let submitted = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.submitPath, token: token,
+                json: AttestationTests.body(#"{"fever": true, "cough": false}"#))
+            #expect(submitted.status == 201)
+            let badge = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: token)
+            #expect(badge.json["color"] as? String == "yellow")
+            #expect(badge.json["validUntil"] as? String == (submitted.json["badge"] as? [String: Any])?["validUntil"] as? String)
+            let badgeToken = try #require(badge.json["token"] as? String)
+
+            // The token names a pseudonym, never the email.
+            let claims = try Self.payload(of: badgeToken)
+            #expect(claims["sub"] as? String == pseudonym.uuidString.lowercased())
+            #expect(!claims.description.contains("@"))
+
+            // Offline, with jwt-kit and the published keys only.
+            let scanned = try await Self.scanner(api, campus: "north").verify(badgeToken, as: ScannedBadge.self)
+            #expect(scanned.campus == "north" && scanned.color == "yellow" && scanned.date == today)
+            try scanned.exp.verifyNotExpired(currentDate: clock.read())
+            #expect(throws: JWTError.self) { try scanned.exp.verifyNotExpired(currentDate: clock.read().addingTimeInterval(86_400 + 3_600)) }
+
+            // At the door, online.
+            let (_, screener) = try await server.user("door@example.edu", at: campus, roles: [.screener])
+            let checked = try await Self.verify(api, badgeToken, as: screener)
+            #expect(checked.status == 200)
+            #expect(checked.json["valid"] as? Bool == true)
+            #expect(checked.json["color"] as? String == "yellow")
+            #expect(checked.json["date"] as? String == today)
+
+            // Members and health officers do not verify badges; admins do.
+            let refused = try await Self.verify(api, badgeToken, as: token)
+            #expect(refused.status == 403)
+            let (_, officer) = try await server.user("ho@example.edu", at: campus, roles: [.healthOfficer])
+            #expect(try await Self.verify(api, badgeToken, as: officer).status == 403)
+            let (_, admin) = try await server.user("admin@example.edu", at: campus, roles: [.admin])
+            #expect(try await Self.verify(api, badgeToken, as: admin).json["valid"] as? Bool == true)
+            #expect(try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath).status == 401)
+        }
+    }
+
+    @Test func tamperedExpiredForeignAndForgedTokensAreRefusedWithTheReason() async throws {
+        let clock = TestClock(Date())
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        let south = try await server.campus("south")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: south, draft: AttestationTests.draft, actor: "test")
+        let (_, member) = try await server.user("m@example.edu", at: north)
+        let (_, southMember) = try await server.user("m@example.edu", at: south)
+        let (_, screener) = try await server.user("door@example.edu", at: north, roles: [.screener])
+        try await server.run { api in
+            _ = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.submitPath, token: member,
+                json: AttestationTests.body(#"{"fever": false, "cough": false, "temperature": 39.2}"#))
+            let red = try #require(try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member).json["token"] as? String)
+            #expect(try Self.payload(of: red)["color"] as? String == "red")
+            let scanner = try await Self.scanner(api, campus: "north")
+
+            // Tampered: the payload says green, the signature was made for red.
+            let parts = red.split(separator: ".").map(String.init)
+            let green = try Self.payload(of: red).merging(["color": "green"]) { $1 }
+            let forgedPayload = try JSONSerialization.data(withJSONObject: green, options: .sortedKeys).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            let tampered = [parts[0], forgedPayload, parts[2]].joined(separator: ".")
+            let tamperedReply = try await Self.verify(api, tampered, as: screener)
+            #expect(tamperedReply.json["valid"] as? Bool == false)
+            #expect(tamperedReply.json["reason"] as? String == "bad-signature")
+            await #expect(throws: (any Error).self) { try await scanner.verify(tampered, as: ScannedBadge.self) }
+
+            // Another campus's genuine badge.
+            let foreign = try #require(try await api.send(.get, "/v1/campuses/south/me/badge", template: Self.badgePath, token: southMember).json["token"] as? String)
+            #expect(try await Self.verify(api, foreign, as: screener).json["reason"] as? String == "other-campus")
+            await #expect(throws: (any Error).self) { try await scanner.verify(foreign, as: ScannedBadge.self) }
+            _ = try await Self.scanner(api, campus: "south").verify(foreign, as: ScannedBadge.self)
+
+            // Signed by a key this campus never had, claiming to be north's.
+            let rogue = P256.Signing.PrivateKey()
+            let rogueKey = try await JWTKeyCollection().add(ecdsa: ES256PrivateKey(backing: rogue), kid: "rogue")
+            let forged = try await rogueKey.sign(
+                ScannedBadge(campus: "north", sub: "x", date: "2026-11-20", color: "green", iat: .init(value: Date()), exp: .init(value: Date().addingTimeInterval(3600))),
+                kid: "rogue")
+            let forgedReply = try await Self.verify(api, forged, as: screener)
+            #expect(forgedReply.json["reason"] as? String == "unknown-key", "\(forgedReply.body) \(forged)")
+            await #expect(throws: (any Error).self) { try await scanner.verify(forged, as: ScannedBadge.self) }
+
+            for garbage in ["", "a.b", "not.a.token", red + "x.y"] {
+                let reply = try await Self.verify(api, garbage, as: screener)
+                if garbage.isEmpty {
+                    #expect(reply.status == 422 && reply.problem.fields == ["token"])
+                } else {
+                    #expect(reply.json["reason"] as? String == "malformed", "\(garbage)")
+                }
+            }
+            let extra = try await api.send(
+                .post, "/v1/campuses/north/badges/verify", template: Self.verifyPath, token: screener, json: #"{"token": 5, "colour": "green"}"#)
+            #expect(extra.status == 422 && extra.problem.fields == ["token", "colour"])
+
+            // Tomorrow, today's badge has expired.
+            try clock.set(clock.read().addingTimeInterval(26 * 3600).ISO8601Format())
+            let expired = try await Self.verify(api, red, as: screener)
+            #expect(expired.json["valid"] as? Bool == false)
+            #expect(expired.json["reason"] as? String == "expired")
+        }
+    }
+
+    @Test func aRotatedKeyStillVerifiesItsBadgesAndNewBadgesUseTheNewKey() async throws {
+        let clock = TestClock(Date())
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let (_, member) = try await server.user("m@example.edu", at: campus)
+        let (_, screener) = try await server.user("door@example.edu", at: campus, roles: [.screener])
+        try await server.run { api in
+            let before = try #require(try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member).json["token"] as? String)
+            let (kid, retired) = try await server.services.badges.keys.rotate(campus: campus, actor: "test")
+            #expect(retired.count == 1)
+            let after = try #require(try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member).json["token"] as? String)
+            func kidOf(_ token: String) throws -> String? { try Self.part(0, of: token)["kid"] as? String }
+            #expect(try kidOf(after) == kid)
+            #expect(try kidOf(before) == retired[0])
+            let keys = try await api.send(.get, "/v1/campuses/north/badge-keys", template: Self.keysPath)
+            #expect(((keys.json["keys"] as? [[String: Any]]) ?? []).compactMap { $0["kid"] as? String } == [kid, retired[0]])
+            let scanner = try await Self.scanner(api, campus: "north")
+            _ = try await scanner.verify(before, as: ScannedBadge.self)
+            _ = try await scanner.verify(after, as: ScannedBadge.self)
+            #expect(try await Self.verify(api, before, as: screener).json["valid"] as? Bool == true)
+            #expect(try await Self.verify(api, after, as: screener).json["valid"] as? Bool == true)
+        }
+        // Past its two days, a retired key is neither published nor trusted.
+        let client = TestDatabase.client(database: server.database)
+        _ = try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            try await connection.query("UPDATE badge_keys SET retired_at = now() - interval '3 days' WHERE retired_at IS NOT NULL")
+        }
+        #expect(try await BadgeKeyStore(client: client).keys(campus: campus.id).count == 1)
+        await client.shutdown()
+    }
+}
