@@ -12,6 +12,18 @@ final class LibPQConnection: @unchecked Sendable {
     private var broken = false
     /// Where this connection goes, for messages (never the password).
     let target: String
+    /// Statements prepared on this connection (by text and parameter types), by name. A
+    /// statement the application runs again is parsed and planned once per connection; the
+    /// server may then keep a generic plan, which matters most under row-level security.
+    private var prepared: [PreparedKey: String] = [:]
+    /// Past this many, further statements run unprepared (text built from unbounded input
+    /// must not grow the server's memory).
+    static let maxPreparedStatements = 256
+
+    struct PreparedKey: Hashable {
+        let text: String
+        let types: [UInt32]
+    }
 
     private init(handle: OpaquePointer, notices: Unmanaged<NoticeSink>, target: String) {
         self.handle = handle
@@ -172,8 +184,10 @@ final class LibPQConnection: @unchecked Sendable {
     func execute(_ sql: SQL) throws -> PostgresRows {
         if let failure = sql.encodingFailure { throw failure }
         let text = sql.text
+        let name = prepare(sql, text: text)
         let result = withParameters(of: sql) { count, types, values, lengths, formats in
-            PQexecParams(handle, text, count, types, values, lengths, formats, 1)
+            if let name { return PQexecPrepared(handle, name, count, values, lengths, formats, 1) }
+            return PQexecParams(handle, text, count, types, values, lengths, formats, 1)
         }
         defer { PQclear(result) }
         return try rows(from: result, query: text)
@@ -199,6 +213,31 @@ final class LibPQConnection: @unchecked Sendable {
         return result.flatMap { PQcmdStatus($0) }.map { String(cString: $0) } ?? ""
     }
 
+    // MARK: Prepared statements
+
+    /// The name `sql` is prepared under on this connection, preparing it first when it is new
+    /// (one round trip, once per connection). nil: run it unprepared (no parameters, not a
+    /// plain query, the cache full, or the server refused it, whose error the unprepared run
+    /// then reports in full).
+    private func prepare(_ sql: SQL, text: String) -> String? {
+        guard !sql.bindings.isEmpty, Self.isPreparable(text) else { return nil }
+        let key = PreparedKey(text: text, types: sql.bindings.map { UInt32($0.type.oid) })
+        if let name = prepared[key] { return name }
+        guard prepared.count < Self.maxPreparedStatements else { return nil }
+        let name = "attest_\(prepared.count + 1)"
+        let result = PQprepare(handle, name, text, Int32(key.types.count), key.types.map { Oid($0) })
+        defer { PQclear(result) }
+        guard let result, PQresultStatus(result) == PGRES_COMMAND_OK else { return nil }
+        prepared[key] = name
+        return name
+    }
+
+    /// Queries and data changes; utility statements (BEGIN, SET, DDL) gain nothing.
+    static func isPreparable(_ text: String) -> Bool {
+        let head = text.drop { $0.isWhitespace }.prefix(6).uppercased()
+        return ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH"].contains { head.hasPrefix($0) }
+    }
+
     // MARK: Pipeline
 
     /// Sends every unit's statements and a sync after each unit, in one go, then reads all
@@ -206,6 +245,12 @@ final class LibPQConnection: @unchecked Sendable {
     /// back and skips the rest of its own unit only. Throws only when the connection broke,
     /// after which the outcome of the units is unknown.
     func pipeline(_ units: [PipelineUnit]) throws -> [Result<[PostgresRows], PostgresError>] {
+        // New statements are prepared first, outside the pipeline.
+        let names: [[String?]] = units.map { unit in
+            let statements = unit.statementsToSend
+            guard statements.allSatisfy({ $0.encodingFailure == nil }) else { return [] }
+            return statements.map { prepare($0, text: $0.text) }
+        }
         guard PQenterPipelineMode(handle) == 1 else {
             throw PostgresError(code: .protocolError, message: "cannot enter pipeline mode: \(Self.errorMessage(handle))")
         }
@@ -219,10 +264,11 @@ final class LibPQConnection: @unchecked Sendable {
                     outcomes[index] = .failure(failure)
                     continue
                 }
-                for sql in statements {
+                for (sql, name) in zip(statements, names[index]) {
                     let text = sql.text
                     let sent = withParameters(of: sql) { count, types, values, lengths, formats in
-                        PQsendQueryParams(handle, text, count, types, values, lengths, formats, 1)
+                        if let name { return PQsendQueryPrepared(handle, name, count, values, lengths, formats, 1) }
+                        return PQsendQueryParams(handle, text, count, types, values, lengths, formats, 1)
                     }
                     guard sent == 1 else { throw connectionError(during: "sending a pipelined statement") }
                 }

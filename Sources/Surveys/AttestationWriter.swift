@@ -38,18 +38,23 @@ public enum WriteOutcome: Sendable, Equatable {
 }
 
 /// Writes attestations in batches (group commit): submissions that arrive together are
-/// sent as one libpq pipeline, each as its own unit of work (its own implicit transaction),
-/// and each caller gets its own outcome. A member's conflict never fails the others.
+/// written in one transaction sent as one libpq pipeline, and each caller gets its own outcome.
+/// A member's conflict never fails the others.
 ///
-/// Each unit is one statement that inserts the attestation (`ON CONFLICT DO NOTHING`) and,
-/// only if it went in, adds its deltas to the day's rollups (in one of 16 shard rows, so
-/// concurrent writers do not queue on one counter row) and writes its events to the outbox,
-/// one row per event and subscribed sink (none when no sink listens), then a read of the row
-/// that decides created, replayed or already submitted. It is a `Service`: run it with the server.
+/// Per submission, one statement inserts the attestation (`ON CONFLICT DO NOTHING`: a second
+/// one for the same member and day, or a repeated `Idempotency-Key`, inserts nothing) and
+/// writes its outbox events, one row per event and subscribed sink (none when no sink
+/// listens); a read then tells created, replayed or already submitted. Per campus in the
+/// batch, one statement adds the batch's deltas to the day's rollups, in the worker's own
+/// shard row, so concurrent batches never wait on each other's counters. Submissions are
+/// ordered by campus and member, so concurrent batches take their locks in one order.
+///
+/// If anything in the batch fails (a member deleted meanwhile, say), the transaction rolls
+/// back as a whole and the batch is written again one submission per transaction, so the
+/// failure stays with its own caller. It is a `Service`: run it with the server.
 public final class AttestationWriter: Service, Sendable {
     struct Job {
         let pending: PendingAttestation
-        let unit: PipelineUnit
         let continuation: CheckedContinuation<WriteOutcome, any Error>
     }
 
@@ -63,6 +68,9 @@ public final class AttestationWriter: Service, Sendable {
     let maxBatch: Int
     let workers: Int
     let logger: Logger
+    /// Each worker adds its deltas to its own shard row; servers start at a random shard.
+    let firstShard = Int.random(in: 0..<shards)
+    static let shards = 16
     private let state = Mutex(State())
 
     /// `workers` batches may be in flight at once, each on its own connection.
@@ -75,9 +83,8 @@ public final class AttestationWriter: Service, Sendable {
 
     /// Queues a submission and waits for its outcome.
     public func submit(_ pending: PendingAttestation) async throws -> WriteOutcome {
-        let unit = PipelineUnit(campus: pending.campus.rawValue, statements: Self.statements(for: pending))
-        return try await withCheckedThrowingContinuation { continuation in
-            let job = Job(pending: pending, unit: unit, continuation: continuation)
+        try await withCheckedThrowingContinuation { continuation in
+            let job = Job(pending: pending, continuation: continuation)
             let admission = state.withLock { state -> Admission in
                 if state.closed { return .refused }
                 state.queue.append(job)
@@ -101,8 +108,8 @@ public final class AttestationWriter: Service, Sendable {
     /// Runs the workers until graceful shutdown; queued submissions are written before it returns.
     public func run() async throws {
         await withDiscardingTaskGroup { group in
-            for _ in 0..<workers {
-                group.addTask { await self.work() }
+            for worker in 0..<workers {
+                group.addTask { await self.work(shard: Int16((self.firstShard + worker) % Self.shards)) }
             }
             group.addTask {
                 try? await gracefulShutdown()
@@ -120,9 +127,9 @@ public final class AttestationWriter: Service, Sendable {
         for worker in idle { worker.resume(returning: nil) }
     }
 
-    private func work() async {
+    private func work(shard: Int16) async {
         while let batch = await nextBatch() {
-            await write(batch)
+            await write(batch, shard: shard)
         }
     }
 
@@ -144,11 +151,34 @@ public final class AttestationWriter: Service, Sendable {
         return batch
     }
 
-    private func write(_ batch: [Job]) async {
+    private func write(_ unordered: [Job], shard: Int16) async {
+        let batch = unordered.sorted {
+            ($0.pending.campus.description, $0.pending.user.description) < ($1.pending.campus.description, $1.pending.user.description)
+        }
         do {
-            let outcomes = try await client.withConnection { try await $0.pipeline(batch.map(\.unit)) }
-            for (job, outcome) in zip(batch, outcomes) {
-                job.continuation.resume(with: Result { try Self.interpret(outcome.get(), job.pending) })
+            let together = try await client.withConnection { try await $0.pipeline([Self.unit(for: batch.map(\.pending), shard: shard)]) }
+            if case .success(let results) = together[0] {
+                // Per campus: set campus, then insert and read per submission, then the deltas.
+                var index = 0, campus: CampusID?
+                for job in batch {
+                    if job.pending.campus != campus {
+                        if campus != nil { index += 1 }  // the previous campus's deltas
+                        campus = job.pending.campus
+                        index += 1  // set campus
+                    }
+                    let outcome = Result { try Self.interpret(Array(results[index..<index + 2]), job.pending) }
+                    job.continuation.resume(with: outcome)
+                    index += 2
+                }
+                return
+            }
+            // Something in the batch failed and it all rolled back: one transaction each now.
+            let alone = try await client.withConnection { connection in
+                try await connection.pipeline(batch.map { Self.unit(for: [$0.pending], shard: shard) })
+            }
+            for (job, outcome) in zip(batch, alone) {
+                // Alone: set campus, insert, read, deltas.
+                job.continuation.resume(with: Result { try Self.interpret(Array(outcome.get()[1..<3]), job.pending) })
             }
         } catch {
             // The connection broke mid-batch: the outcome is unknown to every caller, who may
@@ -160,44 +190,40 @@ public final class AttestationWriter: Service, Sendable {
 
     // MARK: The unit of work
 
-    static func statements(for pending: PendingAttestation) -> [SQL] {
+    /// One transaction for `batch` (ordered by campus): per campus, set the campus, insert and
+    /// read each submission, then add the rollup deltas of those inserted.
+    static func unit(for batch: [PendingAttestation], shard: Int16) -> PipelineUnit {
+        var statements: [SQL] = []
+        var start = 0
+        while start < batch.count {
+            let campus = batch[start].campus
+            let end = batch[start...].firstIndex { $0.campus != campus } ?? batch.count
+            statements.append("SELECT set_config('attest.campus_id', \(campus.description), true)")
+            for pending in batch[start..<end] {
+                statements += [insert(pending), existing(pending)]
+            }
+            statements.append(deltas(Array(batch[start..<end]), shard: shard))
+            start = end
+        }
+        return PipelineUnit(statements: statements)
+    }
+
+    /// Inserts the attestation unless the member already has one that day (or that key),
+    /// and its outbox events for the sinks that subscribe to them.
+    static func insert(_ pending: PendingAttestation) -> SQL {
         let a = pending.attestation
         let campus = pending.campus, user = pending.user
-        // Spread each day's counters over 16 rows by user, so writers rarely share a row.
-        let shard = Int16(withUnsafeBytes(of: user.rawValue.uuid) { $0[15] } % 16)
-        var questions: [String] = [], values: [String] = []
-        for question in pending.questionnaire.questions {
-            switch pending.answers[question.id] {
-            case .bool(true)?: questions.append(question.id); values.append("true")
-            case .text(let option)? where question.kind == .choice: questions.append(question.id); values.append(option)
-            default: break
-            }
-        }
         let answers = (try? PostgresJSON(encoding: pending.answers)) ?? PostgresJSON("{}")
         let events = Self.events(for: pending)
         let payloads = events.map { (try? String(decoding: JSONEncoder().encode($0), as: UTF8.self)) ?? "{}" }
-        let onTime = a.onTime ? 1 : 0
-        let insert: SQL = """
+        return """
             WITH inserted AS (
                 INSERT INTO attestations (campus_id, id, user_id, local_date, submitted_at, on_time, survey_version, answers,
                                           color, reason, valid_until, rule_id, rule_version, idempotency_key)
                 VALUES (\(campus), \(a.id), \(user), \(a.date), \(a.submittedAt), \(a.onTime), \(a.surveyVersion), \(answers),
                         \(a.color.rawValue), \(a.reason), \(a.validUntil), \(a.ruleID), \(a.ruleVersion), \(a.idempotencyKey))
                 ON CONFLICT DO NOTHING
-                RETURNING local_date
-            ), stats AS (
-                INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
-                SELECT \(campus), local_date, \(shard), 1, \(onTime), \(1 - onTime),
-                       \(a.color == .green ? 1 : 0), \(a.color == .yellow ? 1 : 0), \(a.color == .red ? 1 : 0)
-                FROM inserted
-                ON CONFLICT (campus_id, local_date, shard) DO UPDATE SET
-                    submitted = s.submitted + 1, on_time = s.on_time + EXCLUDED.on_time, late = s.late + EXCLUDED.late,
-                    green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow, red = s.red + EXCLUDED.red
-            ), counted AS (
-                INSERT INTO daily_answer_counts AS c (campus_id, local_date, question_id, answer, shard, count)
-                SELECT \(campus), i.local_date, x.question, x.answer, \(shard), 1
-                FROM inserted i CROSS JOIN unnest(\(questions), \(values)) AS x(question, answer)
-                ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + 1
+                RETURNING id
             ), announced AS (
                 INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload)
                 SELECT \(campus), e.id::uuid, e.event, p.plugin_id, e.payload::jsonb
@@ -208,15 +234,61 @@ public final class AttestationWriter: Service, Sendable {
             )
             SELECT count(*) AS inserted FROM inserted
             """
-        let existing: SQL = """
+    }
+
+    /// The member's attestation for that day or with that key, the key's first.
+    static func existing(_ pending: PendingAttestation) -> SQL {
+        let a = pending.attestation
+        return """
             SELECT id, local_date, submitted_at, on_time, survey_version, color, reason, valid_until, rule_id, rule_version,
                    idempotency_key
             FROM attestations
-            WHERE campus_id = \(campus) AND user_id = \(user) AND (local_date = \(a.date) OR idempotency_key = \(a.idempotencyKey))
+            WHERE campus_id = \(pending.campus) AND user_id = \(pending.user)
+              AND (local_date = \(a.date) OR idempotency_key = \(a.idempotencyKey))
             ORDER BY (idempotency_key IS NOT DISTINCT FROM \(a.idempotencyKey)) DESC
             LIMIT 1
             """
-        return [insert, existing]
+    }
+
+    /// Adds to one campus's daily rollups what the batch's inserted attestations count:
+    /// those are the rows with the batch's fresh ids (a conflicting submission inserted
+    /// nothing). Rows are upserted in key order, so concurrent writers lock them in one order.
+    static func deltas(_ batch: [PendingAttestation], shard: Int16) -> SQL {
+        let campus = batch[0].campus
+        var ids: [UUID] = [], answerIDs: [UUID] = [], questions: [String] = [], values: [String] = []
+        for pending in batch {
+            ids.append(pending.attestation.id)
+            for question in pending.questionnaire.questions {
+                switch pending.answers[question.id] {
+                case .bool(true)?: answerIDs.append(pending.attestation.id); questions.append(question.id); values.append("true")
+                case .text(let option)? where question.kind == .choice:
+                    answerIDs.append(pending.attestation.id); questions.append(question.id); values.append(option)
+                default: break
+                }
+            }
+        }
+        return """
+            WITH mine AS (
+                SELECT id, local_date, on_time, color FROM attestations WHERE campus_id = \(campus) AND id = ANY(\(ids))
+            ), stats AS (
+                INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
+                SELECT \(campus), local_date, \(shard), count(*), count(*) FILTER (WHERE on_time), count(*) FILTER (WHERE NOT on_time),
+                       count(*) FILTER (WHERE color = 'green'), count(*) FILTER (WHERE color = 'yellow'),
+                       count(*) FILTER (WHERE color = 'red')
+                FROM mine GROUP BY local_date ORDER BY local_date
+                ON CONFLICT (campus_id, local_date, shard) DO UPDATE SET
+                    submitted = s.submitted + EXCLUDED.submitted, on_time = s.on_time + EXCLUDED.on_time,
+                    late = s.late + EXCLUDED.late, green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow,
+                    red = s.red + EXCLUDED.red
+            ), counted AS (
+                INSERT INTO daily_answer_counts AS c (campus_id, local_date, question_id, answer, shard, count)
+                SELECT \(campus), m.local_date, x.question, x.answer, \(shard), count(*)
+                FROM mine m JOIN unnest(\(answerIDs), \(questions), \(values)) AS x(id, question, answer) ON x.id = m.id
+                GROUP BY m.local_date, x.question, x.answer ORDER BY m.local_date, x.question, x.answer
+                ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count
+            )
+            SELECT count(*) AS counted FROM mine
+            """
     }
 
     /// The events an attestation announces: always submitted; late after the deadline; red badges.

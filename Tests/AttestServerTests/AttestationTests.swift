@@ -6,7 +6,7 @@ import BuiltinPlugins
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Surveys
+@testable import Surveys
 import Synchronization
 import Tenancy
 import Testing
@@ -197,6 +197,44 @@ struct AttestationTests {
             #expect(try await Self.count(server, campus) == 2)
             let stats = try await server.pool.query("SELECT sum(submitted) AS n FROM daily_stats", campus: campus.id.rawValue)
             #expect(try stats[0].decode("n", as: Int.self) == 2)
+        }
+    }
+
+    @Test func aFailingSubmissionInABatchFailsAloneAndTheRollupsCountOnlyWhatWasStored() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock)
+        let questionnaire = try #require(try await QuestionnaireStore(client: server.pool).active(campus: campus.id))
+        var added: [UserID] = []
+        for index in 0..<30 { added.append(try await server.user("m\(index)@example.edu", at: campus).user.id) }
+        let members = added
+        let ghost = UserID(UUID())  // not a member: its insert breaks the batch's transaction
+        try await server.run { _ in
+            let outcomes = await withTaskGroup(of: (UserID, Bool).self) { group in
+                for user in members + [ghost] {
+                    group.addTask {
+                        let attestation = Attestation(
+                            id: UUID(), date: LocalDate(year: 2026, month: 11, day: 20), submittedAt: clock.read(), onTime: true,
+                            surveyVersion: 1, color: .yellow, reason: "test", validUntil: clock.read(), ruleID: "test",
+                            ruleVersion: "1", idempotencyKey: nil)
+                        let pending = PendingAttestation(
+                            campus: campus.id, campusSlug: campus.slug, user: user, attestation: attestation,
+                            answers: ["fever": .bool(true), "cough": .bool(false)], questionnaire: questionnaire)
+                        let created = (try? await server.services.writer.submit(pending)).map { if case .created = $0 { true } else { false } }
+                        return (user, created ?? false)
+                    }
+                }
+                return await group.reduce(into: [UserID: Bool]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(outcomes[ghost] == false)
+            #expect(members.allSatisfy { outcomes[$0] == true })
+            #expect(try await Self.count(server, campus) == 30)
+            let stats = try await server.pool.query(
+                "SELECT sum(submitted) AS n, sum(yellow) AS yellow FROM daily_stats", campus: campus.id.rawValue)
+            #expect(try stats[0].decode("n", as: Int.self) == 30)
+            #expect(try stats[0].decode("yellow", as: Int.self) == 30)
+            let fevers = try await server.pool.query(
+                "SELECT sum(count) AS n FROM daily_answer_counts WHERE question_id = 'fever' AND answer = 'true'", campus: campus.id.rawValue)
+            #expect(try fevers[0].decode("n", as: Int.self) == 30)
         }
     }
 

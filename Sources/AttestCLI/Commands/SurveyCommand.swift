@@ -21,17 +21,26 @@ extension SurveyCommand {
                 (number), options (choice), maxLength (text). `attest survey show demo --json` prints an example.
                 """)
         @Argument var campus: String
-        @Argument(help: "The questionnaire JSON file.") var file: String
+        @Argument(help: "The questionnaire JSON file.") var file: String?
+        @Flag(help: "Publish the built-in demo questionnaire (the common symptom list, English and Spanish) instead of a file.")
+        var demo = false
         @Flag(help: "Print the published questionnaire as JSON.") var json = false
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var logging: LoggingOptions
 
+        func validate() throws {
+            guard (file == nil) == demo else { throw ValidationError("give a questionnaire JSON file or --demo, not both or neither") }
+        }
+
         func run() async throws {
-            let data: Data
-            do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
-                throw CLIError("cannot read \(file): give the path of a questionnaire JSON file")
+            var draft = DemoQuestionnaire.draft
+            if let file {
+                let data: Data
+                do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+                    throw CLIError("cannot read \(file): give the path of a questionnaire JSON file")
+                }
+                draft = try QuestionnaireRules.parse(data)
             }
-            let draft = try QuestionnaireRules.parse(data)
             let published = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: campus)
                 return try await QuestionnaireStore(client: context.client).publish(campus: campus, draft: draft, actor: TenantContext.actor)
