@@ -68,8 +68,20 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .target(name: "Notifications", dependencies: ["AttestPlugins", "AttestPostgres"]),
-        .target(name: "BuiltinPlugins", dependencies: ["AttestPlugins"]),
+        .target(
+            name: "Notifications",
+            dependencies: [
+                "AttestPlugins", "AttestPostgres", "Tenancy",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Built-in plugins use the plugin API only (and swift-crypto for webhook signatures).
+        .target(
+            name: "BuiltinPlugins",
+            dependencies: ["AttestPlugins", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .target(
             name: "AttestHTTP",
             dependencies: [
@@ -117,6 +129,7 @@ let package = Package(
             name: "AttestServerTests",
             dependencies: [
                 "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins", "BuiltinPlugins",
+                "Notifications",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

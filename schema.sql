@@ -206,7 +206,7 @@ CREATE TABLE IF NOT EXISTS testing_locations (
 );
 
 -- Transactional outbox: written in the same transaction as the event's cause, delivered by
--- the workers of every server (FOR UPDATE SKIP LOCKED), one row per event and sink.
+-- the workers of every server (FOR UPDATE SKIP LOCKED), one row per event and subscribed sink.
 CREATE TABLE IF NOT EXISTS notification_outbox (
     campus_id        uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     id               uuid NOT NULL,
@@ -215,6 +215,9 @@ CREATE TABLE IF NOT EXISTS notification_outbox (
     payload          jsonb NOT NULL,
     created_at       timestamptz NOT NULL DEFAULT now(),
     attempts         integer NOT NULL DEFAULT 0,
+    -- Retries stop (dead letter) once the event is older than the sink's maximum age,
+    -- counted from here: the event's creation, or an operator's `attest outbox retry`.
+    window_start     timestamptz NOT NULL DEFAULT now(),
     next_attempt_at  timestamptz NOT NULL DEFAULT now(),
     delivered_at     timestamptz,
     dead_at          timestamptz,

@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 import Identity
 import Logging
+import Notifications
 import Surveys
 import Tenancy
 
@@ -79,6 +80,8 @@ public struct AttestServices: Sendable {
     public var writer: AttestationWriter
     public var attestations: AttestationService
     public var badges: BadgeService
+    /// Delivers the notification outbox: a `Service` the application runs.
+    public var outbox: OutboxWorker
     /// The time "now" (tests set it to probe deadlines and date changes).
     public var clock: @Sendable () -> Date
 
@@ -97,6 +100,8 @@ public struct AttestServices: Sendable {
         self.writer = AttestationWriter(client: database, logger: logger)
         self.attestations = AttestationService(client: database, writer: writer, registry: registry, logger: logger)
         self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database))
+        self.outbox = OutboxWorker(
+            client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger)
         self.clock = clock
     }
 }
@@ -120,7 +125,7 @@ public enum AttestServer {
         return Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
-            services: [services.database, services.writer],
+            services: [services.database, services.writer, services.outbox],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger)
     }

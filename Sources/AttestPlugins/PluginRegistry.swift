@@ -8,7 +8,11 @@ public struct PluginRegistry: Sendable {
     /// that the settings refer to questions that exist). Throws `PluginSettingsError`.
     public typealias BadgeRuleFactory = @Sendable (_ settings: JSONValue, _ questionnaire: Questionnaire?) throws -> any BadgeRule
 
+    /// Builds a notification sink from a campus's settings. Throws `PluginSettingsError`.
+    public typealias SinkFactory = @Sendable (_ settings: JSONValue) throws -> any NotificationSink
+
     private var badgeRules: [String: BadgeRuleFactory] = [:]
+    private var sinks: [String: SinkFactory] = [:]
 
     public init() {}
 
@@ -30,6 +34,37 @@ public struct PluginRegistry: Sendable {
                 "no badge rule \"\(id)\" in this build: available are \(badgeRuleIDs.joined(separator: ", "))")
         }
         return try factory(settings, questionnaire)
+    }
+
+    /// Registers a notification sink under a stable id; a later registration replaces it.
+    public mutating func registerSink(id: String, factory: @escaping SinkFactory) {
+        precondition(Self.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
+        sinks[id] = factory
+    }
+
+    /// The registered sink ids, sorted.
+    public var sinkIDs: [String] { sinks.keys.sorted() }
+
+    /// Builds the sink `id` with `settings`. Throws `PluginSettingsError` for an unknown id or
+    /// settings the sink refuses. The platform itself reads `events` (a list of event names
+    /// the sink wants; all when absent) and checks it here.
+    public func makeSink(id: String, settings: JSONValue) throws -> any NotificationSink {
+        guard let factory = sinks[id] else {
+            let available = sinkIDs.isEmpty ? "none" : sinkIDs.joined(separator: ", ")
+            throw PluginSettingsError("no sink \"\(id)\" in this build: available are \(available)")
+        }
+        if let events = settings["events"] {
+            guard case .array(let names) = events, !names.isEmpty else {
+                throw PluginSettingsError("events must be a non-empty list of event names, such as [\"badge.red\"]")
+            }
+            for name in names {
+                guard case .string(let text) = name, NotificationEvent(rawValue: text) != nil else {
+                    throw PluginSettingsError(
+                        "events: unknown event \(name); use \(NotificationEvent.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+            }
+        }
+        return try factory(settings)
     }
 
     public static func isValidID(_ id: String) -> Bool {

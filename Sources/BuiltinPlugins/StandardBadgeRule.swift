@@ -200,6 +200,8 @@ extension PluginRegistry {
         registerBadgeRule(id: StandardBadgeRule.id) { settings, questionnaire in
             try StandardBadgeRule(settings: settings, questionnaire: questionnaire)
         }
+        registerSink(id: LogSink.id) { _ in LogSink() }
+        registerSink(id: WebhookSink.id) { settings in try WebhookSink(settings: settings) }
     }
 
     /// A registry holding the built-in plugins.

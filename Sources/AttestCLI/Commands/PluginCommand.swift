@@ -24,7 +24,7 @@ extension PluginCommand {
         func run() async throws {
             let registry = PluginSystem.registry
             guard let campus else {
-                let available = ["badge-rule": registry.badgeRuleIDs]
+                let available = ["badge-rule": registry.badgeRuleIDs, "sink": registry.sinkIDs]
                 if json { return printJSONObject(available) }
                 for (kind, ids) in available.sorted(by: { $0.key < $1.key }) {
                     say("\(kind): \(ids.isEmpty ? "(none in this build)" : ids.joined(separator: ", "))")
@@ -72,8 +72,10 @@ extension PluginCommand {
             abstract: "Enable a plugin for a campus (again: replace its settings).",
             discussion: """
                 Settings are checked before anything is stored. A campus has one badge rule: enabling \
-                one replaces the last. Servers pick the change up within 5 seconds. Example:
+                one replaces the last. Servers pick the change up within 5 seconds. Examples:
                   attest plugin enable demo badge-rule standard --settings rules.json
+                  attest plugin enable demo sink webhook --settings '{"url": "https://hooks.example.edu/attest", "secret": "…", "events": ["badge.red"]}'
+                A sink receives the events written after it is enabled.
                 """)
         @Argument(help: "The campus slug.") var campus: String
         @Argument(help: "badge-rule, testing-locations or sink.") var kind: PluginKind
@@ -94,7 +96,11 @@ extension PluginCommand {
                     do { _ = try registry.makeBadgeRule(id: id, settings: value, questionnaire: questionnaire) } catch let error as PluginSettingsError {
                         throw CLIError("badge rule \(id) refused these settings: \(error.message); nothing was changed")
                     }
-                case .testingLocations, .sink:
+                case .sink:
+                    do { _ = try registry.makeSink(id: id, settings: value) } catch let error as PluginSettingsError {
+                        throw CLIError("sink \(id) refused these settings: \(error.message); nothing was changed")
+                    }
+                case .testingLocations:
                     throw CLIError("this build has no \(kind.rawValue) plugins yet: `attest plugin list` shows what it offers")
                 }
                 try await CampusPluginStore(client: context.client).enable(

@@ -1,0 +1,272 @@
+import AttestPlugins
+import AttestPostgres
+import AttestTestSupport
+import BuiltinPlugins
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+import Notifications
+import Synchronization
+import Tenancy
+import Testing
+
+/// A webhook receiver on loopback: answers from a script of statuses (then 200), records
+/// every request, and counts the events it acknowledged with a 2xx.
+final class WebhookReceiver: Sendable {
+    struct Received: Sendable {
+        var event: String
+        var idempotencyKey: String
+        var signature: String
+        var body: Data
+        var status: Int
+    }
+
+    final class State: Sendable {
+        let script: Mutex<[Int]>
+        let log = Mutex<[Received]>([])
+        init(_ statuses: [Int]) { script = Mutex(statuses) }
+    }
+
+    let port: Int
+    private let state: State
+    private let task: Task<Void, any Error>
+
+    var received: [Received] { state.log.withLock { $0 } }
+    /// Event ids acknowledged with a 2xx, with how many times each was.
+    var acknowledged: [String: Int] {
+        received.filter { (200..<300).contains($0.status) }.reduce(into: [:]) { $0[$1.idempotencyKey, default: 0] += 1 }
+    }
+
+    private init(port: Int, state: State, task: Task<Void, any Error>) {
+        self.port = port
+        self.state = state
+        self.task = task
+    }
+
+    /// Starts on `port` (0: any free one); answers `statuses` in turn, then 200.
+    static func start(port: Int = 0, statuses: [Int] = []) async throws -> WebhookReceiver {
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let state = State(statuses)
+        let router = Router()
+        router.post("hook") { request, _ -> Response in
+            var request = request
+            let body = try await request.collectBody(upTo: 1 << 20)
+            let status = state.script.withLock { $0.isEmpty ? 200 : $0.removeFirst() }
+            let received = Received(
+                event: request.headers[.init("X-Attest-Event")!] ?? "", idempotencyKey: request.headers[.init("Idempotency-Key")!] ?? "",
+                signature: request.headers[.init("X-Attest-Signature")!] ?? "", body: Data(body.readableBytesView), status: status)
+            state.log.withLock { $0.append(received) }
+            return Response(status: .init(code: status))
+        }
+        var logger = TestDatabase.testLogger
+        logger.logLevel = .critical
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        var iterator = ports.makeAsyncIterator()
+        guard let bound = await iterator.next() else { throw TestEnvironmentError("the webhook receiver did not start") }
+        return WebhookReceiver(port: bound, state: state, task: task)
+    }
+
+    func stop() async {
+        task.cancel()
+        _ = try? await task.value
+    }
+}
+
+@Suite("Notifications")
+struct NotificationTests {
+    static let secret = "a-secret-of-more-than-16-characters"
+    static let submitPath = "/v1/campuses/{campus}/attestations"
+
+    static func quickWorker(_ server: TestServer, maxAge: Duration = .seconds(3600)) -> OutboxWorker {
+        var configuration = OutboxWorker.Configuration()
+        configuration.baseDelay = .milliseconds(5)
+        configuration.maxDelay = .milliseconds(50)
+        configuration.maxAge = maxAge
+        configuration.lease = .seconds(30)
+        return OutboxWorker(
+            client: server.pool, registry: .builtin, http: AsyncPluginHTTPClient(), configuration: configuration,
+            logger: TestDatabase.testLogger)
+    }
+
+    static func enableWebhook(_ server: TestServer, _ campus: Campus, port: Int, events: [String]? = nil) async throws {
+        var settings: [String: JSONValue] = [
+            "url": .string("http://127.0.0.1:\(port)/hook"), "secret": .string(secret), "timeoutSeconds": .number(2),
+        ]
+        if let events { settings["events"] = .array(events.map(JSONValue.string)) }
+        _ = try PluginRegistry.builtin.makeSink(id: "webhook", settings: .object(settings))
+        try await CampusPluginStore(client: server.pool).enable(campus: campus, kind: .sink, id: "webhook", settings: .object(settings), actor: "test")
+    }
+
+    /// Runs worker rounds until `done` or 10 s pass.
+    static func deliver(_ workers: [OutboxWorker], until done: @Sendable () async throws -> Bool) async throws {
+        for _ in 0..<500 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in workers { group.addTask { try await worker.runOnce() } }
+                try await group.waitForAll()
+            }
+            if try await done() { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("delivery did not finish in time")
+    }
+
+    /// A loopback port that was free a moment ago (bound, read, closed).
+    static func unusedPort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw TestEnvironmentError("socket() failed") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(descriptor, raw, length) == 0 && getsockname(descriptor, raw, &length) == 0
+            }
+        }
+        guard bound else { throw TestEnvironmentError("cannot bind a loopback port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func outbox(_ server: TestServer, _ campus: Campus, _ state: OutboxStore.State) async throws -> [OutboxEntry] {
+        try await OutboxStore(client: server.pool).list(campus: campus.id, state: state)
+    }
+
+    static func submitRed(_ api: APIClient, token: String) async throws {
+        let reply = try await api.send(
+            .post, "/v1/campuses/north/attestations", template: submitPath, token: token,
+            json: AttestationTests.body(#"{"fever": false, "cough": false, "temperature": 39.4}"#))
+        #expect(reply.status == 201)
+    }
+
+    @Test func aWebhookThatFailsThreeTimesGetsTheEventOnceSignedWithOneIdempotencyKey() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let receiver = try await WebhookReceiver.start(statuses: [503, 503, 503])
+        try await Self.enableWebhook(server, campus, port: receiver.port, events: ["badge.red"])
+        let (_, member) = try await server.user("m@example.edu", at: campus)
+        let (_, healthy) = try await server.user("h@example.edu", at: campus)
+        let worker = Self.quickWorker(server)
+        try await server.run { api in
+            try await Self.submitRed(api, token: member)
+            _ = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.submitPath, token: healthy,
+                json: AttestationTests.body(AttestationTests.healthy))
+            try await Self.deliver([worker]) { try await Self.outbox(server, campus, .pending).isEmpty }
+
+            let received = receiver.received
+            #expect(received.map(\.status) == [503, 503, 503, 200])
+            #expect(Set(received.map(\.idempotencyKey)).count == 1)
+            #expect(receiver.acknowledged.values.sorted() == [1])
+            for request in received {
+                #expect(request.event == "badge.red")
+                #expect(request.signature == WebhookSink.signature(of: request.body, secret: Self.secret))
+                let payload = try JSONSerialization.jsonObject(with: request.body) as? [String: Any]
+                #expect(payload?["id"] as? String == request.idempotencyKey)
+                #expect(payload?["color"] as? String == "red")
+                #expect(payload?["campus"] as? String == "north")
+                #expect(!String(decoding: request.body, as: UTF8.self).contains("39.4"))
+            }
+            let delivered = try await Self.outbox(server, campus, .delivered)
+            #expect(delivered.count == 1 && delivered[0].attempts == 4)
+        }
+        await receiver.stop()
+    }
+
+    @Test func aRejectedEventIsDeadAtOnceAndAnOperatorCanRetryIt() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let receiver = try await WebhookReceiver.start(statuses: [400])
+        try await Self.enableWebhook(server, campus, port: receiver.port)
+        let (_, member) = try await server.user("m@example.edu", at: campus)
+        let worker = Self.quickWorker(server)
+        try await server.run { api in
+            _ = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.submitPath, token: member,
+                json: AttestationTests.body(AttestationTests.healthy))
+            try await Self.deliver([worker]) { try await Self.outbox(server, campus, .pending).isEmpty }
+            let dead = try await Self.outbox(server, campus, .dead)
+            #expect(dead.count == 1 && dead[0].attempts == 1)
+            #expect(dead[0].lastError?.contains("400") == true)
+
+            #expect(try await OutboxStore(client: server.pool).retry(campus: campus.id) == 1)
+            try await Self.deliver([worker]) { try await Self.outbox(server, campus, .pending).isEmpty }
+            #expect(try await Self.outbox(server, campus, .dead).isEmpty)
+            #expect(receiver.received.map(\.status) == [400, 200])
+        }
+        await receiver.stop()
+    }
+
+    @Test func aReceiverDownForAWhileLosesNothingAndTwoWorkersDeliverEachEventOnce() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        // A port nothing listens on yet: connections are refused.
+        let port = try Self.unusedPort()
+        try await Self.enableWebhook(server, campus, port: port, events: ["badge.red"])
+        var tokens: [String] = []
+        for index in 0..<12 { tokens.append(try await server.user("m\(index)@example.edu", at: campus).token) }
+        let members = tokens
+        let workers = [Self.quickWorker(server), Self.quickWorker(server)]
+        try await server.run { api in
+            for token in members { try await Self.submitRed(api, token: token) }
+            // Down: every round fails (async-http-client retries a refused connection until the
+            // request's 2 s deadline) and is retried, nothing is dropped.
+            for _ in 0..<2 {
+                for worker in workers { try await worker.runOnce() }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let waiting = try await Self.outbox(server, campus, .pending)
+            #expect(waiting.count == 12)
+            #expect(waiting.allSatisfy { $0.attempts >= 1 && $0.lastError != nil })
+
+            let receiver = try await WebhookReceiver.start(port: port)
+            try await Self.deliver(workers) { try await Self.outbox(server, campus, .pending).isEmpty }
+            #expect(receiver.acknowledged.count == 12)
+            #expect(receiver.acknowledged.values.allSatisfy { $0 == 1 })
+            #expect(receiver.received.count == 12)
+            #expect(try await Self.outbox(server, campus, .dead).isEmpty)
+            await receiver.stop()
+        }
+    }
+
+    @Test func anEventStillFailingPastItsMaximumAgeIsDeadLettered() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let receiver = try await WebhookReceiver.start(statuses: [500, 500, 500, 500])
+        try await Self.enableWebhook(server, campus, port: receiver.port)
+        let (_, member) = try await server.user("m@example.edu", at: campus)
+        let worker = Self.quickWorker(server, maxAge: .zero)
+        try await server.run { api in
+            _ = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.submitPath, token: member,
+                json: AttestationTests.body(AttestationTests.healthy))
+            try await Self.deliver([worker]) { try await Self.outbox(server, campus, .pending).isEmpty }
+            let dead = try await Self.outbox(server, campus, .dead)
+            #expect(dead.count == 1 && dead[0].lastError?.contains("500") == true)
+            #expect(receiver.received.count == 1)
+        }
+        await receiver.stop()
+    }
+
+    @Test func webhookSettingsAreChecked() throws {
+        let registry = PluginRegistry.builtin
+        func refusal(_ settings: String) -> String {
+            do {
+                _ = try registry.makeSink(id: "webhook", settings: try JSONDecoder().decode(JSONValue.self, from: Data(settings.utf8)))
+                return ""
+            } catch { return "\(error)" }
+        }
+        #expect(refusal(#"{"secret": "0123456789abcdef0"}"#).contains("url is required"))
+        #expect(refusal(#"{"url": "http://hooks.example.edu/x", "secret": "0123456789abcdef0"}"#).contains("must be https"))
+        #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "short"}"#).contains("at least 16"))
+        #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": ["badge.blue"]}"#).contains("unknown event"))
+        #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": ["badge.red"]}"#).isEmpty)
+        #expect(refusal(#"{}"#).contains("url is required"))
+        #expect("\(String(describing: try? registry.makeSink(id: "pager", settings: .null)))" == "nil")
+    }
+}
