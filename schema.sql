@@ -227,6 +227,16 @@ CREATE TABLE IF NOT EXISTS notification_outbox (
 CREATE INDEX IF NOT EXISTS notification_outbox_due ON notification_outbox (campus_id, next_attempt_at)
     WHERE delivered_at IS NULL AND dead_at IS NULL;
 
+-- One row per campus and local day once that day's reminders were written (by whichever
+-- server got here first), so each member is reminded at most once a day.
+CREATE TABLE IF NOT EXISTS reminder_runs (
+    campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    local_date  date NOT NULL,
+    ran_at      timestamptz NOT NULL DEFAULT now(),
+    reminded    integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (campus_id, local_date)
+);
+
 -- Append-only record of permission changes, imports, token issues and identifiable reads.
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
@@ -248,7 +258,7 @@ BEGIN
     FOREACH tenant_table IN ARRAY ARRAY[
         'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'badge_keys',
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
-        'notification_outbox', 'audit_log'
+        'notification_outbox', 'reminder_runs', 'audit_log'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);

@@ -101,7 +101,7 @@ public struct AttestServices: Sendable {
         self.attestations = AttestationService(client: database, writer: writer, registry: registry, logger: logger)
         self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database))
         self.outbox = OutboxWorker(
-            client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger)
+            client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger, clock: clock)
         self.clock = clock
     }
 }

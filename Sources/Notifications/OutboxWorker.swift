@@ -3,6 +3,7 @@ import AttestPostgres
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 import Tenancy
 
 /// Delivers the outbox: every server runs one. Workers claim due rows with
@@ -36,13 +37,17 @@ public final class OutboxWorker: Service, Sendable {
     let context: PluginContext
     let configuration: Configuration
     let logger: Logger
+    let clock: @Sendable () -> Date
+    /// Campus days whose reminders are known to be written (by this server or another).
+    private let remindedDays = Mutex<Set<String>>([])
     /// Built sinks by campus and id, kept 5 s (settings changes reach workers within that).
     private let sinks = ExpiringCache<String, (any NotificationSink)?>(ttl: .seconds(5))
 
     public init(
         client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, configuration: Configuration = .init(),
-        logger: Logger
+        logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.clock = clock
         self.client = client
         self.registry = registry
         self.configuration = configuration
@@ -66,14 +71,14 @@ public final class OutboxWorker: Service, Sendable {
         }
     }
 
-    /// One round over every campus: claims due rows, delivers them, records the outcomes.
-    /// Returns how many attempts it made.
+    /// One round over every campus: writes reminders that have come due, claims due rows,
+    /// delivers them, records the outcomes. Returns how many delivery attempts it made.
     @discardableResult
     public func runOnce() async throws -> Int {
-        let campuses = try await client.query("SELECT id, slug FROM campuses ORDER BY id")
+        let campuses = try await CampusStore(client: client).list()
+        try await remind(campuses)
         var attempts = 0
-        for row in campuses {
-            let campus = CampusID(try row.decode("id", as: UUID.self))
+        for campus in campuses.map(\.id) {
             let claimed = try await claim(campus: campus)
             attempts += claimed.count
             await withTaskGroup(of: Void.self) { group in
@@ -83,6 +88,20 @@ public final class OutboxWorker: Service, Sendable {
             }
         }
         return attempts
+    }
+
+    private func remind(_ campuses: [Campus]) async throws {
+        let now = clock()
+        let pending = campuses.filter { campus in
+            Reminders.isDue(campus, at: now) && !remindedDays.withLock { $0.contains("\(campus.id)/\(campus.localDate(at: now))") }
+        }
+        guard !pending.isEmpty else { return }
+        let written = try await Reminders(client: client).run(campuses: pending, at: now)
+        for (slug, count) in written { logger.info("reminders written", metadata: ["campus": "\(slug)", "members": "\(count)"]) }
+        remindedDays.withLock { days in
+            if days.count > 100_000 { days.removeAll() }
+            for campus in pending { days.insert("\(campus.id)/\(campus.localDate(at: now))") }
+        }
     }
 
     struct Claimed: Sendable {

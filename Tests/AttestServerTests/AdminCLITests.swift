@@ -166,7 +166,17 @@ struct AdminCLITests {
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", "{nope"), "--settings is not valid JSON")
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", directory.appending(path: "none.json").path), "cannot read --settings")
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "strict"), "no badge rule \"strict\" in this build: available are standard")
-        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", "{}"), "no sink plugins yet")
+        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", "{}"), "sink webhook refused these settings: url is required")
+        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "testing-locations", "static"), "no testing-locations plugins yet")
+        let hook = #"{"url": "https://hooks.example.edu/attest", "secret": "hook-secret-0123456789", "events": ["badge.red"]}"#
+        #expect(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", hook).status == 0)
+        let sinks = try await cli.run("plugin", "list", "plug-u")
+        #expect(sinks.stdout.contains("sink webhook") && sinks.stdout.contains("(hidden)") && !sinks.stdout.contains("hook-secret"), "\(sinks.stdout)")
+        #expect(try await cli.run("plugin", "disable", "plug-u", "sink", "webhook").status == 0)
+        #expect(try await cli.run("outbox", "list", "plug-u").stdout.contains("No pending notifications at plug-u."))
+        #expect(try await cli.run("outbox", "dead", "plug-u", "--json").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        #expect(try await cli.run("outbox", "retry", "plug-u").stdout.contains("No dead letters to retry"))
+        Self.expectFailure(try await cli.run("outbox", "retry", "plug-u", "--event", "nope"), "--event nope is not an event id")
         #expect(try await cli.run("plugin", "enable", "plug-u", "widget", "x").status == 64)
         #expect(try await cli.run("plugin", "list", "plug-u", "--json").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
 

@@ -182,7 +182,7 @@ struct NotificationTests {
         let clock = try TestClock("2026-11-20T14:00:00Z")
         let (server, campus) = try await AttestationTests.setUp(clock: clock)
         let receiver = try await WebhookReceiver.start(statuses: [400])
-        try await Self.enableWebhook(server, campus, port: receiver.port)
+        try await Self.enableWebhook(server, campus, port: receiver.port, events: ["attestation.submitted"])
         let (_, member) = try await server.user("m@example.edu", at: campus)
         let worker = Self.quickWorker(server)
         try await server.run { api in
@@ -238,7 +238,7 @@ struct NotificationTests {
         let clock = try TestClock("2026-11-20T14:00:00Z")
         let (server, campus) = try await AttestationTests.setUp(clock: clock)
         let receiver = try await WebhookReceiver.start(statuses: [500, 500, 500, 500])
-        try await Self.enableWebhook(server, campus, port: receiver.port)
+        try await Self.enableWebhook(server, campus, port: receiver.port, events: ["attestation.submitted"])
         let (_, member) = try await server.user("m@example.edu", at: campus)
         let worker = Self.quickWorker(server, maxAge: .zero)
         try await server.run { api in
@@ -251,6 +251,65 @@ struct NotificationTests {
             #expect(receiver.received.count == 1)
         }
         await receiver.stop()
+    }
+
+    @Test func remindersGoOutAtEachCampusesLocalTimeOncePerMemberPerDay() async throws {
+        let clock = try TestClock("2026-11-20T13:00:00Z")  // 08:00 in New York, 02:00 tomorrow in Auckland
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        let south = try await server.campus("south", timeZone: "Pacific/Auckland")
+        let campuses = CampusStore(client: server.pool)
+        for slug in ["north", "south"] { _ = try await campuses.set(slug: slug, key: "reminder", value: "08:15", actor: "test") }
+        for campus in [north, south] {
+            try await CampusPluginStore(client: server.pool).enable(campus: campus, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        }
+        let (_, early) = try await server.user("early@example.edu", at: north)
+        let (late, _) = try await server.user("late@example.edu", at: north)
+        let (kiwi, _) = try await server.user("kiwi@example.edu", at: south)
+        let second = OutboxWorker(
+            client: server.pool, registry: .builtin, http: AsyncPluginHTTPClient(), logger: TestDatabase.testLogger, clock: clock.read)
+        @Sendable func reminded(_ campus: Campus) async throws -> [String] {
+            try await server.pool.query(
+                "SELECT payload->>'userId' AS user_id FROM notification_outbox WHERE event = 'reminder.due' ORDER BY 1",
+                campus: campus.id.rawValue
+            ).map { try $0.decode("user_id") }
+        }
+        @Sendable func bothWorkers() async throws {
+            async let one = server.services.outbox.runOnce()
+            async let two = second.runOnce()
+            _ = try await (one, two)
+        }
+        try await server.run { api in
+            _ = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.submitPath, token: early,
+                json: AttestationTests.body(AttestationTests.healthy))
+            try await bothWorkers()  // 08:00 in New York: not yet
+            #expect(try await reminded(north).isEmpty)
+
+            try clock.set("2026-11-20T13:20:00Z")  // 08:20 in New York; 02:20 in Auckland
+            try await bothWorkers()
+            try await bothWorkers()
+            #expect(try await reminded(north) == [late.id.description])
+            #expect(try await reminded(south).isEmpty)
+
+            try clock.set("2026-11-20T19:30:00Z")  // 08:30 on the 21st in Auckland
+            try await bothWorkers()
+            try await bothWorkers()
+            #expect(try await reminded(south) == [kiwi.id.description])
+            #expect(try await reminded(north) == [late.id.description])
+            let payload = try await server.pool.query(
+                "SELECT payload::text AS p FROM notification_outbox WHERE event = 'reminder.due'", campus: south.id.rawValue)
+            let object = try JSONSerialization.jsonObject(with: Data(try payload[0].decode("p", as: String.self).utf8)) as? [String: Any]
+            #expect(object?["date"] as? String == "2026-11-21")
+            #expect((object?["links"] as? [String: Any])?["survey"] as? String == "/v1/campuses/south/survey")
+            #expect(try await Self.outbox(server, south, .delivered).count == 1)  // the log sink took it
+        }
+        // Wall-clock minutes, across both daylight-saving changes.
+        var newYork = north
+        newYork.reminderMinute = 8 * 60
+        #expect(!Reminders.isDue(newYork, at: try Date("2026-03-08T11:59:00Z", strategy: .iso8601)))  // 07:59 EDT
+        #expect(Reminders.isDue(newYork, at: try Date("2026-03-08T12:00:00Z", strategy: .iso8601)))  // 08:00 EDT
+        #expect(!Reminders.isDue(newYork, at: try Date("2026-11-01T12:59:00Z", strategy: .iso8601)))  // 07:59 EST
+        #expect(Reminders.isDue(newYork, at: try Date("2026-11-01T13:00:00Z", strategy: .iso8601)))  // 08:00 EST
     }
 
     @Test func webhookSettingsAreChecked() throws {

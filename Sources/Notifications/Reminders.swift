@@ -1,0 +1,74 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Tenancy
+
+/// Daily reminders: once a campus's local time reaches its reminder time, one
+/// `reminder.due` event per active member who has not attested that local day, for each
+/// sink subscribed to it. The day is claimed in `reminder_runs` in the same transaction
+/// that writes the events, so however many servers run, each member is reminded once.
+public struct Reminders: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) { self.client = client }
+
+    /// Whether `campus`'s reminder time has come on the local day of `now` (DST-correct:
+    /// minutes since local midnight as the wall clock shows them).
+    public static func isDue(_ campus: Campus, at now: Date) -> Bool {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = campus.zone
+        let parts = calendar.dateComponents([.hour, .minute], from: now)
+        return (parts.hour ?? 0) * 60 + (parts.minute ?? 0) >= campus.reminderMinute
+    }
+
+    /// Writes today's reminders for every campus whose reminder time has come and whose day
+    /// is not claimed yet. Returns the number of members reminded per campus slug written now.
+    @discardableResult
+    public func run(campuses: [Campus], at now: Date) async throws -> [String: Int] {
+        var written: [String: Int] = [:]
+        for campus in campuses where Self.isDue(campus, at: now) {
+            if let count = try await remind(campus, at: now) { written[campus.slug] = count }
+        }
+        return written
+    }
+
+    /// nil when another server (or an earlier round) already did this day.
+    func remind(_ campus: Campus, at now: Date) async throws -> Int? {
+        let date = campus.localDate(at: now)
+        return try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let claimed = try await connection.query(
+                """
+                INSERT INTO reminder_runs (campus_id, local_date) VALUES (\(campus.id), \(date))
+                ON CONFLICT DO NOTHING RETURNING local_date
+                """)
+            guard !claimed.isEmpty else { return nil }
+            let event = NotificationEvent.reminderDue.rawValue
+            let rows = try await connection.query(
+                """
+                WITH due AS (
+                    SELECT u.id AS user_id, gen_random_uuid() AS event_id
+                    FROM users u
+                    WHERE u.campus_id = \(campus.id) AND u.active
+                      AND NOT EXISTS (
+                          SELECT 1 FROM attestations a
+                          WHERE a.campus_id = u.campus_id AND a.user_id = u.id AND a.local_date = \(date))
+                ), written AS (
+                    INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload)
+                    SELECT \(campus.id), d.event_id, \(event), p.plugin_id,
+                           jsonb_build_object(
+                               'id', d.event_id::text, 'event', \(event), 'campus', \(campus.slug),
+                               'occurredAt', \(now.ISO8601Format()), 'userId', d.user_id::text, 'date', \(date.description),
+                               'links', jsonb_build_object('survey', \("/v1/campuses/\(campus.slug)/survey")))
+                    FROM due d
+                    JOIN campus_plugins p ON p.campus_id = \(campus.id) AND p.kind = 'sink'
+                        AND (NOT p.settings ? 'events' OR p.settings -> 'events' ? \(event))
+                )
+                SELECT count(*)::int AS reminded FROM due
+                """)
+            let reminded: Int = try rows[0].decode("reminded")
+            try await connection.query(
+                "UPDATE reminder_runs SET reminded = \(reminded) WHERE campus_id = \(campus.id) AND local_date = \(date)")
+            return reminded
+        }
+    }
+}
