@@ -57,17 +57,19 @@ public struct WebhookSink: NotificationSink {
 
     /// `sha256=<hex>` of `body` with the sink's secret.
     public static func signature(of body: Data, secret: String) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Data(secret.utf8)))
-        return "sha256=" + mac.map { String(format: "%02x", $0) }.joined()
+        signature(of: body, key: SymmetricKey(data: Data(secret.utf8)))
+    }
+
+    static func signature(of body: Data, key: SymmetricKey) -> String {
+        "sha256=" + HMAC<SHA256>.authenticationCode(for: body, using: key).map { String(format: "%02x", $0) }.joined()
     }
 
     public func deliver(_ notification: AttestNotification, payload: Data, context: PluginContext) async -> DeliveryResult {
-        let mac = HMAC<SHA256>.authenticationCode(for: payload, using: secret)
         let request = PluginHTTPRequest(
             method: "POST", url: url,
             headers: [
                 ("Content-Type", "application/json"), ("X-Attest-Event", notification.event.rawValue),
-                ("Idempotency-Key", notification.id), ("X-Attest-Signature", "sha256=" + mac.map { String(format: "%02x", $0) }.joined()),
+                ("Idempotency-Key", notification.id), ("X-Attest-Signature", Self.signature(of: payload, key: secret)),
             ],
             body: payload, timeout: timeout)
         do {
