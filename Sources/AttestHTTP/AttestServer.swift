@@ -80,6 +80,7 @@ public struct AttestServices: Sendable {
     public var writer: AttestationWriter
     public var attestations: AttestationService
     public var badges: BadgeService
+    public var testingLocations: TestingLocationDirectory
     /// Delivers the notification outbox: a `Service` the application runs.
     public var outbox: OutboxWorker
     /// The time "now" (tests set it to probe deadlines and date changes).
@@ -100,6 +101,8 @@ public struct AttestServices: Sendable {
         self.writer = AttestationWriter(client: database, logger: logger)
         self.attestations = AttestationService(client: database, writer: writer, registry: registry, logger: logger)
         self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database))
+        self.testingLocations = TestingLocationDirectory(
+            client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger, clock: clock)
         self.clock = clock
@@ -143,6 +146,7 @@ public enum AttestServer {
         SurveyRoutes(services: services).register(on: signedIn)
         AttestationRoutes(services: services).register(on: signedIn)
         BadgeRoutes(services: services).register(campus: campus, signedIn: signedIn)
+        TestingLocationRoutes(services: services).register(on: signedIn)
         return router
     }
 }

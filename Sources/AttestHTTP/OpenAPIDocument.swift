@@ -214,6 +214,25 @@ public enum OpenAPIDocument {
                     ],
                 ],
             ],
+            "/v1/campuses/{campus}/testing-locations": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "Testing locations from every enabled provider, nearest first (by name without a point).",
+                    "operationId": "listTestingLocations",
+                    "security": bearer,
+                    "parameters": [
+                        ["name": "lat", "in": "query", "required": false, "schema": ["type": "number", "minimum": -90, "maximum": 90]],
+                        ["name": "lon", "in": "query", "required": false, "schema": ["type": "number", "minimum": -180, "maximum": 180]],
+                        ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
+                    ],
+                    "responses": [
+                        "200": json("Locations, and the providers that did not answer in time.", ref("TestingLocations")),
+                        "401": responseRef("Unauthorized"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                    ],
+                ],
+            ],
         ],
         "components": [
             "securitySchemes": [
@@ -359,6 +378,29 @@ public enum OpenAPIDocument {
                         "validUntil": ["type": "string", "format": "date-time"],
                         "reason": ["type": "string", "enum": ["malformed", "other-campus", "unknown-key", "bad-signature", "expired"]],
                         "detail": ["type": "string"],
+                    ],
+                ],
+                "TestingLocations": [
+                    "type": "object", "required": ["locations", "unavailable"], "additionalProperties": false,
+                    "properties": [
+                        "locations": [
+                            "type": "array",
+                            "items": [
+                                "type": "object",
+                                "required": ["name", "address", "lat", "lon", "hours", "phone", "url", "notes", "provider", "stale"],
+                                "additionalProperties": false,
+                                "properties": [
+                                    "name": ["type": "string"], "address": ["type": "string"],
+                                    "lat": ["type": "number"], "lon": ["type": "number"],
+                                    "hours": ["type": "string"], "phone": ["type": "string"], "url": ["type": "string"],
+                                    "notes": ["type": "string"],
+                                    "distanceKm": ["type": "number", "description": "Great-circle distance from lat/lon, when given."],
+                                    "provider": ["type": "string"],
+                                    "stale": ["type": "boolean", "description": "An older copy kept while the provider's source is down."],
+                                ],
+                            ],
+                        ],
+                        "unavailable": ["type": "array", "items": ["type": "string"], "description": "Providers that failed or timed out."],
                     ],
                 ],
                 "Survey": [

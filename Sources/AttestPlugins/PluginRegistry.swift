@@ -14,6 +14,32 @@ public struct PluginRegistry: Sendable {
     private var badgeRules: [String: BadgeRuleFactory] = [:]
     private var sinks: [String: SinkFactory] = [:]
 
+    /// Builds a testing-location provider from a campus's settings. Throws `PluginSettingsError`.
+    public typealias TestingLocationProviderFactory = @Sendable (_ settings: JSONValue) throws -> any TestingLocationProvider
+    private var providers: [String: TestingLocationProviderFactory] = [:]
+
+    /// The provider id the platform serves itself from the `testing_locations` table.
+    public static let staticProviderID = "static"
+
+    /// Registers a testing-location provider under a stable id; a later registration replaces it.
+    public mutating func registerTestingLocationProvider(id: String, factory: @escaping TestingLocationProviderFactory) {
+        precondition(Self.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
+        providers[id] = factory
+    }
+
+    /// The registered provider ids and `static`, sorted.
+    public var testingLocationProviderIDs: [String] { (Array(providers.keys) + [Self.staticProviderID]).sorted() }
+
+    /// Builds provider `id` with `settings` (nil for `static`, which the platform serves).
+    public func makeTestingLocationProvider(id: String, settings: JSONValue) throws -> (any TestingLocationProvider)? {
+        if id == Self.staticProviderID { return nil }
+        guard let factory = providers[id] else {
+            throw PluginSettingsError(
+                "no testing-locations provider \"\(id)\" in this build: available are \(testingLocationProviderIDs.joined(separator: ", "))")
+        }
+        return try factory(settings)
+    }
+
     public init() {}
 
     /// Registers a badge rule under a stable id (`[a-z0-9._-]+`); a later registration of

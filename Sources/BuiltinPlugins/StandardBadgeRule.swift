@@ -202,6 +202,7 @@ extension PluginRegistry {
         }
         registerSink(id: LogSink.id) { _ in LogSink() }
         registerSink(id: WebhookSink.id) { settings in try WebhookSink(settings: settings) }
+        registerTestingLocationProvider(id: JSONFeedProvider.id) { settings in try JSONFeedProvider(settings: settings) }
     }
 
     /// A registry holding the built-in plugins.

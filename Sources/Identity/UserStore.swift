@@ -256,7 +256,11 @@ public struct UserStore: Sendable {
     static func parseImport(_ text: String, campus: Campus) throws -> [ImportEntry] {
         var entries: [ImportEntry] = []
         var seen: [String: Int] = [:]
-        for (line, fields) in try CSV.records(text) {
+        let records: [(line: Int, fields: [String])]
+        do { records = try CSV.records(text) } catch let error as CSV.UnclosedQuote {
+            throw IdentityError.importFailed(line: error.line, reason: "a quoted field is never closed")
+        }
+        for (line, fields) in records {
             if fields.allSatisfy({ $0.trimmingCharacters(in: .whitespaces).isEmpty }) { continue }
             if entries.isEmpty, seen.isEmpty, fields.first?.trimmingCharacters(in: .whitespaces).lowercased() == "email" { continue }
             guard (2...3).contains(fields.count) else {

@@ -167,7 +167,7 @@ struct AdminCLITests {
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", directory.appending(path: "none.json").path), "cannot read --settings")
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "strict"), "no badge rule \"strict\" in this build: available are standard")
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", "{}"), "sink webhook refused these settings: url is required")
-        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "testing-locations", "static"), "no testing-locations plugins yet")
+        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "testing-locations", "atlas"), "no testing-locations provider \"atlas\" in this build: available are json-feed, static")
         let hook = #"{"url": "https://hooks.example.edu/attest", "secret": "hook-secret-0123456789", "events": ["badge.red"]}"#
         #expect(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", hook).status == 0)
         let sinks = try await cli.run("plugin", "list", "plug-u")
@@ -205,6 +205,33 @@ struct AdminCLITests {
         let audit = try await cli.run("audit", "plug-u")
         #expect(audit.stdout.contains("plugin.enable") && audit.stdout.contains("plugin.disable") && audit.stdout.contains("badge-key.rotate"))
         #expect(!audit.stdout.contains("s3cret"))
+    }
+
+    @Test func locationsImportListRemove() async throws {
+        let cli = try await Self.cli()
+        #expect(try await cli.run("campus", "create", "loc-u", "--name", "Loc U", "--timezone", "UTC").status == 0)
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-loc-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bad = directory.appending(path: "bad.csv")
+        try "name,lat,lon\nClinic,40.1,-73.2\nLab,200,0\n".write(to: bad, atomically: true, encoding: .utf8)
+        Self.expectFailure(try await cli.run("locations", "import", "loc-u", bad.path), "line 3: lat must be between -90 and 90; nothing was imported")
+        #expect(try await cli.run("locations", "list", "loc-u").stdout.contains("no locations of its own"))
+        let good = directory.appending(path: "good.json")
+        try #"[{"name": "Clinic", "lat": 40.1, "lon": -73.2}, {"name": "Lab", "lat": 40.2, "lon": -73.1, "hours": "9-5"}]"#
+            .write(to: good, atomically: true, encoding: .utf8)
+        #expect(try await cli.run("locations", "import", "loc-u", good.path).stdout.contains("Imported 2 testing locations"))
+        let listed = try JSONSerialization.jsonObject(with: Data(try await cli.run("locations", "list", "loc-u", "--json").stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(listed.compactMap { $0["name"] as? String } == ["Clinic", "Lab"])
+        let id = try #require(listed.first?["id"] as? String)
+        #expect(try await cli.run("locations", "remove", "loc-u", id).stdout.contains("Removed 1 location"))
+        Self.expectFailure(try await cli.run("locations", "remove", "loc-u", id), "has no location")
+        #expect(try await cli.run("locations", "remove", "loc-u", "--all").stdout.contains("Removed 1 location"))
+        #expect(try await cli.run("locations", "remove", "loc-u").status == 64)
+        let feed = #"{"url": "https://feeds.example.edu/locations.json", "ttlSeconds": 600}"#
+        #expect(try await cli.run("plugin", "enable", "loc-u", "testing-locations", "json-feed", "--settings", feed).status == 0)
+        Self.expectFailure(try await cli.run("plugin", "enable", "loc-u", "testing-locations", "json-feed", "--settings", "{}"), "url is required")
+        #expect(try await cli.run("audit", "loc-u").stdout.contains("locations.import"))
     }
 
     @Test func oidcIssuersAddListRemove() async throws {

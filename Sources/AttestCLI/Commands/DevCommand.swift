@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttestPlugins
 import AttestHTTP
 import AttestPostgres
 import Foundation
@@ -113,6 +114,19 @@ enum DemoCampus {
         ("officer@\(domain)", "Hana Health Officer", .healthOfficer),
     ]
 
+    /// A few made-up places to get tested, around a made-up campus.
+    static let demoLocations = [
+        TestingLocation(
+            name: "Student Health Center", address: "1 College Walk", latitude: 40.8075, longitude: -73.9626,
+            hours: "Mon–Fri 8:00–17:00", phone: "+1 212 555 0100", notes: "Walk-in PCR and rapid tests"),
+        TestingLocation(
+            name: "Athletics Field House", address: "500 W 218th St", latitude: 40.8722, longitude: -73.9146,
+            hours: "Sat–Sun 9:00–13:00", notes: "Drive-through"),
+        TestingLocation(
+            name: "Midtown Community Clinic", address: "200 W 40th St", latitude: 40.7549, longitude: -73.9872,
+            hours: "Daily 7:00–19:00", phone: "+1 212 555 0199", url: "https://clinic.example.org"),
+    ]
+
     /// Creates the campus and its people when missing, and returns a fresh session token
     /// for each person (valid for the campus's session lifetime).
     static func ensure(client: PostgresClient) async throws -> [(email: String, role: Role, token: String)] {
@@ -127,6 +141,10 @@ enum DemoCampus {
                 actor: actor, setUp: BadgeKeyStore.provision)
         }
         guard let campus else { return [] }
+        let locations = TestingLocationStore(client: client)
+        if try await locations.list(campus: campus.id).isEmpty {
+            _ = try await locations.add(campus: campus, demoLocations, actor: actor)
+        }
         let badgeKeys = BadgeKeyStore(client: client)
         if try await badgeKeys.keys(campus: campus.id).isEmpty { _ = try await badgeKeys.rotate(campus: campus, actor: actor) }
         let questionnaires = QuestionnaireStore(client: client)

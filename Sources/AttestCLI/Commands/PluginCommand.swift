@@ -24,7 +24,9 @@ extension PluginCommand {
         func run() async throws {
             let registry = PluginSystem.registry
             guard let campus else {
-                let available = ["badge-rule": registry.badgeRuleIDs, "sink": registry.sinkIDs]
+                let available = [
+                    "badge-rule": registry.badgeRuleIDs, "sink": registry.sinkIDs, "testing-locations": registry.testingLocationProviderIDs,
+                ]
                 if json { return printJSONObject(available) }
                 for (kind, ids) in available.sorted(by: { $0.key < $1.key }) {
                     say("\(kind): \(ids.isEmpty ? "(none in this build)" : ids.joined(separator: ", "))")
@@ -43,6 +45,9 @@ extension PluginCommand {
             }
             if enabled.allSatisfy({ $0.kind != .badgeRule }) {
                 say("badge-rule standard (default table; none enabled)")
+            }
+            if enabled.allSatisfy({ $0.kind != .testingLocations }) {
+                say("testing-locations static (the campus's own locations; none enabled)")
             }
             for plugin in enabled {
                 let settings = (try? String(decoding: JSONEncoder().encode(Self.redacted(plugin.settings)), as: UTF8.self)) ?? ""
@@ -101,7 +106,9 @@ extension PluginCommand {
                         throw CLIError("sink \(id) refused these settings: \(error.message); nothing was changed")
                     }
                 case .testingLocations:
-                    throw CLIError("this build has no \(kind.rawValue) plugins yet: `attest plugin list` shows what it offers")
+                    do { _ = try registry.makeTestingLocationProvider(id: id, settings: value) } catch let error as PluginSettingsError {
+                        throw CLIError("testing-locations provider \(id) refused these settings: \(error.message); nothing was changed")
+                    }
                 }
                 try await CampusPluginStore(client: context.client).enable(
                     campus: found, kind: kind, id: id, settings: value, actor: TenantContext.actor)

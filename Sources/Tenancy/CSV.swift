@@ -3,10 +3,13 @@ import Foundation
 /// RFC 4180 records: comma-separated, fields optionally in double quotes ("" inside quotes
 /// is a quote; quoted fields may hold commas and line breaks). Each record comes with the
 /// line it starts on.
-enum CSV {
-    struct MalformedQuote: Error {}
+public enum CSV {
+    /// A quoted field opened on `line` is never closed.
+    public struct UnclosedQuote: Error {
+        public let line: Int
+    }
 
-    static func records(_ text: String) throws -> [(line: Int, fields: [String])] {
+    public static func records(_ text: String) throws -> [(line: Int, fields: [String])] {
         var records: [(Int, [String])] = []
         var fields: [String] = []
         var field = ""
@@ -49,7 +52,7 @@ enum CSV {
             index += 1
         }
         if inQuotes {
-            throw IdentityError.importFailed(line: recordLine, reason: "a quoted field is never closed")
+            throw UnclosedQuote(line: recordLine)
         }
         return records
     }

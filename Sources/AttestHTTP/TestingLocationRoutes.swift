@@ -1,0 +1,153 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Hummingbird
+import Logging
+import Synchronization
+import Tenancy
+
+/// `GET /v1/campuses/{campus}/testing-locations?lat=&lon=&limit=`: every enabled provider's
+/// locations merged, nearest first (by name without a point). A provider that fails or takes
+/// longer than `providerBudget` is left out and named in `unavailable`.
+struct TestingLocationRoutes: Sendable {
+    let services: AttestServices
+
+    struct Item: Encodable {
+        var name: String
+        var address: String
+        var lat: Double
+        var lon: Double
+        var hours: String
+        var phone: String
+        var url: String
+        var notes: String
+        var distanceKm: Double?
+        var provider: String
+        var stale: Bool
+    }
+
+    struct Body: ResponseEncodable {
+        var locations: [Item]
+        var unavailable: [String]
+    }
+
+    func register(on signedIn: RouterGroup<AttestRequestContext>) {
+        signedIn.get("testing-locations") { request, context -> Body in
+            let campus = try context.requireCampus()
+            let query = try Self.parse(request.uri.queryParameters)
+            let found = try await services.testingLocations.locations(campus: campus)
+            var items = found.locations.map { provider, location, stale in
+                Item(
+                    name: location.name, address: location.address, lat: location.latitude, lon: location.longitude,
+                    hours: location.hours, phone: location.phone, url: location.url, notes: location.notes,
+                    distanceKm: query.point.map { (location.distance(toLatitude: $0.lat, longitude: $0.lon) * 100).rounded() / 100 },
+                    provider: provider, stale: stale)
+            }
+            items.sort { ($0.distanceKm ?? 0, $0.name) < ($1.distanceKm ?? 0, $1.name) }
+            return Body(locations: Array(items.prefix(query.limit)), unavailable: found.unavailable)
+        }
+    }
+
+    static func parse(_ parameters: Parameters) throws -> (point: (lat: Double, lon: Double)?, limit: Int) {
+        var problems: [Problem.FieldError] = []
+        func number(_ name: String, _ range: ClosedRange<Double>) -> Double? {
+            guard let text = parameters[Substring(name)] else { return nil }
+            guard let value = Double(String(text)), value.isFinite, range.contains(value) else {
+                problems.append(.init(field: name, message: "must be a number from \(Int(range.lowerBound)) to \(Int(range.upperBound))"))
+                return nil
+            }
+            return value
+        }
+        let lat = number("lat", -90...90), lon = number("lon", -180...180)
+        if (parameters["lat"] == nil) != (parameters["lon"] == nil) {
+            problems.append(.init(field: parameters["lat"] == nil ? "lat" : "lon", message: "give lat and lon together, or neither"))
+        }
+        var limit = 20
+        if let text = parameters["limit"] {
+            if let value = Int(String(text)), (1...100).contains(value) { limit = value } else {
+                problems.append(.init(field: "limit", message: "must be a whole number from 1 to 100"))
+            }
+        }
+        guard problems.isEmpty else { throw Problem.validation(problems) }
+        return (lat.flatMap { lat in lon.map { (lat, $0) } }, limit)
+    }
+}
+
+/// Merges a campus's testing-location providers: `static` (its own table) and plugins.
+public final class TestingLocationDirectory: Sendable {
+    let client: PostgresClient
+    let registry: PluginRegistry
+    let context: PluginContext
+    let providerBudget: Duration
+    private let enabled = ExpiringCache<CampusID, [CampusPluginStore.Enabled]>(ttl: .seconds(5))
+    /// Built providers, kept while their settings stay the same (they keep their own caches).
+    private let built = Mutex<[String: any TestingLocationProvider]>([:])
+
+    public init(client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, providerBudget: Duration = .seconds(2)) {
+        self.client = client
+        self.registry = registry
+        self.context = PluginContext(http: http, logger: logger)
+        self.providerBudget = providerBudget
+    }
+
+    /// Every enabled provider's locations (provider id, location, stale), and the providers
+    /// that failed or overran. A campus that enabled none is served by `static`.
+    public func locations(campus: Campus) async throws -> (locations: [(String, TestingLocation, Bool)], unavailable: [String]) {
+        var providers = try await enabled.value(for: campus.id) {
+            try await CampusPluginStore(client: client).list(campus: campus.id, kind: .testingLocations)
+        }.map { ($0.id, $0.settings) }
+        if providers.isEmpty { providers = [(PluginRegistry.staticProviderID, .null)] }
+        let answers = await withTaskGroup(of: (String, ProvidedLocations?).self) { group in
+            for (id, settings) in providers {
+                group.addTask { (id, await self.ask(id: id, settings: settings, campus: campus)) }
+            }
+            return await group.reduce(into: [(String, ProvidedLocations?)]()) { $0.append($1) }
+        }
+        var locations: [(String, TestingLocation, Bool)] = [], unavailable: [String] = []
+        for (id, answer) in answers.sorted(by: { $0.0 < $1.0 }) {
+            guard let answer else { unavailable.append(id); continue }
+            locations += answer.locations.map { (id, $0, answer.stale) }
+        }
+        return (locations, unavailable)
+    }
+
+    /// One provider's answer within the budget, or nil.
+    private func ask(id: String, settings: JSONValue, campus: Campus) async -> ProvidedLocations? {
+        do {
+            if id == PluginRegistry.staticProviderID {
+                return ProvidedLocations(locations: try await TestingLocationStore(client: client).list(campus: campus.id).map(\.location))
+            }
+            let provider = try provider(id: id, settings: settings, campus: campus)
+            let budget = providerBudget
+            return await withTaskGroup(of: ProvidedLocations?.self) { group in
+                group.addTask { try? await provider.locations(context: self.context) }
+                group.addTask {
+                    try? await Task.sleep(for: budget)
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                if first == nil { context.logger.warning("testing-location provider unavailable", metadata: ["provider": "\(id)"]) }
+                return first
+            }
+        } catch {
+            context.logger.warning("testing-location provider failed", metadata: ["provider": "\(id)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    private func provider(id: String, settings: JSONValue, campus: Campus) throws -> any TestingLocationProvider {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys  // the same settings, the same key
+        let key = "\(campus.id)/\(id)/\(String(decoding: (try? encoder.encode(settings)) ?? Data(), as: UTF8.self))"
+        if let existing = built.withLock({ $0[key] }) { return existing }
+        guard let made = try registry.makeTestingLocationProvider(id: id, settings: settings) else {
+            throw PluginSettingsError("\(id) is served by the platform")
+        }
+        built.withLock { providers in
+            if providers.count > 10_000 { providers.removeAll() }
+            providers[key] = made
+        }
+        return made
+    }
+}
