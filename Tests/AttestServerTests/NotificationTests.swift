@@ -46,7 +46,6 @@ final class WebhookReceiver: Sendable {
 
     /// Starts on `port` (0: any free one); answers `statuses` in turn, then 200.
     static func start(port: Int = 0, statuses: [Int] = []) async throws -> WebhookReceiver {
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
         let state = State(statuses)
         let router = Router()
         router.post("hook") { request, _ -> Response in
@@ -59,14 +58,7 @@ final class WebhookReceiver: Sendable {
             state.log.withLock { $0.append(received) }
             return Response(status: .init(code: status))
         }
-        var logger = TestDatabase.testLogger
-        logger.logLevel = .critical
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var iterator = ports.makeAsyncIterator()
-        guard let bound = await iterator.next() else { throw TestEnvironmentError("the webhook receiver did not start") }
+        let (bound, task) = try await startLoopbackServer(router, port: port)
         return WebhookReceiver(port: bound, state: state, task: task)
     }
 

@@ -91,3 +91,18 @@ struct TestServer {
         await pool.shutdown()
     }
 }
+
+/// Serves `router` on a free loopback port for a test's helper servers (feeds, webhook
+/// receivers); returns the port and the task to cancel to stop it.
+func startLoopbackServer(_ router: Router<BasicRequestContext>, port: Int = 0) async throws -> (port: Int, task: Task<Void, any Error>) {
+    let (ports, continuation) = AsyncStream<Int>.makeStream()
+    var logger = TestDatabase.testLogger
+    logger.logLevel = .critical
+    let app = Application(
+        router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
+        onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+    let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+    var iterator = ports.makeAsyncIterator()
+    guard let bound = await iterator.next() else { throw TestEnvironmentError("a loopback test server did not start") }
+    return (bound, task)
+}

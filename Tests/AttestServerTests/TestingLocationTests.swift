@@ -26,7 +26,6 @@ final class LocationFeed: Sendable {
     }
 
     static func start() async throws -> LocationFeed {
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
         let state = State()
         let router = Router()
         router.get("feed") { _, _ -> Response in
@@ -35,14 +34,7 @@ final class LocationFeed: Sendable {
             return Response(
                 status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
         }
-        var logger = TestDatabase.testLogger
-        logger.logLevel = .critical
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw TestEnvironmentError("the feed did not start") }
+        let (port, task) = try await startLoopbackServer(router)
         return LocationFeed(port: port, state: state, task: task)
     }
 
