@@ -1,3 +1,5 @@
+import Foundation
+
 /// Maps plugin ids to the factories that build them from a campus's settings.
 ///
 /// Like swift-log's `LoggingSystem`, it is set up once by the executable (`attest` registers
@@ -86,11 +88,18 @@ public struct PluginRegistry: Sendable {
             for name in names {
                 guard case .string(let text) = name, NotificationEvent(rawValue: text) != nil else {
                     throw PluginSettingsError(
-                        "events: unknown event \(name); use \(NotificationEvent.allCases.map(\.rawValue).joined(separator: ", "))")
+                        "events: unknown event \(Self.describe(name)); use \(NotificationEvent.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
             }
         }
         return try factory(settings)
+    }
+
+    /// A settings value as a person would write it in JSON.
+    static func describe(_ value: JSONValue) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
     }
 
     public static func isValidID(_ id: String) -> Bool {

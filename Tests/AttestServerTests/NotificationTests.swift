@@ -315,9 +315,10 @@ struct NotificationTests {
         #expect(refusal(#"{"secret": "0123456789abcdef0"}"#).contains("url is required"))
         #expect(refusal(#"{"url": "http://hooks.example.edu/x", "secret": "0123456789abcdef0"}"#).contains("must be https"))
         #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "short"}"#).contains("at least 16"))
-        #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": ["badge.blue"]}"#).contains("unknown event"))
+        #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": ["badge.blue"]}"#).contains(#"unknown event "badge.blue""#))
         #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": ["badge.red"]}"#).isEmpty)
         #expect(refusal(#"{}"#).contains("url is required"))
-        #expect("\(String(describing: try? registry.makeSink(id: "pager", settings: .null)))" == "nil")
+        #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": [5]}"#).contains("unknown event 5;"))
+        #expect(throws: PluginSettingsError.self) { try registry.makeSink(id: "pager", settings: .null) }
     }
 }
