@@ -8,6 +8,8 @@ let package = Package(
         .executable(name: "attest", targets: ["attest"]),
         .library(name: "AttestPlugins", targets: ["AttestPlugins"]),
         .library(name: "AttestCLI", targets: ["AttestCLI"]),
+        .library(name: "BuiltinPlugins", targets: ["BuiltinPlugins"]),
+        .library(name: "AttestPluginHTTP", targets: ["AttestPluginHTTP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -48,6 +50,11 @@ let package = Package(
             name: "AttestPlugins",
             dependencies: [.product(name: "Logging", package: "swift-log")]
         ),
+        // The HTTP client the platform lends plugins, on async-http-client (also for plugin tests).
+        .target(
+            name: "AttestPluginHTTP",
+            dependencies: ["AttestPlugins", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
         .target(name: "Tenancy", dependencies: ["AttestPlugins", "AttestPostgres"]),
         .target(
             name: "Identity",
@@ -72,7 +79,6 @@ let package = Package(
             name: "Notifications",
             dependencies: [
                 "AttestPlugins", "AttestPostgres", "Tenancy",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -85,7 +91,7 @@ let package = Package(
         .target(
             name: "AttestHTTP",
             dependencies: [
-                "AttestPostgres", "AttestPlugins", "Tenancy", "Identity", "Surveys", "Notifications",
+                "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Identity", "Surveys", "Notifications",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -129,7 +135,7 @@ let package = Package(
             name: "AttestServerTests",
             dependencies: [
                 "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins", "BuiltinPlugins",
-                "Notifications",
+                "Notifications", "AttestPluginHTTP",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import AttestPluginHTTP
 import AttestPlugins
 import AttestPostgres
 import Foundation

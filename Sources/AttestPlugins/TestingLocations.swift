@@ -91,3 +91,62 @@ public struct ProvidedLocations: Sendable, Equatable {
 public protocol TestingLocationProvider: Sendable {
     func locations(context: PluginContext) async throws -> ProvidedLocations
 }
+
+/// A line of a locations file that cannot be used; the whole file is refused.
+public struct TestingLocationFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let line: Int
+    public let reason: String
+    public init(line: Int, reason: String) {
+        self.line = line
+        self.reason = reason
+    }
+    public var description: String { "line \(line): \(reason); nothing was imported" }
+}
+
+extension TestingLocation {
+    /// Parses CSV (header `name,address,lat,lon,hours,phone,url,notes`, in any order; name,
+    /// lat and lon required) or a JSON list of the same fields. Every row is checked
+    /// first: a bad one throws, naming its line, and nothing is returned. The format of
+    /// `attest locations import`, for providers that read files of their own. Throws
+    /// `TestingLocationFileError`.
+    public static func parseList(_ data: Data) throws -> [TestingLocation] {
+        let text = String(decoding: data, as: UTF8.self)
+        if text.drop(while: \.isWhitespace).first == "[" {
+            guard let items = try? JSONSerialization.jsonObject(with: data) as? [Any] else {
+                throw TestingLocationFileError(line: 1, reason: "not a JSON list of locations")
+            }
+            return try items.enumerated().map { index, item in
+                guard let object = item as? [String: Any],
+                    let data = try? JSONSerialization.data(withJSONObject: object),
+                    let location = try? JSONDecoder().decode(TestingLocation.self, from: data)
+                else { throw TestingLocationFileError(line: index + 1, reason: "item \(index + 1) needs name (text), lat and lon (numbers)") }
+                if let problem = location.problem { throw TestingLocationFileError(line: index + 1, reason: "item \(index + 1): \(problem)") }
+                return location
+            }
+        }
+        let records: [(line: Int, fields: [String])]
+        do { records = try CSV.records(text) } catch let error as CSV.UnclosedQuote {
+            throw TestingLocationFileError(line: error.line, reason: "a quoted field is never closed")
+        }
+        guard let header = records.first else { throw TestingLocationFileError(line: 1, reason: "the file is empty") }
+        let columns = header.fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        for required in ["name", "lat", "lon"] where !columns.contains(required) {
+            throw TestingLocationFileError(line: header.line, reason: "the header needs a \(required) column (name,address,lat,lon,hours,phone,url,notes)")
+        }
+        return try records.dropFirst().filter { !($0.fields.count == 1 && $0.fields[0].isEmpty) }.map { line, fields in
+            func field(_ name: String) -> String {
+                guard let index = columns.firstIndex(of: name), index < fields.count else { return "" }
+                return fields[index].trimmingCharacters(in: .whitespaces)
+            }
+            guard fields.count <= columns.count else { throw TestingLocationFileError(line: line, reason: "more fields than the header names") }
+            guard let lat = Double(field("lat")), let lon = Double(field("lon")) else {
+                throw TestingLocationFileError(line: line, reason: "lat and lon must be numbers, got \"\(field("lat"))\" and \"\(field("lon"))\"")
+            }
+            let location = TestingLocation(
+                name: field("name"), address: field("address"), latitude: lat, longitude: lon, hours: field("hours"),
+                phone: field("phone"), url: field("url"), notes: field("notes"))
+            if let problem = location.problem { throw TestingLocationFileError(line: line, reason: problem) }
+            return location
+        }
+    }
+}

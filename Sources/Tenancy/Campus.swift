@@ -98,7 +98,7 @@ public enum CampusSetting: String, CaseIterable, Sendable {
 
 extension CampusID: PostgresCodable {
     public static var postgresType: PostgresType { .uuid }
-    public func encode(into buffer: inout [UInt8]) throws { try rawValue.encode(into: &buffer) }
+    public func encode(into buffer: inout [UInt8]) throws { rawValue.encode(into: &buffer) }
     public static func decode(from bytes: UnsafeRawBufferPointer, type: PostgresType) throws -> CampusID {
         CampusID(try UUID.decode(from: bytes, type: type))
     }
@@ -117,7 +117,7 @@ extension LocalDate: PostgresCodable {
 
 extension UserID: PostgresCodable {
     public static var postgresType: PostgresType { .uuid }
-    public func encode(into buffer: inout [UInt8]) throws { try rawValue.encode(into: &buffer) }
+    public func encode(into buffer: inout [UInt8]) throws { rawValue.encode(into: &buffer) }
     public static func decode(from bytes: UnsafeRawBufferPointer, type: PostgresType) throws -> UserID {
         UserID(try UUID.decode(from: bytes, type: type))
     }

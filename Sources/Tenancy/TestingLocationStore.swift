@@ -10,58 +10,14 @@ public struct TestingLocationStore: Sendable {
     }
 
     /// A line of an import that cannot be stored; nothing was.
-    public struct ImportError: Error, CustomStringConvertible {
-        public let line: Int
-        public let reason: String
-        public var description: String { "line \(line): \(reason); nothing was imported" }
-    }
+    public typealias ImportError = TestingLocationFileError
 
     let client: PostgresClient
 
     public init(client: PostgresClient) { self.client = client }
 
-    /// Parses CSV (header `name,address,lat,lon,hours,phone,url,notes`, in any order; name,
-    /// lat and lon required) or a JSON list of the same fields. Every row is checked first.
-    public static func parse(_ data: Data) throws -> [TestingLocation] {
-        let text = String(decoding: data, as: UTF8.self)
-        if text.drop(while: \.isWhitespace).first == "[" {
-            guard let items = try? JSONSerialization.jsonObject(with: data) as? [Any] else {
-                throw ImportError(line: 1, reason: "not a JSON list of locations")
-            }
-            return try items.enumerated().map { index, item in
-                guard let object = item as? [String: Any],
-                    let data = try? JSONSerialization.data(withJSONObject: object),
-                    let location = try? JSONDecoder().decode(TestingLocation.self, from: data)
-                else { throw ImportError(line: index + 1, reason: "item \(index + 1) needs name (text), lat and lon (numbers)") }
-                if let problem = location.problem { throw ImportError(line: index + 1, reason: "item \(index + 1): \(problem)") }
-                return location
-            }
-        }
-        let records: [(line: Int, fields: [String])]
-        do { records = try CSV.records(text) } catch let error as CSV.UnclosedQuote {
-            throw ImportError(line: error.line, reason: "a quoted field is never closed")
-        }
-        guard let header = records.first else { throw ImportError(line: 1, reason: "the file is empty") }
-        let columns = header.fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        for required in ["name", "lat", "lon"] where !columns.contains(required) {
-            throw ImportError(line: header.line, reason: "the header needs a \(required) column (name,address,lat,lon,hours,phone,url,notes)")
-        }
-        return try records.dropFirst().filter { !($0.fields.count == 1 && $0.fields[0].isEmpty) }.map { line, fields in
-            func field(_ name: String) -> String {
-                guard let index = columns.firstIndex(of: name), index < fields.count else { return "" }
-                return fields[index].trimmingCharacters(in: .whitespaces)
-            }
-            guard fields.count <= columns.count else { throw ImportError(line: line, reason: "more fields than the header names") }
-            guard let lat = Double(field("lat")), let lon = Double(field("lon")) else {
-                throw ImportError(line: line, reason: "lat and lon must be numbers, got \"\(field("lat"))\" and \"\(field("lon"))\"")
-            }
-            let location = TestingLocation(
-                name: field("name"), address: field("address"), latitude: lat, longitude: lon, hours: field("hours"),
-                phone: field("phone"), url: field("url"), notes: field("notes"))
-            if let problem = location.problem { throw ImportError(line: line, reason: problem) }
-            return location
-        }
-    }
+    /// Parses a locations file; see `TestingLocation.parseList`.
+    public static func parse(_ data: Data) throws -> [TestingLocation] { try TestingLocation.parseList(data) }
 
     /// Adds locations in one transaction (audited); returns how many.
     public func add(campus: Campus, _ locations: [TestingLocation], actor: String) async throws -> Int {

@@ -1,3 +1,4 @@
+import AttestPluginHTTP
 import AttestPlugins
 import AttestPostgres
 import AttestTestSupport
