@@ -84,6 +84,9 @@ public struct AttestServices: Sendable {
     public var testingLocations: TestingLocationDirectory
     /// Delivers the notification outbox: a `Service` the application runs.
     public var outbox: OutboxWorker
+    public var statistics: StatisticsStore
+    /// The daily retention purge: a `Service` the application runs.
+    public var retention: RetentionService
     /// The time "now" (tests set it to probe deadlines and date changes).
     public var clock: @Sendable () -> Date
 
@@ -106,6 +109,8 @@ public struct AttestServices: Sendable {
             client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger, clock: clock)
+        self.statistics = StatisticsStore(client: database)
+        self.retention = RetentionService(client: database, logger: logger, clock: clock)
         self.clock = clock
     }
 }
@@ -129,7 +134,7 @@ public enum AttestServer {
         return Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
-            services: [services.database, services.writer, services.outbox],
+            services: [services.database, services.writer, services.outbox, services.retention],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger)
     }
@@ -148,6 +153,7 @@ public enum AttestServer {
         AttestationRoutes(services: services).register(on: signedIn)
         BadgeRoutes(services: services).register(campus: campus, signedIn: signedIn)
         TestingLocationRoutes(services: services).register(on: signedIn)
+        StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
         return router
     }
 }

@@ -16,6 +16,32 @@ public enum OpenAPIDocument {
 
     private static let campusParameter: OpenAPIValue = ["$ref": "#/components/parameters/campus"]
     private static let bearer: OpenAPIValue = [["bearer": []]]
+    private static let dateRangeParameters: OpenAPIValue = [
+        ["name": "from", "in": "query", "required": true, "schema": ["type": "string", "format": "date"]],
+        [
+            "name": "to", "in": "query", "required": true, "description": "Not before from; at most 366 days in all.",
+            "schema": ["type": "string", "format": "date"],
+        ],
+    ]
+    private static let counts: OpenAPIValue = ["type": "object", "additionalProperties": ["type": "integer"]]
+    private static let dashboardFigures: OpenAPIValue = [
+        "type": "object",
+        "required": ["activeMembers", "submitted", "onTime", "late", "missing", "colors", "symptoms", "answers", "complianceRate"],
+        "additionalProperties": false,
+        "properties": [
+            "date": ["type": "string", "format": "date"],
+            "activeMembers": ["type": "integer", "description": "Members at the end of the day (of the range, in the total)."],
+            "submitted": ["type": "integer"], "onTime": ["type": "integer"], "late": ["type": "integer"],
+            "missing": ["type": "integer", "description": "Active members who did not submit (summed over days in the total)."],
+            "colors": [
+                "type": "object", "required": ["green", "yellow", "red"], "additionalProperties": false,
+                "properties": ["green": ["type": "integer"], "yellow": ["type": "integer"], "red": ["type": "integer"]],
+            ],
+            "symptoms": ["type": "object", "additionalProperties": ["type": "integer"], "description": "Yes answers per symptom question of the active survey."],
+            "answers": ["type": "object", "additionalProperties": counts, "description": "Per question, per answer (\"true\" or a choice option)."],
+            "complianceRate": ["type": ["number", "null"], "description": "On-time submissions over active members (member-days in the total), 0 to 1."],
+        ],
+    ]
 
     public static let value: OpenAPIValue = [
         "openapi": "3.1.0",
@@ -233,6 +259,60 @@ public enum OpenAPIDocument {
                     ],
                 ],
             ],
+            "/v1/campuses/{campus}/stats": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "Per day: the share of each badge colour and the percentage reporting each symptom; small counts suppressed.",
+                    "description": "Any member. A day with fewer attestations than the campus's stats-min-count (default 10) is suppressed whole; within a day, a colour or symptom counted 1 to stats-min-count − 1 times is null.",
+                    "operationId": "getStats",
+                    "security": bearer,
+                    "parameters": dateRangeParameters,
+                    "responses": [
+                        "200": json("Figures per day, from the daily rollups.", ref("Stats")),
+                        "401": responseRef("Unauthorized"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/admin/dashboard": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "Per day and in total: active members, submitted, on time, late, missing, counts per colour, symptom and answer, compliance.",
+                    "operationId": "getDashboard",
+                    "security": bearer,
+                    "parameters": dateRangeParameters,
+                    "responses": [
+                        "200": json("The dashboard.", ref("Dashboard")),
+                        "401": responseRef("Unauthorized"),
+                        "403": responseRef("Forbidden"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/admin/follow-ups": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "Who had a red or yellow badge on a date, red first: identifiable, for health officers; every read is audited.",
+                    "operationId": "listFollowUps",
+                    "security": bearer,
+                    "parameters": [
+                        ["name": "date", "in": "query", "required": true, "schema": ["type": "string", "format": "date"]],
+                        [
+                            "name": "color", "in": "query", "required": false, "description": "One colour; both when absent.",
+                            "schema": ["type": "string", "enum": ["red", "yellow"]],
+                        ],
+                    ],
+                    "responses": [
+                        "200": json("The list.", ref("FollowUps")),
+                        "401": responseRef("Unauthorized"),
+                        "403": responseRef("Forbidden"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                    ],
+                ],
+            ],
         ],
         "components": [
             "securitySchemes": [
@@ -254,6 +334,64 @@ public enum OpenAPIDocument {
                 "Invalid": problem("Fields that are missing or wrong, each named in errors[]."),
             ],
             "schemas": [
+                "Stats": [
+                    "type": "object", "required": ["from", "to", "minCount", "days"], "additionalProperties": false,
+                    "properties": [
+                        "from": ["type": "string", "format": "date"], "to": ["type": "string", "format": "date"],
+                        "minCount": ["type": "integer", "description": "Counts below it are suppressed."],
+                        "days": [
+                            "type": "array",
+                            "items": [
+                                "type": "object", "required": ["date", "suppressed", "submitted", "colors", "symptoms"],
+                                "additionalProperties": false,
+                                "properties": [
+                                    "date": ["type": "string", "format": "date"],
+                                    "suppressed": ["type": "boolean", "description": "Too few attestations that day to show anything."],
+                                    "submitted": ["type": ["integer", "null"]],
+                                    "colors": [
+                                        "type": "object", "required": ["green", "yellow", "red"], "additionalProperties": false,
+                                        "properties": [
+                                            "green": ["type": ["number", "null"]], "yellow": ["type": ["number", "null"]],
+                                            "red": ["type": ["number", "null"]],
+                                        ],
+                                        "description": "Percent of the day's attestations.",
+                                    ],
+                                    "symptoms": [
+                                        "type": "object", "additionalProperties": ["type": ["number", "null"]],
+                                        "description": "Percent reporting each symptom of the active survey.",
+                                    ],
+                                ],
+                            ],
+                        ],
+                    ],
+                ],
+                "Dashboard": [
+                    "type": "object", "required": ["from", "to", "days", "total"], "additionalProperties": false,
+                    "properties": [
+                        "from": ["type": "string", "format": "date"], "to": ["type": "string", "format": "date"],
+                        "days": ["type": "array", "items": dashboardFigures],
+                        "total": dashboardFigures,
+                    ],
+                ],
+                "FollowUps": [
+                    "type": "object", "required": ["date", "colors", "items"], "additionalProperties": false,
+                    "properties": [
+                        "date": ["type": "string", "format": "date"],
+                        "colors": ["type": "array", "items": ["type": "string", "enum": ["red", "yellow"]]],
+                        "items": [
+                            "type": "array",
+                            "items": [
+                                "type": "object", "required": ["userId", "name", "email", "color", "reason", "submittedAt", "onTime"],
+                                "additionalProperties": false,
+                                "properties": [
+                                    "userId": ["type": "string", "format": "uuid"], "name": ["type": "string"], "email": ["type": "string"],
+                                    "color": ["type": "string", "enum": ["red", "yellow"]], "reason": ["type": "string"],
+                                    "submittedAt": ["type": "string", "format": "date-time"], "onTime": ["type": "boolean"],
+                                ],
+                            ],
+                        ],
+                    ],
+                ],
                 "Problem": [
                     "type": "object",
                     "required": ["type", "title", "status", "detail"],

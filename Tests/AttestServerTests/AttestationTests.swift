@@ -17,6 +17,7 @@ final class TestClock: Sendable {
     init(_ text: String) throws { now = Mutex(try Date(text, strategy: .iso8601)) }
     init(_ date: Date) { now = Mutex(date) }
     func set(_ text: String) throws { let date = try Date(text, strategy: .iso8601); now.withLock { $0 = date } }
+    func set(_ date: Date) { now.withLock { $0 = date } }
     var read: @Sendable () -> Date { { self.now.withLock { $0 } } }
 }
 

@@ -48,11 +48,17 @@ enum OpenAPIValidator {
             return validate(value, against: target, at: path)
         }
         var problems: [String] = []
+        var type = schema["type"]?.stringValue
+        // `type: [T, "null"]`: null, or a T.
+        if case .array(let types)? = schema["type"] {
+            if value is NSNull, types.contains(.string("null")) { return [] }
+            type = types.compactMap(\.stringValue).first { $0 != "null" }
+        }
         if case .array(let allowed)? = schema["enum"] {
             let options = allowed.compactMap(\.stringValue)
             if let text = value as? String, !options.contains(text) { problems.append("\(path): \"\(text)\" is not one of \(options)") }
         }
-        switch schema["type"]?.stringValue {
+        switch type {
         case "object":
             guard let object = value as? [String: Any] else { return ["\(path): expected an object"] }
             if case .array(let required)? = schema["required"] {
@@ -66,6 +72,8 @@ enum OpenAPIValidator {
                     problems += validate(item, against: property.value, at: "\(path).\(key)")
                 } else if schema["additionalProperties"] == .bool(false) {
                     problems.append("\(path): \(key) is not in the schema")
+                } else if let additional = schema["additionalProperties"], additional["type"] != nil || additional["$ref"] != nil {
+                    problems += validate(item, against: additional, at: "\(path).\(key)")
                 }
             }
         case "array":
@@ -87,6 +95,8 @@ enum OpenAPIValidator {
             }
         case "boolean":
             if !(value is Bool) { problems.append("\(path): expected a boolean") }
+        case "number":
+            if !(value is NSNumber) && !(value is Double) && !(value is Int) { problems.append("\(path): expected a number") }
         default: break
         }
         return problems

@@ -17,7 +17,8 @@ struct DevCommand: AsyncParsableCommand {
             The cluster lives in --data-dir (created on first run, reused after), listens only on a \
             Unix socket there, and stops with the server on Ctrl-C or SIGTERM. Its URL is written to \
             DIR/database-url, which other attest commands run from the same directory pick up.
-            """
+            """,
+        subcommands: [Seed.self]
     )
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"

@@ -1,0 +1,211 @@
+import ArgumentParser
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Surveys
+import Tenancy
+
+struct ReportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Export a date range: daily aggregates, or with --identifiable every attestation with who (audited).",
+        discussion: """
+            Aggregates (the default) have one row per campus-local day: active members, submitted, on time, \
+            late, missing, each colour, compliance, then one column per answer counted (question:answer). \
+            --identifiable lists each attestation with the member's email and name, colour, reason and \
+            times (never answers) and writes an audit entry with the range.
+            """)
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case csv, json }
+
+    @Argument var campus: String
+    @Option(help: "First campus-local date, YYYY-MM-DD.") var from: String
+    @Option(help: "Last campus-local date, YYYY-MM-DD (at most 366 days in all).") var to: String
+    @Option(help: "csv or json.") var format: Format = .csv
+    @Option(help: "Write to FILE instead of standard output.") var out: String?
+    @Flag(help: "List attestations with who they are (an audited read of identifiable data).") var identifiable = false
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let range: DateRange
+        do { range = try DateRange.parse(from: from, to: to) } catch {
+            let problem = error.problems[0]
+            throw CLIError("--\(problem.field) \(problem.message)")
+        }
+        let text = try await TenantContext.run(database: database, logging: logging) { context in
+            let found = try await context.campuses.require(slug: campus)
+            let statistics = StatisticsStore(client: context.client)
+            if identifiable {
+                let rows = try await statistics.identifiedAttestations(campus: found.id, range: range, actor: TenantContext.actor)
+                return Self.render(identified: rows, format: format)
+            }
+            return Self.render(days: try await statistics.days(campus: found.id, range: range), format: format)
+        }
+        if let out {
+            do { try Data(text.utf8).write(to: URL(fileURLWithPath: out)) } catch {
+                throw CLIError("cannot write \(out): \(error.localizedDescription); check the directory exists and is writable")
+            }
+            FileHandle.standardError.write(Data("Wrote \(out).\n".utf8))
+        } else {
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
+    }
+
+    static func render(days: [DayFigures], format: Format) -> String {
+        let answerColumns = Set(days.flatMap { day in day.answers.flatMap { question, counts in counts.keys.map { "\(question):\($0)" } } }).sorted()
+        func count(_ day: DayFigures, _ column: String) -> Int {
+            let parts = column.split(separator: ":", maxSplits: 1).map(String.init)
+            return day.answers[parts[0]]?[parts[1]] ?? 0
+        }
+        func rate(_ value: Double?) -> String { value.map { String(format: "%.4f", $0) } ?? "" }
+        switch format {
+        case .csv:
+            var lines = [
+                (["date", "active_members", "submitted", "on_time", "late", "missing", "green", "yellow", "red", "compliance_rate"]
+                    + answerColumns).map(CSVField.escape).joined(separator: ",")
+            ]
+            for day in days {
+                let fields = [
+                    day.date.description, "\(day.active)", "\(day.submitted)", "\(day.onTime)", "\(day.late)", "\(day.missing)",
+                    "\(day.green)", "\(day.yellow)", "\(day.red)", rate(day.complianceRate),
+                ] + answerColumns.map { "\(count(day, $0))" }
+                lines.append(fields.map(CSVField.escape).joined(separator: ","))
+            }
+            return lines.joined(separator: "\n") + "\n"
+        case .json:
+            let objects: [[String: Any]] = days.map { day in
+                [
+                    "date": day.date.description, "activeMembers": day.active, "submitted": day.submitted, "onTime": day.onTime,
+                    "late": day.late, "missing": day.missing, "colors": ["green": day.green, "yellow": day.yellow, "red": day.red],
+                    "answers": day.answers, "complianceRate": day.complianceRate.map { $0 as Any } ?? NSNull(),
+                ]
+            }
+            return jsonText(["days": objects])
+        }
+    }
+
+    static func render(identified rows: [StatisticsStore.IdentifiedAttestation], format: Format) -> String {
+        switch format {
+        case .csv:
+            var lines = ["date,email,name,color,reason,on_time,submitted_at"]
+            for row in rows {
+                lines.append(
+                    [row.date.description, row.email, row.name, row.color.rawValue, row.reason, "\(row.onTime)", row.submittedAt.ISO8601Format()]
+                        .map(CSVField.escape).joined(separator: ","))
+            }
+            return lines.joined(separator: "\n") + "\n"
+        case .json:
+            return jsonText([
+                "attestations": rows.map { row -> [String: Any] in
+                    [
+                        "date": row.date.description, "email": row.email, "name": row.name, "color": row.color.rawValue,
+                        "reason": row.reason, "onTime": row.onTime, "submittedAt": row.submittedAt.ISO8601Format(),
+                    ]
+                }
+            ])
+        }
+    }
+
+    static func jsonText(_ value: Any) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}\n" }
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+}
+
+/// RFC 4180 quoting, and a leading quote for text a spreadsheet would run as a formula.
+enum CSVField {
+    static func escape(_ field: String) -> String {
+        var text = field
+        if let first = text.first, "=+-@\t\r".contains(first), Double(text) == nil { text = "'" + text }
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
+
+struct PurgeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "purge",
+        abstract: "Remove attestation answers older than each campus's retention (rollups and badges stay).",
+        discussion: """
+            Answers of campus-local dates before today minus the campus's retention-days are set to \
+            null, a day per transaction, oldest first; a purge that stops resumes where it stopped. \
+            Every server also does this once a day per campus.
+            """)
+
+    @Option(help: "Only this campus (default: every campus).") var campus: String?
+    @Flag(help: "Count what would be purged; change nothing.") var dryRun = false
+    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let dryRun = self.dryRun
+        let outcomes = try await TenantContext.run(database: database, logging: logging) { context in
+            let campuses: [Campus]
+            if let campus { campuses = [try await context.campuses.require(slug: campus)] } else { campuses = try await context.campuses.list() }
+            var outcomes: [RetentionPurger.Outcome] = []
+            for found in campuses {
+                outcomes.append(
+                    try await RetentionPurger(client: context.client).purge(campus: found, now: Date(), dryRun: dryRun, actor: TenantContext.actor))
+            }
+            return outcomes
+        }
+        if json {
+            return printJSONObject(outcomes.map { ["campus": $0.campus, "before": $0.cutoff.description, "attestations": $0.purged, "dryRun": $0.dryRun] })
+        }
+        for outcome in outcomes {
+            let what = "\(outcome.purged) attestation\(outcome.purged == 1 ? "" : "s")"
+            say(outcome.dryRun
+                ? "\(outcome.campus): would remove the answers of \(what) from before \(outcome.cutoff)."
+                : "\(outcome.campus): removed the answers of \(what) from before \(outcome.cutoff).")
+        }
+    }
+}
+
+extension DevCommand {
+    struct Seed: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add made-up members and a history of attestations to a campus, for trying things out and benchmarks.",
+            discussion: """
+                Members seed-TAG-N@DOMAIN are created DAYS days ago; each attests on about 92% of the days \
+                before today (90% on time; about 85% green, 12% yellow, 3% red), with rollups. Answers are \
+                kept only within the campus's retention. The campus needs a survey (--demo publishes the \
+                built-in one when it has none). Works on any database: --database-url, DATABASE_URL, or \
+                the dev cluster.
+                """)
+
+        @Option(help: "The campus slug.") var campus: String
+        @Option(help: "How many members to add.") var members: Int
+        @Option(help: "How many days of history before today.") var days: Int
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func validate() throws {
+            guard (1...5_000_000).contains(members) else { throw ValidationError("--members must be from 1 to 5000000") }
+            guard (1...3_650).contains(days) else { throw ValidationError("--days must be from 1 to 3650") }
+        }
+
+        func run() async throws {
+            let started = ContinuousClock.now
+            var database = self.database
+            database.dbPoolSize = max(database.dbPoolSize, 3)
+            let outcome = try await TenantContext.run(database: database, logging: logging) { context in
+                let found = try await context.campuses.require(slug: campus)
+                let store = QuestionnaireStore(client: context.client)
+                var questionnaire = try await store.active(campus: found.id)
+                if questionnaire == nil {
+                    questionnaire = try await store.publish(campus: found, draft: DemoQuestionnaire.draft, actor: TenantContext.actor)
+                    say("\(campus) had no survey: published the demo survey as version \(questionnaire!.version).")
+                }
+                return try await HistorySeeder(client: context.client).seed(
+                    campus: found, questionnaire: questionnaire!, members: members, days: days)
+            }
+            let elapsed = ContinuousClock.now - started
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            say(
+                "Seeded \(campus): \(outcome.members) members, \(outcome.attestations) attestations from \(outcome.from) to \(outcome.to) "
+                    + "in \(String(format: "%.1f", seconds)) s.")
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import AttestPlugins
+import Foundation
+import Hummingbird
+import Surveys
+
+/// Statistics from the daily rollups: `GET …/stats` for members (shares, small counts
+/// suppressed), `GET …/admin/dashboard` for admins (counts), and the identifiable
+/// `GET …/admin/follow-ups` for health officers (audited).
+struct StatisticsRoutes: Sendable {
+    let services: AttestServices
+
+    struct ColorShares: Codable, Sendable {
+        var green: Double?
+        var yellow: Double?
+        var red: Double?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(green, forKey: .green)  // null, not absent, when suppressed
+            try container.encode(yellow, forKey: .yellow)
+            try container.encode(red, forKey: .red)
+        }
+    }
+
+    struct StatsDay: Codable, Sendable {
+        var date: String
+        var suppressed: Bool
+        var submitted: Int?
+        /// Percent of the day's attestations per colour.
+        var colors: ColorShares
+        /// Percent of the day's attestations reporting each symptom.
+        var symptoms: [String: Double?]
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(date, forKey: .date)
+            try container.encode(suppressed, forKey: .suppressed)
+            try container.encode(submitted, forKey: .submitted)
+            try container.encode(colors, forKey: .colors)
+            try container.encode(symptoms, forKey: .symptoms)
+        }
+    }
+
+    struct StatsBody: ResponseEncodable {
+        var from: String
+        var to: String
+        var minCount: Int
+        var days: [StatsDay]
+    }
+
+    struct Counts: Codable, Sendable {
+        var green: Int
+        var yellow: Int
+        var red: Int
+    }
+
+    struct DashboardFigures: Codable, Sendable {
+        var date: String?
+        var activeMembers: Int
+        var submitted: Int
+        var onTime: Int
+        var late: Int
+        var missing: Int
+        var colors: Counts
+        var symptoms: [String: Int]
+        var answers: [String: [String: Int]]
+        var complianceRate: Double?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(date, forKey: .date)
+            try container.encode(activeMembers, forKey: .activeMembers)
+            try container.encode(submitted, forKey: .submitted)
+            try container.encode(onTime, forKey: .onTime)
+            try container.encode(late, forKey: .late)
+            try container.encode(missing, forKey: .missing)
+            try container.encode(colors, forKey: .colors)
+            try container.encode(symptoms, forKey: .symptoms)
+            try container.encode(answers, forKey: .answers)
+            try container.encode(complianceRate, forKey: .complianceRate)
+        }
+    }
+
+    struct DashboardBody: ResponseEncodable {
+        var from: String
+        var to: String
+        var days: [DashboardFigures]
+        var total: DashboardFigures
+    }
+
+    struct FollowUpItem: Codable, Sendable {
+        var userId: String
+        var name: String
+        var email: String
+        var color: String
+        var reason: String
+        var submittedAt: String
+        var onTime: Bool
+    }
+
+    struct FollowUpsBody: ResponseEncodable {
+        var date: String
+        var colors: [String]
+        var items: [FollowUpItem]
+    }
+
+    func register(campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
+        signedIn.get("stats") { request, context -> StatsBody in
+            try await stats(request, context)
+        }
+        campus.group("admin/dashboard").add(middleware: AuthenticationMiddleware(sessions: services.sessions, roles: [.admin]))
+            .get { request, context -> DashboardBody in
+                try await dashboard(request, context)
+            }
+        campus.group("admin/follow-ups").add(middleware: AuthenticationMiddleware(sessions: services.sessions, roles: [.healthOfficer]))
+            .get { request, context -> Response in
+                try await followUps(request, context)
+            }
+    }
+
+    private func range(_ request: Request) throws -> DateRange {
+        let query = request.uri.queryParameters
+        do {
+            return try DateRange.parse(from: query["from"].map(String.init), to: query["to"].map(String.init))
+        } catch {
+            throw Problem.validation(error.problems.map { .init(field: $0.field, message: $0.message) })
+        }
+    }
+
+    /// The boolean questions the active survey marks as symptoms, in survey order.
+    private func symptomIDs(_ campus: CampusID) async throws -> [String] {
+        try await services.activeQuestionnaires.active(campus: campus)?.questions.filter { $0.kind == .boolean && $0.symptom }.map(\.id) ?? []
+    }
+
+    /// Percent with one decimal.
+    static func percent(_ count: Int, of total: Int) -> Double { (Double(count) * 1000 / Double(total)).rounded() / 10 }
+
+    private func stats(_ request: Request, _ context: AttestRequestContext) async throws -> StatsBody {
+        let campus = try context.requireCampus()
+        let range = try range(request)
+        let days = try await services.statistics.days(campus: campus.id, range: range)
+        let symptoms = try await symptomIDs(campus.id)
+        let minCount = campus.statsMinCount
+        return StatsBody(
+            from: range.from.description, to: range.to.description, minCount: minCount,
+            days: days.map { day in
+                guard day.submitted >= max(minCount, 1) else {
+                    return StatsDay(
+                        date: day.date.description, suppressed: true, submitted: nil, colors: ColorShares(),
+                        symptoms: Dictionary(uniqueKeysWithValues: symptoms.map { ($0, nil) }))
+                }
+                // A count of 1 to minCount − 1 could single people out: it is shown as null.
+                func share(_ count: Int) -> Double? {
+                    count > 0 && count < minCount ? nil : Self.percent(count, of: day.submitted)
+                }
+                return StatsDay(
+                    date: day.date.description, suppressed: false, submitted: day.submitted,
+                    colors: ColorShares(green: share(day.green), yellow: share(day.yellow), red: share(day.red)),
+                    symptoms: Dictionary(uniqueKeysWithValues: symptoms.map { ($0, share(day.answers[$0]?["true"] ?? 0)) }))
+            })
+    }
+
+    private func dashboard(_ request: Request, _ context: AttestRequestContext) async throws -> DashboardBody {
+        let campus = try context.requireCampus()
+        let range = try range(request)
+        let days = try await services.statistics.days(campus: campus.id, range: range)
+        let symptoms = try await symptomIDs(campus.id)
+        func symptomCounts(_ answers: [String: [String: Int]]) -> [String: Int] {
+            Dictionary(uniqueKeysWithValues: symptoms.map { ($0, answers[$0]?["true"] ?? 0) })
+        }
+        let total = RangeTotals(days)
+        return DashboardBody(
+            from: range.from.description, to: range.to.description,
+            days: days.map { day in
+                DashboardFigures(
+                    date: day.date.description, activeMembers: day.active, submitted: day.submitted, onTime: day.onTime,
+                    late: day.late, missing: day.missing, colors: Counts(green: day.green, yellow: day.yellow, red: day.red),
+                    symptoms: symptomCounts(day.answers), answers: day.answers, complianceRate: day.complianceRate)
+            },
+            total: DashboardFigures(
+                date: nil, activeMembers: total.activeMembers, submitted: total.submitted, onTime: total.onTime, late: total.late,
+                missing: total.missing, colors: Counts(green: total.green, yellow: total.yellow, red: total.red),
+                symptoms: symptomCounts(total.answers), answers: total.answers, complianceRate: total.complianceRate))
+    }
+
+    private func followUps(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
+        let campus = try context.requireCampus()
+        let user = try context.requireSession().user
+        let query = request.uri.queryParameters
+        var problems: [Problem.FieldError] = []
+        var date: LocalDate?
+        if let text = query["date"] {
+            date = LocalDate(String(text))
+            if date == nil { problems.append(.init(field: "date", message: "must be a date as YYYY-MM-DD, got \"\(text.prefix(40))\"")) }
+        } else {
+            problems.append(.init(field: "date", message: "is required: the campus-local date as YYYY-MM-DD"))
+        }
+        var colors: [BadgeColor] = [.red, .yellow]
+        if let text = query["color"] {
+            if let color = BadgeColor(rawValue: String(text)), color == .red || color == .yellow { colors = [color] } else {
+                problems.append(.init(field: "color", message: "must be red or yellow (leave it out for both)"))
+            }
+        }
+        for name in Set(query.map { String($0.key) }) where name != "date" && name != "color" {
+            problems.append(.init(field: name, message: "is not a filter of follow-ups: use date and color"))
+        }
+        guard problems.isEmpty, let date else { throw Problem.validation(problems) }
+        let list = try await services.statistics.followUps(
+            campus: campus.id, date: date, colors: colors, actor: "user:\(user.email)")
+        var response = try FollowUpsBody(
+            date: date.description, colors: colors.map(\.rawValue),
+            items: list.map {
+                FollowUpItem(
+                    userId: $0.userId.description, name: $0.name, email: $0.email, color: $0.color.rawValue, reason: $0.reason,
+                    submittedAt: $0.submittedAt.ISO8601Format(), onTime: $0.onTime)
+            }
+        ).response(from: request, context: context)
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+}

@@ -1,0 +1,145 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Logging
+import ServiceLifecycle
+import Tenancy
+
+/// Retention: removes attestation answers (the health data) older than the campus's
+/// `retention-days`. The attestation row (date, badge, on time) and the rollups stay, so
+/// statistics and dashboards are unchanged by a purge.
+///
+/// Answers of campus-local dates before `today − retention-days` are set to NULL, one day per
+/// transaction, oldest first; `purge_state.purged_before` records how far it got, so a purge
+/// that stops half-way resumes where it stopped and a later one starts there.
+public struct RetentionPurger: Sendable {
+    public struct Outcome: Sendable, Equatable {
+        public var campus: String
+        /// Answers of dates before this are purged (or would be, on a dry run).
+        public var cutoff: LocalDate
+        /// How many attestations lost their answers (would, on a dry run).
+        public var purged: Int
+        public var dryRun: Bool
+    }
+
+    let client: PostgresClient
+
+    public init(client: PostgresClient) { self.client = client }
+
+    /// The first date whose answers are kept at `now`.
+    public static func cutoff(campus: Campus, now: Date) -> LocalDate {
+        campus.localDate(at: now).adding(days: -campus.retentionDays)
+    }
+
+    /// Purges one campus (or counts what it would purge, with `dryRun`). A real purge that
+    /// removed something is audited with `actor`.
+    public func purge(campus: Campus, now: Date, dryRun: Bool, actor: String) async throws -> Outcome {
+        let cutoff = Self.cutoff(campus: campus, now: now)
+        let id = campus.id
+        let start: LocalDate? = try await client.withTransaction(campus: id.rawValue) { connection in
+            let state = try await connection.query("SELECT purged_before FROM purge_state WHERE campus_id = \(id)")
+            if let purgedBefore = try state.first?.decode("purged_before", as: LocalDate?.self) { return purgedBefore }
+            return try await connection.query("SELECT min(local_date) AS first FROM attestations WHERE campus_id = \(id)")
+                .first?.decode("first", as: LocalDate?.self)
+        }
+        var outcome = Outcome(campus: campus.slug, cutoff: cutoff, purged: 0, dryRun: dryRun)
+        guard let start, start < cutoff else { return outcome }
+        if dryRun {
+            outcome.purged = try await client.query(
+                """
+                SELECT count(*) AS n FROM attestations
+                WHERE campus_id = \(id) AND local_date >= \(start) AND local_date < \(cutoff) AND answers IS NOT NULL
+                """, campus: id.rawValue
+            ).first?.decode("n", as: Int.self) ?? 0
+            return outcome
+        }
+        var date = start
+        while date < cutoff {
+            let day = date
+            outcome.purged += try await client.withTransaction(campus: id.rawValue) { connection in
+                let purged = try await connection.query(
+                    """
+                    WITH purged AS (
+                        UPDATE attestations SET answers = NULL, answers_purged_at = now()
+                        WHERE campus_id = \(id) AND local_date = \(day) AND answers IS NOT NULL
+                        RETURNING 1
+                    )
+                    SELECT count(*) AS n FROM purged
+                    """
+                ).first?.decode("n", as: Int.self) ?? 0
+                try await connection.query(
+                    """
+                    INSERT INTO purge_state AS p (campus_id, purged_before) VALUES (\(id), \(day.adding(days: 1)))
+                    ON CONFLICT (campus_id) DO UPDATE
+                    SET purged_before = greatest(p.purged_before, EXCLUDED.purged_before)
+                    """)
+                return purged
+            }
+            date = date.adding(days: 1)
+        }
+        if outcome.purged > 0 {
+            try await client.withTransaction(campus: id.rawValue) { connection in
+                try await AuditLog.record(
+                    connection, campus: id, actor: actor, action: "answers.purged", target: "before \(cutoff)",
+                    details: ["before": cutoff.description, "attestations": "\(outcome.purged)"])
+            }
+        }
+        return outcome
+    }
+
+    /// Claims today's daily purge of `campus` for this server: true for exactly one caller
+    /// per campus-local day, however many servers ask.
+    public func claimDailyRun(campus: Campus, now: Date) async throws -> Bool {
+        let today = campus.localDate(at: now)
+        return try await !client.query(
+            """
+            INSERT INTO purge_state AS p (campus_id, last_daily_run) VALUES (\(campus.id), \(today))
+            ON CONFLICT (campus_id) DO UPDATE SET last_daily_run = EXCLUDED.last_daily_run
+            WHERE p.last_daily_run IS DISTINCT FROM EXCLUDED.last_daily_run
+            RETURNING campus_id
+            """, campus: campus.id.rawValue
+        ).isEmpty
+    }
+}
+
+/// Runs the retention purge once a campus-local day per campus, on whichever server claims
+/// the day first; a `Service` every server runs.
+public final class RetentionService: Service, Sendable {
+    let purger: RetentionPurger
+    let campuses: CampusStore
+    let interval: Duration
+    let logger: Logger
+    let clock: @Sendable () -> Date
+
+    public init(client: PostgresClient, interval: Duration = .seconds(600), logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.purger = RetentionPurger(client: client)
+        self.campuses = CampusStore(client: client)
+        self.interval = interval
+        self.logger = logger
+        self.clock = clock
+    }
+
+    public func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            await runOnce()
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
+        }
+    }
+
+    /// Purges every campus whose day this server claims; returns what it did.
+    @discardableResult
+    public func runOnce() async -> [RetentionPurger.Outcome] {
+        var outcomes: [RetentionPurger.Outcome] = []
+        do {
+            for campus in try await campuses.list() where try await purger.claimDailyRun(campus: campus, now: clock()) {
+                let outcome = try await purger.purge(campus: campus, now: clock(), dryRun: false, actor: "system:retention")
+                logger.info(
+                    "retention purge", metadata: ["campus": "\(campus.slug)", "before": "\(outcome.cutoff)", "attestations": "\(outcome.purged)"])
+                outcomes.append(outcome)
+            }
+        } catch {
+            logger.warning("retention purge failed; the next day's run resumes it", metadata: ["error": "\(error)"])
+        }
+        return outcomes
+    }
+}

@@ -1,0 +1,261 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Tenancy
+
+/// One campus-local day's figures, summed from the rollups (`daily_stats`,
+/// `daily_answer_counts`, `member_changes`): never from the attestations themselves.
+public struct DayFigures: Sendable, Equatable {
+    public var date: LocalDate
+    /// Members active at the end of the day.
+    public var active: Int
+    public var submitted: Int
+    public var onTime: Int
+    public var late: Int
+    public var green: Int
+    public var yellow: Int
+    public var red: Int
+    /// How many attestations gave each answer: `[question id: [answer: count]]`, where a
+    /// boolean yes is `"true"` and a choice is its option id. Zero counts are absent.
+    public var answers: [String: [String: Int]]
+
+    public init(date: LocalDate, active: Int = 0) {
+        self.date = date
+        self.active = active
+        submitted = 0
+        onTime = 0
+        late = 0
+        green = 0
+        yellow = 0
+        red = 0
+        answers = [:]
+    }
+
+    /// Active members who did not submit (so far, for today).
+    public var missing: Int { max(active - submitted, 0) }
+
+    /// Share of active members who submitted before the deadline, 0…1 (nil without members).
+    public var complianceRate: Double? { active > 0 ? min(Double(onTime) / Double(active), 1) : nil }
+}
+
+/// A range's figures added up.
+public struct RangeTotals: Sendable, Equatable {
+    /// Members active at the end of the last day.
+    public var activeMembers = 0
+    /// Active members summed over the days: who could have submitted, day by day.
+    public var memberDays = 0
+    public var submitted = 0
+    public var onTime = 0
+    public var late = 0
+    public var missing = 0
+    public var green = 0
+    public var yellow = 0
+    public var red = 0
+    public var answers: [String: [String: Int]] = [:]
+
+    public init(_ days: [DayFigures]) {
+        activeMembers = days.last?.active ?? 0
+        for day in days {
+            memberDays += day.active
+            submitted += day.submitted
+            onTime += day.onTime
+            late += day.late
+            missing += day.missing
+            green += day.green
+            yellow += day.yellow
+            red += day.red
+            for (question, counts) in day.answers {
+                for (answer, count) in counts { answers[question, default: [:]][answer, default: 0] += count }
+            }
+        }
+    }
+
+    /// On-time submissions over member-days, 0…1 (nil without members).
+    public var complianceRate: Double? { memberDays > 0 ? min(Double(onTime) / Double(memberDays), 1) : nil }
+}
+
+/// A date range a caller asked for, checked: ISO dates, from ≤ to, at most 366 days.
+public struct DateRange: Sendable, Equatable {
+    public var from: LocalDate
+    public var to: LocalDate
+    public static let maxDays = 366
+
+    /// What is wrong with a requested range, by field (`from`, `to`).
+    public struct Invalid: Error, Sendable {
+        public var problems: [(field: String, message: String)]
+    }
+
+    /// Parses `from` and `to` (query parameters or CLI options); throws `Invalid`.
+    public static func parse(from: String?, to: String?) throws(Invalid) -> DateRange {
+        var problems: [(String, String)] = []
+        func date(_ text: String?, field: String) -> LocalDate? {
+            guard let text else {
+                problems.append((field, "is required: a date as YYYY-MM-DD"))
+                return nil
+            }
+            guard let date = LocalDate(text) else {
+                problems.append((field, "must be a date as YYYY-MM-DD, got \"\(text.prefix(40))\""))
+                return nil
+            }
+            return date
+        }
+        let start = date(from, field: "from"), end = date(to, field: "to")
+        if let start, let end {
+            if end < start {
+                problems.append(("to", "must not be before from (\(start))"))
+            } else if start.days(until: end) + 1 > maxDays {
+                problems.append(("to", "the range may span at most \(maxDays) days; it spans \(start.days(until: end) + 1)"))
+            }
+        }
+        guard problems.isEmpty, let start, let end else { throw Invalid(problems: problems) }
+        return DateRange(from: start, to: end)
+    }
+
+    public init(from: LocalDate, to: LocalDate) {
+        self.from = from
+        self.to = to
+    }
+
+    /// Every date of the range, in order.
+    public var dates: [LocalDate] { (0...from.days(until: to)).map { from.adding(days: $0) } }
+}
+
+/// Reads the rollups and the identifiable follow-up list; every identifiable read is audited.
+public struct StatisticsStore: Sendable {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) { self.client = client }
+
+    /// Every day of `range`, in order (days without attestations have zero counts). Three
+    /// index range scans over the rollups: the cost grows with days, not attestations.
+    public func days(campus: CampusID, range: DateRange) async throws -> [DayFigures] {
+        let (from, to) = (range.from, range.to)
+        let (stats, answers, members) = try await client.withTransaction(campus: campus.rawValue) { connection in
+            let stats = try await connection.query(
+                """
+                SELECT local_date, sum(submitted)::bigint AS submitted, sum(on_time)::bigint AS on_time,
+                       sum(late)::bigint AS late, sum(green)::bigint AS green, sum(yellow)::bigint AS yellow,
+                       sum(red)::bigint AS red
+                FROM daily_stats WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
+                GROUP BY local_date
+                """)
+            let answers = try await connection.query(
+                """
+                SELECT local_date, question_id, answer, sum(count)::bigint AS count
+                FROM daily_answer_counts WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
+                GROUP BY local_date, question_id, answer
+                """)
+            let members = try await connection.query(
+                """
+                SELECT NULL::date AS local_date, coalesce(sum(change), 0)::bigint AS change
+                FROM member_changes WHERE campus_id = \(campus) AND local_date < \(from)
+                UNION ALL
+                SELECT local_date, change::bigint FROM member_changes
+                WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
+                """)
+            return (stats, answers, members)
+        }
+        var byDate: [LocalDate: DayFigures] = [:]
+        var changes: [LocalDate: Int] = [:]
+        var active = 0
+        for row in members {
+            if let date = try row.decode("local_date", as: LocalDate?.self) {
+                changes[date] = try row.decode("change", as: Int.self)
+            } else {
+                active = try row.decode("change", as: Int.self)
+            }
+        }
+        for date in range.dates {
+            active += changes[date] ?? 0
+            byDate[date] = DayFigures(date: date, active: active)
+        }
+        for row in stats {
+            let date = try row.decode("local_date", as: LocalDate.self)
+            byDate[date]?.submitted = try row.decode("submitted", as: Int.self)
+            byDate[date]?.onTime = try row.decode("on_time", as: Int.self)
+            byDate[date]?.late = try row.decode("late", as: Int.self)
+            byDate[date]?.green = try row.decode("green", as: Int.self)
+            byDate[date]?.yellow = try row.decode("yellow", as: Int.self)
+            byDate[date]?.red = try row.decode("red", as: Int.self)
+        }
+        for row in answers {
+            let date = try row.decode("local_date", as: LocalDate.self)
+            let count = try row.decode("count", as: Int.self)
+            guard count != 0 else { continue }
+            byDate[date]?.answers[try row.decode("question_id", as: String.self), default: [:]][try row.decode("answer", as: String.self)] = count
+        }
+        return range.dates.compactMap { byDate[$0] }
+    }
+
+    /// One member on the follow-up list.
+    public struct FollowUp: Sendable, Equatable {
+        public var userId: UserID
+        public var name: String
+        public var email: String
+        public var color: BadgeColor
+        public var reason: String
+        public var submittedAt: Date
+        public var onTime: Bool
+    }
+
+    /// The red and yellow attestations of `date` (or only `colors`), red first, then by
+    /// submission time, with who. Records an audit entry (actor and filters) in the same
+    /// transaction: no entry, no list.
+    public func followUps(campus: CampusID, date: LocalDate, colors: [BadgeColor], actor: String) async throws -> [FollowUp] {
+        let names = colors.map(\.rawValue)
+        return try await client.withTransaction(campus: campus.rawValue) { connection in
+            let rows = try await connection.query(
+                """
+                SELECT a.user_id, u.display_name, u.email, a.color, a.reason, a.submitted_at, a.on_time
+                FROM attestations a JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
+                WHERE a.campus_id = \(campus) AND a.local_date = \(date) AND a.color = ANY(\(names))
+                ORDER BY a.color = 'red' DESC, a.submitted_at, u.email
+                """)
+            let list = try rows.map { row in
+                FollowUp(
+                    userId: UserID(try row.decode("user_id", as: UUID.self)), name: try row.decode("display_name"),
+                    email: try row.decode("email"), color: BadgeColor(rawValue: try row.decode("color", as: String.self)) ?? .yellow,
+                    reason: try row.decode("reason"), submittedAt: try row.decode("submitted_at"), onTime: try row.decode("on_time"))
+            }
+            try await AuditLog.record(
+                connection, campus: campus, actor: actor, action: "follow-ups.read", target: date.description,
+                details: ["date": date.description, "colors": names.joined(separator: ","), "rows": "\(list.count)"])
+            return list
+        }
+    }
+
+    /// One attestation with who, for an identifiable report (no answers).
+    public struct IdentifiedAttestation: Sendable, Equatable {
+        public var date: LocalDate
+        public var email: String
+        public var name: String
+        public var color: BadgeColor
+        public var reason: String
+        public var onTime: Bool
+        public var submittedAt: Date
+    }
+
+    /// Every attestation of `range` with who (date, then email), audited in the same transaction.
+    public func identifiedAttestations(campus: CampusID, range: DateRange, actor: String) async throws -> [IdentifiedAttestation] {
+        try await client.withTransaction(campus: campus.rawValue) { connection in
+            let rows = try await connection.query(
+                """
+                SELECT a.local_date, u.email, u.display_name, a.color, a.reason, a.on_time, a.submitted_at
+                FROM attestations a JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
+                WHERE a.campus_id = \(campus) AND a.local_date BETWEEN \(range.from) AND \(range.to)
+                ORDER BY a.local_date, u.email
+                """)
+            let list = try rows.map { row in
+                IdentifiedAttestation(
+                    date: try row.decode("local_date"), email: try row.decode("email"), name: try row.decode("display_name"),
+                    color: BadgeColor(rawValue: try row.decode("color", as: String.self)) ?? .yellow, reason: try row.decode("reason"),
+                    onTime: try row.decode("on_time"), submittedAt: try row.decode("submitted_at"))
+            }
+            try await AuditLog.record(
+                connection, campus: campus, actor: actor, action: "report.identifiable",
+                target: "\(range.from)..\(range.to)",
+                details: ["from": range.from.description, "to": range.to.description, "rows": "\(list.count)"])
+            return list
+        }
+    }
+}

@@ -1,0 +1,464 @@
+@testable import AttestHTTP
+import AttestPlugins
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import Identity
+@testable import Surveys
+import Tenancy
+import Testing
+
+/// Statistics, the dashboard, follow-ups, reports and retention, each checked against a
+/// brute-force recount over the attestations table.
+@Suite("Statistics")
+struct StatisticsTests {
+    static let draft = QuestionnaireRules.Draft(
+        title: "Check",
+        questions: [
+            Question(id: "fever", kind: .boolean, prompt: "Fever?", symptom: true),
+            Question(id: "cough", kind: .boolean, prompt: "Cough?", symptom: true),
+            Question(id: "positive_test", kind: .boolean, required: false, prompt: "Positive test?"),
+            Question(id: "site", kind: .choice, required: false, prompt: "Where today?", options: ["campus", "remote"]),
+            Question(id: "temperature", kind: .number, required: false, prompt: "Temperature", min: 34, max: 43, unit: "°C"),
+        ])
+    static let zone = TimeZone(identifier: "America/New_York")!
+
+    /// What the attestations table says about one day, counted the slow way.
+    struct Recount: Equatable {
+        var active = 0, submitted = 0, onTime = 0, late = 0, green = 0, yellow = 0, red = 0
+        var answers: [String: [String: Int]] = [:]
+    }
+
+    static func recount(_ server: TestServer, _ campus: Campus, days: [LocalDate]) async throws -> [LocalDate: Recount] {
+        let rows = try await server.pool.query(
+            "SELECT local_date, on_time, color, answers::text AS answers FROM attestations WHERE campus_id = \(campus.id)",
+            campus: campus.id.rawValue)
+        let members = try await server.pool.query(
+            "SELECT (created_at AT TIME ZONE \(campus.timeZone))::date AS day FROM users WHERE campus_id = \(campus.id) AND active",
+            campus: campus.id.rawValue)
+        let created = try members.map { try $0.decode("day", as: LocalDate.self) }
+        var result: [LocalDate: Recount] = [:]
+        for day in days { result[day] = Recount(active: created.filter { $0 <= day }.count) }
+        for row in rows {
+            let day = try row.decode("local_date", as: LocalDate.self)
+            guard var count = result[day] else { continue }
+            count.submitted += 1
+            if try row.decode("on_time", as: Bool.self) { count.onTime += 1 } else { count.late += 1 }
+            switch try row.decode("color", as: String.self) {
+            case "green": count.green += 1
+            case "yellow": count.yellow += 1
+            default: count.red += 1
+            }
+            if let text = try row.decode("answers", as: String?.self),
+                let answers = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+            {
+                for (question, value) in answers {
+                    switch Self.draft.questions.first(where: { $0.id == question })?.kind {
+                    case .boolean? where (value as? Bool) == true: count.answers[question, default: [:]]["true", default: 0] += 1
+                    case .choice?: count.answers[question, default: [:]][value as? String ?? "?", default: 0] += 1
+                    default: break
+                    }
+                }
+            }
+            result[day] = count
+        }
+        return result
+    }
+
+    /// Members submit random answers over several days, mornings on time and afternoons late,
+    /// concurrently; then every figure of the dashboard, the stats and the report is compared
+    /// with the recount.
+    @Test func everyFigureEqualsABruteForceRecount() async throws {
+        // Days after today: members are created now, so they are active on every test day.
+        let today = LocalDate(Date(), in: Self.zone)
+        let days = (2...5).map { today.adding(days: $0) }
+        let clock = TestClock(days[0].start(in: Self.zone))
+        let server = try await TestServer.make(clock: clock.read)
+        let campus = try await server.campus("north")
+        _ = try await CampusStore(client: server.pool).set(slug: "north", key: "stats-min-count", value: "3", actor: "test")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
+        var members: [String] = []
+        for index in 0..<24 { members.append(try await server.user("m\(index)@example.edu", at: campus).token) }
+        let tokens = members
+        let (_, admin) = try await server.user("admin@example.edu", at: campus, roles: [.admin])
+        try await server.run { api in
+            var generator = SystemRandomNumberGenerator()
+            for day in days {
+                for hour in [8, 15] {  // 08:xx on time, 15:xx late (deadline 10:00)
+                    clock.set(day.start(in: Self.zone).addingTimeInterval(Double(hour * 3600 + Int.random(in: 0..<3000))))
+                    let submitting = tokens.enumerated().filter { $0.offset % 2 == (hour == 8 ? 0 : 1) && Bool.random() }.map(\.element)
+                    let bodies = submitting.map { _ in
+                        var answers: [String] = [
+                            "\"fever\": \(Int.random(in: 0..<5, using: &generator) == 0)", "\"cough\": \(Bool.random(using: &generator))",
+                        ]
+                        if Bool.random(using: &generator) { answers.append("\"positive_test\": \(Int.random(in: 0..<8, using: &generator) == 0)") }
+                        if Bool.random(using: &generator) { answers.append("\"site\": \"\(["campus", "remote"].randomElement(using: &generator)!)\"") }
+                        if Bool.random(using: &generator) { answers.append("\"temperature\": \(Double.random(in: 36...39.5, using: &generator))") }
+                        return #"{"surveyVersion": 1, "answers": {\#(answers.joined(separator: ", "))}}"#
+                    }
+                    try await withThrowingTaskGroup(of: Int.self) { group in
+                        for (token, body) in zip(submitting, bodies) {
+                            group.addTask {
+                                try await api.send(
+                                    .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token, json: body
+                                ).status
+                            }
+                        }
+                        for try await status in group { #expect(status == 201) }
+                    }
+                }
+            }
+            // One day before the first with nothing, to see zeros.
+            let range = [today.adding(days: 1)] + days
+            let counted = try await Self.recount(server, campus, days: range)
+            #expect(counted.values.map(\.submitted).reduce(0, +) > 10)
+            let from = range.first!, to = range.last!
+
+            let dashboard = try await api.send(
+                .get, "/v1/campuses/north/admin/dashboard?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/admin/dashboard", token: admin)
+            #expect(dashboard.status == 200)
+            let dashboardDays = try #require(dashboard.json["days"] as? [[String: Any]])
+            #expect(dashboardDays.count == range.count)
+            for (day, figures) in zip(range, dashboardDays) {
+                let expected = try #require(counted[day])
+                #expect(figures["date"] as? String == day.description)
+                #expect(figures["activeMembers"] as? Int == expected.active, "\(day)")
+                #expect(figures["submitted"] as? Int == expected.submitted, "\(day)")
+                #expect(figures["onTime"] as? Int == expected.onTime, "\(day)")
+                #expect(figures["late"] as? Int == expected.late, "\(day)")
+                #expect(figures["missing"] as? Int == expected.active - expected.submitted, "\(day)")
+                let colors = try #require(figures["colors"] as? [String: Int])
+                #expect(colors == ["green": expected.green, "yellow": expected.yellow, "red": expected.red], "\(day)")
+                #expect((figures["answers"] as? [String: [String: Int]]) ?? [:] == expected.answers, "\(day)")
+                #expect(figures["symptoms"] as? [String: Int] == ["fever": expected.answers["fever"]?["true"] ?? 0, "cough": expected.answers["cough"]?["true"] ?? 0])
+                if expected.active > 0 {
+                    #expect(abs((figures["complianceRate"] as? Double ?? -1) - Double(expected.onTime) / Double(expected.active)) < 1e-9)
+                }
+            }
+            let total = try #require(dashboard.json["total"] as? [String: Any])
+            let all = counted.values
+            #expect(total["submitted"] as? Int == all.map(\.submitted).reduce(0, +))
+            #expect(total["onTime"] as? Int == all.map(\.onTime).reduce(0, +))
+            #expect(total["late"] as? Int == all.map(\.late).reduce(0, +))
+            #expect(total["missing"] as? Int == all.map { $0.active - $0.submitted }.reduce(0, +))
+            #expect(total["activeMembers"] as? Int == counted[to]?.active)
+            #expect((total["colors"] as? [String: Int])?["red"] == all.map(\.red).reduce(0, +))
+            #expect((total["answers"] as? [String: [String: Int]])?["cough"]?["true"] == all.compactMap { $0.answers["cough"]?["true"] }.reduce(0, +))
+
+            let stats = try await api.send(.get, "/v1/campuses/north/stats?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/stats", token: tokens[0])
+            #expect(stats.status == 200)
+            #expect(stats.json["minCount"] as? Int == 3)
+            let statsDays = try #require(stats.json["days"] as? [[String: Any]])
+            for (day, figures) in zip(range, statsDays) {
+                let expected = try #require(counted[day])
+                func share(_ count: Int) -> Double? {
+                    count > 0 && count < 3 ? nil : (Double(count) * 1000 / Double(expected.submitted)).rounded() / 10
+                }
+                guard expected.submitted >= 3 else {
+                    #expect(figures["suppressed"] as? Bool == true, "\(day)")
+                    #expect(figures["submitted"] is NSNull, "\(day)")
+                    continue
+                }
+                #expect(figures["suppressed"] as? Bool == false)
+                #expect(figures["submitted"] as? Int == expected.submitted)
+                let colors = try #require(figures["colors"] as? [String: Any])
+                #expect(colors["green"] as? Double == share(expected.green), "\(day)")
+                #expect(colors["yellow"] as? Double == share(expected.yellow), "\(day)")
+                #expect(colors["red"] as? Double == share(expected.red), "\(day)")
+                let symptoms = try #require(figures["symptoms"] as? [String: Any])
+                #expect(symptoms["fever"] as? Double == share(expected.answers["fever"]?["true"] ?? 0), "\(day)")
+                #expect(symptoms["cough"] as? Double == share(expected.answers["cough"]?["true"] ?? 0), "\(day)")
+                #expect(symptoms["positive_test"] == nil, "positive_test is not a symptom question")
+            }
+
+            // The report, through the CLI, says the same.
+            let report = try await ChildProcess.run(
+                [ChildProcess.attestBinary, "report", "north", "--from", from.description, "--to", to.description, "--format", "csv"],
+                environment: ["DATABASE_URL": TestDatabase.url(database: server.database)])
+            #expect(report.status == 0, "\(report.stderr)")
+            let lines = report.stdout.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+            let header = try #require(lines.first)
+            #expect(lines.count == range.count + 1)
+            for (day, line) in zip(range, lines.dropFirst()) {
+                let expected = try #require(counted[day])
+                let row = Dictionary(uniqueKeysWithValues: zip(header, line))
+                #expect(row["date"] == day.description)
+                #expect(row["active_members"] == "\(expected.active)")
+                #expect(row["submitted"] == "\(expected.submitted)")
+                #expect(row["on_time"] == "\(expected.onTime)")
+                #expect(row["late"] == "\(expected.late)")
+                #expect(row["missing"] == "\(expected.active - expected.submitted)")
+                #expect(row["green"] == "\(expected.green)" && row["yellow"] == "\(expected.yellow)" && row["red"] == "\(expected.red)")
+                #expect(row["cough:true"] == "\(expected.answers["cough"]?["true"] ?? 0)", "\(day)")
+                #expect(row["site:remote"] == "\(expected.answers["site"]?["remote"] ?? 0)", "\(day)")
+            }
+        }
+    }
+
+    @Test func smallCountsAreSuppressedForMembers() async throws {
+        let today = LocalDate(Date(), in: Self.zone)
+        let (busy, quiet) = (today.adding(days: 1), today.adding(days: 2))
+        let clock = TestClock(busy.start(in: Self.zone).addingTimeInterval(8 * 3600))
+        let server = try await TestServer.make(clock: clock.read)
+        let campus = try await server.campus("north")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
+        var members: [String] = []
+        for index in 0..<12 { members.append(try await server.user("m\(index)@example.edu", at: campus).token) }
+        let tokens = members
+        try await server.run { api in
+            // Busy day: 12 attestations, 2 with a fever (yellow under the standard rule), none coughing.
+            for (index, token) in tokens.enumerated() {
+                let body = #"{"surveyVersion": 1, "answers": {"fever": \#(index < 2), "cough": false}}"#
+                #expect(try await api.send(.post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token, json: body).status == 201)
+            }
+            // Quiet day: 9, under the default threshold of 10.
+            clock.set(quiet.start(in: Self.zone).addingTimeInterval(8 * 3600))
+            for token in tokens.prefix(9) {
+                let body = #"{"surveyVersion": 1, "answers": {"fever": false, "cough": false}}"#
+                #expect(try await api.send(.post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token, json: body).status == 201)
+            }
+            let stats = try await api.send(
+                .get, "/v1/campuses/north/stats?from=\(busy)&to=\(quiet)", template: "/v1/campuses/{campus}/stats", token: tokens[5])
+            let days = try #require(stats.json["days"] as? [[String: Any]])
+            #expect(stats.json["minCount"] as? Int == 10)
+            let busyDay = days[0], quietDay = days[1]
+            #expect(busyDay["suppressed"] as? Bool == false)
+            #expect(busyDay["submitted"] as? Int == 12)
+            let colors = try #require(busyDay["colors"] as? [String: Any])
+            #expect(colors["green"] as? Double == 83.3)
+            #expect(colors["yellow"] is NSNull)  // 2 people: could be singled out
+            #expect(colors["red"] as? Double == 0)  // nobody: nothing to single out
+            let symptoms = try #require(busyDay["symptoms"] as? [String: Any])
+            #expect(symptoms["fever"] is NSNull)
+            #expect(symptoms["cough"] as? Double == 0)
+            #expect(quietDay["suppressed"] as? Bool == true)
+            #expect(quietDay["submitted"] is NSNull)
+            #expect((quietDay["colors"] as? [String: Any])?["green"] is NSNull)
+        }
+    }
+
+    @Test func followUpsAreForHealthOfficersAndEveryReadIsAudited() async throws {
+        let today = LocalDate(Date(), in: Self.zone)
+        let day = today.adding(days: 1)
+        let clock = TestClock(day.start(in: Self.zone).addingTimeInterval(8 * 3600))
+        let server = try await TestServer.make(clock: clock.read)
+        let campus = try await server.campus("north")
+        let other = try await server.campus("south")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
+        let (_, member) = try await server.user("member@example.edu", at: campus)
+        let (_, feverish) = try await server.user("feverish@example.edu", at: campus)
+        let (_, positive) = try await server.user("positive@example.edu", at: campus)
+        let (_, admin) = try await server.user("admin@example.edu", at: campus, roles: [.admin])
+        let (_, officer) = try await server.user("officer@example.edu", at: campus, roles: [.healthOfficer])
+        let (_, elsewhere) = try await server.user("officer@example.edu", at: other, roles: [.healthOfficer, .admin])
+        let path = "/v1/campuses/{campus}/admin/follow-ups"
+        try await server.run { api in
+            for (token, answers) in [
+                (member, #"{"fever": false, "cough": false}"#), (feverish, #"{"fever": true, "cough": false}"#),
+                (positive, #"{"fever": false, "cough": false, "positive_test": true}"#),
+            ] {
+                let reply = try await api.send(
+                    .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
+                    json: #"{"surveyVersion": 1, "answers": \#(answers)}"#)
+                #expect(reply.status == 201)
+            }
+            let url = "/v1/campuses/north/admin/follow-ups?date=\(day)"
+            #expect(try await api.send(.get, url, template: path, token: member).status == 403)
+            #expect(try await api.send(.get, url, template: path, token: admin).status == 403)
+            #expect(try await api.send(.get, url, template: path).status == 401)
+            #expect(try await api.send(.get, url, template: path, token: elsewhere).status == 401)
+            #expect(try await api.send(.get, "/v1/campuses/north/admin/dashboard?from=\(day)&to=\(day)", template: "/v1/campuses/{campus}/admin/dashboard", token: member).status == 403)
+            #expect(try await api.send(.get, "/v1/campuses/north/admin/dashboard?from=\(day)&to=\(day)", template: "/v1/campuses/{campus}/admin/dashboard", token: elsewhere).status == 401)
+            #expect(try await api.send(.get, "/v1/campuses/north/stats?from=\(day)&to=\(day)", template: "/v1/campuses/{campus}/stats", token: elsewhere).status == 401)
+
+            let list = try await api.send(.get, url, template: path, token: officer)
+            #expect(list.status == 200)
+            #expect(list.headers[.cacheControl] == "no-store")
+            let items = try #require(list.json["items"] as? [[String: Any]])
+            #expect(items.map { $0["email"] as? String } == ["positive@example.edu", "feverish@example.edu"])  // red first
+            #expect(items.map { $0["color"] as? String } == ["red", "yellow"])
+            #expect(items[1]["name"] as? String == "feverish@example.edu")
+            #expect((items[1]["reason"] as? String)?.isEmpty == false)
+            let reds = try await api.send(.get, url + "&color=red", template: path, token: officer)
+            #expect((reds.json["items"] as? [[String: Any]])?.count == 1)
+            let otherDay = try await api.send(.get, "/v1/campuses/north/admin/follow-ups?date=\(today)", template: path, token: officer)
+            #expect((otherDay.json["items"] as? [[String: Any]])?.isEmpty == true)
+
+            let audit = try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "follow-ups.read" }
+            #expect(audit.count == 3)
+            #expect(audit.allSatisfy { $0.actor == "user:officer@example.edu" })
+            #expect(audit.map { $0.details["colors"] } == ["red,yellow", "red", "red,yellow"])
+            #expect(audit.map { $0.details["date"] } == [day.description, day.description, today.description])
+            #expect(audit[0].details["rows"] == "2")
+            // A refused read is not a read: nothing was audited for the member's or admin's tries.
+            #expect(try await AuditLog(client: server.pool).entries(campus: other.id).filter { $0.action == "follow-ups.read" }.isEmpty)
+        }
+    }
+
+    @Test func badRangesAndFiltersAre422NamingTheField() async throws {
+        let server = try await TestServer.make()
+        let campus = try await server.campus("north")
+        let (_, admin) = try await server.user("admin@example.edu", at: campus, roles: [.admin, .healthOfficer])
+        try await server.run { api in
+            func fields(_ url: String, _ template: String) async throws -> [String] {
+                let reply = try await api.send(.get, url, template: template, token: admin)
+                #expect(reply.status == 422, "\(url)")
+                return reply.problem.fields
+            }
+            let dashboard = "/v1/campuses/{campus}/admin/dashboard", stats = "/v1/campuses/{campus}/stats"
+            #expect(try await fields("/v1/campuses/north/stats", stats) == ["from", "to"])
+            #expect(try await fields("/v1/campuses/north/stats?from=2026-11-01&to=2026-13-01", stats) == ["to"])
+            #expect(try await fields("/v1/campuses/north/stats?from=2026-02-30&to=2026-03-01", stats) == ["from"])
+            #expect(try await fields("/v1/campuses/north/admin/dashboard?from=2026-11-10&to=2026-11-01", dashboard) == ["to"])
+            #expect(try await fields("/v1/campuses/north/admin/dashboard?from=2025-01-01&to=2026-01-02", dashboard) == ["to"])
+            let yearOK = try await api.send(.get, "/v1/campuses/north/admin/dashboard?from=2024-01-01&to=2024-12-31", template: dashboard, token: admin)
+            #expect(yearOK.status == 200)  // 366 days in a leap year: the most allowed
+            #expect((yearOK.json["days"] as? [Any])?.count == 366)
+            let followUps = "/v1/campuses/{campus}/admin/follow-ups"
+            #expect(try await fields("/v1/campuses/north/admin/follow-ups", followUps) == ["date"])
+            #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&color=green", followUps) == ["color"])
+            #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=yesterday&email=x", followUps).sorted() == ["date", "email"])
+            #expect(try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "follow-ups.read" }.isEmpty)
+        }
+    }
+
+    /// The purge removes old answers and keeps badges and rollups; a dry run changes nothing;
+    /// the daily run is claimed once per campus day.
+    @Test func purgeRemovesOldAnswersAndKeepsRollups() async throws {
+        let today = LocalDate(Date(), in: Self.zone)
+        let clock = TestClock(today.adding(days: 1).start(in: Self.zone).addingTimeInterval(8 * 3600))
+        let server = try await TestServer.make(clock: clock.read)
+        let campus = try await server.campus("north")
+        _ = try await CampusStore(client: server.pool).set(slug: "north", key: "retention-days", value: "7", actor: "test")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
+        let (_, token) = try await server.user("m@example.edu", at: campus)
+        let (_, admin) = try await server.user("admin@example.edu", at: campus, roles: [.admin])
+        let days = (1...12).map { today.adding(days: $0) }
+        let dashboardURL = "/v1/campuses/north/admin/dashboard?from=\(days.first!)&to=\(days.last!)"
+        try await server.run { api in
+            for day in days {
+                clock.set(day.start(in: Self.zone).addingTimeInterval(8 * 3600))
+                let reply = try await api.send(
+                    .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
+                    json: #"{"surveyVersion": 1, "answers": {"fever": true, "cough": false}}"#)
+                #expect(reply.status == 201)
+            }
+            let before = try await api.send(.get, dashboardURL, template: "/v1/campuses/{campus}/admin/dashboard", token: admin).json
+
+            let found = try await CampusStore(client: server.pool).require(slug: "north")
+            let now = days.last!.start(in: Self.zone).addingTimeInterval(12 * 3600)
+            let purger = RetentionPurger(client: server.pool)
+            let dry = try await purger.purge(campus: found, now: now, dryRun: true, actor: "test")
+            // Kept: the last 7 days and today; purged: days before today − 7.
+            let cutoff = days.last!.adding(days: -7)
+            #expect(dry.cutoff == cutoff)
+            #expect(dry.purged == days.filter { $0 < cutoff }.count)
+            func withAnswers() async throws -> [LocalDate] {
+                try await server.pool.query(
+                    "SELECT local_date FROM attestations WHERE campus_id = \(campus.id) AND answers IS NOT NULL ORDER BY local_date",
+                    campus: campus.id.rawValue
+                ).map { try $0.decode("local_date", as: LocalDate.self) }
+            }
+            #expect(try await withAnswers() == days)
+
+            let done = try await purger.purge(campus: found, now: now, dryRun: false, actor: "cli:test")
+            #expect(done.purged == dry.purged)
+            #expect(try await withAnswers() == days.filter { $0 >= cutoff })
+            #expect(try await purger.purge(campus: found, now: now, dryRun: false, actor: "cli:test").purged == 0)
+            let purgedRows = try await server.pool.query(
+                "SELECT count(*) AS n FROM attestations WHERE campus_id = \(campus.id) AND answers_purged_at IS NOT NULL AND color = 'yellow'",
+                campus: campus.id.rawValue)
+            #expect(try purgedRows[0].decode("n", as: Int.self) == dry.purged)  // badges stay
+            let after = try await api.send(.get, dashboardURL, template: "/v1/campuses/{campus}/admin/dashboard", token: admin).json
+            #expect(!before.isEmpty)
+            #expect(NSDictionary(dictionary: after).isEqual(to: before))
+            // The member's own history shows the purged days with null answers.
+            let history = try await api.send(
+                .get, "/v1/campuses/north/me/attestations?limit=100", template: "/v1/campuses/{campus}/me/attestations", token: token)
+            let items = try #require(history.json["items"] as? [[String: Any]])
+            #expect(items.count == days.count)
+            #expect(items.filter { $0["answers"] is NSNull }.count == dry.purged)
+
+            let audit = try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "answers.purged" }
+            #expect(audit.count == 1)
+            #expect(audit.first?.actor == "cli:test")
+            #expect(audit.first?.details["attestations"] == "\(dry.purged)")
+
+            // The daily run: one claim per campus-local day, however many servers ask.
+            let claims = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for _ in 0..<4 { group.addTask { try await purger.claimDailyRun(campus: found, now: now) } }
+                return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(claims.filter { $0 }.count == 1)
+            #expect(try await purger.claimDailyRun(campus: found, now: now.addingTimeInterval(86_400)))
+        }
+    }
+
+    /// `attest dev seed` writes history whose rollups match its attestations, and an
+    /// identifiable report of it is audited.
+    @Test func seededHistoryAddsUpAndIdentifiableReportsAreAudited() async throws {
+        let server = try await TestServer.make()
+        let campus = try await server.campus("north")
+        let (_, admin) = try await server.user("admin@example.edu", at: campus, roles: [.admin])
+        let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database)]
+        let seeded = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "dev", "seed", "--campus", "north", "--members", "60", "--days", "20"], environment: environment)
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        #expect(seeded.stdout.contains("published the demo survey"))
+        #expect(seeded.stdout.contains("Seeded north: 60 members"))
+        let today = LocalDate(Date(), in: Self.zone)
+        let range = (1...21).map { today.adding(days: -$0) }.reversed().map { $0 }
+        let counted = try await Self.recount(server, campus, days: range)
+        #expect(counted[range[0]]?.submitted == 0)  // the day before the history starts
+        #expect(counted[range[1]]?.active == 60)
+        // The demo survey's symptom counts, recounted from the stored answers.
+        let rows = try await server.pool.query(
+            """
+            SELECT local_date, key, count(*) AS n FROM attestations, jsonb_each(answers)
+            WHERE campus_id = \(campus.id) AND value = 'true'::jsonb GROUP BY local_date, key
+            """, campus: campus.id.rawValue)
+        let days = try await StatisticsStore(client: server.pool).days(campus: campus.id, range: DateRange(from: range.first!, to: range.last!))
+        var stored: [String: Int] = [:]
+        for row in rows { stored["\(try row.decode("local_date", as: LocalDate.self))/\(try row.decode("key", as: String.self))"] = try row.decode("n") }
+        var rolled: [String: Int] = [:]
+        for day in days { for (question, counts) in day.answers { rolled["\(day.date)/\(question)"] = counts["true"] } }
+        #expect(!stored.isEmpty)
+        #expect(rolled == stored)
+
+        let report = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "report", "north", "--from", range.first!.description, "--to", range.last!.description,
+             "--format", "json", "--identifiable"], environment: environment)
+        #expect(report.status == 0, "\(report.stderr)")
+        let listed = try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any]
+        let attestations = try #require(listed?["attestations"] as? [[String: Any]])
+        #expect(attestations.count == counted.values.map(\.submitted).reduce(0, +))
+        #expect(attestations.first?["email"] as? String != nil)
+        #expect(attestations.allSatisfy { $0["answers"] == nil })
+        let audit = try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "report.identifiable" }
+        #expect(audit.count == 1)
+        #expect(audit.first?.actor.hasPrefix("cli:") == true)
+        #expect(audit.first?.details["rows"] == "\(attestations.count)")
+        // An aggregate report is not identifiable: no entry.
+        _ = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "report", "north", "--from", range.first!.description, "--to", range.last!.description],
+            environment: environment)
+        #expect(try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "report.identifiable" }.count == 1)
+        let bad = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "report", "north", "--from", "2026-11-10", "--to", "2026-11-01"], environment: environment)
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("--to must not be before from"), "\(bad.stderr)")
+        try await server.run { api in
+            let reply = try await api.send(
+                .get, "/v1/campuses/north/admin/dashboard?from=\(range.first!)&to=\(range.last!)",
+                template: "/v1/campuses/{campus}/admin/dashboard", token: admin)
+            let days = try #require(reply.json["days"] as? [[String: Any]])
+            for (day, figures) in zip(range, days) {
+                let expected = try #require(counted[day])
+                #expect(figures["activeMembers"] as? Int == expected.active, "\(day)")
+                #expect(figures["submitted"] as? Int == expected.submitted, "\(day)")
+                #expect(figures["onTime"] as? Int == expected.onTime, "\(day)")
+                #expect(figures["colors"] as? [String: Int] == ["green": expected.green, "yellow": expected.yellow, "red": expected.red], "\(day)")
+            }
+        }
+    }
+}
