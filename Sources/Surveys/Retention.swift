@@ -126,19 +126,28 @@ public final class RetentionService: Service, Sendable {
         }
     }
 
-    /// Purges every campus whose day this server claims; returns what it did.
+    /// Purges every campus whose day this server claims; returns what it did. A campus that
+    /// fails is logged and does not stop the others; its purge resumes on its next day.
     @discardableResult
     public func runOnce() async -> [RetentionPurger.Outcome] {
+        let all: [Campus]
+        do { all = try await campuses.list() } catch {
+            logger.warning("retention purge: cannot list campuses", metadata: ["error": "\(error)"])
+            return []
+        }
         var outcomes: [RetentionPurger.Outcome] = []
-        do {
-            for campus in try await campuses.list() where try await purger.claimDailyRun(campus: campus, now: clock()) {
+        for campus in all {
+            do {
+                guard try await purger.claimDailyRun(campus: campus, now: clock()) else { continue }
                 let outcome = try await purger.purge(campus: campus, now: clock(), dryRun: false, actor: "system:retention")
                 logger.info(
                     "retention purge", metadata: ["campus": "\(campus.slug)", "before": "\(outcome.cutoff)", "attestations": "\(outcome.purged)"])
                 outcomes.append(outcome)
+            } catch {
+                logger.warning(
+                    "retention purge failed; the campus's next daily run resumes it",
+                    metadata: ["campus": "\(campus.slug)", "error": "\(error)"])
             }
-        } catch {
-            logger.warning("retention purge failed; the next day's run resumes it", metadata: ["error": "\(error)"])
         }
         return outcomes
     }

@@ -130,31 +130,35 @@ public struct StatisticsStore: Sendable {
     /// index range scans over the rollups: the cost grows with days, not attestations.
     public func days(campus: CampusID, range: DateRange) async throws -> [DayFigures] {
         let (from, to) = (range.from, range.to)
-        let (stats, answers, members) = try await client.withTransaction(campus: campus.rawValue) { connection in
-            let stats = try await connection.query(
-                """
-                SELECT local_date, sum(submitted)::bigint AS submitted, sum(on_time)::bigint AS on_time,
-                       sum(late)::bigint AS late, sum(green)::bigint AS green, sum(yellow)::bigint AS yellow,
-                       sum(red)::bigint AS red
-                FROM daily_stats WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
-                GROUP BY local_date
-                """)
-            let answers = try await connection.query(
-                """
-                SELECT local_date, question_id, answer, sum(count)::bigint AS count
-                FROM daily_answer_counts WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
-                GROUP BY local_date, question_id, answer
-                """)
-            let members = try await connection.query(
-                """
-                SELECT NULL::date AS local_date, coalesce(sum(change), 0)::bigint AS change
-                FROM member_changes WHERE campus_id = \(campus) AND local_date < \(from)
-                UNION ALL
-                SELECT local_date, change::bigint FROM member_changes
-                WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
-                """)
-            return (stats, answers, members)
+        // One pipelined round trip, one transaction: the three reads see the same snapshot.
+        let results = try await client.withConnection { connection in
+            try await connection.pipeline([
+                PipelineUnit(
+                    campus: campus.rawValue,
+                    statements: [
+                        """
+                        SELECT local_date, sum(submitted)::bigint AS submitted, sum(on_time)::bigint AS on_time,
+                               sum(late)::bigint AS late, sum(green)::bigint AS green, sum(yellow)::bigint AS yellow,
+                               sum(red)::bigint AS red
+                        FROM daily_stats WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
+                        GROUP BY local_date
+                        """,
+                        """
+                        SELECT local_date, question_id, answer, sum(count)::bigint AS count
+                        FROM daily_answer_counts WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
+                        GROUP BY local_date, question_id, answer
+                        """,
+                        """
+                        SELECT NULL::date AS local_date, coalesce(sum(change), 0)::bigint AS change
+                        FROM member_changes WHERE campus_id = \(campus) AND local_date < \(from)
+                        UNION ALL
+                        SELECT local_date, change::bigint FROM member_changes
+                        WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
+                        """,
+                    ])
+            ])[0].get()
         }
+        let (stats, answers, members) = (results[0], results[1], results[2])
         var byDate: [LocalDate: DayFigures] = [:]
         var changes: [LocalDate: Int] = [:]
         var active = 0

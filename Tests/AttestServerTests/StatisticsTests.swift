@@ -391,6 +391,12 @@ struct StatisticsTests {
             }
             #expect(claims.filter { $0 }.count == 1)
             #expect(try await purger.claimDailyRun(campus: found, now: now.addingTimeInterval(86_400)))
+            // The servers' service: two days on, the cutoff has moved two days; run again the
+            // same day, it does nothing.
+            let service = RetentionService(client: server.pool, logger: TestDatabase.testLogger, clock: { now.addingTimeInterval(2 * 86_400) })
+            #expect(await service.runOnce().map(\.purged) == [2])
+            #expect(await service.runOnce().isEmpty)
+            #expect(try await withAnswers() == days.filter { $0 >= cutoff.adding(days: 2) })
         }
     }
 
