@@ -157,11 +157,13 @@ CREATE TABLE IF NOT EXISTS attestations (
     answers_purged_at timestamptz,
     PRIMARY KEY (campus_id, id),
     UNIQUE (campus_id, user_id, local_date),
-    UNIQUE (campus_id, user_id, idempotency_key),
     FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE,
     FOREIGN KEY (campus_id, survey_version) REFERENCES questionnaires (campus_id, version)
 );
 CREATE INDEX IF NOT EXISTS attestations_by_day_color ON attestations (campus_id, local_date, color);
+-- A retried submission's key; partial, since most submissions carry none.
+CREATE UNIQUE INDEX IF NOT EXISTS attestations_idempotency ON attestations (campus_id, user_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
 
 -- Daily rollups, kept with each write so dashboards cost O(days). A day's counts may be
 -- split over several shard rows so concurrent writers do not queue on one row; readers sum.

@@ -102,10 +102,12 @@ public struct RetentionPurger: Sendable {
     }
 }
 
-/// Runs the retention purge once a campus-local day per campus, on whichever server claims
-/// the day first; a `Service` every server runs.
+/// Runs the daily upkeep once a campus-local day per campus, on whichever server claims the
+/// day first: the retention purge, then the rollup compaction (`StatisticsStore.compact`) of
+/// the days before yesterday. A `Service` every server runs.
 public final class RetentionService: Service, Sendable {
     let purger: RetentionPurger
+    let statistics: StatisticsStore
     let campuses: CampusStore
     let interval: Duration
     let logger: Logger
@@ -113,6 +115,7 @@ public final class RetentionService: Service, Sendable {
 
     public init(client: PostgresClient, interval: Duration = .seconds(600), logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.purger = RetentionPurger(client: client)
+        self.statistics = StatisticsStore(client: client)
         self.campuses = CampusStore(client: client)
         self.interval = interval
         self.logger = logger
@@ -139,9 +142,16 @@ public final class RetentionService: Service, Sendable {
         for campus in all {
             do {
                 guard try await purger.claimDailyRun(campus: campus, now: clock()) else { continue }
-                let outcome = try await purger.purge(campus: campus, now: clock(), dryRun: false, actor: "system:retention")
+                let now = clock()
+                let outcome = try await purger.purge(campus: campus, now: now, dryRun: false, actor: "system:retention")
+                // Yesterday may still get a batch written just after midnight; older days are final.
+                let folded = try await statistics.compact(campus: campus.id, before: campus.localDate(at: now).adding(days: -1))
                 logger.info(
-                    "retention purge", metadata: ["campus": "\(campus.slug)", "before": "\(outcome.cutoff)", "attestations": "\(outcome.purged)"])
+                    "daily upkeep",
+                    metadata: [
+                        "campus": "\(campus.slug)", "purged_before": "\(outcome.cutoff)", "attestations_purged": "\(outcome.purged)",
+                        "rollup_rows_folded": "\(folded)",
+                    ])
                 outcomes.append(outcome)
             } catch {
                 logger.warning(

@@ -191,6 +191,47 @@ public struct StatisticsStore: Sendable {
         return range.dates.compactMap { byDate[$0] }
     }
 
+    /// Folds the shard rows of every day before `before` into shard 0, so a finished day is
+    /// one `daily_stats` row and one row per answer, however many writers' shards it had:
+    /// a dashboard's cost then grows with days only. Sums are unchanged; safe to run at any
+    /// time (a writer still adding to a folded day just starts a new shard row). Returns how
+    /// many shard rows were folded away.
+    @discardableResult
+    public func compact(campus: CampusID, before: LocalDate) async throws -> Int {
+        try await client.withTransaction(campus: campus.rawValue) { connection in
+            let stats = try await connection.query(
+                """
+                WITH moved AS (
+                    DELETE FROM daily_stats WHERE campus_id = \(campus) AND local_date < \(before) AND shard <> 0
+                    RETURNING local_date, submitted, on_time, late, green, yellow, red
+                ), folded AS (
+                    INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
+                    SELECT \(campus), local_date, 0, sum(submitted), sum(on_time), sum(late), sum(green), sum(yellow), sum(red)
+                    FROM moved GROUP BY local_date
+                    ON CONFLICT (campus_id, local_date, shard) DO UPDATE SET
+                        submitted = s.submitted + EXCLUDED.submitted, on_time = s.on_time + EXCLUDED.on_time,
+                        late = s.late + EXCLUDED.late, green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow,
+                        red = s.red + EXCLUDED.red
+                )
+                SELECT count(*) AS n FROM moved
+                """)
+            let answers = try await connection.query(
+                """
+                WITH moved AS (
+                    DELETE FROM daily_answer_counts WHERE campus_id = \(campus) AND local_date < \(before) AND shard <> 0
+                    RETURNING local_date, question_id, answer, count
+                ), folded AS (
+                    INSERT INTO daily_answer_counts AS c (campus_id, local_date, question_id, answer, shard, count)
+                    SELECT \(campus), local_date, question_id, answer, 0, sum(count)
+                    FROM moved GROUP BY local_date, question_id, answer
+                    ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count
+                )
+                SELECT count(*) AS n FROM moved
+                """)
+            return try (stats.first?.decode("n", as: Int.self) ?? 0) + (answers.first?.decode("n", as: Int.self) ?? 0)
+        }
+    }
+
     /// One member on the follow-up list.
     public struct FollowUp: Sendable, Equatable {
         public var userId: UserID

@@ -192,7 +192,31 @@ struct StatisticsTests {
                 #expect(row["cough:true"] == "\(expected.answers["cough"]?["true"] ?? 0)", "\(day)")
                 #expect(row["site:remote"] == "\(expected.answers["site"]?["remote"] ?? 0)", "\(day)")
             }
+
+            // Compaction folds the writers' shard rows into one row per day (and answer) and
+            // changes no figure.
+            let shardRows = try await Self.shardRows(server, campus)
+            let folded = try await StatisticsStore(client: server.pool).compact(campus: campus.id, before: to.adding(days: 1))
+            #expect(folded == shardRows)
+            #expect(try await Self.shardRows(server, campus) == 0)
+            let perDay = try await server.pool.query(
+                "SELECT count(*) AS rows, count(DISTINCT local_date) AS days FROM daily_stats WHERE campus_id = \(campus.id)",
+                campus: campus.id.rawValue)[0]
+            #expect(try perDay.decode("rows", as: Int.self) == perDay.decode("days", as: Int.self))
+            let compacted = try await api.send(
+                .get, "/v1/campuses/north/admin/dashboard?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/admin/dashboard", token: admin)
+            #expect(NSDictionary(dictionary: compacted.json).isEqual(to: dashboard.json))
+            #expect(try await StatisticsStore(client: server.pool).compact(campus: campus.id, before: to.adding(days: 1)) == 0)
         }
+    }
+
+    /// Rollup rows outside shard 0, in both rollup tables.
+    static func shardRows(_ server: TestServer, _ campus: Campus) async throws -> Int {
+        try await server.pool.query(
+            """
+            SELECT (SELECT count(*) FROM daily_stats WHERE campus_id = \(campus.id) AND shard <> 0)
+                 + (SELECT count(*) FROM daily_answer_counts WHERE campus_id = \(campus.id) AND shard <> 0) AS n
+            """, campus: campus.id.rawValue)[0].decode("n", as: Int.self)
     }
 
     @Test func smallCountsAreSuppressedForMembers() async throws {
@@ -397,6 +421,10 @@ struct StatisticsTests {
             #expect(await service.runOnce().map(\.purged) == [2])
             #expect(await service.runOnce().isEmpty)
             #expect(try await withAnswers() == days.filter { $0 >= cutoff.adding(days: 2) })
+            // The same daily run folded the rollups of the finished days into shard 0.
+            #expect(try await Self.shardRows(server, campus) == 0)
+            let compacted = try await api.send(.get, dashboardURL, template: "/v1/campuses/{campus}/admin/dashboard", token: admin).json
+            #expect(NSDictionary(dictionary: compacted).isEqual(to: before))
         }
     }
 
@@ -412,6 +440,7 @@ struct StatisticsTests {
         #expect(seeded.status == 0, "\(seeded.stderr)")
         #expect(seeded.stdout.contains("published the demo survey"))
         #expect(seeded.stdout.contains("Seeded north: 60 members"))
+        #expect(try await Self.shardRows(server, campus) == 0, "the seed compacts its rollups")
         let today = LocalDate(Date(), in: Self.zone)
         let range = (1...21).map { today.adding(days: -$0) }.reversed().map { $0 }
         let counted = try await Self.recount(server, campus, days: range)
