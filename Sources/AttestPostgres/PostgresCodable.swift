@@ -258,6 +258,7 @@ extension Bool: PostgresArrayElement { public static var postgresArrayType: Post
 extension Double: PostgresArrayElement { public static var postgresArrayType: PostgresType { .float8Array } }
 extension String: PostgresArrayElement { public static var postgresArrayType: PostgresType { .textArray } }
 extension UUID: PostgresArrayElement { public static var postgresArrayType: PostgresType { .uuidArray } }
+extension Data: PostgresArrayElement { public static var postgresArrayType: PostgresType { .byteaArray } }
 
 extension Array: PostgresEncodable where Element: PostgresArrayElement {
     public static var postgresType: PostgresType { Element.postgresArrayType }

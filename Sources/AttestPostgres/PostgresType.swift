@@ -16,6 +16,7 @@ public struct PostgresType: Sendable, Hashable, CustomStringConvertible {
     public static let float8 = PostgresType(oid: 701)
     public static let unknown = PostgresType(oid: 705)
     public static let boolArray = PostgresType(oid: 1000)
+    public static let byteaArray = PostgresType(oid: 1001)
     public static let int2Array = PostgresType(oid: 1005)
     public static let int4Array = PostgresType(oid: 1007)
     public static let textArray = PostgresType(oid: 1009)
@@ -47,6 +48,7 @@ public struct PostgresType: Sendable, Hashable, CustomStringConvertible {
         case .float8: "double precision"
         case .unknown: "unknown"
         case .boolArray: "boolean[]"
+        case .byteaArray: "bytea[]"
         case .int2Array: "smallint[]"
         case .int4Array: "integer[]"
         case .textArray: "text[]"

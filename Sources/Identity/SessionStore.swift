@@ -9,8 +9,8 @@ import Tenancy
 ///
 /// A token is 256 random bits, base64url; only its SHA-256 hash is stored. Verified tokens
 /// are cached in memory for `cacheTTL` (default 5 s), so a hot token costs no database round
-/// trip; a revocation takes effect at once on the server that revoked it and within
-/// `cacheTTL` everywhere else, and so do role changes.
+/// trip, and concurrent misses of a campus share one query. A revocation takes effect at once
+/// on the server that revoked it and within `cacheTTL` everywhere else, and so do role changes.
 public final class SessionStore: Sendable {
     /// A verified session: who, and until when.
     public struct Session: Sendable {
@@ -37,6 +37,27 @@ public final class SessionStore: Sendable {
     public init(client: PostgresClient, cacheTTL: Duration = .seconds(5)) {
         self.client = client
         self.cacheTTL = cacheTTL
+        self.lookups = LookupBatcher { campus, hashes in try await Self.load(client, campus: campus, hashes: hashes) }
+    }
+
+    /// Concurrent cache misses of one campus are looked up together, one query per batch.
+    private let lookups: LookupBatcher<CampusID, Data, Session>
+
+    /// The live sessions among `hashes`, by hash.
+    private static func load(_ client: PostgresClient, campus: CampusID, hashes: [Data]) async throws -> [Data: Session] {
+        let rows = try await client.query(
+            """
+            SELECT s.token_hash, s.expires_at, \(UserStore.columns)
+            FROM sessions s JOIN users u ON u.campus_id = s.campus_id AND u.id = s.user_id
+            WHERE s.campus_id = \(campus) AND s.token_hash = ANY(\(hashes))
+              AND s.revoked_at IS NULL AND s.expires_at > now() AND u.active
+            """, campus: campus.rawValue)
+        var sessions: [Data: Session] = [:]
+        for row in rows {
+            sessions[try row.decode("token_hash", as: Data.self)] = Session(
+                user: try UserStore.user(from: row), expiresAt: try row.decode("expires_at"))
+        }
+        return sessions
     }
 
     /// Creates a session for `user` lasting `lifetime` seconds (default: the campus's
@@ -70,18 +91,10 @@ public final class SessionStore: Sendable {
         if let entry = cache.withLock({ $0[key] }), now - entry.cachedAt < cacheTTL, entry.session.expiresAt > Date() {
             return entry.session
         }
-        let rows = try await client.query(
-            """
-            SELECT s.expires_at, \(UserStore.columns)
-            FROM sessions s JOIN users u ON u.campus_id = s.campus_id AND u.id = s.user_id
-            WHERE s.campus_id = \(campus) AND s.token_hash = \(key.hash)
-              AND s.revoked_at IS NULL AND s.expires_at > now() AND u.active
-            """, campus: campus.rawValue)
-        guard let row = rows.first else {
+        guard let session = try await lookups.value(for: key.hash, in: campus) else {
             cache.withLock { _ = $0.removeValue(forKey: key) }
             return nil
         }
-        let session = Session(user: try UserStore.user(from: row), expiresAt: try row.decode("expires_at"))
         cache.withLock { cache in
             if cache.count >= maxCachedSessions { cache.removeAll(keepingCapacity: true) }
             cache[key] = Entry(session: session, cachedAt: now)

@@ -23,6 +23,7 @@ public struct AttestationService: Sendable {
         self.registry = registry
         self.logger = logger
         self.ruleBudget = ruleBudget
+        self.histories = LookupBatcher { day, users in try await Self.histories(client, day: day, users: users) }
     }
 
     /// The badge a rule gives when it fails or overruns: never a 500.
@@ -46,19 +47,35 @@ public struct AttestationService: Sendable {
             PendingAttestation(campus: campus.id, campusSlug: campus.slug, user: user, attestation: attestation, answers: answers, questionnaire: questionnaire))
     }
 
-    /// The member's attestations of the previous 14 days, newest first.
+    /// The member's attestations of the previous 14 days, newest first. Concurrent
+    /// submissions of one campus and day read their histories in one query.
     func history(campus: CampusID, user: UserID, before date: LocalDate) async throws -> [PastAttestation] {
+        try await histories.value(for: user, in: HistoryDay(campus: campus, date: date)) ?? []
+    }
+
+    struct HistoryDay: Hashable, Sendable {
+        var campus: CampusID
+        var date: LocalDate
+    }
+
+    private let histories: LookupBatcher<HistoryDay, UserID, [PastAttestation]>
+
+    static func histories(_ client: PostgresClient, day: HistoryDay, users: [UserID]) async throws -> [UserID: [PastAttestation]] {
         let rows = try await client.query(
             """
-            SELECT local_date, color, answers FROM attestations
-            WHERE campus_id = \(campus) AND user_id = \(user) AND local_date >= \(date.adding(days: -14)) AND local_date < \(date)
-            ORDER BY local_date DESC
-            """, campus: campus.rawValue)
-        return try rows.map { row in
-            PastAttestation(
-                date: try row.decode("local_date"), color: BadgeColor(rawValue: try row.decode("color")) ?? .yellow,
-                answers: try row.decode("answers", as: PostgresJSON?.self).map { try $0.decode(as: SurveyAnswers.self) })
+            SELECT user_id, local_date, color, answers FROM attestations
+            WHERE campus_id = \(day.campus) AND user_id = ANY(\(users.map(\.rawValue)))
+              AND local_date >= \(day.date.adding(days: -14)) AND local_date < \(day.date)
+            ORDER BY user_id, local_date DESC
+            """, campus: day.campus.rawValue)
+        var histories: [UserID: [PastAttestation]] = [:]
+        for row in rows {
+            histories[UserID(try row.decode("user_id", as: UUID.self)), default: []].append(
+                PastAttestation(
+                    date: try row.decode("local_date"), color: BadgeColor(rawValue: try row.decode("color")) ?? .yellow,
+                    answers: try row.decode("answers", as: PostgresJSON?.self).map { try $0.decode(as: SurveyAnswers.self) }))
         }
+        return histories
     }
 
     /// One page of the member's own attestations, newest first: those before `before`
