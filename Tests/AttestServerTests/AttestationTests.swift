@@ -289,6 +289,38 @@ struct AttestationTests {
         }
     }
 
+    /// Histories of concurrent submissions are read together (one query per batch); each
+    /// member's badge must still follow that member's own history.
+    @Test func concurrentSubmissionsEachSeeTheirOwnHistory() async throws {
+        let clock = try TestClock("2026-11-10T15:00:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock)
+        var tokens: [String] = []
+        for index in 0..<24 { tokens.append(try await server.user("h\(index)@example.edu", at: campus).token) }
+        let members = tokens
+        try await server.run { api in
+            func submitAll(_ answers: @escaping @Sendable (Int) -> String) async throws -> [Int: String] {
+                try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+                    for (index, token) in members.enumerated() {
+                        group.addTask {
+                            let reply = try await api.send(
+                                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(answers(index)))
+                            return (index, (reply.json["badge"] as? [String: Any])?["color"] as? String)
+                        }
+                    }
+                    return try await group.reduce(into: [Int: String]()) { $0[$1.0] = $1.1 }
+                }
+            }
+            // Day 0: every third member reports a positive test.
+            let first = try await submitAll { $0 % 3 == 0 ? #"{"fever": false, "cough": false, "positive_test": true}"# : Self.healthy }
+            #expect(first.count == 24)
+            for (index, color) in first { #expect(color == (index % 3 == 0 ? "red" : "green"), "member \(index), day 0") }
+            // Day 2: everyone healthy, all at once; the positive ones stay red from their history.
+            try clock.set("2026-11-12T15:00:00Z")
+            let second = try await submitAll { _ in Self.healthy }
+            for (index, color) in second { #expect(color == (index % 3 == 0 ? "red" : "green"), "member \(index), day 2") }
+        }
+    }
+
     @Test func thePositiveTestRuleReadsHistoryAcrossDays() async throws {
         let clock = try TestClock("2026-11-10T15:00:00Z")
         let (server, campus) = try await Self.setUp(clock: clock)
