@@ -259,6 +259,7 @@ extension Double: PostgresArrayElement { public static var postgresArrayType: Po
 extension String: PostgresArrayElement { public static var postgresArrayType: PostgresType { .textArray } }
 extension UUID: PostgresArrayElement { public static var postgresArrayType: PostgresType { .uuidArray } }
 extension Data: PostgresArrayElement { public static var postgresArrayType: PostgresType { .byteaArray } }
+extension Date: PostgresArrayElement { public static var postgresArrayType: PostgresType { .timestamptzArray } }
 
 extension Array: PostgresEncodable where Element: PostgresArrayElement {
     public static var postgresType: PostgresType { Element.postgresArrayType }

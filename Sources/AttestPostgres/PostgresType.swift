@@ -28,6 +28,7 @@ public struct PostgresType: Sendable, Hashable, CustomStringConvertible {
     public static let date = PostgresType(oid: 1082)
     public static let timestamp = PostgresType(oid: 1114)
     public static let timestamptz = PostgresType(oid: 1184)
+    public static let timestamptzArray = PostgresType(oid: 1185)
     public static let numeric = PostgresType(oid: 1700)
     public static let uuid = PostgresType(oid: 2950)
     public static let uuidArray = PostgresType(oid: 2951)
@@ -60,6 +61,7 @@ public struct PostgresType: Sendable, Hashable, CustomStringConvertible {
         case .date: "date"
         case .timestamp: "timestamp"
         case .timestamptz: "timestamptz"
+        case .timestamptzArray: "timestamptz[]"
         case .numeric: "numeric"
         case .uuid: "uuid"
         case .uuidArray: "uuid[]"

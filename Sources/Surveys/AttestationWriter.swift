@@ -41,13 +41,14 @@ public enum WriteOutcome: Sendable, Equatable {
 /// written in one transaction sent as one libpq pipeline, and each caller gets its own outcome.
 /// A member's conflict never fails the others.
 ///
-/// Per submission, one statement inserts the attestation (`ON CONFLICT DO NOTHING`: a second
-/// one for the same member and day, or a repeated `Idempotency-Key`, inserts nothing) and
-/// writes its outbox events, one row per event and subscribed sink (none when no sink
-/// listens); a read then tells created, replayed or already submitted. Per campus in the
-/// batch, one statement adds the batch's deltas to the day's rollups, in the worker's own
-/// shard row, so concurrent batches never wait on each other's counters. Submissions are
-/// ordered by campus and member, so concurrent batches take their locks in one order.
+/// Per campus in the batch, one statement (its values passed as arrays) inserts the
+/// attestations (`ON CONFLICT DO NOTHING`: a second one for the same member and day, or a
+/// repeated `Idempotency-Key`, inserts nothing), writes the outbox events of those inserted,
+/// one row per event and subscribed sink (none when no sink listens), and adds what they
+/// count to the day's rollups in the worker's own shard row, so concurrent batches never wait
+/// on each other's counters. Only a submission that inserted nothing costs a second read,
+/// which tells replayed from already submitted. Submissions are ordered by campus and member,
+/// so concurrent batches take their locks in one order.
 ///
 /// If anything in the batch fails (a member deleted meanwhile, say), the transaction rolls
 /// back as a whole and the batch is written again one submission per transaction, so the
@@ -156,29 +157,45 @@ public final class AttestationWriter: Service, Sendable {
             ($0.pending.campus.description, $0.pending.user.description) < ($1.pending.campus.description, $1.pending.user.description)
         }
         do {
+            var inserted: Set<UUID> = []
+            var failed: [Int: PostgresError] = [:]
             let together = try await client.withConnection { try await $0.pipeline([Self.unit(for: batch.map(\.pending), shard: shard)]) }
-            if case .success(let results) = together[0] {
-                // Per campus: set campus, then insert and read per submission, then the deltas.
-                var index = 0, campus: CampusID?
-                for job in batch {
-                    if job.pending.campus != campus {
-                        if campus != nil { index += 1 }  // the previous campus's deltas
-                        campus = job.pending.campus
-                        index += 1  // set campus
-                    }
-                    let outcome = Result { try Self.interpret(Array(results[index..<index + 2]), job.pending) }
-                    job.continuation.resume(with: outcome)
-                    index += 2
+            switch together[0] {
+            case .success(let results):
+                inserted = try Self.insertedIDs(results)
+            case .failure:
+                // Something in the batch failed and it all rolled back: one transaction each now.
+                let alone = try await client.withConnection { connection in
+                    try await connection.pipeline(batch.map { Self.unit(for: [$0.pending], shard: shard) })
                 }
-                return
+                for (index, outcome) in alone.enumerated() {
+                    switch outcome {
+                    case .success(let results): inserted.formUnion(try Self.insertedIDs(results))
+                    case .failure(let error): failed[index] = error
+                    }
+                }
             }
-            // Something in the batch failed and it all rolled back: one transaction each now.
-            let alone = try await client.withConnection { connection in
-                try await connection.pipeline(batch.map { Self.unit(for: [$0.pending], shard: shard) })
+            // Not inserted: another attestation of that member and day (or that key) is stored.
+            let conflicted = batch.indices.filter { failed[$0] == nil && !inserted.contains(batch[$0].pending.attestation.id) }
+            var resolved: [Int: Result<WriteOutcome, any Error>] = [:]
+            if !conflicted.isEmpty {
+                let reads = try await client.withConnection { connection in
+                    try await connection.pipeline(conflicted.map {
+                        PipelineUnit(campus: batch[$0].pending.campus.rawValue, statements: [Self.existing(batch[$0].pending)])
+                    })
+                }
+                for (index, read) in zip(conflicted, reads) {
+                    resolved[index] = Result { try Self.interpret(conflict: read.get()[0], batch[index].pending) }
+                }
             }
-            for (job, outcome) in zip(batch, alone) {
-                // Alone: set campus, insert, read, deltas.
-                job.continuation.resume(with: Result { try Self.interpret(Array(outcome.get()[1..<3]), job.pending) })
+            for (index, job) in batch.enumerated() {
+                if let error = failed[index] {
+                    job.continuation.resume(throwing: error)
+                } else if let outcome = resolved[index] {
+                    job.continuation.resume(with: outcome)
+                } else {
+                    job.continuation.resume(returning: .created(job.pending.attestation))
+                }
             }
         } catch {
             // The connection broke mid-batch: the outcome is unknown to every caller, who may
@@ -190,8 +207,8 @@ public final class AttestationWriter: Service, Sendable {
 
     // MARK: The unit of work
 
-    /// One transaction for `batch` (ordered by campus): per campus, set the campus, insert and
-    /// read each submission, then add the rollup deltas of those inserted.
+    /// One transaction for `batch` (ordered by campus): per campus, set the campus, then one
+    /// statement that writes all of that campus's submissions.
     static func unit(for batch: [PendingAttestation], shard: Int16) -> PipelineUnit {
         var statements: [SQL] = []
         var start = 0
@@ -199,40 +216,103 @@ public final class AttestationWriter: Service, Sendable {
             let campus = batch[start].campus
             let end = batch[start...].firstIndex { $0.campus != campus } ?? batch.count
             statements.append("SELECT set_config('attest.campus_id', \(campus.description), true)")
-            for pending in batch[start..<end] {
-                statements += [insert(pending), existing(pending)]
-            }
-            statements.append(deltas(Array(batch[start..<end]), shard: shard))
+            statements.append(write(Array(batch[start..<end]), shard: shard))
             start = end
         }
         return PipelineUnit(statements: statements)
     }
 
-    /// Inserts the attestation unless the member already has one that day (or that key),
-    /// and its outbox events for the sinks that subscribe to them.
-    static func insert(_ pending: PendingAttestation) -> SQL {
-        let a = pending.attestation
-        let campus = pending.campus, user = pending.user
-        let answers = (try? PostgresJSON(encoding: pending.answers)) ?? PostgresJSON("{}")
-        let events = Self.events(for: pending)
-        let payloads = events.map { (try? String(decoding: JSONEncoder().encode($0), as: UTF8.self)) ?? "{}" }
+    /// The ids a unit inserted: the rows of its write statements (every second statement).
+    static func insertedIDs(_ results: [PostgresRows]) throws -> Set<UUID> {
+        var ids: Set<UUID> = []
+        for (index, rows) in results.enumerated() where index % 2 == 1 {
+            for row in rows { ids.insert(try row.decode("id", as: UUID.self)) }
+        }
+        return ids
+    }
+
+    /// One campus's submissions in one statement, passed as arrays: inserts each attestation
+    /// unless the member already has one that day (or that key): `ON CONFLICT DO NOTHING`,
+    /// also between two of the batch; writes the outbox events of those inserted for the
+    /// sinks that subscribe to them; and adds what they count to the day's rollups in this
+    /// worker's shard row, in key order so concurrent writers lock rows in one order.
+    /// Returns the ids inserted.
+    static func write(_ batch: [PendingAttestation], shard: Int16) -> SQL {
+        let campus = batch[0].campus
+        var ids: [UUID] = [], users: [UUID] = [], dates: [String] = [], submitted: [Date] = [], onTime: [Bool] = []
+        var versions: [Int32] = [], answers: [String] = [], colors: [String] = [], reasons: [String] = []
+        var validUntil: [Date] = [], ruleIDs: [String] = [], ruleVersions: [String] = [], keys: [String] = []
+        var answerIDs: [UUID] = [], questions: [String] = [], values: [String] = []
+        var eventAttestations: [UUID] = [], eventIDs: [String] = [], eventNames: [String] = [], payloads: [String] = []
+        let encoder = JSONEncoder()
+        for pending in batch {
+            let a = pending.attestation
+            ids.append(a.id)
+            users.append(pending.user.rawValue)
+            dates.append(a.date.description)
+            submitted.append(a.submittedAt)
+            onTime.append(a.onTime)
+            versions.append(Int32(truncatingIfNeeded: a.surveyVersion))
+            answers.append((try? String(decoding: encoder.encode(pending.answers), as: UTF8.self)) ?? "{}")
+            colors.append(a.color.rawValue)
+            reasons.append(a.reason)
+            validUntil.append(a.validUntil)
+            ruleIDs.append(a.ruleID)
+            ruleVersions.append(a.ruleVersion)
+            keys.append(a.idempotencyKey ?? "")  // a key is never empty: "" stands for none
+            for question in pending.questionnaire.questions {
+                switch pending.answers[question.id] {
+                case .bool(true)?: answerIDs.append(a.id); questions.append(question.id); values.append("true")
+                case .text(let option)? where question.kind == .choice:
+                    answerIDs.append(a.id); questions.append(question.id); values.append(option)
+                default: break
+                }
+            }
+            for event in events(for: pending) {
+                eventAttestations.append(a.id)
+                eventIDs.append(event.id)
+                eventNames.append(event.event.rawValue)
+                payloads.append((try? String(decoding: encoder.encode(event), as: UTF8.self)) ?? "{}")
+            }
+        }
         return """
             WITH inserted AS (
                 INSERT INTO attestations (campus_id, id, user_id, local_date, submitted_at, on_time, survey_version, answers,
                                           color, reason, valid_until, rule_id, rule_version, idempotency_key)
-                VALUES (\(campus), \(a.id), \(user), \(a.date), \(a.submittedAt), \(a.onTime), \(a.surveyVersion), \(answers),
-                        \(a.color.rawValue), \(a.reason), \(a.validUntil), \(a.ruleID), \(a.ruleVersion), \(a.idempotencyKey))
+                SELECT \(campus), i.id, i.user_id, i.local_date::date, i.submitted_at, i.on_time, i.survey_version,
+                       i.answers::jsonb, i.color, i.reason, i.valid_until, i.rule_id, i.rule_version, NULLIF(i.idempotency_key, '')
+                FROM unnest(\(ids), \(users), \(dates), \(submitted), \(onTime), \(versions), \(answers), \(colors), \(reasons),
+                            \(validUntil), \(ruleIDs), \(ruleVersions), \(keys))
+                     AS i(id, user_id, local_date, submitted_at, on_time, survey_version, answers, color, reason, valid_until,
+                          rule_id, rule_version, idempotency_key)
                 ON CONFLICT DO NOTHING
-                RETURNING id
+                RETURNING id, local_date, on_time, color
             ), announced AS (
                 INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload)
                 SELECT \(campus), e.id::uuid, e.event, p.plugin_id, e.payload::jsonb
-                FROM inserted
-                CROSS JOIN unnest(\(events.map(\.id)), \(events.map(\.event.rawValue)), \(payloads)) AS e(id, event, payload)
+                FROM inserted m
+                JOIN unnest(\(eventAttestations), \(eventIDs), \(eventNames), \(payloads)) AS e(attestation_id, id, event, payload)
+                    ON e.attestation_id = m.id
                 JOIN campus_plugins p ON p.campus_id = \(campus) AND p.kind = 'sink'
                     AND (NOT p.settings ? 'events' OR p.settings -> 'events' ? e.event)
+            ), stats AS (
+                INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
+                SELECT \(campus), local_date, \(shard), count(*), count(*) FILTER (WHERE on_time), count(*) FILTER (WHERE NOT on_time),
+                       count(*) FILTER (WHERE color = 'green'), count(*) FILTER (WHERE color = 'yellow'),
+                       count(*) FILTER (WHERE color = 'red')
+                FROM inserted GROUP BY local_date ORDER BY local_date
+                ON CONFLICT (campus_id, local_date, shard) DO UPDATE SET
+                    submitted = s.submitted + EXCLUDED.submitted, on_time = s.on_time + EXCLUDED.on_time,
+                    late = s.late + EXCLUDED.late, green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow,
+                    red = s.red + EXCLUDED.red
+            ), counted AS (
+                INSERT INTO daily_answer_counts AS c (campus_id, local_date, question_id, answer, shard, count)
+                SELECT \(campus), m.local_date, x.question, x.answer, \(shard), count(*)
+                FROM inserted m JOIN unnest(\(answerIDs), \(questions), \(values)) AS x(id, question, answer) ON x.id = m.id
+                GROUP BY m.local_date, x.question, x.answer ORDER BY m.local_date, x.question, x.answer
+                ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count
             )
-            SELECT count(*) AS inserted FROM inserted
+            SELECT id FROM inserted
             """
     }
 
@@ -247,47 +327,6 @@ public final class AttestationWriter: Service, Sendable {
               AND (local_date = \(a.date) OR idempotency_key = \(a.idempotencyKey))
             ORDER BY (idempotency_key IS NOT DISTINCT FROM \(a.idempotencyKey)) DESC
             LIMIT 1
-            """
-    }
-
-    /// Adds to one campus's daily rollups what the batch's inserted attestations count:
-    /// those are the rows with the batch's fresh ids (a conflicting submission inserted
-    /// nothing). Rows are upserted in key order, so concurrent writers lock them in one order.
-    static func deltas(_ batch: [PendingAttestation], shard: Int16) -> SQL {
-        let campus = batch[0].campus
-        var ids: [UUID] = [], answerIDs: [UUID] = [], questions: [String] = [], values: [String] = []
-        for pending in batch {
-            ids.append(pending.attestation.id)
-            for question in pending.questionnaire.questions {
-                switch pending.answers[question.id] {
-                case .bool(true)?: answerIDs.append(pending.attestation.id); questions.append(question.id); values.append("true")
-                case .text(let option)? where question.kind == .choice:
-                    answerIDs.append(pending.attestation.id); questions.append(question.id); values.append(option)
-                default: break
-                }
-            }
-        }
-        return """
-            WITH mine AS (
-                SELECT id, local_date, on_time, color FROM attestations WHERE campus_id = \(campus) AND id = ANY(\(ids))
-            ), stats AS (
-                INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
-                SELECT \(campus), local_date, \(shard), count(*), count(*) FILTER (WHERE on_time), count(*) FILTER (WHERE NOT on_time),
-                       count(*) FILTER (WHERE color = 'green'), count(*) FILTER (WHERE color = 'yellow'),
-                       count(*) FILTER (WHERE color = 'red')
-                FROM mine GROUP BY local_date ORDER BY local_date
-                ON CONFLICT (campus_id, local_date, shard) DO UPDATE SET
-                    submitted = s.submitted + EXCLUDED.submitted, on_time = s.on_time + EXCLUDED.on_time,
-                    late = s.late + EXCLUDED.late, green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow,
-                    red = s.red + EXCLUDED.red
-            ), counted AS (
-                INSERT INTO daily_answer_counts AS c (campus_id, local_date, question_id, answer, shard, count)
-                SELECT \(campus), m.local_date, x.question, x.answer, \(shard), count(*)
-                FROM mine m JOIN unnest(\(answerIDs), \(questions), \(values)) AS x(id, question, answer) ON x.id = m.id
-                GROUP BY m.local_date, x.question, x.answer ORDER BY m.local_date, x.question, x.answer
-                ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count
-            )
-            SELECT count(*) AS counted FROM mine
             """
     }
 
@@ -307,10 +346,10 @@ public final class AttestationWriter: Service, Sendable {
         return events
     }
 
-    static func interpret(_ results: [PostgresRows], _ pending: PendingAttestation) throws -> WriteOutcome {
-        let inserted: Int = try results[0][0].decode("inserted")
-        if inserted == 1 { return .created(pending.attestation) }
-        guard let row = results[1].first else {
+    /// What a submission that inserted nothing ran into: its own key's attestation (a replay)
+    /// or the member's attestation of that day.
+    static func interpret(conflict rows: PostgresRows, _ pending: PendingAttestation) throws -> WriteOutcome {
+        guard let row = rows.first else {
             throw PostgresError(code: .protocolError, message: "an attestation conflicted but no row was found")
         }
         let stored = try attestation(from: row)
