@@ -56,8 +56,12 @@ public final class LookupBatcher<Group: Hashable & Sendable, Key: Hashable & Sen
             return value
         case .lead(let waiters):
             let keys = Array(Set([key] + waiters.map(\.key)))
-            let result: Result<[Key: Value], any Error>
-            do { result = .success(try await load(group, keys)) } catch { result = .failure(error) }
+            // The load serves other requests too: it runs in its own task, so this caller's
+            // cancellation (its client went away) does not fail theirs.
+            let load = self.load
+            let result = await Task { () -> Result<[Key: Value], any Error> in
+                do { return .success(try await load(group, keys)) } catch { return .failure(error) }
+            }.value
             for waiter in waiters {
                 waiter.continuation.resume(with: result.map { .value($0[waiter.key]) })
             }

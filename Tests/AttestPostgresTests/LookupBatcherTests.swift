@@ -94,6 +94,24 @@ struct LookupBatcherTests {
         }
     }
 
+    /// The leader's request is cancelled mid-load (its client went away): the callers
+    /// waiting on the same batch still get their values.
+    @Test func aCancelledLeaderDoesNotFailItsBatch() async throws {
+        try await withFreshDatabase { client async throws in
+            let loader = Loader(client: client, hold: 3)
+            let batcher = loader.make()
+            let leader = Task { try await batcher.value(for: 2, in: "north") }
+            while loader.batches.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
+            async let four = batcher.value(for: 4, in: "north")
+            async let five = batcher.value(for: 5, in: "north")
+            async let six = batcher.value(for: 6, in: "north")
+            while batcher.waiting(in: "north") < 3 { try await Task.sleep(for: .milliseconds(5)) }
+            leader.cancel()
+            #expect(try await [four, five, six] == [40, nil, 60])
+            #expect(try await leader.value == 20)
+        }
+    }
+
     @Test func batchesAreCappedAtMaxBatch() async throws {
         try await withFreshDatabase { client async throws in
             let loader = Loader(client: client, hold: 25)
