@@ -301,16 +301,13 @@ public final class AttestationWriter: Service, Sendable {
                        count(*) FILTER (WHERE color = 'green'), count(*) FILTER (WHERE color = 'yellow'),
                        count(*) FILTER (WHERE color = 'red')
                 FROM inserted GROUP BY local_date ORDER BY local_date
-                ON CONFLICT (campus_id, local_date, shard) DO UPDATE SET
-                    submitted = s.submitted + EXCLUDED.submitted, on_time = s.on_time + EXCLUDED.on_time,
-                    late = s.late + EXCLUDED.late, green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow,
-                    red = s.red + EXCLUDED.red
+                \(Rollups.addToStats)
             ), counted AS (
                 INSERT INTO daily_answer_counts AS c (campus_id, local_date, question_id, answer, shard, count)
                 SELECT \(campus), m.local_date, x.question, x.answer, \(shard), count(*)
                 FROM inserted m JOIN unnest(\(answerIDs), \(questions), \(values)) AS x(id, question, answer) ON x.id = m.id
                 GROUP BY m.local_date, x.question, x.answer ORDER BY m.local_date, x.question, x.answer
-                ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count
+                \(Rollups.addToAnswerCounts)
             )
             SELECT id FROM inserted
             """

@@ -156,15 +156,12 @@ public struct HistorySeeder: Sendable {
                        count(*) FILTER (WHERE color = 'green'), count(*) FILTER (WHERE color = 'yellow'),
                        count(*) FILTER (WHERE color = 'red')
                 FROM rows GROUP BY local_date
-                ON CONFLICT (campus_id, local_date, shard) DO UPDATE SET
-                    submitted = s.submitted + EXCLUDED.submitted, on_time = s.on_time + EXCLUDED.on_time,
-                    late = s.late + EXCLUDED.late, green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow,
-                    red = s.red + EXCLUDED.red
+                \(Rollups.addToStats)
             ), counted AS (
                 INSERT INTO daily_answer_counts AS c (campus_id, local_date, question_id, answer, shard, count)
                 SELECT \(campus), local_date, symptom, 'true', \(shard), count(*)
                 FROM rows WHERE symptom IS NOT NULL GROUP BY local_date, symptom
-                ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count
+                \(Rollups.addToAnswerCounts)
             )
             SELECT count(*) AS n FROM inserted
             """

@@ -120,6 +120,18 @@ public struct DateRange: Sendable, Equatable {
     public var dates: [LocalDate] { (0...from.days(until: to)).map { from.adding(days: $0) } }
 }
 
+/// The upsert clauses every rollup writer ends with (the writer, the seed, compaction): a
+/// row that exists gets the new counts added. The tables must be aliased `s` and `c`.
+enum Rollups {
+    static let addToStats: SQL = """
+        ON CONFLICT (campus_id, local_date, shard) DO UPDATE SET
+            submitted = s.submitted + EXCLUDED.submitted, on_time = s.on_time + EXCLUDED.on_time,
+            late = s.late + EXCLUDED.late, green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow,
+            red = s.red + EXCLUDED.red
+        """
+    static let addToAnswerCounts: SQL = "ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count"
+}
+
 /// Reads the rollups and the identifiable follow-up list; every identifiable read is audited.
 public struct StatisticsStore: Sendable {
     let client: PostgresClient
@@ -208,10 +220,7 @@ public struct StatisticsStore: Sendable {
                     INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
                     SELECT \(campus), local_date, 0, sum(submitted), sum(on_time), sum(late), sum(green), sum(yellow), sum(red)
                     FROM moved GROUP BY local_date
-                    ON CONFLICT (campus_id, local_date, shard) DO UPDATE SET
-                        submitted = s.submitted + EXCLUDED.submitted, on_time = s.on_time + EXCLUDED.on_time,
-                        late = s.late + EXCLUDED.late, green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow,
-                        red = s.red + EXCLUDED.red
+                    \(Rollups.addToStats)
                 )
                 SELECT count(*) AS n FROM moved
                 """)
@@ -224,7 +233,7 @@ public struct StatisticsStore: Sendable {
                     INSERT INTO daily_answer_counts AS c (campus_id, local_date, question_id, answer, shard, count)
                     SELECT \(campus), local_date, question_id, answer, 0, sum(count)
                     FROM moved GROUP BY local_date, question_id, answer
-                    ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count
+                    \(Rollups.addToAnswerCounts)
                 )
                 SELECT count(*) AS n FROM moved
                 """)
