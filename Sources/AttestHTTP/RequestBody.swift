@@ -20,12 +20,19 @@ extension Request {
                 .contentTooLarge, slug: "body-too-large", title: "Request body too large",
                 detail: "The body is larger than \(context.maxUploadSize / 1024) KiB.")
         }
-        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer.readableBytesView)) else {
+        let parsed = buffer.withUnsafeReadableBytes { bytes in Result { () throws(JSONSyntaxError) in try JSONValue(parsing: bytes) } }
+        switch parsed {
+        case .success(.object(let object)):
+            return object
+        case .success:
             throw Problem(
                 .badRequest, slug: "invalid-json", title: "Invalid JSON",
                 detail: "The body must be a JSON object; see /openapi.yaml for each route's fields.")
+        case .failure(let error):
+            throw Problem(
+                .badRequest, slug: "invalid-json", title: "Invalid JSON",
+                detail: "The body is not valid JSON (\(error)); it must be a JSON object, see /openapi.yaml for each route's fields.")
         }
-        return object
     }
 }
 

@@ -36,7 +36,7 @@ public struct AttestationService: Sendable {
         let endOfDay = campus.nextWindow(after: now)
         let history = try await self.history(campus: campus.id, user: user, before: date)
         let input = BadgeRuleInput(
-            answers: answers, questionnaire: questionnaire, campusSettings: (try? campus.settings.decode(as: JSONValue.self)) ?? .object([:]),
+            answers: answers, questionnaire: questionnaire, campusSettings: campus.settings.bytes.withUnsafeBytes { try? JSONValue(parsing: $0) } ?? .object([:]),
             history: history, date: date, now: now, endOfDay: endOfDay)
         let (ruleID, ruleVersion, decision) = await decide(campus: campus, questionnaire: questionnaire, input: input)
         let attestation = Attestation(

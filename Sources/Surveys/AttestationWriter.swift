@@ -153,9 +153,7 @@ public final class AttestationWriter: Service, Sendable {
     }
 
     private func write(_ unordered: [Job], shard: Int16) async {
-        let batch = unordered.sorted {
-            ($0.pending.campus.description, $0.pending.user.description) < ($1.pending.campus.description, $1.pending.user.description)
-        }
+        let batch = unordered.sorted { Self.precedes($0.pending, $1.pending) }
         do {
             var inserted: Set<UUID> = []
             var failed: [Int: PostgresError] = [:]
@@ -205,6 +203,17 @@ public final class AttestationWriter: Service, Sendable {
         }
     }
 
+    /// The order batches are written in, by campus then member: the UUIDs' bytes compared,
+    /// not their text, which costs a formatting per comparison.
+    static func precedes(_ a: PendingAttestation, _ b: PendingAttestation) -> Bool {
+        if a.campus != b.campus { return bytes(of: a.campus.rawValue).lexicographicallyPrecedes(bytes(of: b.campus.rawValue)) }
+        return bytes(of: a.user.rawValue).lexicographicallyPrecedes(bytes(of: b.user.rawValue))
+    }
+
+    private static func bytes(of id: UUID) -> [UInt8] {
+        withUnsafeBytes(of: id.uuid) { Array($0) }
+    }
+
     // MARK: The unit of work
 
     /// One transaction for `batch` (ordered by campus): per campus, set the campus, then one
@@ -238,13 +247,11 @@ public final class AttestationWriter: Service, Sendable {
     /// worker's shard row, in key order so concurrent writers lock rows in one order.
     /// Returns the ids inserted.
     static func write(_ batch: [PendingAttestation], shard: Int16) -> SQL {
-        let campus = batch[0].campus
+        let campus = batch[0].campus, slug = batch[0].campusSlug
         var ids: [UUID] = [], users: [UUID] = [], dates: [String] = [], submitted: [Date] = [], onTime: [Bool] = []
         var versions: [Int32] = [], answers: [String] = [], colors: [String] = [], reasons: [String] = []
         var validUntil: [Date] = [], ruleIDs: [String] = [], ruleVersions: [String] = [], keys: [String] = []
         var answerIDs: [UUID] = [], questions: [String] = [], values: [String] = []
-        var eventAttestations: [UUID] = [], eventIDs: [String] = [], eventNames: [String] = [], payloads: [String] = []
-        let encoder = JSONEncoder()
         for pending in batch {
             let a = pending.attestation
             ids.append(a.id)
@@ -253,7 +260,7 @@ public final class AttestationWriter: Service, Sendable {
             submitted.append(a.submittedAt)
             onTime.append(a.onTime)
             versions.append(Int32(truncatingIfNeeded: a.surveyVersion))
-            answers.append((try? String(decoding: encoder.encode(pending.answers), as: UTF8.self)) ?? "{}")
+            answers.append(JSONText.answers(pending.answers))
             colors.append(a.color.rawValue)
             reasons.append(a.reason)
             validUntil.append(a.validUntil)
@@ -268,13 +275,11 @@ public final class AttestationWriter: Service, Sendable {
                 default: break
                 }
             }
-            for event in events(for: pending) {
-                eventAttestations.append(a.id)
-                eventIDs.append(event.id)
-                eventNames.append(event.event.rawValue)
-                payloads.append((try? String(decoding: encoder.encode(event), as: UTF8.self)) ?? "{}")
-            }
         }
+        // The events (`AttestNotification`s) are made in SQL, only when a sink is enabled: one
+        // id per event, whichever sinks receive it (a CTE with a volatile function is
+        // evaluated once). Always attestation.submitted; attestation.late after the
+        // deadline; badge.red with a link to the day's red follow-ups.
         return """
             WITH inserted AS (
                 INSERT INTO attestations (campus_id, id, user_id, local_date, submitted_at, on_time, survey_version, answers,
@@ -286,13 +291,26 @@ public final class AttestationWriter: Service, Sendable {
                      AS i(id, user_id, local_date, submitted_at, on_time, survey_version, answers, color, reason, valid_until,
                           rule_id, rule_version, idempotency_key)
                 ON CONFLICT DO NOTHING
-                RETURNING id, local_date, on_time, color
+                RETURNING id, user_id, local_date, submitted_at, on_time, color
+            ), events AS (
+                SELECT gen_random_uuid() AS id, k.event, jsonb_build_object(
+                           'event', k.event, 'campus', \(slug)::text,
+                           'occurredAt', to_char(m.submitted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                           'userId', m.user_id::text, 'attestationId', m.id::text, 'date', m.local_date::text,
+                           'color', m.color, 'onTime', m.on_time, 'links', k.links) AS payload
+                FROM inserted m
+                CROSS JOIN LATERAL (VALUES
+                    ('attestation.submitted', '{}'::jsonb, true),
+                    ('attestation.late', '{}'::jsonb, NOT m.on_time),
+                    ('badge.red', jsonb_build_object(
+                        'followUps', '/v1/campuses/' || \(slug)::text || '/admin/follow-ups?date=' || m.local_date::text || '&color=red'),
+                     m.color = 'red')
+                ) AS k(event, links, announced)
+                WHERE k.announced AND EXISTS (SELECT 1 FROM campus_plugins WHERE campus_id = \(campus) AND kind = 'sink')
             ), announced AS (
                 INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload)
-                SELECT \(campus), e.id::uuid, e.event, p.plugin_id, e.payload::jsonb
-                FROM inserted m
-                JOIN unnest(\(eventAttestations), \(eventIDs), \(eventNames), \(payloads)) AS e(attestation_id, id, event, payload)
-                    ON e.attestation_id = m.id
+                SELECT \(campus), e.id, e.event, p.plugin_id, e.payload || jsonb_build_object('id', e.id::text)
+                FROM events e
                 JOIN campus_plugins p ON p.campus_id = \(campus) AND p.kind = 'sink'
                     AND (NOT p.settings ? 'events' OR p.settings -> 'events' ? e.event)
             ), stats AS (
@@ -325,22 +343,6 @@ public final class AttestationWriter: Service, Sendable {
             ORDER BY (idempotency_key IS NOT DISTINCT FROM \(a.idempotencyKey)) DESC
             LIMIT 1
             """
-    }
-
-    /// The events an attestation announces: always submitted; late after the deadline; red badges.
-    static func events(for pending: PendingAttestation) -> [AttestNotification] {
-        let a = pending.attestation, slug = pending.campusSlug
-        func event(_ kind: NotificationEvent, links: [String: String] = [:]) -> AttestNotification {
-            AttestNotification(
-                event: kind, campus: slug, occurredAt: a.submittedAt, userId: pending.user, attestationId: a.id, date: a.date,
-                color: a.color, onTime: a.onTime, links: links)
-        }
-        var events = [event(.attestationSubmitted)]
-        if !a.onTime { events.append(event(.attestationLate)) }
-        if a.color == .red {
-            events.append(event(.badgeRed, links: ["followUps": "/v1/campuses/\(slug)/admin/follow-ups?date=\(a.date)&color=red"]))
-        }
-        return events
     }
 
     /// What a submission that inserted nothing ran into: its own key's attestation (a replay)

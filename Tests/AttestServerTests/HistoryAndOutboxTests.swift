@@ -99,6 +99,12 @@ struct HistoryAndOutboxTests {
                 #expect(payload?["date"] as? String == "2026-11-20")
                 #expect(payload?["color"] as? String == "red")
                 #expect(payload?["id"] as? String == row.id.uuidString.lowercased())
+                // What a sink decodes: every field of the event.
+                let event = try JSONDecoder().decode(AttestNotification.self, from: Data(row.payload.utf8))
+                #expect(event.event.rawValue == row.event && event.campus == "north" && event.onTime == false)
+                #expect(event.occurredAt == "2026-11-20T16:00:00Z")
+                #expect(event.links == (row.event == "badge.red"
+                    ? ["followUps": "/v1/campuses/north/admin/follow-ups?date=2026-11-20&color=red"] : [:]))
             }
 
             // A refused second submission announces nothing.

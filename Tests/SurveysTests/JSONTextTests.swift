@@ -1,0 +1,69 @@
+import AttestPlugins
+import Foundation
+import Testing
+
+/// The request-body parser and the answers writer that replaced `JSONDecoder`/`JSONEncoder`
+/// on the submission path, checked against Foundation's own JSON.
+@Suite struct JSONTextTests {
+    static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue { try JSONValue(parsing: Array(text.utf8)) }
+
+    /// The same value Foundation reads from the text, as a JSONValue.
+    static func foundation(_ text: String) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    }
+
+    static let valid = [
+        #"{}"#, #"[]"#, #"  {"a" : 1 , "b":[true,false,null]}  "#, #"{"n": -0.5e-3, "m": 12E+2, "z": 0, "big": 1.5e300}"#,
+        #"{"s": "quote \" backslash \\ slash \/ tab \t nl \n cr \r bs \b ff \f"}"#,
+        #"{"u": "caf\u00e9 \u20ac \ud83d\ude00 日本 😀"}"#, #""just a string""#, "-7", "true",
+        #"{"nested": {"a": [{"b": [[]]}]}}"#, "{\"t\":\t\r\n1}",
+    ]
+
+    @Test(arguments: valid) func readsWhatFoundationReads(_ text: String) throws {
+        #expect(try Self.parse(text) == Self.foundation(text), "\(text)")
+    }
+
+    static let invalid = [
+        "", " ", "{", "}", #"{"a":}"#, #"{"a" 1}"#, #"{a: 1}"#, #"{"a": 1,}"#, "[1,]", "[1 2]", "01", "1.", ".5", "-", "1e", "+1",
+        "tru", "nul", "True", #""unterminated"#, "\"tab\tinside\"", #""\x""#, #""\u12G4""#, #""\ud83d""#, #""\ude00""#,
+        #""\ud83d\u0041""#, "1e400", #"{"a": 1} x"#, "[1] [2]", "// comment\n{}", "NaN", "Infinity",
+        #"{"dup": 1, "dup": 2}"#, #"[{"a": {"b": 1, "b": 1}}]"#,
+    ]
+
+    @Test(arguments: invalid) func refusesWhatIsNotJSON(_ text: String) {
+        #expect(throws: JSONSyntaxError.self, "\(text)") { try Self.parse(text) }
+    }
+
+    @Test func refusesInvalidUTF8AndDeepNesting() {
+        #expect(throws: JSONSyntaxError.self) { try JSONValue(parsing: [0x22, 0xC3, 0x28, 0x22]) }  // "\xC3(" : a broken sequence
+        #expect(throws: JSONSyntaxError.self) { try JSONValue(parsing: Array(String(repeating: "[", count: 65).utf8) + Array(String(repeating: "]", count: 65).utf8)) }
+        #expect((try? JSONValue(parsing: Array(String(repeating: "[", count: 64).utf8) + Array(String(repeating: "]", count: 64).utf8))) != nil)
+    }
+
+    @Test func theErrorSaysWhatAndWhere() {
+        #expect(throws: JSONSyntaxError(message: "expected ',' or '}' in an object", offset: 8)) { try Self.parse(#"{"a": 1 "b": 2}"#) }
+    }
+
+    @Test func writtenValuesReadBackEqual() throws {
+        let value = JSONValue.object([
+            "text": .string("quote \" back \\ nl \n ctl \u{01} é 😀"), "numbers": .array([.number(37), .number(36.8), .number(-1e-5), .number(1.5e20)]),
+            "flags": .array([.bool(true), .bool(false), .null]), "nested": .object(["z": .number(0), "a": .string("")]),
+        ])
+        var text = ""
+        JSONText.append(value, to: &text)
+        #expect(try Self.parse(text) == value)
+        #expect(try Self.foundation(text) == value)
+        #expect(text.hasPrefix(#"{"flags":[true,false,null],"nested":{"a":"","z":0},"numbers":[37,36.8,"#), "keys sorted: \(text)")
+    }
+
+    @Test func answersTextIsWhatJSONDecoderReadsBack() throws {
+        let answers: SurveyAnswers = [
+            "cough": .bool(true), "fever_chills": .bool(false), "temperature": .number(38.25), "whole": .number(37),
+            "vaccine": .text("Line \"two\"\n\\ ünïcode"),
+        ]
+        let text = JSONText.answers(answers)
+        #expect(try JSONDecoder().decode(SurveyAnswers.self, from: Data(text.utf8)) == answers)
+        #expect(text.hasPrefix(#"{"cough":true,"fever_chills":false,"temperature":38.25,"#), "\(text)")
+        #expect(JSONText.answers([:]) == "{}")
+    }
+}
