@@ -26,10 +26,35 @@ struct AttestationRoutes: Sendable {
         init(_ attestation: Attestation) {
             id = attestation.id.uuidString.lowercased()
             date = attestation.date.description
-            submittedAt = attestation.submittedAt.ISO8601Format()
+            submittedAt = JSONText.timestamp(attestation.submittedAt)
             onTime = attestation.onTime
             surveyVersion = attestation.surveyVersion
-            badge = Badge(color: attestation.color.rawValue, reason: attestation.reason, validUntil: attestation.validUntil.ISO8601Format())
+            badge = Badge(color: attestation.color.rawValue, reason: attestation.reason, validUntil: JSONText.timestamp(attestation.validUntil))
+        }
+
+        /// The same JSON `encode(to:)` gives, written directly: the 201 of every submission.
+        var jsonText: String {
+            var text = #"{"id":"#
+            JSONText.appendString(id, to: &text)
+            text += #","date":"#
+            JSONText.appendString(date, to: &text)
+            text += #","submittedAt":"#
+            JSONText.appendString(submittedAt, to: &text)
+            text += #","onTime":\#(onTime),"surveyVersion":\#(surveyVersion),"badge":{"color":"#
+            JSONText.appendString(badge.color, to: &text)
+            text += #","reason":"#
+            JSONText.appendString(badge.reason, to: &text)
+            text += #","validUntil":"#
+            JSONText.appendString(badge.validUntil, to: &text)
+            text += "}}"
+            return text
+        }
+
+        /// A 201 with this body.
+        func created(replayed: Bool) -> Response {
+            var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+            if replayed { headers[HTTPField.Name("Idempotent-Replayed")!] = "true" }
+            return Response(status: .created, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: jsonText)))
         }
     }
 
@@ -136,11 +161,9 @@ struct AttestationRoutes: Sendable {
             campus: campus, user: user.id, questionnaire: questionnaire, answers: answers, idempotencyKey: key, at: now)
         switch outcome {
         case .created(let attestation):
-            return try EditedResponse(status: .created, response: AttestationBody(attestation)).response(from: request, context: context)
+            return AttestationBody(attestation).created(replayed: false)
         case .replayed(let attestation):
-            var response = try EditedResponse(status: .created, response: AttestationBody(attestation)).response(from: request, context: context)
-            response.headers[HTTPField.Name("Idempotent-Replayed")!] = "true"
-            return response
+            return AttestationBody(attestation).created(replayed: true)
         case .alreadySubmitted(let date):
             throw Problem(
                 .conflict, slug: "already-submitted", title: "Already submitted today",

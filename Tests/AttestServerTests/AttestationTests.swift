@@ -143,6 +143,17 @@ struct AttestationTests {
         }
     }
 
+    @Test func theDirectlyWritten201IsWhatJSONEncoderWrites() throws {
+        let attestation = Attestation(
+            id: UUID(), date: LocalDate(year: 2026, month: 11, day: 20), submittedAt: Date(timeIntervalSince1970: 1_795_190_400.75),
+            onTime: false, surveyVersion: 12, color: .yellow, reason: "Say \"why\"\n\\ – ünïcode 😀 \u{01}",
+            validUntil: Date(timeIntervalSince1970: 1_795_215_600), ruleID: "standard", ruleVersion: "1", idempotencyKey: nil)
+        let body = AttestationRoutes.AttestationBody(attestation)
+        let direct = try JSONSerialization.jsonObject(with: Data(body.jsonText.utf8)) as? NSDictionary
+        let encoded = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body)) as? NSDictionary
+        #expect(direct != nil && direct == encoded, "\(body.jsonText)")
+    }
+
     @Test func badSubmissionsAre4xxWithFieldsAndStoreNothing() async throws {
         let clock = try TestClock("2026-11-20T20:00:00Z")
         let (server, campus) = try await Self.setUp(clock: clock)
