@@ -1,4 +1,5 @@
 import AttestPlugins
+import AttestPostgres
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -26,10 +27,10 @@ struct AttestationRoutes: Sendable {
         init(_ attestation: Attestation) {
             id = attestation.id.uuidString.lowercased()
             date = attestation.date.description
-            submittedAt = JSONText.timestamp(attestation.submittedAt)
+            submittedAt = PostgresDate.timestamp(attestation.submittedAt)
             onTime = attestation.onTime
             surveyVersion = attestation.surveyVersion
-            badge = Badge(color: attestation.color.rawValue, reason: attestation.reason, validUntil: JSONText.timestamp(attestation.validUntil))
+            badge = Badge(color: attestation.color.rawValue, reason: attestation.reason, validUntil: PostgresDate.timestamp(attestation.validUntil))
         }
 
         /// The same JSON `encode(to:)` gives, written directly: the 201 of every submission.

@@ -1,5 +1,3 @@
-import Foundation
-
 /// Any JSON value: plugin settings arrive as one of these.
 public enum JSONValue: Sendable, Hashable, Codable {
     case null
@@ -45,11 +43,6 @@ public enum JSONValue: Sendable, Hashable, Codable {
 }
 
 // MARK: - JSON text
-
-extension Int {
-    fileprivate func floorDiv(_ divisor: Int) -> Int { (self - floorMod(divisor)) / divisor }
-    fileprivate func floorMod(_ divisor: Int) -> Int { ((self % divisor) + divisor) % divisor }
-}
 
 extension JSONValue {
     /// Parses one JSON text (RFC 8259) straight from UTF-8 bytes: a request body's path,
@@ -320,35 +313,6 @@ public enum JSONText {
         } else {
             output.append(number.description)
         }
-    }
-
-    /// An instant as ISO 8601 in UTC to the second, `2026-11-20T16:00:00Z`: what
-    /// `Date.ISO8601Format()` gives (from 1583 on: this is the proleptic Gregorian calendar,
-    /// Foundation switches to the Julian before), without its calendar machinery.
-    public static func timestamp(_ date: Date) -> String {
-        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
-        let (days, second) = (seconds.floorDiv(86_400), seconds.floorMod(86_400))
-        // Howard Hinnant's civil_from_days.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        var text = ""
-        text.reserveCapacity(20)
-        func pad(_ value: Int, _ width: Int) {
-            let digits = String(value)
-            if digits.count < width { text.append(String(repeating: "0", count: width - digits.count)) }
-            text.append(digits)
-        }
-        pad(year, 4); text.append("-"); pad(month, 2); text.append("-"); pad(day, 2)
-        text.append("T"); pad(second / 3600, 2); text.append(":"); pad(second / 60 % 60, 2); text.append(":"); pad(second % 60, 2)
-        text.append("Z")
-        return text
     }
 
     /// A JSON value, object keys sorted.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A calendar date without a time or zone: PostgreSQL's `date`.
 public struct PostgresDate: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var year: Int
@@ -67,5 +69,18 @@ public struct PostgresDate: Sendable, Hashable, Comparable, CustomStringConverti
         case 4, 6, 9, 11: 30
         default: 31
         }
+    }
+}
+
+extension PostgresDate {
+    /// An instant as ISO 8601 in UTC to the second, `2026-11-20T16:00:00Z`: what
+    /// `Date.ISO8601Format()` gives (from 1583 on: this is the proleptic Gregorian calendar,
+    /// Foundation switches to the Julian before), without its calendar machinery.
+    public static func timestamp(_ date: Date) -> String {
+        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        let second = ((seconds % 86_400) + 86_400) % 86_400
+        let day = PostgresDate(daysSinceUnixEpoch: (seconds - second) / 86_400)
+        func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
+        return "\(day)T\(pad(second / 3600)):\(pad(second / 60 % 60)):\(pad(second % 60))Z"
     }
 }

@@ -1,0 +1,16 @@
+import AttestPostgres
+import Foundation
+import Testing
+
+/// The calendar-free UTC timestamp the submission's 201 uses, against Foundation's.
+@Suite struct TimestampTests {
+    @Test func timestampsAreWhatISO8601FormatGives() {
+        var generator = SystemRandomNumberGenerator()
+        let fixed: [TimeInterval] = [0, -1, 86_399.999, 951_782_400, 4_107_542_399, -5_000_000_000, 1_790_000_000.5, 1_709_164_800]
+        let random = (0..<2_000).map { _ in TimeInterval(Int64.random(in: -5_000_000_000...8_000_000_000, using: &generator)) + 0.25 }
+        for seconds in fixed + random {
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(PostgresDate.timestamp(date) == date.ISO8601Format(), "\(seconds)")
+        }
+    }
+}
