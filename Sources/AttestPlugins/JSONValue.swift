@@ -314,30 +314,4 @@ public enum JSONText {
             output.append(number.description)
         }
     }
-
-    /// A JSON value, object keys sorted.
-    public static func append(_ value: JSONValue, to output: inout String) {
-        switch value {
-        case .null: output.append("null")
-        case .bool(let flag): output.append(flag ? "true" : "false")
-        case .number(let number): appendNumber(number, to: &output)
-        case .string(let text): appendString(text, to: &output)
-        case .array(let items):
-            output.append("[")
-            for (offset, item) in items.enumerated() {
-                if offset > 0 { output.append(",") }
-                append(item, to: &output)
-            }
-            output.append("]")
-        case .object(let object):
-            output.append("{")
-            for (offset, key) in object.keys.sorted().enumerated() {
-                if offset > 0 { output.append(",") }
-                appendString(key, to: &output)
-                output.append(":")
-                append(object[key]!, to: &output)
-            }
-            output.append("}")
-        }
-    }
 }
