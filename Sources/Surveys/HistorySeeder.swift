@@ -11,12 +11,20 @@ import Tenancy
 /// green, 12% yellow (one symptom) and 3% red (one symptom), decided by the seed (rule
 /// `seed`), not by the campus's rule. Answers are stored only within the campus's retention,
 /// as if the purge had run; the rollups count every day.
+///
+/// What makes it fast is the order the rows reach the indexes. The seeded members' ids and
+/// the attestations' ids are a per-run prefix and a counter, and each statement generates a
+/// slice member by member, day by day, so every index of `attestations` grows at one edge
+/// instead of at random places: few pages are touched and written, and no sort is needed.
+/// Per-day values (the next midnight, the UTC offset) are computed once per day, not per row.
 public struct HistorySeeder: Sendable {
     public struct Outcome: Sendable {
         public var members: Int
         public var attestations: Int
         public var from: LocalDate
         public var to: LocalDate
+        /// False when the rows skipped the per-row foreign-key checks (a superuser's seed).
+        public var checkedReferences: Bool
     }
 
     let client: PostgresClient
@@ -39,7 +47,9 @@ public struct HistorySeeder: Sendable {
         let first = today.adding(days: -days), last = today.adding(days: -1)
         let keepFrom = RetentionPurger.cutoff(campus: campus, now: now)
         let tag = String(UUID().uuidString.lowercased().prefix(8))
-        let idPrefix = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+        // Ids are a random per-run prefix (48 bits) and a counter: unique, and in index order.
+        func prefix() -> String { String(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)) }
+        let userPrefix = prefix(), idPrefix = prefix()
         let domain = campus.emailDomains.first ?? "seed.example.edu"
         let symptoms = questionnaire.questions.filter { $0.kind == .boolean && $0.symptom }.map(\.id)
         let base = try PostgresJSON(encoding: Self.baseAnswers(questionnaire))
@@ -48,14 +58,16 @@ public struct HistorySeeder: Sendable {
         try await client.query(
             """
             INSERT INTO users (campus_id, id, email, display_name, created_at)
-            SELECT \(id), gen_random_uuid(), format('seed-%s-%s@%s', \(tag)::text, n, \(domain)::text),
+            SELECT \(id), \(Self.counterID(prefix: userPrefix, "n")), format('seed-%s-%s@%s', \(tag)::text, n, \(domain)::text),
                    format('Seed Member %s', n), (\(first)::date)::timestamp AT TIME ZONE \(zone)
             FROM generate_series(1, \(members)) AS n
             """, campus: id.rawValue)
-        // A role that may (a superuser) skips the per-row foreign-key checks of the rows the
-        // seed generates, as pg_restore does: their references hold by construction (members
-        // joined from users, the active survey version). Others get the checks.
-        let trusted = try await client.query("SELECT current_setting('is_superuser') = 'on' AS trusted")
+        // Connected as a superuser (the dev cluster's), the slices skip the per-row
+        // foreign-key checks of the rows they generate, as pg_restore does: their references
+        // hold by construction (the members just made, the active survey version). The
+        // connections work as the application role (`SET ROLE`), which may not, so each slice
+        // transaction returns to the connecting role first. Others get the checks.
+        let trusted = try await client.query("SELECT rolsuper AS trusted FROM pg_roles WHERE rolname = session_user")
             .first?.decode("trusted", as: Bool.self) ?? false
         let slices = stride(from: 1, through: members, by: slice).map { ($0, min($0 + slice - 1, members)) }
         let attestations = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -67,12 +79,15 @@ public struct HistorySeeder: Sendable {
                     try await client.withTransaction(campus: id.rawValue) { connection in
                         // The slice's sorts and materialised rows fit in memory rather than spill.
                         try await connection.query("SET LOCAL work_mem = '256MB'")
-                        if trusted { try await connection.query("SET LOCAL session_replication_role = replica") }
+                        if trusted {
+                            try await connection.query("SET LOCAL ROLE NONE")
+                            try await connection.query("SET LOCAL session_replication_role = replica")
+                        }
                         return try await connection.query(
                             Self.sliceStatement(
-                                campus: id, tag: tag, domain: domain, low: low, high: high, first: first, last: last,
-                                keepFrom: keepFrom, zone: zone, deadline: deadline, version: questionnaire.version,
-                                symptoms: symptoms, base: base, idPrefix: String(idPrefix), shard: shard)
+                                campus: id, low: low, high: high, first: first, days: days, keepFrom: keepFrom, zone: zone,
+                                deadline: deadline, version: questionnaire.version, symptoms: symptoms, base: base,
+                                userPrefix: userPrefix, idPrefix: idPrefix, shard: shard)
                         ).first?.decode("n", as: Int.self) ?? 0
                     }
                 }
@@ -92,7 +107,7 @@ public struct HistorySeeder: Sendable {
             INSERT INTO purge_state AS p (campus_id, purged_before) VALUES (\(id), \(keepFrom))
             ON CONFLICT (campus_id) DO UPDATE SET purged_before = greatest(p.purged_before, EXCLUDED.purged_before)
             """, campus: id.rawValue)
-        return Outcome(members: members, attestations: attestations, from: first, to: last)
+        return Outcome(members: members, attestations: attestations, from: first, to: last, checkedReferences: !trusted)
     }
 
     /// Answers with every boolean no, and a plain value for other required questions.
@@ -110,45 +125,75 @@ public struct HistorySeeder: Sendable {
         return answers
     }
 
-    /// One slice of members: their attestations and the rollups they add (in the slice's own
-    /// shard rows), in one statement.
+    /// A uuid made of `prefix` (12 hex digits) and the bigint SQL expression `counter`,
+    /// zero-padded: ids of one prefix sort as their counters do.
+    static func counterID(prefix: String, _ counter: String) -> SQL {
+        "(\(prefix)::text || lpad(to_hex(\(unsafeRaw: counter)), 20, '0'))::uuid"
+    }
+
+    /// One slice of members (`low...high`): their attestations and the rollups they add (in
+    /// the slice's own shard rows), in one statement.
+    ///
+    /// Rows are generated in index order, member by member and day by day, from one series:
+    /// row `i` is member `low + i / days` on day `first + i % days`. The members' ids and the
+    /// days' values are looked up in arrays computed once (`slice`). A submission's instant
+    /// is the day's midnight (at the offset of its noon) plus its minute; on a day whose UTC
+    /// offset changes (daylight saving) it is converted exactly instead, and a minute in the
+    /// hour the clock skips, which is an hour later in fact, is on time only if still before
+    /// the deadline.
     static func sliceStatement(
-        campus: CampusID, tag: String, domain: String, low: Int, high: Int, first: LocalDate, last: LocalDate,
-        keepFrom: LocalDate, zone: String, deadline: Int, version: Int, symptoms: [String], base: PostgresJSON,
-        idPrefix: String, shard: Int16
+        campus: CampusID, low: Int, high: Int, first: LocalDate, days: Int, keepFrom: LocalDate, zone: String,
+        deadline: Int, version: Int, symptoms: [String], base: PostgresJSON, userPrefix: String, idPrefix: String, shard: Int16
     ) -> SQL {
         let symptomCount = symptoms.count
+        // On time: within the five hours before the deadline; late: from it to 23:59.
+        let onTimeSpan = min(deadline, 300)
         return """
-            WITH members AS MATERIALIZED (
-                SELECT n, u.id FROM generate_series(\(low), \(high)) AS n
-                JOIN users u ON u.campus_id = \(campus) AND u.email = format('seed-%s-%s@%s', \(tag)::text, n, \(domain)::text)
-            ), days AS MATERIALIZED (
-                SELECT d::date AS local_date, row_number() OVER (ORDER BY d) AS k
-                FROM generate_series(\(first)::date, \(last)::date, interval '1 day') AS d
-            ), drawn AS MATERIALIZED (
-                SELECT m.n, m.id AS user_id, d.local_date, d.k, random() AS attend, random() < 0.9 AS on_time,
-                       random() AS badge, floor(random() * greatest(\(symptomCount), 1))::int + 1 AS symptom,
-                       random() AS minute
-                FROM members m CROSS JOIN days d
+            WITH slice AS MATERIALIZED (
+                SELECT (SELECT array_agg(\(counterID(prefix: userPrefix, "n")) ORDER BY n)
+                        FROM generate_series(\(low)::bigint, \(high)::bigint) AS n) AS users,
+                       array_agg(((d + time '12:00') AT TIME ZONE \(zone)) - interval '12 hours' ORDER BY d) AS midnights,
+                       array_agg(((d + time '00:00') AT TIME ZONE \(zone)) + interval '12 hours'
+                                 <> (d + time '12:00') AT TIME ZONE \(zone)
+                                 OR ((d + 1)::timestamp AT TIME ZONE \(zone)) - interval '12 hours'
+                                 <> (d + time '12:00') AT TIME ZONE \(zone) ORDER BY d) AS shifts,
+                       array_agg((d + 1)::timestamp AT TIME ZONE \(zone) ORDER BY d) AS ends
+                FROM (SELECT \(first)::date + j AS d FROM generate_series(0, \(days)::int - 1) AS j) AS day
+            ), drawn AS (
+                SELECT (i / \(days))::int AS m, (i % \(days))::int AS k, random() AS attend,
+                       random() < 0.9 AND \(deadline) > 0 AS on_time, random() AS badge,
+                       floor(random() * greatest(\(symptomCount), 1))::int + 1 AS symptom, random() AS minute
+                FROM generate_series(0::bigint, (\(high) - \(low) + 1)::bigint * \(days) - 1) AS i
             ), rows AS MATERIALIZED (
-                SELECT n, user_id, local_date, k, on_time,
-                       CASE WHEN badge < 0.03 THEN 'red' WHEN badge < 0.15 THEN 'yellow' ELSE 'green' END AS color,
-                       CASE WHEN badge < 0.15 AND \(symptomCount) > 0 THEN (\(symptoms))[symptom] END AS symptom,
-                       CASE WHEN on_time THEN 300 + minute * greatest(\(deadline) - 301, 0)
-                            ELSE \(deadline) + minute * (1439 - \(deadline)) END AS minute
-                FROM drawn WHERE attend < 0.92
+                -- A minute in the hour a clock skips is later in fact: on time only if still before the deadline.
+                SELECT m, k, local_date, color, symptom, at,
+                       on_time AND (NOT shifted OR (at AT TIME ZONE \(zone))::time < time '00:00' + \(deadline) * interval '1 minute') AS on_time
+                FROM (
+                    SELECT m, k, \(first)::date + k AS local_date, on_time,
+                           CASE WHEN badge < 0.03 THEN 'red' WHEN badge < 0.15 THEN 'yellow' ELSE 'green' END AS color,
+                           CASE WHEN badge < 0.15 AND \(symptomCount) > 0 THEN (\(symptoms))[symptom] END AS symptom,
+                           s.shifts[k + 1] AS shifted,
+                           CASE WHEN s.shifts[k + 1] THEN (\(first)::date + k + minute * interval '1 minute') AT TIME ZONE \(zone)
+                                ELSE s.midnights[k + 1] + minute * interval '1 minute' END AS at
+                    FROM (
+                        SELECT m, k, on_time, badge, symptom,
+                               floor(CASE WHEN on_time THEN \(deadline) - 1 - minute * \(onTimeSpan - 1)
+                                          ELSE \(deadline) + minute * (1439 - \(deadline)) END)::int AS minute
+                        FROM drawn WHERE attend < 0.92
+                    ) AS attended, slice s
+                ) AS placed
             ), inserted AS (
                 INSERT INTO attestations (campus_id, id, user_id, local_date, submitted_at, on_time, survey_version, answers,
                                           color, reason, valid_until, rule_id, rule_version, answers_purged_at)
-                SELECT \(campus), (\(idPrefix) || lpad(to_hex(n::bigint * 100000 + k), 20, '0'))::uuid, user_id, local_date,
-                       (local_date + make_interval(secs => minute * 60))::timestamp AT TIME ZONE \(zone), on_time, \(version),
+                SELECT \(campus), \(counterID(prefix: idPrefix, "(\(low) + m)::bigint * 100000 + k")), s.users[m + 1], local_date,
+                       at, on_time, \(version),
                        CASE WHEN local_date >= \(keepFrom)
                             THEN \(base)::jsonb || CASE WHEN symptom IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(symptom, true) END
                        END,
                        color, CASE color WHEN 'green' THEN 'No symptoms reported' ELSE 'Seeded: ' || coalesce(symptom, 'unwell') END,
-                       (local_date + 1)::timestamp AT TIME ZONE \(zone), 'seed', '1',
+                       s.ends[k + 1], 'seed', '1',
                        CASE WHEN local_date < \(keepFrom) THEN now() END
-                FROM rows ORDER BY n, k
+                FROM rows, slice s
                 RETURNING 1
             ), stats AS (
                 INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)

@@ -428,6 +428,35 @@ struct StatisticsTests {
         }
     }
 
+    /// Seeded instants agree with their campus-local dates, the deadline and the end of the
+    /// day, through a year of daylight-saving changes north and south of the equator; north's
+    /// deadline of 02:30 puts on-time minutes around the changes themselves.
+    @Test func seededInstantsAreCampusLocal() async throws {
+        let server = try await TestServer.make()
+        let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database)]
+        for (slug, zone, deadline) in [("north", "America/New_York", 150), ("south", "Pacific/Auckland", 600)] {
+            let campus = try await server.campus(slug, timeZone: zone, deadlineMinute: deadline)
+            let seeded = try await ChildProcess.run(
+                [ChildProcess.attestBinary, "dev", "seed", "--campus", slug, "--members", "20", "--days", "400"], environment: environment)
+            #expect(seeded.status == 0, "\(seeded.stderr)")
+            let row = try #require(try await server.pool.query(
+                """
+                SELECT count(*) AS n, count(*) FILTER (WHERE a.on_time) AS on_time, count(DISTINCT a.user_id) AS members,
+                       count(*) FILTER (WHERE (a.submitted_at AT TIME ZONE c.time_zone)::date <> a.local_date
+                           OR a.on_time <> ((a.submitted_at AT TIME ZONE c.time_zone)::time
+                                            < make_time(c.deadline_minute / 60, c.deadline_minute % 60, 0))
+                           OR a.valid_until <> (a.local_date + 1)::timestamp AT TIME ZONE c.time_zone) AS wrong
+                FROM attestations a JOIN campuses c ON c.id = a.campus_id
+                WHERE a.campus_id = \(campus.id)
+                """, campus: campus.id.rawValue).first)
+            let count = try row.decode("n", as: Int.self), onTime = try row.decode("on_time", as: Int.self)
+            #expect(count > 7_000 && count < 7_700, "\(slug): \(count) attestations of 20 members over 400 days")
+            #expect(onTime > 0 && onTime < count)
+            #expect(try row.decode("members", as: Int.self) == 20)
+            #expect(try row.decode("wrong", as: Int.self) == 0, "\(slug)")
+        }
+    }
+
     /// `attest dev seed` writes history whose rollups match its attestations, and an
     /// identifiable report of it is audited.
     @Test func seededHistoryAddsUpAndIdentifiableReportsAreAudited() async throws {
@@ -440,6 +469,8 @@ struct StatisticsTests {
         #expect(seeded.status == 0, "\(seeded.stderr)")
         #expect(seeded.stdout.contains("published the demo survey"))
         #expect(seeded.stdout.contains("Seeded north: 60 members"))
+        // The tests connect as a superuser: the slices go back to it from the application role.
+        #expect(seeded.stdout.contains("(as a superuser: per-row foreign-key checks skipped)"), "\(seeded.stdout)")
         #expect(try await Self.shardRows(server, campus) == 0, "the seed compacts its rollups")
         let today = LocalDate(Date(), in: Self.zone)
         let range = (1...21).map { today.adding(days: -$0) }.reversed().map { $0 }

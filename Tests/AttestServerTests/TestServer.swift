@@ -65,9 +65,12 @@ struct TestServer {
     }
 
     /// Creates a campus (and its users) through the stores, as the CLI would.
-    func campus(_ slug: String, domains: [String] = ["example.edu"], timeZone: String = "America/New_York") async throws -> Campus {
+    func campus(
+        _ slug: String, domains: [String] = ["example.edu"], timeZone: String = "America/New_York", deadlineMinute: Int = 600
+    ) async throws -> Campus {
         try await CampusStore(client: pool).create(
-            NewCampus(slug: slug, name: slug.capitalized, timeZone: timeZone, emailDomains: domains), setUp: BadgeKeyStore.provision)
+            NewCampus(slug: slug, name: slug.capitalized, timeZone: timeZone, deadlineMinute: deadlineMinute, emailDomains: domains),
+            setUp: BadgeKeyStore.provision)
     }
 
     func user(_ email: String, at campus: Campus, roles: [Role] = []) async throws -> (user: User, token: String) {
