@@ -75,7 +75,7 @@ public final class AttestationWriter: Service, Sendable {
     private let state = Mutex(State())
 
     /// `workers` batches may be in flight at once, each on its own connection.
-    public init(client: PostgresClient, maxBatch: Int = 256, workers: Int = 4, logger: Logger) {
+    public init(client: PostgresClient, maxBatch: Int = 256, workers: Int = 1, logger: Logger) {
         self.client = client
         self.maxBatch = maxBatch
         self.workers = workers

@@ -9,7 +9,7 @@ struct ServeCommandTests {
         let name = try await TestDatabase.create(migrated: false)
         let port = try LoopbackHTTP.freePort()
         let server = try ChildProcess(
-            [ChildProcess.attestBinary, "serve", "--port", "\(port)"],
+            [ChildProcess.attestBinary, "serve", "--port", "\(port)", "--write-workers", "2"],
             environment: ["DATABASE_URL": TestDatabase.url(database: name)])
         try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(30), while: server)
         let ready = try LoopbackHTTP.request(port: port, path: "/readyz")

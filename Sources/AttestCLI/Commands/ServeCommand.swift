@@ -12,17 +12,23 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on.") var port = 8080
+    @Option(help: "Attestation batches written at once, each on its own database connection.") var writeWorkers = 1
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard (1...64).contains(writeWorkers) else { throw ValidationError("--write-workers must be from 1 to 64") }
+        guard writeWorkers < database.dbPoolSize else {
+            throw ValidationError(
+                "--write-workers (\(writeWorkers)) must be less than --db-pool-size (\(database.dbPoolSize)): other requests need connections too")
+        }
     }
 
     func run() async throws {
         let logger = logging.makeLogger(label: "attest")
         try await migrateThenServe(
-            database: database, server: ServerConfiguration(host: host, port: port), logger: logger
+            database: database, server: ServerConfiguration(host: host, port: port, writeWorkers: writeWorkers), logger: logger
         ) { port in
             logger.info("listening", metadata: ["url": "http://\(host):\(port)/"])
         }
