@@ -125,10 +125,10 @@ public struct HistorySeeder: Sendable {
         return answers
     }
 
-    /// A uuid made of `prefix` (12 hex digits) and the bigint SQL expression `counter`,
+    /// A uuid made of `prefix` (12 hex digits) and the integer expression `counter`,
     /// zero-padded: ids of one prefix sort as their counters do.
-    static func counterID(prefix: String, _ counter: String) -> SQL {
-        "(\(prefix)::text || lpad(to_hex(\(unsafeRaw: counter)), 20, '0'))::uuid"
+    static func counterID(prefix: String, _ counter: SQL) -> SQL {
+        "(\(prefix)::text || lpad(to_hex(\(counter)), 20, '0'))::uuid"
     }
 
     /// One slice of members (`low...high`): their attestations and the rollups they add (in
@@ -185,7 +185,7 @@ public struct HistorySeeder: Sendable {
             ), inserted AS (
                 INSERT INTO attestations (campus_id, id, user_id, local_date, submitted_at, on_time, survey_version, answers,
                                           color, reason, valid_until, rule_id, rule_version, answers_purged_at)
-                SELECT \(campus), \(counterID(prefix: idPrefix, "(\(low) + m)::bigint * 100000 + k")), s.users[m + 1], local_date,
+                SELECT \(campus), \(counterID(prefix: idPrefix, "(\(low)::bigint + m) * 100000 + k")), s.users[m + 1], local_date,
                        at, on_time, \(version),
                        CASE WHEN local_date >= \(keepFrom)
                             THEN \(base)::jsonb || CASE WHEN symptom IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(symptom, true) END

@@ -430,7 +430,8 @@ struct StatisticsTests {
 
     /// Seeded instants agree with their campus-local dates, the deadline and the end of the
     /// day, through a year of daylight-saving changes north and south of the equator; north's
-    /// deadline of 02:30 puts on-time minutes around the changes themselves.
+    /// deadline of 02:30 puts on-time minutes around the changes themselves. A seed of more
+    /// than one slice names existing members in every slice.
     @Test func seededInstantsAreCampusLocal() async throws {
         let server = try await TestServer.make()
         let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database)]
@@ -455,6 +456,20 @@ struct StatisticsTests {
             #expect(try row.decode("members", as: Int.self) == 20)
             #expect(try row.decode("wrong", as: Int.self) == 0, "\(slug)")
         }
+        // More members than one slice (2,500): the second slice's rows name its own members.
+        let wide = try await server.campus("wide")
+        let seeded = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "dev", "seed", "--campus", "wide", "--members", "2600", "--days", "2"], environment: environment)
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        let row = try #require(try await server.pool.query(
+            """
+            SELECT count(*) AS n, count(DISTINCT a.user_id) AS members, count(*) FILTER (WHERE u.id IS NULL) AS orphans
+            FROM attestations a LEFT JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
+            WHERE a.campus_id = \(wide.id)
+            """, campus: wide.id.rawValue).first)
+        #expect(try row.decode("orphans", as: Int.self) == 0)
+        #expect(try row.decode("members", as: Int.self) > 2_500)
+        #expect(try row.decode("n", as: Int.self) > 4_600)
     }
 
     /// `attest dev seed` writes history whose rollups match its attestations, and an
