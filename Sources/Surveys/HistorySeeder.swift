@@ -77,7 +77,7 @@ public struct HistorySeeder: Sendable {
                 let shard = Int16(truncatingIfNeeded: 100 + next.offset % 10_000)
                 group.addTask {
                     try await client.withTransaction(campus: id.rawValue) { connection in
-                        // The slice's sorts and materialised rows fit in memory rather than spill.
+                        // The slice's materialised rows and its rollup aggregates fit in memory rather than spill.
                         try await connection.query("SET LOCAL work_mem = '256MB'")
                         if trusted {
                             try await connection.query("SET LOCAL ROLE NONE")
