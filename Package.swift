@@ -126,7 +126,7 @@ let package = Package(
             dependencies: ["AttestPostgres", "AttestTestSupport"]
         ),
         .testTarget(name: "BuiltinPluginsTests", dependencies: ["BuiltinPlugins", "AttestPlugins"]),
-        .testTarget(name: "SurveysTests", dependencies: ["Surveys", "AttestPlugins"]),
+        .testTarget(name: "SurveysTests", dependencies: ["Surveys", "AttestPlugins", "Tenancy"]),
         .testTarget(
             name: "AttestSchemaTests",
             dependencies: ["AttestSchema", "AttestPostgres", "AttestTestSupport", "Tenancy"]

@@ -191,6 +191,6 @@ public final class ActiveQuestionnaires: Sendable {
     public init(store: QuestionnaireStore) { self.store = store }
 
     public func active(campus: CampusID) async throws -> Questionnaire? {
-        try await cache.value(for: campus) { try await store.active(campus: campus) }
+        try await cache.value(for: campus) { [store] in try await store.active(campus: campus) }
     }
 }

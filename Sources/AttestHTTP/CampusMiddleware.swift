@@ -16,7 +16,7 @@ public final class CampusDirectory: Sendable {
     }
 
     public func campus(slug: String) async throws -> Campus? {
-        try await cache.value(for: slug) { try await store.find(slug: slug) }
+        try await cache.value(for: slug) { [store] in try await store.find(slug: slug) }
     }
 }
 

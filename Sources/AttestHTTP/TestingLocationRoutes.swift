@@ -93,7 +93,7 @@ public final class TestingLocationDirectory: Sendable {
     /// Every enabled provider's locations (provider id, location, stale), and the providers
     /// that failed or overran. A campus that enabled none is served by `static`.
     public func locations(campus: Campus) async throws -> (locations: [(String, TestingLocation, Bool)], unavailable: [String]) {
-        var providers = try await enabled.value(for: campus.id) {
+        var providers = try await enabled.value(for: campus.id) { [client] in
             try await CampusPluginStore(client: client).list(campus: campus.id, kind: .testingLocations)
         }.map { ($0.id, $0.settings) }
         if providers.isEmpty { providers = [(PluginRegistry.staticProviderID, .null)] }

@@ -194,7 +194,8 @@ public final class OutboxWorker: Service, Sendable {
     }
 
     private func sink(_ id: String, campus: CampusID) async throws -> (any NotificationSink)? {
-        try await sinks.value(for: "\(campus)/\(id)") {
+        let (client, registry) = (client, registry)
+        return try await sinks.value(for: "\(campus)/\(id)") {
             let rows = try await client.query(
                 "SELECT settings FROM campus_plugins WHERE campus_id = \(campus) AND kind = 'sink' AND plugin_id = \(id)",
                 campus: campus.rawValue)

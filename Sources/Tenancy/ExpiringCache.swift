@@ -5,7 +5,14 @@ import Synchronization
 /// stored too (`Value` optional), so probing for unknown keys costs nothing either. Past
 /// `limit` entries it starts over rather than growing.
 public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private let entries = Mutex<[Key: (value: Value, at: ContinuousClock.Instant)]>([:])
+    private struct State {
+        var entries: [Key: (value: Value, at: ContinuousClock.Instant)] = [:]
+        /// Loads under way: a miss that finds one waits for it instead of loading again.
+        var loading: [Key: (id: UInt64, task: Task<Value, any Error>)] = [:]
+        var nextLoad: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
     let ttl: Duration
     let limit: Int
 
@@ -16,24 +23,44 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
 
     /// The value stored for `key` less than `ttl` ago.
     public func value(for key: Key) -> Value? {
-        entries.withLock { entries in
-            guard let entry = entries[key], ContinuousClock.now - entry.at < ttl else { return nil }
-            return entry.value
-        }
+        state.withLock { Self.fresh($0.entries[key], ttl: ttl) }
     }
 
     public func store(_ value: Value, for key: Key) {
-        entries.withLock { entries in
-            if entries.count >= limit { entries.removeAll(keepingCapacity: true) }
-            entries[key] = (value, .now)
-        }
+        state.withLock { Self.store(value, for: key, in: &$0, limit: limit) }
     }
 
-    /// The cached value, or `load`'s (stored for next time).
-    public func value(for key: Key, orLoad load: () async throws -> Value) async rethrows -> Value {
-        if let cached = value(for: key) { return cached }
-        let loaded = try await load()
-        store(loaded, for: key)
-        return loaded
+    /// The cached value, or `load`'s (stored for next time). Concurrent misses for one key
+    /// share one load, so when an entry expires under load the database sees one query,
+    /// not one per waiting request. A failed load is not stored: every waiter gets its
+    /// error, and the next call loads again. The load runs on in its own task when a
+    /// waiter is cancelled, for the others.
+    public func value(for key: Key, orLoad load: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let (cached, task): (Value?, Task<Value, any Error>?) = state.withLock { state in
+            if let value = Self.fresh(state.entries[key], ttl: ttl) { return (value, nil) }
+            if let loading = state.loading[key] { return (nil, loading.task) }
+            state.nextLoad &+= 1
+            let id = state.nextLoad
+            let task = Task { [self] in
+                defer { self.state.withLock { state in if state.loading[key]?.id == id { state.loading[key] = nil } } }
+                let value = try await load()
+                self.state.withLock { Self.store(value, for: key, in: &$0, limit: self.limit) }
+                return value
+            }
+            state.loading[key] = (id, task)
+            return (nil, task)
+        }
+        if let cached { return cached }
+        return try await task!.value
+    }
+
+    private static func fresh(_ entry: (value: Value, at: ContinuousClock.Instant)?, ttl: Duration) -> Value? {
+        guard let entry, ContinuousClock.now - entry.at < ttl else { return nil }
+        return entry.value
+    }
+
+    private static func store(_ value: Value, for key: Key, in state: inout State, limit: Int) {
+        if state.entries.count >= limit { state.entries.removeAll(keepingCapacity: true) }
+        state.entries[key] = (value, .now)
     }
 }

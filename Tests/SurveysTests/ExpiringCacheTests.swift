@@ -1,0 +1,85 @@
+import Synchronization
+import Tenancy
+import Testing
+
+/// The cache in front of campuses, questionnaires, badge rules, badge keys and sinks: when an
+/// entry is missing or expires while many requests want it, one load serves them all.
+@Suite struct ExpiringCacheTests {
+    struct Failure: Error, Equatable {}
+
+    /// A load that counts its calls, waits a while (so the others arrive meanwhile), and
+    /// answers its call number, or fails while `failing` is set.
+    final class Loader: Sendable {
+        let calls = Atomic<Int>(0)
+        let failing = Atomic<Bool>(false)
+
+        @Sendable func load() async throws -> Int {
+            let call = calls.add(1, ordering: .relaxed).newValue
+            try await Task.sleep(for: .milliseconds(100))
+            if failing.load(ordering: .relaxed) { throw Failure() }
+            return call
+        }
+    }
+
+    static func concurrently(_ count: Int, _ cache: ExpiringCache<String, Int>, _ loader: Loader) async -> [Result<Int, any Error>] {
+        await withTaskGroup(of: Result<Int, any Error>.self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    do { return .success(try await cache.value(for: "campus", orLoad: loader.load)) } catch { return .failure(error) }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    @Test func concurrentMissesShareOneLoad() async throws {
+        let cache = ExpiringCache<String, Int>(ttl: .seconds(60)), loader = Loader()
+        let results = await Self.concurrently(50, cache, loader)
+        #expect(loader.calls.load(ordering: .relaxed) == 1)
+        #expect(try results.map { try $0.get() } == Array(repeating: 1, count: 50))
+        // Stored: the next reader does not load at all.
+        #expect(try await cache.value(for: "campus", orLoad: loader.load) == 1)
+        #expect(cache.value(for: "campus") == 1)
+        #expect(loader.calls.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func aFailedLoadFailsItsWaitersAndIsNotKept() async throws {
+        let cache = ExpiringCache<String, Int>(ttl: .seconds(60)), loader = Loader()
+        loader.failing.store(true, ordering: .relaxed)
+        let results = await Self.concurrently(20, cache, loader)
+        #expect(loader.calls.load(ordering: .relaxed) == 1)
+        #expect(results.allSatisfy { if case .failure(let error) = $0 { error is Failure } else { false } })
+        #expect(cache.value(for: "campus") == nil)
+        // The next call tries again.
+        loader.failing.store(false, ordering: .relaxed)
+        #expect(try await cache.value(for: "campus", orLoad: loader.load) == 2)
+    }
+
+    @Test func anExpiredEntryIsLoadedAgainOnce() async throws {
+        let cache = ExpiringCache<String, Int>(ttl: .milliseconds(50)), loader = Loader()
+        #expect(try await cache.value(for: "campus", orLoad: loader.load) == 1)
+        try await Task.sleep(for: .milliseconds(80))
+        #expect(cache.value(for: "campus") == nil)
+        let results = await Self.concurrently(30, cache, loader)
+        #expect(try results.map { try $0.get() } == Array(repeating: 2, count: 30))
+        #expect(loader.calls.load(ordering: .relaxed) == 2)
+    }
+
+    @Test func keysDoNotShareLoads() async throws {
+        let cache = ExpiringCache<String, Int>(ttl: .seconds(60)), loader = Loader()
+        async let a = cache.value(for: "a", orLoad: loader.load)
+        async let b = cache.value(for: "b", orLoad: loader.load)
+        let values = try await [a, b]
+        #expect(Set(values) == [1, 2])
+        #expect(loader.calls.load(ordering: .relaxed) == 2)
+    }
+
+    @Test func aCancelledWaiterDoesNotCancelTheLoadForTheOthers() async throws {
+        let cache = ExpiringCache<String, Int>(ttl: .seconds(60)), loader = Loader()
+        let first = Task { try await cache.value(for: "campus", orLoad: loader.load) }
+        try await Task.sleep(for: .milliseconds(20))
+        first.cancel()
+        #expect(try await cache.value(for: "campus", orLoad: loader.load) == 1)
+        #expect(loader.calls.load(ordering: .relaxed) == 1)
+    }
+}
