@@ -8,8 +8,8 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
     private struct State {
         var entries: [Key: (value: Value, at: ContinuousClock.Instant)] = [:]
         /// Loads under way: a miss that finds one waits for it instead of loading again.
-        var loading: [Key: (id: UInt64, task: Task<Value, any Error>)] = [:]
-        var nextLoad: UInt64 = 0
+        /// Only the load itself removes its entry, so a new one starts after it ends.
+        var loading: [Key: Task<Value, any Error>] = [:]
     }
 
     private let state = Mutex(State())
@@ -38,16 +38,15 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
     public func value(for key: Key, orLoad load: @escaping @Sendable () async throws -> Value) async throws -> Value {
         let (cached, task): (Value?, Task<Value, any Error>?) = state.withLock { state in
             if let value = Self.fresh(state.entries[key], ttl: ttl) { return (value, nil) }
-            if let loading = state.loading[key] { return (nil, loading.task) }
-            state.nextLoad &+= 1
-            let id = state.nextLoad
+            if let loading = state.loading[key] { return (nil, loading) }
+            // The task cannot finish before it is registered: its last step needs this lock.
             let task = Task { [self] in
-                defer { self.state.withLock { state in if state.loading[key]?.id == id { state.loading[key] = nil } } }
+                defer { self.state.withLock { _ = $0.loading.removeValue(forKey: key) } }
                 let value = try await load()
                 self.state.withLock { Self.store(value, for: key, in: &$0, limit: self.limit) }
                 return value
             }
-            state.loading[key] = (id, task)
+            state.loading[key] = task
             return (nil, task)
         }
         if let cached { return cached }
