@@ -70,11 +70,24 @@ public struct BadgeDecision: Sendable, Equatable {
 ///   `input.endOfDay` (later values are cut to it).
 /// - `version` names the logic and settings in force; it is stored with every attestation so
 ///   a badge can be explained later. Change it whenever the outcome for the same input could.
+/// - `evaluatesInline` (default false) may be true only for a rule whose every evaluation
+///   finishes in microseconds, as the built-in `standard` does. See its documentation.
 public protocol BadgeRule: Sendable {
     /// The version stored with each attestation decided by this rule.
     var version: String { get }
+    /// Whether the platform may run `evaluate` on the submission's own task instead of a task
+    /// of its own with a timer. That saves a task and a timer on every submission, but a
+    /// slow evaluation then holds its submission until it returns. It is still over budget,
+    /// so the badge is still yellow "needs review", but the answer comes when the rule
+    /// returns, not when the budget ends. Leave it false (the default) unless `evaluate`
+    /// cannot block or loop long for any input or settings.
+    var evaluatesInline: Bool { get }
     /// Decides today's badge.
     func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision
+}
+
+extension BadgeRule {
+    public var evaluatesInline: Bool { false }
 }
 
 /// Why a plugin's settings were refused; the message names the setting and the fix.

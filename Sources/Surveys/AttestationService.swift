@@ -111,15 +111,23 @@ public struct AttestationService: Sendable {
             return ("unavailable", "", review)
         }
         let rule = configured.rule
-        let verdict = FirstOutcome<Result<BadgeDecision, any Error>?>()
-        let outcome = await withCheckedContinuation { continuation in
-            verdict.set(continuation)
-            let evaluation = Task.detached { verdict.finish(Result { try rule.evaluate(input) }) }
-            verdict.setTimer(Task {
-                try await Task.sleep(for: ruleBudget)
-                verdict.finish(nil)
-                evaluation.cancel()
-            })
+        let outcome: Result<BadgeDecision, any Error>?
+        if rule.evaluatesInline {
+            // A rule that cannot block runs here; past the budget it is still "needs review".
+            let clock = ContinuousClock(), start = clock.now
+            let result = Result { try rule.evaluate(input) }
+            outcome = clock.now - start > ruleBudget ? nil : result
+        } else {
+            let verdict = FirstOutcome<Result<BadgeDecision, any Error>?>()
+            outcome = await withCheckedContinuation { continuation in
+                verdict.set(continuation)
+                let evaluation = Task.detached { verdict.finish(Result { try rule.evaluate(input) }) }
+                verdict.setTimer(Task {
+                    try await Task.sleep(for: ruleBudget)
+                    verdict.finish(nil)
+                    evaluation.cancel()
+                })
+            }
         }
         switch outcome {
         case .success(let decision)? where decision.color != .gray:

@@ -277,15 +277,34 @@ struct AttestationTests {
         }
     }
 
+    /// A rule that says it may run inline, quick or slow: a slow one holds its submission,
+    /// but is still over budget; a quick one must not be taken for an overrun.
+    struct Inline: BadgeRule {
+        var delay: TimeInterval
+        var color: BadgeColor
+        var version: String { "inline-1" }
+        var evaluatesInline: Bool { true }
+        func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
+            if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+            return BadgeDecision(color: color, reason: "Inline, after \(delay) s", validUntil: input.endOfDay)
+        }
+    }
+
     @Test func aRulePluginFromATestRegistryDecidesAndFailuresBecomeNeedsReview() async throws {
         var registry = PluginRegistry.builtin
         registry.registerBadgeRule(id: "always-red") { _, _ in AlwaysRed() }
         registry.registerBadgeRule(id: "broken") { _, _ in Broken() }
         registry.registerBadgeRule(id: "slow") { _, _ in Slow() }
+        registry.registerBadgeRule(id: "slow-inline") { _, _ in Inline(delay: 0.3, color: .green) }
+        registry.registerBadgeRule(id: "quick-inline") { _, _ in Inline(delay: 0, color: .red) }
         let clock = try TestClock("2026-11-20T20:00:00Z")
         let (server, campus) = try await Self.setUp(clock: clock, registry: registry)
         try await server.run { api in
-            for (plugin, color, reasonPart) in [("always-red", "red", "Everyone stays home"), ("broken", "yellow", "Needs review"), ("slow", "yellow", "Needs review")] {
+            let cases = [
+                ("always-red", "red", "Everyone stays home"), ("broken", "yellow", "Needs review"), ("slow", "yellow", "Needs review"),
+                ("slow-inline", "yellow", "Needs review"), ("quick-inline", "red", "Inline, after 0.0 s"),
+            ]
+            for (plugin, color, reasonPart) in cases {
                 try await server.pool.withTransaction(campus: campus.id.rawValue) { connection in
                     try await connection.query("DELETE FROM campus_plugins WHERE campus_id = \(campus.id)")
                     try await connection.query(
@@ -302,7 +321,7 @@ struct AttestationTests {
                 #expect(badge?["validUntil"] as? String == "2026-11-21T05:00:00Z", "\(plugin)")
             }
             let rules = try await server.pool.query("SELECT rule_id, rule_version FROM attestations ORDER BY submitted_at, rule_id", campus: campus.id.rawValue)
-            #expect(Set(try rules.map { try $0.decode("rule_id", as: String.self) }) == ["always-red", "broken", "slow"])
+            #expect(Set(try rules.map { try $0.decode("rule_id", as: String.self) }) == ["always-red", "broken", "slow", "slow-inline", "quick-inline"])
         }
     }
 
