@@ -312,7 +312,11 @@ struct AttestationTests {
                 }
                 try await Task.sleep(for: .seconds(5.1))  // the rule cache's bound
                 let (_, token) = try await server.user("\(plugin)@example.edu", at: campus)
+                let started = ContinuousClock.now
                 let reply = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+                // Inline, the slow rule holds its submission: the answer cannot come before it
+                // returns (on its own task the budget would answer at 0.1 s).
+                if plugin == "slow-inline" { #expect(ContinuousClock.now - started >= .milliseconds(300)) }
                 #expect(reply.status == 201, "\(plugin)")
                 let badge = reply.json["badge"] as? [String: Any]
                 #expect(badge?["color"] as? String == color, "\(plugin)")
