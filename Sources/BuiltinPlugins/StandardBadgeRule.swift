@@ -25,9 +25,14 @@ import Foundation
 public struct StandardBadgeRule: BadgeRule {
     public static let id = "standard"
 
-    /// One pass over the campus's table with no I/O: microseconds for any table people write
-    /// (one past the budget still gives yellow "needs review").
+    /// One pass over the campus's table with no I/O: microseconds for a table within
+    /// `maxConditions` (one past the budget still gives yellow "needs review").
     public var evaluatesInline: Bool { true }
+
+    /// The most conditions a table may hold, counting each `all`/`any`, each predicate and
+    /// each value of an `in` list. The rule runs on every submission's own task, so its
+    /// size is bounded where it is enabled rather than found out at the door.
+    public static let maxConditions = 1_000
 
     indirect enum Condition: Sendable, Equatable {
         case all([Condition])
@@ -36,6 +41,15 @@ public struct StandardBadgeRule: BadgeRule {
         case among(question: String, values: [AnswerValue])
         case atLeast(question: String, value: Double)
         case atMost(question: String, value: Double)
+
+        /// How many conditions this is, as `maxConditions` counts them.
+        var size: Int {
+            switch self {
+            case .all(let conditions), .any(let conditions): 1 + conditions.reduce(0) { $0 + $1.size }
+            case .among(_, let values): values.count
+            case .equals, .atLeast, .atMost: 1
+            }
+        }
     }
 
     struct Rule: Sendable, Equatable {
@@ -57,6 +71,12 @@ public struct StandardBadgeRule: BadgeRule {
             throw PluginSettingsError("the standard rule's settings need \"rules\": a list of {when, color, reason}")
         }
         rules = try list.enumerated().map { index, item in try Self.rule(item, at: "rules[\(index)]", questionnaire) }
+        let size = rules.reduce(0) { $0 + $1.when.size }
+        guard size <= Self.maxConditions else {
+            throw PluginSettingsError(
+                "the table has \(size) conditions (each all/any, predicate and value of an in list counts); the standard rule "
+                    + "takes at most \(Self.maxConditions): merge rules that give the same colour, or shorten the in lists")
+        }
         if let fallback = object["default"] {
             let color = try Self.color(fallback["color"], at: "default.color")
             guard case .string(let reason)? = fallback["reason"] else { throw PluginSettingsError("default.reason must be a string") }
@@ -181,6 +201,7 @@ public struct StandardBadgeRule: BadgeRule {
         }
         if let value = object["equals"] { return .equals(question: question, value: try answer(value, at: "\(path).equals")) }
         if case .array(let values)? = object["in"] {
+            guard !values.isEmpty else { throw PluginSettingsError("\(path).in needs a non-empty list of answers") }
             return .among(question: question, values: try values.map { try answer($0, at: "\(path).in") })
         }
         if case .number(let bound)? = object["gte"] { return .atLeast(question: question, value: bound) }

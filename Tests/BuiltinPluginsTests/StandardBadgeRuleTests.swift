@@ -90,6 +90,33 @@ struct StandardBadgeRuleTests {
         #expect(refusal(#"{"rules": [{"when": {"any": []}, "color": "red", "reason": "x"}]}"#).contains("non-empty list"))
         #expect(refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "x", "lastsDays": 0}]}"#).contains("lastsDays"))
         #expect(refusal(#"[1]"#).contains("JSON object"))
+        #expect(refusal(#"{"rules": [{"when": {"question": "mood", "in": []}, "color": "red", "reason": "x"}]}"#).contains("rules[0].when.in"))
+    }
+
+    @Test func aTableIsBoundedInSize() throws {
+        // `any` of n predicates is n + 1 conditions; an `in` list counts each of its values.
+        func table(rules: Int, each predicates: Int, inValues: Int = 0) -> String {
+            let predicate = #"{"question": "fever", "equals": true}"#
+            var conditions = Array(repeating: predicate, count: predicates)
+            if inValues > 0 {
+                conditions.append(#"{"question": "mood", "in": ["# + Array(repeating: #""bad""#, count: inValues).joined(separator: ",") + "]}")
+            }
+            let rule = #"{"when": {"any": ["# + conditions.joined(separator: ",") + #"]}, "color": "yellow", "reason": "x"}"#
+            return #"{"rules": ["# + Array(repeating: rule, count: rules).joined(separator: ",") + "]}"
+        }
+        func build(_ json: String) throws -> StandardBadgeRule {
+            try StandardBadgeRule(settings: try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), questionnaire: Self.questionnaire)
+        }
+        #expect(StandardBadgeRule.maxConditions == 1_000)
+        _ = try build(table(rules: 100, each: 9))  // exactly 1,000
+        #expect(throws: PluginSettingsError.self) { try build(table(rules: 100, each: 9, inValues: 1)) }  // 100 × (1 + 9 + 1) = 1,100
+        do {
+            _ = try build(table(rules: 1, each: 0, inValues: 1_000))
+            Issue.record("a 1,000-value in list under an any is 1,001 conditions and must be refused")
+        } catch {
+            #expect("\(error)".contains("1001 conditions") && "\(error)".contains("at most 1000"))
+        }
+        _ = try build(table(rules: 1, each: 0, inValues: 999))
     }
 
     @Test func theRegistryBuildsRulesByIDAndNamesTheAvailableOnes() throws {
