@@ -289,27 +289,49 @@ public struct StatisticsStore: Sendable {
         public var submittedAt: Date
     }
 
-    /// Every attestation of `range` with who (date, then email), audited in the same transaction.
-    public func identifiedAttestations(campus: CampusID, range: DateRange, actor: String) async throws -> [IdentifiedAttestation] {
+    /// Every attestation of `range` with who (by date, then email), handed to `page` a page
+    /// of at most `pageSize` rows at a time as they are read, so memory stays one page whatever
+    /// the range. Returns how many rows were handed over.
+    ///
+    /// The read is audited first, in a transaction of its own committed before any row is
+    /// read, so an export that fails or is interrupted half-way is on record too; the entry's
+    /// `rows` is the count when the export began. The rows come from one cursor, so they are
+    /// one snapshot of the range.
+    public func exportIdentified(
+        campus: CampusID, range: DateRange, actor: String, pageSize: Int = 5_000,
+        page: ([IdentifiedAttestation]) async throws -> Void
+    ) async throws -> Int {
+        precondition(pageSize > 0)
+        let scope: SQL = "a.campus_id = \(campus) AND a.local_date BETWEEN \(range.from) AND \(range.to)"
         try await client.withTransaction(campus: campus.rawValue) { connection in
-            let rows = try await connection.query(
-                """
-                SELECT a.local_date, u.email, u.display_name, a.color, a.reason, a.on_time, a.submitted_at
-                FROM attestations a JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
-                WHERE a.campus_id = \(campus) AND a.local_date BETWEEN \(range.from) AND \(range.to)
-                ORDER BY a.local_date, u.email
-                """)
-            let list = try rows.map { row in
-                IdentifiedAttestation(
-                    date: try row.decode("local_date"), email: try row.decode("email"), name: try row.decode("display_name"),
-                    color: BadgeColor(rawValue: try row.decode("color", as: String.self)) ?? .yellow, reason: try row.decode("reason"),
-                    onTime: try row.decode("on_time"), submittedAt: try row.decode("submitted_at"))
-            }
+            let count = try await connection.query("SELECT count(*) AS n FROM attestations a WHERE \(scope)").first?.decode("n", as: Int.self) ?? 0
             try await AuditLog.record(
                 connection, campus: campus, actor: actor, action: "report.identifiable",
                 target: "\(range.from)..\(range.to)",
-                details: ["from": range.from.description, "to": range.to.description, "rows": "\(list.count)"])
-            return list
+                details: ["from": range.from.description, "to": range.to.description, "rows": "\(count)"])
+        }
+        return try await client.withTransaction(campus: campus.rawValue) { connection in
+            try await connection.query(
+                """
+                DECLARE identified NO SCROLL CURSOR FOR
+                SELECT a.local_date, u.email, u.display_name, a.color, a.reason, a.on_time, a.submitted_at
+                FROM attestations a JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
+                WHERE \(scope)
+                ORDER BY a.local_date, u.email
+                """)
+            var total = 0
+            while true {
+                let rows = try await connection.query("FETCH \(unsafeRaw: String(pageSize)) FROM identified")
+                let list = try rows.map { row in
+                    IdentifiedAttestation(
+                        date: try row.decode("local_date"), email: try row.decode("email"), name: try row.decode("display_name"),
+                        color: BadgeColor(rawValue: try row.decode("color", as: String.self)) ?? .yellow, reason: try row.decode("reason"),
+                        onTime: try row.decode("on_time"), submittedAt: try row.decode("submitted_at"))
+                }
+                if !list.isEmpty { try await page(list) }
+                total += list.count
+                if list.count < pageSize { return total }
+            }
         }
     }
 }

@@ -542,4 +542,72 @@ struct StatisticsTests {
             }
         }
     }
+
+    /// An identifiable report is read a page at a time and written as it goes: every row
+    /// once, in order, across pages; valid JSON and CSV whatever the page size; `--out` is
+    /// whole or absent; the read is audited before it starts.
+    @Test func identifiableReportsArePagedAndWrittenWhole() async throws {
+        let server = try await TestServer.make()
+        let campus = try await server.campus("north")
+        let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database)]
+        let seeded = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "dev", "seed", "--campus", "north", "--members", "30", "--days", "10"], environment: environment)
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        // A name CSV must quote and guard as a formula, and JSON must escape.
+        let awkward = "=Doe, \"Jo\"\nSecond line"
+        try await server.pool.query(
+            "UPDATE users SET display_name = \(awkward) WHERE campus_id = \(campus.id) AND id = (SELECT id FROM users WHERE campus_id = \(campus.id) ORDER BY id LIMIT 1)",
+            campus: campus.id.rawValue)
+        let today = LocalDate(Date(), in: Self.zone)
+        let range = DateRange(from: today.adding(days: -10), to: today.adding(days: -1))
+        let expected = try await server.pool.query(
+            """
+            SELECT a.local_date::text AS date, u.email FROM attestations a JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
+            WHERE a.campus_id = \(campus.id) AND a.local_date BETWEEN \(range.from) AND \(range.to) ORDER BY a.local_date, u.email
+            """, campus: campus.id.rawValue
+        ).map { "\(try $0.decode("date", as: String.self)) \(try $0.decode("email", as: String.self))" }
+        #expect(expected.count > 200)
+
+        // The store: pages of at most 7, all full but the last, every row once and in order.
+        var pages: [[StatisticsStore.IdentifiedAttestation]] = []
+        let total = try await StatisticsStore(client: server.pool).exportIdentified(
+            campus: campus.id, range: range, actor: "test", pageSize: 7) { pages.append($0) }
+        #expect(total == expected.count)
+        #expect(pages.dropLast().allSatisfy { $0.count == 7 } && (1...7).contains(pages.last?.count ?? 0))
+        #expect(pages.joined().map { "\($0.date) \($0.email)" } == expected)
+        let audited = try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "report.identifiable" }
+        #expect(audited.map { $0.details["rows"] } == ["\(expected.count)"])
+
+        // The CLI, through small pages: JSON that parses, CSV with one line per row.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("report-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let base = [ChildProcess.attestBinary, "report", "north", "--from", range.from.description, "--to", range.to.description, "--identifiable", "--page-size", "7"]
+        let json = try await ChildProcess.run(base + ["--format", "json"], environment: environment)
+        #expect(json.status == 0, "\(json.stderr)")
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: [[String: Any]]])
+        let objects = try #require(listed["attestations"])
+        #expect(objects.map { "\($0["date"] as? String ?? "") \($0["email"] as? String ?? "")" } == expected)
+        #expect(objects.contains { $0["name"] as? String == awkward })
+        #expect(objects.allSatisfy { Set($0.keys) == ["date", "email", "name", "color", "reason", "onTime", "submittedAt"] })
+
+        let file = directory.appendingPathComponent("report.csv").path
+        let csv = try await ChildProcess.run(base + ["--out", file], environment: environment)
+        #expect(csv.status == 0, "\(csv.stderr)")
+        #expect(csv.stderr.contains("Wrote \(file)."))
+        #expect(!FileManager.default.fileExists(atPath: file + ".partial"))
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(text.hasPrefix("date,email,name,color,reason,on_time,submitted_at\n"))
+        #expect(text.contains(#","'=Doe, ""Jo""\#nSecond line","#))
+        // One line per row, plus the header and the line inside each quoted awkward name.
+        let awkwardRows = objects.filter { $0["name"] as? String == awkward }.count
+        #expect(text.split(separator: "\n").count == 1 + expected.count + awkwardRows)
+
+        // A directory that is not there: refused before anything is read (no audit entry).
+        let nowhere = try await ChildProcess.run(base.dropLast(2) + ["--out", directory.path + "/missing/report.csv"], environment: environment)
+        #expect(nowhere.status == 1)
+        #expect(nowhere.stderr.contains("cannot write") && nowhere.stderr.contains("check the directory exists"), "\(nowhere.stderr)")
+        let entries = try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "report.identifiable" }
+        #expect(entries.count == 3)  // the store's, the JSON's and the CSV's; none for the refused one
+    }
 }

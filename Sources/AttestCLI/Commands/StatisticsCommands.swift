@@ -24,6 +24,7 @@ struct ReportCommand: AsyncParsableCommand {
     @Option(help: "csv or json.") var format: Format = .csv
     @Option(help: "Write to FILE instead of standard output.") var out: String?
     @Flag(help: "List attestations with who they are (an audited read of identifiable data).") var identifiable = false
+    @Option(help: .hidden) var pageSize = 5_000  // rows read at a time for --identifiable (tests use small pages)
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -33,22 +34,28 @@ struct ReportCommand: AsyncParsableCommand {
             let problem = error.problems[0]
             throw CLIError("--\(problem.field) \(problem.message)")
         }
-        let text = try await TenantContext.run(database: database, logging: logging) { context in
-            let found = try await context.campuses.require(slug: campus)
-            let statistics = StatisticsStore(client: context.client)
-            if identifiable {
-                let rows = try await statistics.identifiedAttestations(campus: found.id, range: range, actor: TenantContext.actor)
-                return Self.render(identified: rows, format: format)
+        guard pageSize > 0 else { throw CLIError("--page-size must be at least 1") }
+        let output = try ReportOutput(path: out)
+        do {
+            try await TenantContext.run(database: database, logging: logging) { context in
+                let found = try await context.campuses.require(slug: campus)
+                let statistics = StatisticsStore(client: context.client)
+                guard identifiable else {
+                    return try output.write(Self.render(days: try await statistics.days(campus: found.id, range: range), format: format))
+                }
+                // A page at a time, as the rows are read: any range in bounded memory.
+                try output.write(format == .csv ? "date,email,name,color,reason,on_time,submitted_at\n" : #"{"attestations":["#)
+                var first = true
+                _ = try await statistics.exportIdentified(campus: found.id, range: range, actor: TenantContext.actor, pageSize: pageSize) { page in
+                    try output.write(Self.render(identified: page, format: format, first: first))
+                    first = false
+                }
+                try output.write(format == .csv ? "" : "]}\n")
             }
-            return Self.render(days: try await statistics.days(campus: found.id, range: range), format: format)
-        }
-        if let out {
-            do { try Data(text.utf8).write(to: URL(fileURLWithPath: out)) } catch {
-                throw CLIError("cannot write \(out): \(error.localizedDescription); check the directory exists and is writable")
-            }
-            FileHandle.standardError.write(Data("Wrote \(out).\n".utf8))
-        } else {
-            FileHandle.standardOutput.write(Data(text.utf8))
+            try output.finish()
+        } catch {
+            output.abandon()
+            throw error
         }
     }
 
@@ -85,31 +92,89 @@ struct ReportCommand: AsyncParsableCommand {
         }
     }
 
-    static func render(identified rows: [StatisticsStore.IdentifiedAttestation], format: Format) -> String {
-        switch format {
-        case .csv:
-            var lines = ["date,email,name,color,reason,on_time,submitted_at"]
-            for row in rows {
-                lines.append(
-                    [row.date.description, row.email, row.name, row.color.rawValue, row.reason, "\(row.onTime)", row.submittedAt.ISO8601Format()]
-                        .map(CSVField.escape).joined(separator: ","))
+    /// One page of an identifiable report: CSV lines, or JSON objects continuing the
+    /// `attestations` list (`first` says whether the list is still empty).
+    static func render(identified rows: [StatisticsStore.IdentifiedAttestation], format: Format, first: Bool) -> String {
+        var text = ""
+        for (index, row) in rows.enumerated() {
+            let submittedAt = row.submittedAt.ISO8601Format()
+            switch format {
+            case .csv:
+                text += [row.date.description, row.email, row.name, row.color.rawValue, row.reason, "\(row.onTime)", submittedAt]
+                    .map(CSVField.escape).joined(separator: ",")
+                text += "\n"
+            case .json:
+                // The keys in sorted order, as the aggregate report writes them.
+                if !(first && index == 0) { text += "," }
+                text += #"{"color":"#
+                JSONText.appendString(row.color.rawValue, to: &text)
+                text += #","date":"#
+                JSONText.appendString(row.date.description, to: &text)
+                text += #","email":"#
+                JSONText.appendString(row.email, to: &text)
+                text += #","name":"#
+                JSONText.appendString(row.name, to: &text)
+                text += #","onTime":\#(row.onTime),"reason":"#
+                JSONText.appendString(row.reason, to: &text)
+                text += #","submittedAt":"#
+                JSONText.appendString(submittedAt, to: &text)
+                text += "}"
             }
-            return lines.joined(separator: "\n") + "\n"
-        case .json:
-            return jsonText([
-                "attestations": rows.map { row -> [String: Any] in
-                    [
-                        "date": row.date.description, "email": row.email, "name": row.name, "color": row.color.rawValue,
-                        "reason": row.reason, "onTime": row.onTime, "submittedAt": row.submittedAt.ISO8601Format(),
-                    ]
-                }
-            ])
         }
+        return text
     }
 
     static func jsonText(_ value: Any) -> String {
         guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}\n" }
         return String(decoding: data, as: UTF8.self) + "\n"
+    }
+}
+
+/// Where a report goes: standard output as it is made, or `--out FILE` through `FILE.partial`,
+/// renamed to `FILE` only when the report is complete (so a failed export leaves no file that
+/// looks whole, and an older `FILE` stays until the new one replaces it).
+final class ReportOutput {
+    private let path: String?
+    private let partial: String?
+    private let handle: FileHandle
+
+    init(path: String?) throws {
+        self.path = path
+        guard let path else {
+            partial = nil
+            handle = .standardOutput
+            return
+        }
+        let partial = path + ".partial"
+        guard FileManager.default.createFile(atPath: partial, contents: nil),
+            let handle = FileHandle(forWritingAtPath: partial)
+        else { throw CLIError("cannot write \(partial): check the directory exists and is writable") }
+        self.partial = partial
+        self.handle = handle
+    }
+
+    func write(_ text: String) throws {
+        guard !text.isEmpty else { return }
+        do { try handle.write(contentsOf: Data(text.utf8)) } catch {
+            throw CLIError("cannot write \(partial ?? "to standard output"): \(error.localizedDescription); check there is space left")
+        }
+    }
+
+    /// Renames `FILE.partial` to `FILE` and says so on standard error.
+    func finish() throws {
+        guard let path, let partial else { return }
+        try? handle.close()
+        guard rename(partial, path) == 0 else {
+            throw CLIError("cannot move \(partial) to \(path): \(String(cString: strerror(errno))); the report is complete in \(partial)")
+        }
+        FileHandle.standardError.write(Data("Wrote \(path).\n".utf8))
+    }
+
+    /// Removes `FILE.partial` after a failure.
+    func abandon() {
+        guard let partial else { return }
+        try? handle.close()
+        try? FileManager.default.removeItem(atPath: partial)
     }
 }
 
