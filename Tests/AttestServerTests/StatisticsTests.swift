@@ -596,6 +596,8 @@ struct StatisticsTests {
         #expect(csv.status == 0, "\(csv.stderr)")
         #expect(csv.stderr.contains("Wrote \(file)."))
         #expect(!FileManager.default.fileExists(atPath: file + ".partial"))
+        let permissions = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(permissions == 0o600, "an identifiable report is for its owner only")
         let text = try String(contentsOfFile: file, encoding: .utf8)
         #expect(text.hasPrefix("date,email,name,color,reason,on_time,submitted_at\n"))
         #expect(text.contains(#","'=Doe, ""Jo""\#nSecond line","#))

@@ -35,7 +35,7 @@ struct ReportCommand: AsyncParsableCommand {
             throw CLIError("--\(problem.field) \(problem.message)")
         }
         guard pageSize > 0 else { throw CLIError("--page-size must be at least 1") }
-        let output = try ReportOutput(path: out)
+        let output = try ReportOutput(path: out, ownerOnly: identifiable)
         do {
             try await TenantContext.run(database: database, logging: logging) { context in
                 let found = try await context.campuses.require(slug: campus)
@@ -132,13 +132,14 @@ struct ReportCommand: AsyncParsableCommand {
 
 /// Where a report goes: standard output as it is made, or `--out FILE` through `FILE.partial`,
 /// renamed to `FILE` only when the report is complete (so a failed export leaves no file that
-/// looks whole, and an older `FILE` stays until the new one replaces it).
+/// looks whole, and an older `FILE` stays until the new one replaces it). An identifiable
+/// report's file is readable by its owner only (0600).
 final class ReportOutput {
     private let path: String?
     private let partial: String?
     private let handle: FileHandle
 
-    init(path: String?) throws {
+    init(path: String?, ownerOnly: Bool) throws {
         self.path = path
         guard let path else {
             partial = nil
@@ -146,7 +147,8 @@ final class ReportOutput {
             return
         }
         let partial = path + ".partial"
-        guard FileManager.default.createFile(atPath: partial, contents: nil),
+        let attributes: [FileAttributeKey: Any] = ownerOnly ? [.posixPermissions: 0o600] : [:]
+        guard FileManager.default.createFile(atPath: partial, contents: nil, attributes: attributes),
             let handle = FileHandle(forWritingAtPath: partial)
         else { throw CLIError("cannot write \(partial): check the directory exists and is writable") }
         self.partial = partial
