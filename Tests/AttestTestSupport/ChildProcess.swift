@@ -8,10 +8,10 @@ public final class ChildProcess: @unchecked Sendable {
     public let stderrPath: String
     private var exitStatus: Int32?
 
-    /// The `attest` binary `swift build` made next to the tests.
+    /// The `attest` binary `swift build` made next to the tests: in the running test
+    /// executable's directory, wherever the build directory is (`--scratch-path`).
     public static var attestBinary: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appending(path: ".build/debug/attest").path
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appending(path: "attest").path
     }
 
     /// Starts `arguments` (the first is the executable), in `directory` when given, with the
