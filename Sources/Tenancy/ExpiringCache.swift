@@ -36,9 +36,9 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// error, and the next call loads again. The load runs on in its own task when a
     /// waiter is cancelled, for the others.
     public func value(for key: Key, orLoad load: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        let (cached, task): (Value?, Task<Value, any Error>?) = state.withLock { state in
-            if let value = Self.fresh(state.entries[key], ttl: ttl) { return (value, nil) }
-            if let loading = state.loading[key] { return (nil, loading) }
+        let found = state.withLock { state -> Found in
+            if let value = Self.fresh(state.entries[key], ttl: ttl) { return .cached(value) }
+            if let loading = state.loading[key] { return .loading(loading) }
             // The task cannot finish before it is registered: its last step needs this lock.
             let task = Task { [self] in
                 defer { self.state.withLock { _ = $0.loading.removeValue(forKey: key) } }
@@ -47,10 +47,18 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
                 return value
             }
             state.loading[key] = task
-            return (nil, task)
+            return .loading(task)
         }
-        if let cached { return cached }
-        return try await task!.value
+        switch found {
+        case .cached(let value): return value
+        case .loading(let task): return try await task.value
+        }
+    }
+
+    private enum Found {
+        case cached(Value)
+        /// A load under way, this caller's own or an earlier one's.
+        case loading(Task<Value, any Error>)
     }
 
     private static func fresh(_ entry: (value: Value, at: ContinuousClock.Instant)?, ttl: Duration) -> Value? {
