@@ -8,10 +8,15 @@ public final class ChildProcess: @unchecked Sendable {
     public let stderrPath: String
     private var exitStatus: Int32?
 
-    /// The `attest` binary `swift build` made next to the tests: in the running test
-    /// executable's directory, wherever the build directory is (`--scratch-path`).
+    /// The `attest` binary `swift build` made next to the tests: on Linux in the running test
+    /// executable's directory, wherever the build directory is (`--scratch-path`); elsewhere
+    /// in this package's `.build/debug`.
     public static var attestBinary: String {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appending(path: "attest").path
+        let beside = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appending(path: "attest").path
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appending(path: ".build/debug/attest").path
     }
 
     /// Starts `arguments` (the first is the executable), in `directory` when given, with the

@@ -5,9 +5,15 @@ import Testing
 /// `scripts/test` starts (libpq's PGHOST and PGUSER, and ATTEST_PG_BIN for `createdb`): the
 /// example plugins are registered in it, so a campus can enable each one.
 @Suite struct CustomAttestTests {
-    /// Built next to the test executable, wherever the build directory is (`--scratch-path`).
-    static let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        .appending(path: "campus-attest").path
+    /// Built next to the test executable: on Linux found there, wherever the build directory
+    /// is (`--scratch-path`); elsewhere in this package's `.build/debug`.
+    static let binary: String = {
+        let beside = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appending(path: "campus-attest").path
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appending(path: ".build/debug/campus-attest").path
+    }()
 
     /// Runs `arguments` to completion; returns the exit status and what it printed.
     static func run(_ arguments: [String], database: String? = nil) throws -> (status: Int32, output: String) {
