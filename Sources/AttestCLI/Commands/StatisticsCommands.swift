@@ -136,13 +136,13 @@ struct ReportCommand: AsyncParsableCommand {
 /// report's file is readable by its owner only (0600).
 final class ReportOutput {
     private let path: String?
-    private let partial: String?
     private let handle: FileHandle
+    /// Where the report is written until it is complete.
+    private var partial: String? { path.map { $0 + ".partial" } }
 
     init(path: String?, ownerOnly: Bool) throws {
         self.path = path
         guard let path else {
-            partial = nil
             handle = .standardOutput
             return
         }
@@ -151,7 +151,6 @@ final class ReportOutput {
         guard FileManager.default.createFile(atPath: partial, contents: nil, attributes: attributes),
             let handle = FileHandle(forWritingAtPath: partial)
         else { throw CLIError("cannot write \(partial): check the directory exists and is writable") }
-        self.partial = partial
         self.handle = handle
     }
 
