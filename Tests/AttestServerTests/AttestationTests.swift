@@ -198,17 +198,24 @@ struct AttestationTests {
         let (_, token) = try await server.user("race@example.edu", at: campus)
         let (_, bystander) = try await server.user("by@example.edu", at: campus)
         try await server.run { api in
-            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-                for index in 0..<50 {
-                    group.addTask {
-                        let answers = index % 2 == 0 ? Self.healthy : #"{"fever": true, "cough": false}"#
-                        return try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(answers)).status
+            // A connection each: the 51 requests are in the server at once.
+            let statuses = try await api.withConnections(51) { clients in
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for index in 0..<50 {
+                        group.addTask {
+                            let answers = index % 2 == 0 ? Self.healthy : #"{"fever": true, "cough": false}"#
+                            return try await clients[index].send(
+                                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(answers)
+                            ).status
+                        }
                     }
+                    group.addTask {
+                        try await clients[50].send(
+                            .post, "/v1/campuses/north/attestations", template: Self.path, token: bystander, json: Self.body(Self.healthy)
+                        ).status
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
                 }
-                group.addTask {
-                    try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: bystander, json: Self.body(Self.healthy)).status
-                }
-                return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(statuses.filter { $0 == 201 }.count == 2)  // one for the racer, one for the bystander
             #expect(statuses.filter { $0 == 409 }.count == 49)
@@ -339,15 +346,17 @@ struct AttestationTests {
         let members = tokens
         try await server.run { api in
             func submitAll(_ answers: @escaping @Sendable (Int) -> String) async throws -> [Int: String] {
-                try await withThrowingTaskGroup(of: (Int, String?).self) { group in
-                    for (index, token) in members.enumerated() {
-                        group.addTask {
-                            let reply = try await api.send(
-                                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(answers(index)))
-                            return (index, (reply.json["badge"] as? [String: Any])?["color"] as? String)
+                try await api.withConnections(members.count) { clients in
+                    try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+                        for (index, token) in members.enumerated() {
+                            group.addTask {
+                                let reply = try await clients[index].send(
+                                    .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(answers(index)))
+                                return (index, (reply.json["badge"] as? [String: Any])?["color"] as? String)
+                            }
                         }
+                        return try await group.reduce(into: [Int: String]()) { $0[$1.0] = $1.1 }
                     }
-                    return try await group.reduce(into: [Int: String]()) { $0[$1.0] = $1.1 }
                 }
             }
             // Day 0: every third member reports a positive test.

@@ -16,8 +16,16 @@ import Testing
 
 /// A test's view of the live server: requests go over loopback HTTP, and every response is
 /// checked against the OpenAPI document on the way back.
+///
+/// One `APIClient` is one HTTP/1.1 connection, and the server answers a connection's requests
+/// one at a time, in order. Requests meant to reach the server together each need a client
+/// of their own: `withConnections`.
 struct APIClient {
     let client: any TestClientProtocol
+    /// The connection of a client made by `withConnections`; nil: the test's own `client`.
+    private var connection: TestClient? = nil
+
+    init(client: any TestClientProtocol) { self.client = client }
 
     struct Reply {
         var status: Int
@@ -33,18 +41,49 @@ struct APIClient {
     /// `template` is the OpenAPI path the request is checked against.
     func send(
         _ method: HTTPRequest.Method, _ uri: String, template: String, token: String? = nil, json: String? = nil,
-        contentType: String = "application/json", sourceLocation: SourceLocation = #_sourceLocation
+        contentType: String = "application/json", headers extra: HTTPFields = [:], sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Reply {
-        var headers: HTTPFields = [:]
+        var headers = extra
         if let token { headers[.authorization] = "Bearer \(token)" }
         if json != nil { headers[.contentType] = contentType }
-        let response = try await client.execute(
-            uri: uri, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) })
-        let reply = Reply(status: Int(response.status.code), headers: response.headers, body: String(buffer: response.body))
+        let body = json.map { ByteBuffer(string: $0) }
+        let reply: Reply
+        if let connection {
+            headers[.connection] = "keep-alive"
+            let response = try await connection.execute(.init(uri, method: method, authority: "localhost", headers: headers, body: body))
+            reply = Reply(status: Int(response.status.code), headers: response.headers, body: response.body.map { String(buffer: $0) } ?? "")
+        } else {
+            let response = try await client.execute(uri: uri, method: method, headers: headers, body: body)
+            reply = Reply(status: Int(response.status.code), headers: response.headers, body: String(buffer: response.body))
+        }
         let problems = OpenAPIValidator.problems(
-            method: method.rawValue, path: template, status: reply.status, contentType: response.headers[.contentType], body: reply.body)
+            method: method.rawValue, path: template, status: reply.status, contentType: reply.headers[.contentType], body: reply.body)
         #expect(problems.isEmpty, "response does not match /openapi.yaml: \(problems)", sourceLocation: sourceLocation)
         return reply
+    }
+
+    /// Runs `body` with `count` clients on connections of their own to the same server, so
+    /// that their requests are in the server at the same time.
+    func withConnections<Value: Sendable>(
+        _ count: Int, _ body: @Sendable ([APIClient]) async throws -> Value
+    ) async throws -> Value {
+        guard let port = client.port else { throw TestEnvironmentError("the test client has no port: run the server live") }
+        let connections = (0..<count).map { _ in TestClient(host: "localhost", port: port) }
+        for connection in connections { connection.connect() }
+        let clients = connections.map { connection in
+            var api = APIClient(client: client)
+            api.connection = connection
+            return api
+        }
+        let value: Value
+        do {
+            value = try await body(clients)
+        } catch {
+            for connection in connections { try? await connection.shutdown() }
+            throw error
+        }
+        for connection in connections { try await connection.shutdown() }
+        return value
     }
 }
 
@@ -83,13 +122,14 @@ struct TestServer {
 
     /// Runs `body` against the server over loopback, with extra routes when a test needs them.
     func run(
-        extraRoutes: (Router<AttestRequestContext>) -> Void = { _ in }, _ body: @escaping @Sendable (APIClient) async throws -> Void
+        extraRoutes: (Router<AttestRequestContext>) -> Void = { _ in }, logger: Logger = TestDatabase.testLogger,
+        _ body: @escaping @Sendable (APIClient) async throws -> Void
     ) async throws {
         let router = AttestServer.buildRouter(configuration: ServerConfiguration(), services: services)
         extraRoutes(router)
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), services: [services.writer],
-            logger: TestDatabase.testLogger)
+            logger: logger)
         try await app.test(.live) { client in try await body(APIClient(client: client)) }
         await pool.shutdown()
     }

@@ -3,11 +3,20 @@ import Synchronization
 
 /// A log handler that keeps every message, for tests that check what gets logged.
 public final class LogCapture: Sendable {
-    private let entries = Mutex<[(level: Logger.Level, message: String)]>([])
+    private let entries = Mutex<[(level: Logger.Level, message: String, metadata: Logger.Metadata)]>([])
 
     public init() {}
 
     public var messages: [String] { entries.withLock { $0.map(\.message) } }
+
+    /// Each message with its metadata (`key=value`, sorted by key), for failure messages.
+    public var lines: [String] {
+        entries.withLock { entries in
+            entries.map { entry in
+                ([entry.message] + entry.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
+            }
+        }
+    }
 
     public func logger(level: Logger.Level = .trace) -> Logger {
         var logger = Logger(label: "attest.test.capture") { _ in Handler(capture: self) }
@@ -24,7 +33,8 @@ public final class LogCapture: Sendable {
             set { metadata[key] = newValue }
         }
         func log(event: LogEvent) {
-            capture.entries.withLock { $0.append((event.level, "\(event.message)")) }
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            capture.entries.withLock { $0.append((event.level, "\(event.message)", merged)) }
         }
     }
 }
