@@ -252,7 +252,7 @@ final class LibPQConnection: @unchecked Sendable {
             return statements.map { prepare($0, text: $0.text) }
         }
         guard PQenterPipelineMode(handle) == 1 else {
-            throw PostgresError(code: .protocolError, message: "cannot enter pipeline mode: \(Self.errorMessage(handle))")
+            throw connectionError(during: "entering pipeline mode")
         }
         var outcomes: [Result<[PostgresRows], PostgresError>?] = Array(repeating: nil, count: units.count)
         var sentStatements: [[SQL]] = Array(repeating: [], count: units.count)
@@ -292,16 +292,13 @@ final class LibPQConnection: @unchecked Sendable {
                     }
                     // Each statement's results end with a NULL.
                     if let extra = PQgetResult(handle) {
-                        PQclear(extra)
-                        throw PostgresError(code: .protocolError, message: "a pipelined statement returned more than one result")
+                        defer { PQclear(extra) }
+                        throw unexpected(extra, instead: "the end of a pipelined statement's results")
                     }
                 }
                 guard let sync = PQgetResult(handle) else { throw connectionError(during: "reading a pipeline sync") }
-                let status = PQresultStatus(sync)
-                PQclear(sync)
-                guard status == PGRES_PIPELINE_SYNC else {
-                    throw PostgresError(code: .protocolError, message: "expected a pipeline sync, got \(String(cString: PQresStatus(status)))")
-                }
+                defer { PQclear(sync) }
+                guard PQresultStatus(sync) == PGRES_PIPELINE_SYNC else { throw unexpected(sync, instead: "a pipeline sync") }
                 if let failure {
                     outcomes[index] = .failure(failure)
                 } else {
@@ -315,18 +312,32 @@ final class LibPQConnection: @unchecked Sendable {
             throw error
         }
         guard PQexitPipelineMode(handle) == 1 else {
-            throw PostgresError(code: .protocolError, message: "cannot leave pipeline mode: \(Self.errorMessage(handle))")
+            throw connectionError(during: "leaving pipeline mode")
         }
         return outcomes.map { $0! }
     }
 
     // MARK: Results
 
+    /// A result where libpq should have given something else: the connection's failure when
+    /// it is an error (libpq reports a dead connection that way), else a protocol error.
+    private func unexpected(_ result: OpaquePointer, instead expected: String) -> PostgresError {
+        let status = PQresultStatus(result)
+        if status == PGRES_FATAL_ERROR { return error(from: result, query: nil) }
+        return PostgresError(code: .protocolError, message: "expected \(expected), got \(String(cString: PQresStatus(status)))")
+    }
+
     private func connectionError(during activity: String) -> PostgresError {
-        let lost = PQstatus(handle) != CONNECTION_OK
-        return PostgresError(
-            code: lost ? .connectionLost : .protocolError,
-            message: "\(activity): \(Self.errorMessage(handle))")
+        let message = Self.errorMessage(handle)
+        return PostgresError(code: connectionIsLost() ? .connectionLost : .protocolError, message: "\(activity): \(message)")
+    }
+
+    /// Whether the server is gone. libpq can fail a read or write before it marks the
+    /// connection bad (in pipeline mode, a failed write is remembered while results are still
+    /// read), so a connection that still says OK is asked to read once more: that fails, and
+    /// marks it bad, when the server has closed it.
+    private func connectionIsLost() -> Bool {
+        PQstatus(handle) != CONNECTION_OK || PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK
     }
 
     /// Copies a result's rows out of libpq, or turns its error into a `PostgresError`.
@@ -350,9 +361,10 @@ final class LibPQConnection: @unchecked Sendable {
         let sqlState = field("C")
         var message = field("M") ?? Self.errorMessage(handle)
         if message.isEmpty { message = "unknown error" }
-        // Lost connections come back as errors without SQLSTATE, or as admin shutdown (57P01).
-        let lost = PQstatus(handle) != CONNECTION_OK || sqlState?.hasPrefix("08") == true
-            || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
+        // Lost connections come back as errors libpq makes itself (no SQLSTATE), or as the
+        // server's shutdown and connection errors (57P01–57P03, class 08).
+        let lost = sqlState?.hasPrefix("08") == true || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
+            || (sqlState == nil ? connectionIsLost() : PQstatus(handle) != CONNECTION_OK)
         return PostgresError(
             code: lost ? .connectionLost : .server, message: message, sqlState: sqlState,
             constraint: field("n"), table: field("t"), column: field("c"), detail: field("D"),
