@@ -15,19 +15,32 @@ import Testing
 
 @Suite("Faults")
 struct FaultTests {
-    /// DESIGN §9: PostgreSQL crashed and restarted under load. Requests fail fast with 503,
+    /// How PostgreSQL is stopped: as `pg_ctl stop` does, a signal to the postmaster.
+    enum Stop: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        /// SIGINT (`-m fast`): sessions are ended with an error (57P01), then a checkpoint.
+        case restart
+        /// SIGQUIT (`-m immediate`): every process exits at once, no checkpoint; the next
+        /// start replays the WAL, as after a crash.
+        case crash
+
+        var signal: Int32 { self == .restart ? SIGINT : SIGQUIT }
+        var testDescription: String { rawValue }
+    }
+
+    /// DESIGN §9: PostgreSQL restarted, or crashed, under load. Requests fail fast with 503,
     /// the pool reconnects, and no acknowledged attestation is lost: every 201 is in the
     /// database afterwards, with its rollups and outbox event, and a retry with the same
     /// `Idempotency-Key` gets the one attestation stored, never a second.
-    @Test func aDatabaseCrashUnderLoadLosesNoAcknowledgedAttestation() async throws {
-        let directory = URL(fileURLWithPath: "/tmp/attest-crash-\(UUID().uuidString.prefix(8))")
+    @Test(arguments: Stop.allCases)
+    func aDatabaseStoppedUnderLoadLosesNoAcknowledgedAttestation(_ stop: Stop) async throws {
+        let directory = URL(fileURLWithPath: "/tmp/attest-stop-\(UUID().uuidString.prefix(8))")
         let cluster = try EmbeddedPostgres(directory: directory)
         defer {
             try? cluster.stop()
             try? FileManager.default.removeItem(at: directory)
         }
         try cluster.initializeIfNeeded(logger: TestDatabase.testLogger, durable: false)
-        // fsync stays off (this simulates the server process crashing, not the machine), but a
+        // fsync stays off (this is the server's processes stopping, not the machine), but a
         // commit must reach the WAL before it is answered, as with PostgreSQL's defaults.
         let configuration = try FileHandle(forWritingTo: cluster.clusterDirectory.appending(path: "postgresql.conf"))
         try configuration.seekToEnd()
@@ -58,34 +71,33 @@ struct FaultTests {
         var added: [(user: User, token: String)] = []
         for index in 0..<300 { added.append(try await server.user("m\(index)@example.edu", at: campus)) }
         let members = added.map(\.token)
-        // Member 150's insert waits in PostgreSQL until the crash, so a batch is mid-write when
+        // Member 150's insert waits in PostgreSQL until the stop, so a batch is mid-write when
         // it comes and the submissions after it queue in the writer: the unknown outcomes.
         let held = 150
         try await owner.query(
             """
-            CREATE FUNCTION hold_for_the_crash() RETURNS trigger LANGUAGE plpgsql AS $$
+            CREATE FUNCTION hold_for_the_stop() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
                 IF NEW.user_id = '\(unsafeRaw: added[held].user.id.description)' THEN PERFORM pg_sleep(60); END IF;
                 RETURN NEW;
             END $$
             """)
         try await owner.query(
-            "CREATE TRIGGER hold_for_the_crash BEFORE INSERT ON attestations FOR EACH ROW EXECUTE FUNCTION hold_for_the_crash()")
+            "CREATE TRIGGER hold_for_the_stop BEFORE INSERT ON attestations FOR EACH ROW EXECUTE FUNCTION hold_for_the_stop()")
 
         final class Progress: Sendable {
             let next = Atomic<Int>(0)
-            private let crash = Mutex(ContinuousClock.Instant.now)
-            var crashedAt: ContinuousClock.Instant {
-                get { crash.withLock { $0 } }
-                set { crash.withLock { $0 = newValue } }
+            private let stop = Mutex(ContinuousClock.Instant.now)
+            var stoppedAt: ContinuousClock.Instant {
+                get { stop.withLock { $0 } }
+                set { stop.withLock { $0 = newValue } }
             }
         }
         let progress = Progress()
         let submitter = Submitter(tokens: members)
         try await server.run(logger: logger) { api in
             // 24 clients go through the members once each. Once member 150's insert is waiting,
-            // PostgreSQL is killed as a crash would (SIGQUIT to the postmaster: no checkpoint, no
-            // goodbye), and it is started again when every member has had its one try.
+            // PostgreSQL is stopped, and it is started again when every member has had its one try.
             let firstTry = try await api.withConnections(24) { clients in
                 try await withThrowingTaskGroup(of: [Int: Submitter.Reply].self) { group in
                     for client in clients {
@@ -105,8 +117,8 @@ struct FaultTests {
                         {
                             try await Task.sleep(for: .milliseconds(10))
                         }
-                        progress.crashedAt = .now
-                        try Self.crash(cluster)
+                        progress.stoppedAt = .now
+                        try Self.stop(cluster, signal: stop.signal)
                         return [:]
                     }
                     return try await group.reduce(into: [Int: Submitter.Reply]()) { $0.merge($1) { a, _ in a } }
@@ -115,7 +127,7 @@ struct FaultTests {
             try cluster.start(logger: TestDatabase.testLogger)
             let restarted = PostgresClient(
                 configuration: PostgresConfiguration(connectionString: url), options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
-            try await restarted.query("DROP TRIGGER hold_for_the_crash ON attestations")
+            try await restarted.query("DROP TRIGGER hold_for_the_stop ON attestations")
 
             #expect(firstTry.count == members.count)
             let unavailable = firstTry.values.filter { $0.status == 503 }
@@ -125,8 +137,8 @@ struct FaultTests {
             // everything queued behind it. Requests sent while the server was down were
             // refused, and quickly, not after a lease or connect timeout.
             #expect(firstTry[held]?.status == 503)
-            let crashedAt = progress.crashedAt
-            let afterwards = firstTry.values.filter { $0.started > crashedAt }
+            let stoppedAt = progress.stoppedAt
+            let afterwards = firstTry.values.filter { $0.started > stoppedAt }
             #expect(afterwards.count >= 100 && afterwards.allSatisfy { $0.status == 503 })
             #expect(unavailable.allSatisfy { $0.problemType == "/problems/database-unavailable" && $0.retryAfter != nil })
             let slowest = unavailable.map(\.seconds).max() ?? 0
@@ -184,7 +196,7 @@ struct FaultTests {
             let reply = try await api.send(
                 .post, "/v1/campuses/north/attestations", template: AttestationTests.path, token: tokens[member],
                 json: AttestationTests.body(member % 3 == 0 ? #"{"fever": true, "cough": false}"# : AttestationTests.healthy),
-                headers: [HTTPField.Name("Idempotency-Key")!: "crash-\(member)"])
+                headers: [HTTPField.Name("Idempotency-Key")!: "stop-\(member)"])
             let elapsed = ContinuousClock.now - started
             return Reply(
                 started: started, status: reply.status, id: reply.json["id"] as? String,
@@ -206,15 +218,14 @@ struct FaultTests {
         }
     }
 
-    /// Stops the cluster as a crash would: SIGQUIT to the postmaster (`pg_ctl stop -m
-    /// immediate`), whose processes exit at once without a checkpoint; the next start
-    /// replays the WAL. Returns once the postmaster is gone.
-    static func crash(_ cluster: EmbeddedPostgres) throws {
+    /// Stops the cluster as `pg_ctl stop` does, by signalling the postmaster (`Stop`), without
+    /// waiting for anything but the postmaster to be gone.
+    static func stop(_ cluster: EmbeddedPostgres, signal: Int32) throws {
         let pidFile = try String(contentsOf: cluster.clusterDirectory.appending(path: "postmaster.pid"), encoding: .utf8)
         guard let pid = pidFile.split(separator: "\n").first.flatMap({ pid_t($0) }) else {
             throw TestEnvironmentError("no postmaster pid in \(cluster.clusterDirectory.path)/postmaster.pid")
         }
-        guard kill(pid, SIGQUIT) == 0 else { throw TestEnvironmentError("cannot signal the postmaster \(pid): errno \(errno)") }
+        guard kill(pid, signal) == 0 else { throw TestEnvironmentError("cannot signal the postmaster \(pid): errno \(errno)") }
         for _ in 0..<600 where kill(pid, 0) == 0 { usleep(10_000) }
     }
 }
