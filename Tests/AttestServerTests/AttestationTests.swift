@@ -184,6 +184,23 @@ struct AttestationTests {
                 .post, "/v1/campuses/north/attestations", template: Self.path, token: token,
                 json: #"{"surveyVersion": 1, "surveyVersion": 2, "answers": {}}"#)
             #expect(repeated.status == 400 && repeated.body.contains(#"the key \"surveyVersion\" repeated at byte 21"#), "\(repeated.body)")
+            // Bodies refused before any answer is looked at: too large, nested too deep, an
+            // unpaired surrogate, bytes that are not UTF-8, another content type.
+            let refused: [(json: String, contentType: String, status: Int, detail: String)] = [
+                (Self.body(#"{"fever": false, "cough": false, "x": "\#(String(repeating: "x", count: 70_000))"}"#), "application/json", 413, "larger than 64 KiB"),
+                (Self.body(#"{"x": \#(String(repeating: "[", count: 5_000) + String(repeating: "]", count: 5_000))}"#), "application/json", 400, "nesting deeper than 64"),
+                (Self.body(#"{"fever": false, "cough": "\ud800"}"#), "application/json", 400, "an unpaired surrogate"),
+                (Self.body(Self.healthy), "text/plain", 415, "application/json"),
+            ]
+            for (json, contentType, status, detail) in refused {
+                let reply = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: json, contentType: contentType)
+                #expect(reply.status == status && reply.problem.detail.contains(detail), "\(json.prefix(60)): \(reply.body)")
+            }
+            let notUTF8 = try await api.client.execute(
+                uri: "/v1/campuses/north/attestations", method: .post,
+                headers: [.authorization: "Bearer \(token)", .contentType: "application/json"],
+                body: ByteBuffer(bytes: Array(#"{"surveyVersion": 1, "answers": {"fever": false, "cough": false, "x": ""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8)))
+            #expect(notUTF8.status == .badRequest && String(buffer: notUTF8.body).contains("UTF-8"), "\(String(buffer: notUTF8.body))")
             #expect(try await Self.count(server, campus) == 0)
             let stats = try await server.pool.query("SELECT count(*) AS n FROM daily_stats", campus: campus.id.rawValue)
             #expect(try stats[0].decode("n", as: Int.self) == 0)
