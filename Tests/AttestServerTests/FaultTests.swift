@@ -87,10 +87,10 @@ struct FaultTests {
 
         final class Progress: Sendable {
             let next = Atomic<Int>(0)
-            private let stop = Mutex(ContinuousClock.Instant.now)
+            private let stopped = Mutex(ContinuousClock.Instant.now)
             var stoppedAt: ContinuousClock.Instant {
-                get { stop.withLock { $0 } }
-                set { stop.withLock { $0 = newValue } }
+                get { stopped.withLock { $0 } }
+                set { stopped.withLock { $0 = newValue } }
             }
         }
         let progress = Progress()
@@ -112,13 +112,14 @@ struct FaultTests {
                         }
                     }
                     group.addTask {
-                        while try await owner.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep'")[0]
-                            .decode("n", as: Int.self) == 0
-                        {
+                        // Waits for the held insert (30 s at most: past that, the checks below fail).
+                        for _ in 0..<3_000 {
+                            let held = try await owner.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
+                            if try held[0].decode("n", as: Int.self) > 0 { break }
                             try await Task.sleep(for: .milliseconds(10))
                         }
                         progress.stoppedAt = .now
-                        try Self.stop(cluster, signal: stop.signal)
+                        try Self.signalPostmaster(of: cluster, stop.signal)
                         return [:]
                     }
                     return try await group.reduce(into: [Int: Submitter.Reply]()) { $0.merge($1) { a, _ in a } }
@@ -220,12 +221,15 @@ struct FaultTests {
 
     /// Stops the cluster as `pg_ctl stop` does, by signalling the postmaster (`Stop`), without
     /// waiting for anything but the postmaster to be gone.
-    static func stop(_ cluster: EmbeddedPostgres, signal: Int32) throws {
+    static func signalPostmaster(of cluster: EmbeddedPostgres, _ signal: Int32) throws {
         let pidFile = try String(contentsOf: cluster.clusterDirectory.appending(path: "postmaster.pid"), encoding: .utf8)
         guard let pid = pidFile.split(separator: "\n").first.flatMap({ pid_t($0) }) else {
             throw TestEnvironmentError("no postmaster pid in \(cluster.clusterDirectory.path)/postmaster.pid")
         }
         guard kill(pid, signal) == 0 else { throw TestEnvironmentError("cannot signal the postmaster \(pid): errno \(errno)") }
-        for _ in 0..<600 where kill(pid, 0) == 0 { usleep(10_000) }
+        for _ in 0..<600 {  // 6 s at most
+            if kill(pid, 0) != 0 { return }
+            usleep(10_000)
+        }
     }
 }

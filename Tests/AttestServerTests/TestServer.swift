@@ -68,7 +68,7 @@ struct APIClient {
         _ count: Int, _ body: @Sendable ([APIClient]) async throws -> Value
     ) async throws -> Value {
         guard let port = client.port else { throw TestEnvironmentError("the test client has no port: run the server live") }
-        let connections = (0..<count).map { _ in TestClient(host: "localhost", port: port) }
+        let connections = (0..<count).map { _ in TestClient(host: "127.0.0.1", port: port) }
         for connection in connections { connection.connect() }
         let clients = connections.map { connection in
             var api = APIClient(client: client)

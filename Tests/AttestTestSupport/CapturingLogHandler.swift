@@ -9,7 +9,8 @@ public final class LogCapture: Sendable {
 
     public var messages: [String] { entries.withLock { $0.map(\.message) } }
 
-    /// Each message with its metadata (`key=value`, sorted by key), for failure messages.
+    /// Each message with its metadata (`key=value`, sorted by key): what a test searches
+    /// when anything logged counts, and what a failure message shows.
     public var lines: [String] {
         entries.withLock { entries in
             entries.map { entry in
