@@ -100,16 +100,17 @@ struct AttestationRoutes: Sendable {
     private func history(_ request: Request, _ context: AttestRequestContext) async throws -> HistoryPage {
         let campus = try context.requireCampus()
         let user = try context.requireSession().user
-        var problems: [Problem.FieldError] = []
+        let query = QueryParameters(request, accepting: ["limit", "cursor"])
+        var problems = query.problems
         var limit = 20
-        if let text = request.uri.queryParameters["limit"] {
-            if let value = Int(String(text)), (1...100).contains(value) { limit = value } else {
+        if let text = query["limit"] {
+            if let value = Int(text), (1...100).contains(value) { limit = value } else {
                 problems.append(.init(field: "limit", message: "must be a whole number from 1 to 100"))
             }
         }
         var before: LocalDate?
-        if let text = request.uri.queryParameters["cursor"] {
-            if let date = LocalDate(String(text)) { before = date } else {
+        if let text = query["cursor"] {
+            if let date = LocalDate(text) { before = date } else {
                 problems.append(.init(field: "cursor", message: "is not a cursor this API gave out: pass nextCursor from the previous page unchanged"))
             }
         }

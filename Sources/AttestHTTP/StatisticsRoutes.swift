@@ -119,12 +119,15 @@ struct StatisticsRoutes: Sendable {
     }
 
     private func range(_ request: Request) throws -> DateRange {
-        let query = request.uri.queryParameters
+        let query = QueryParameters(request, accepting: ["from", "to"])
+        let range: DateRange
         do {
-            return try DateRange.parse(from: query["from"].map(String.init), to: query["to"].map(String.init))
+            range = try DateRange.parse(from: query["from"], to: query["to"])
         } catch {
-            throw Problem.validation(error.problems.map { .init(field: $0.field, message: $0.message) })
+            throw Problem.validation(query.problems + error.problems.map { .init(field: $0.field, message: $0.message) })
         }
+        guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+        return range
     }
 
     /// The boolean questions the active survey marks as symptoms, in survey order.
@@ -186,23 +189,20 @@ struct StatisticsRoutes: Sendable {
     private func followUps(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
         let campus = try context.requireCampus()
         let user = try context.requireSession().user
-        let query = request.uri.queryParameters
-        var problems: [Problem.FieldError] = []
+        let query = QueryParameters(request, accepting: ["date", "color"])
+        var problems = query.problems
         var date: LocalDate?
         if let text = query["date"] {
-            date = LocalDate(String(text))
+            date = LocalDate(text)
             if date == nil { problems.append(.init(field: "date", message: "must be a date as YYYY-MM-DD, got \"\(text.prefix(40))\"")) }
         } else {
             problems.append(.init(field: "date", message: "is required: the campus-local date as YYYY-MM-DD"))
         }
         var colors: [BadgeColor] = [.red, .yellow]
         if let text = query["color"] {
-            if let color = BadgeColor(rawValue: String(text)), color == .red || color == .yellow { colors = [color] } else {
+            if let color = BadgeColor(rawValue: text), color == .red || color == .yellow { colors = [color] } else {
                 problems.append(.init(field: "color", message: "must be red or yellow (leave it out for both)"))
             }
-        }
-        for name in Set(query.map { String($0.key) }) where name != "date" && name != "color" {
-            problems.append(.init(field: name, message: "is not a filter of follow-ups: use date and color"))
         }
         guard problems.isEmpty, let date else { throw Problem.validation(problems) }
         let list = try await services.statistics.followUps(

@@ -34,7 +34,7 @@ struct TestingLocationRoutes: Sendable {
     func register(on signedIn: RouterGroup<AttestRequestContext>) {
         signedIn.get("testing-locations") { request, context -> Body in
             let campus = try context.requireCampus()
-            let query = try Self.parse(request.uri.queryParameters)
+            let query = try Self.parse(QueryParameters(request, accepting: ["lat", "lon", "limit"]))
             let found = try await services.testingLocations.locations(campus: campus)
             var items = found.locations.map { provider, location, stale in
                 Item(
@@ -48,11 +48,11 @@ struct TestingLocationRoutes: Sendable {
         }
     }
 
-    static func parse(_ parameters: Parameters) throws -> (point: (lat: Double, lon: Double)?, limit: Int) {
-        var problems: [Problem.FieldError] = []
+    static func parse(_ parameters: QueryParameters) throws -> (point: (lat: Double, lon: Double)?, limit: Int) {
+        var problems = parameters.problems
         func number(_ name: String, _ range: ClosedRange<Double>) -> Double? {
-            guard let text = parameters[Substring(name)] else { return nil }
-            guard let value = Double(String(text)), value.isFinite, range.contains(value) else {
+            guard let text = parameters[name] else { return nil }
+            guard let value = Double(text), value.isFinite, range.contains(value) else {
                 problems.append(.init(field: name, message: "must be a number from \(Int(range.lowerBound)) to \(Int(range.upperBound))"))
                 return nil
             }
@@ -64,7 +64,7 @@ struct TestingLocationRoutes: Sendable {
         }
         var limit = 20
         if let text = parameters["limit"] {
-            if let value = Int(String(text)), (1...100).contains(value) { limit = value } else {
+            if let value = Int(text), (1...100).contains(value) { limit = value } else {
                 problems.append(.init(field: "limit", message: "must be a whole number from 1 to 100"))
             }
         }

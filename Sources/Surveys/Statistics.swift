@@ -85,8 +85,9 @@ public struct DateRange: Sendable, Equatable {
         public var problems: [(field: String, message: String)]
     }
 
-    /// Parses `from` and `to` (query parameters or CLI options); throws `Invalid`.
-    public static func parse(from: String?, to: String?) throws(Invalid) -> DateRange {
+    /// Parses `from` and `to` (query parameters or CLI options); throws `Invalid`. A message
+    /// that mentions the other field spells it with `name` (the CLI's `--from`).
+    public static func parse(from: String?, to: String?, name: (String) -> String = { $0 }) throws(Invalid) -> DateRange {
         var problems: [(String, String)] = []
         func date(_ text: String?, field: String) -> LocalDate? {
             guard let text else {
@@ -102,9 +103,10 @@ public struct DateRange: Sendable, Equatable {
         let start = date(from, field: "from"), end = date(to, field: "to")
         if let start, let end {
             if end < start {
-                problems.append(("to", "must not be before from (\(start))"))
+                problems.append(("to", "must not be before \(name("from")) (\(start))"))
             } else if start.days(until: end) + 1 > maxDays {
-                problems.append(("to", "the range may span at most \(maxDays) days; it spans \(start.days(until: end) + 1)"))
+                problems.append(
+                    ("to", "must be at most \(maxDays - 1) days after \(name("from")) (\(start)): a range spans at most \(maxDays) days, this one \(start.days(until: end) + 1)"))
             }
         }
         guard problems.isEmpty, let start, let end else { throw Invalid(problems: problems) }

@@ -531,7 +531,11 @@ struct StatisticsTests {
         let bad = try await ChildProcess.run(
             [ChildProcess.attestBinary, "report", "north", "--from", "2026-11-10", "--to", "2026-11-01"], environment: environment)
         #expect(bad.status == 1)
-        #expect(bad.stderr.contains("--to must not be before from"), "\(bad.stderr)")
+        #expect(bad.stderr.contains("--to must not be before --from (2026-11-10)"), "\(bad.stderr)")
+        let long = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "report", "north", "--from", "2025-01-01", "--to", "2026-01-02"], environment: environment)
+        #expect(long.status == 1)
+        #expect(long.stderr.contains("--to must be at most 365 days after --from (2025-01-01): a range spans at most 366 days, this one 367"), "\(long.stderr)")
         try await server.run { api in
             let reply = try await api.send(
                 .get, "/v1/campuses/north/admin/dashboard?from=\(range.first!)&to=\(range.last!)",

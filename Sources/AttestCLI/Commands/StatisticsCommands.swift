@@ -30,7 +30,7 @@ struct ReportCommand: AsyncParsableCommand {
 
     func run() async throws {
         let range: DateRange
-        do { range = try DateRange.parse(from: from, to: to) } catch {
+        do { range = try DateRange.parse(from: from, to: to, name: { "--\($0)" }) } catch {
             let problem = error.problems[0]
             throw CLIError("--\(problem.field) \(problem.message)")
         }

@@ -1,0 +1,35 @@
+import Hummingbird
+
+/// A route's query string, read as strictly as request bodies are: a parameter the route
+/// does not take, or one given more than once, is a problem naming it. It is never ignored
+/// (a misspelt `colour` would otherwise return everything) nor guessed between (which of
+/// two `from`s counts?).
+struct QueryParameters {
+    private var values: [String: String] = [:]
+    /// What is wrong with the query string itself, in the order the parameters came.
+    private(set) var problems: [Problem.FieldError] = []
+
+    /// `names`: the parameters the route takes, as the problems list them.
+    init(_ request: Request, accepting names: [String]) {
+        var refused: Set<String> = []
+        for (key, value) in request.uri.queryParameters {
+            let name = String(key.prefix(40))  // echoed in the problem: bounded
+            if !names.contains(name) {
+                if refused.insert(name).inserted {
+                    problems.append(.init(field: name, message: "is not a parameter of this route; it takes \(Self.list(names))"))
+                }
+            } else if values[name] != nil {
+                if refused.insert(name).inserted { problems.append(.init(field: name, message: "is given more than once; give it once")) }
+            } else {
+                values[name] = String(value)
+            }
+        }
+    }
+
+    subscript(name: String) -> String? { values[name] }
+
+    /// "a", "a and b", "a, b and c".
+    static func list(_ names: [String]) -> String {
+        names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " and " + names[names.count - 1]
+    }
+}

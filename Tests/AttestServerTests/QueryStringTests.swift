@@ -1,0 +1,83 @@
+@testable import AttestHTTP
+import AttestTestSupport
+import Foundation
+import HTTPTypes
+import Identity
+import Surveys
+import Tenancy
+import Testing
+
+@Suite("Query strings")
+struct QueryStringTests {
+    /// A valid value of each query parameter the API document names.
+    static let samples = [
+        "from": "2026-11-20", "to": "2026-11-20", "date": "2026-11-20", "color": "red", "limit": "5", "cursor": "2026-11-21",
+        "lat": "40.7", "lon": "-73.9",
+    ]
+
+    /// DESIGN §9, bad input: on every route of the API document that takes query parameters,
+    /// the documented ones are all accepted, a parameter it does not take is a 422 naming it,
+    /// and so is any parameter given twice; nothing is read or audited for a refused request.
+    /// Routes added later are tried too, since the list comes from `/openapi.yaml`.
+    @Test func everyRouteRefusesAnUnknownOrRepeatedParameter() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        let (_, token) = try await server.user("all@example.edu", at: north, roles: [.screener, .healthOfficer, .admin])
+
+        var routes: [(template: String, parameters: [String])] = []
+        for path in OpenAPIDocument.value["paths"]?.members ?? [] {
+            guard let get = path.value["get"] else { continue }
+            let query = (Self.items(path.value["parameters"]) + Self.items(get["parameters"]))
+                .filter { $0["in"] == "query" }.compactMap { $0["name"]?.stringValue }
+            if !query.isEmpty { routes.append((path.key, query)) }
+        }
+        #expect(Set(routes.map(\.template)).isSuperset(of: [
+            "/v1/campuses/{campus}/stats", "/v1/campuses/{campus}/admin/dashboard", "/v1/campuses/{campus}/admin/follow-ups",
+            "/v1/campuses/{campus}/me/attestations", "/v1/campuses/{campus}/testing-locations",
+        ]))
+
+        let found = routes
+        try await server.run { api in
+            for (template, parameters) in found {
+                let path = template.replacingOccurrences(of: "{campus}", with: "north")
+                var pairs: [String] = []
+                for name in parameters {
+                    let value = try #require(Self.samples[name], "no sample value for \(template)'s \(name)")
+                    pairs.append("\(name)=\(value)")
+                }
+                let base = path + "?" + pairs.joined(separator: "&")
+                let accepted = try await api.send(.get, base, template: template, token: token)
+                #expect(accepted.status == 200, "\(base): \(accepted.body)")
+
+                let audited = try await Self.auditCount(server, north)
+                let unknown = try await api.send(.get, base + "&colour=red", template: template, token: token)
+                #expect(unknown.status == 422 && unknown.problem.fields == ["colour"], "\(template): \(unknown.body)")
+                #expect(unknown.problem.detail.contains(QueryParameters.list(parameters)), "\(unknown.problem.detail)")
+                for (name, pair) in zip(parameters, pairs) {
+                    let repeated = try await api.send(.get, base + "&" + pair, template: template, token: token)
+                    #expect(repeated.status == 422 && repeated.problem.fields == [name], "\(template), \(name) twice: \(repeated.body)")
+                    #expect(repeated.problem.detail.contains("more than once"), "\(repeated.problem.detail)")
+                }
+                // Both faults at once: each parameter is named once, in the order it came.
+                let all = try await api.send(.get, base + "&" + pairs[0] + "&x=1&x=2&" + pairs[0], template: template, token: token)
+                #expect(all.status == 422 && all.problem.fields == [parameters[0], "x"], "\(template): \(all.body)")
+                #expect(try await Self.auditCount(server, north) == audited, "\(template): a refused request was audited")
+            }
+        }
+    }
+
+    @Test func theProblemsNameTheParametersInPlainWords() {
+        #expect(QueryParameters.list(["date"]) == "date")
+        #expect(QueryParameters.list(["from", "to"]) == "from and to")
+        #expect(QueryParameters.list(["lat", "lon", "limit"]) == "lat, lon and limit")
+    }
+
+    static func items(_ value: OpenAPIValue?) -> [OpenAPIValue] {
+        if case .array(let items)? = value { return items }
+        return []
+    }
+
+    static func auditCount(_ server: TestServer, _ campus: Campus) async throws -> Int {
+        try await AuditLog(client: server.pool).entries(campus: campus.id).count
+    }
+}
