@@ -63,6 +63,8 @@ public final class OutboxWorker: Service, Sendable {
             do {
                 worked = try await runOnce() > 0
             } catch {
+                // Cancelled: the server is stopping (or could not start), not a failed round.
+                if Task.isCancelled { break }
                 logger.warning("outbox round failed", metadata: ["error": "\(error)"])
             }
             if !worked {

@@ -135,7 +135,8 @@ public final class RetentionService: Service, Sendable {
     public func runOnce() async -> [RetentionPurger.Outcome] {
         let all: [Campus]
         do { all = try await campuses.list() } catch {
-            logger.warning("retention purge: cannot list campuses", metadata: ["error": "\(error)"])
+            // Cancelled: the server is stopping (or could not start); nothing failed.
+            if !Task.isCancelled { logger.warning("retention purge: cannot list campuses", metadata: ["error": "\(error)"]) }
             return []
         }
         var outcomes: [RetentionPurger.Outcome] = []
@@ -154,6 +155,10 @@ public final class RetentionService: Service, Sendable {
                     ])
                 outcomes.append(outcome)
             } catch {
+                if Task.isCancelled {
+                    logger.info("daily upkeep stopped with the server; a later run resumes it", metadata: ["campus": "\(campus.slug)"])
+                    break
+                }
                 logger.warning(
                     "retention purge failed; the campus's next daily run resumes it",
                     metadata: ["campus": "\(campus.slug)", "error": "\(error)"])

@@ -25,6 +25,15 @@ struct ServeCommandTests {
         #expect(try versions[0].decode("n", as: Int.self) >= 1)
         await owner.shutdown()
 
+        // A second server on the same port stops at once with one error that says what to do,
+        // and no warnings from the services it had started (they were only cancelled).
+        let second = try ChildProcess(
+            [ChildProcess.attestBinary, "serve", "--port", "\(port)"], environment: ["DATABASE_URL": TestDatabase.url(database: name)])
+        #expect(try await second.wait(timeout: .seconds(30)) != 0)
+        #expect(second.stderr.contains("cannot listen on 127.0.0.1:\(port): the address is already in use; pass another --port"), "\(second.stderr)")
+        let noise = second.stderr.split(separator: "\n").filter { $0.contains(#""level":"warning""#) || $0.contains(#""level":"error""#) }
+        #expect(noise.isEmpty, "\(noise)")
+
         server.signal(SIGTERM)
         let status = try await server.wait(timeout: .seconds(15))
         #expect(status == 0)
