@@ -38,6 +38,11 @@ public enum QuestionnaireRules {
 
     /// Parses and checks a draft; throws `QuestionnaireError` listing every problem.
     public static func parse(_ data: Data) throws -> Draft {
+        // The strict parser first: it says where the text stops being JSON, and refuses a key
+        // given twice, of which JSONDecoder would silently keep one.
+        do { _ = try JSONValue(parsing: data) } catch {
+            throw QuestionnaireError(problems: [FieldProblem("questionnaire", "is not valid JSON: \(error)")])
+        }
         let draft: Draft
         do {
             draft = try JSONDecoder().decode(Draft.self, from: data)

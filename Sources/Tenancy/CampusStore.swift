@@ -102,7 +102,7 @@ public struct CampusStore: Sendable {
             guard let count = Int(value), (0...10_000).contains(count) else { throw invalid("a whole number from 0 to 10000") }
             return "stats_min_count = \(count)"
         case .settings:
-            guard let object = try? JSONSerialization.jsonObject(with: Data(value.utf8)), object is [String: Any] else {
+            guard case .object? = try? JSONValue(parsing: Array(value.utf8)) else {
                 throw invalid("a JSON object such as {\"key\": \"value\"}")
             }
             return "settings = \(PostgresJSON(value))"

@@ -51,6 +51,7 @@ struct AdminCLITests {
         #expect(unknownKey.stderr.contains("deadline") && unknownKey.stderr.contains("email-domains"))
         Self.expectFailure(try await cli.run("campus", "set", "north-u", "retention-days", "0"), "invalid value \"0\" for retention-days")
         Self.expectFailure(try await cli.run("campus", "set", "north-u", "settings", "[1]"), "expected a JSON object")
+        Self.expectFailure(try await cli.run("campus", "set", "north-u", "settings", #"{"a": 1, "a": 2}"#), "expected a JSON object")
         #expect(try await cli.run("campus", "set", "north-u", "deadline", "11:15").status == 0)
         #expect(try await cli.run("campus", "set", "north-u", "session-lifetime", "12h").status == 0)
         let shown = try await cli.run("campus", "show", "north-u")
@@ -163,7 +164,10 @@ struct AdminCLITests {
 
         let unknownQuestion = #"{"rules": [{"when": {"question": "cough", "equals": true}, "color": "red", "reason": "Cough"}]}"#
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", unknownQuestion), "nothing was changed")
-        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", "{nope"), "--settings is not valid JSON")
+        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", "{nope"), "--settings is not valid JSON (")
+        Self.expectFailure(
+            try await cli.run("plugin", "enable", "plug-u", "sink", "log", "--settings", #"{"events": [], "events": ["badge.red"]}"#),
+            #"--settings is not valid JSON (the key "events" repeated at byte"#)
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", directory.appending(path: "none.json").path), "cannot read --settings")
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "strict"), "no badge rule \"strict\" in this build: available are standard")
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", "{}"), "sink webhook refused these settings: url is required")

@@ -44,6 +44,9 @@ struct QuestionnaireRulesTests {
         #expect(problems(#"{"title": "x", "questions": [{"id": "a", "kind": "slider", "prompt": "?"}]}"#).first?.contains("boolean, number, choice, text") == true)
         #expect(problems(#"{"title": "x"}"#).first?.hasPrefix("questions: is required") == true)
         #expect(problems("not json").count == 1)
+        // Where the text stops being JSON, and a key given twice (JSONDecoder keeps one silently).
+        #expect(problems(#"{"title": "x", "questions": ["#) == ["questionnaire: is not valid JSON: unexpected end of text at byte 29"])
+        #expect(problems(#"{"title": "x", "title": "y", "questions": []}"#).first?.contains(#"the key "title" repeated"#) == true)
     }
 
     @Test func answersAreCheckedAgainstTheirVersion() throws {

@@ -127,16 +127,9 @@ extension PluginCommand {
                     throw CLIError("cannot read --settings \(settings): give a JSON file or the JSON itself")
                 }
             }
-            do { return try JSONDecoder().decode(JSONValue.self, from: data) } catch {
-                throw CLIError("--settings is not valid JSON (\(Self.describe(error))): check the file")
+            do { return try JSONValue(parsing: data) } catch {
+                throw CLIError("--settings is not valid JSON (\(error)): check the file")
             }
-        }
-
-        static func describe(_ error: any Error) -> String {
-            if case DecodingError.dataCorrupted(let context) = error {
-                return (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
-            }
-            return "\(error)"
         }
     }
 
