@@ -40,7 +40,7 @@ public struct AttestationService: Sendable {
             history: history, date: date, now: now, endOfDay: endOfDay)
         let (ruleID, ruleVersion, decision) = await decide(campus: campus, questionnaire: questionnaire, input: input)
         let attestation = Attestation(
-            id: UUID(), date: date, submittedAt: now, onTime: campus.isOnTime(now), surveyVersion: questionnaire.version,
+            id: .timeOrdered(at: now), date: date, submittedAt: now, onTime: campus.isOnTime(now), surveyVersion: questionnaire.version,
             color: decision.color, reason: String(decision.reason.prefix(500)), validUntil: min(decision.validUntil, endOfDay),
             ruleID: ruleID, ruleVersion: ruleVersion, idempotencyKey: idempotencyKey)
         return try await writer.submit(

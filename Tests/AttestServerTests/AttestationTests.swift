@@ -58,6 +58,8 @@ struct AttestationTests {
             let first = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
             #expect(first.status == 201)
             #expect(first.json["date"] as? String == "2026-11-20")
+            // A time-ordered id (UUID version 7) of the submission's instant, 2026-11-20T14:30:00Z.
+            #expect((first.json["id"] as? String)?.hasPrefix("01a1f95d-3e40-7") == true, "\(first.body)")
             #expect(first.json["onTime"] as? Bool == true)
             let badge = first.json["badge"] as? [String: Any]
             #expect(badge?["color"] as? String == "green")
