@@ -6,7 +6,11 @@ extension Request {
     /// Reads the JSON body as a top-level object: 413 past the size limit, 415 for another
     /// content type, 400 when it is not a JSON object.
     func jsonObject(context: AttestRequestContext) async throws -> [String: JSONValue] {
-        if let type = headers[.contentType], !type.lowercased().hasPrefix("application/json") {
+        // The media type without its parameters (`; charset=utf-8`), in any case; none at all is
+        // taken as JSON. Only JSON itself: not `application/json-patch+json` or the like.
+        if let type = headers[.contentType],
+            type.split(separator: ";", maxSplits: 1).first?.trimmingCharacters(in: .whitespaces).lowercased() != "application/json"
+        {
             throw Problem(
                 .unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
                 detail: "Send the body as application/json.")

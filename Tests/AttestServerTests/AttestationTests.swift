@@ -193,6 +193,10 @@ struct AttestationTests {
                 (Self.body(#"{"x": \#(String(repeating: "[", count: 5_000) + String(repeating: "]", count: 5_000))}"#), "application/json", 400, "nesting deeper than 64"),
                 (Self.body(#"{"fever": false, "cough": "\ud800"}"#), "application/json", 400, "an unpaired surrogate"),
                 (Self.body(Self.healthy), "text/plain", 415, "application/json"),
+                (Self.body(Self.healthy), "application/json-patch+json", 415, "application/json"),
+                // The media type in another case and with a parameter is still JSON: this
+                // body then fails on its own fields.
+                (#"{"surveyVersion": 1}"#, "Application/JSON; charset=utf-8", 422, "answers: is required"),
             ]
             for (json, contentType, status, detail) in refused {
                 let reply = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: json, contentType: contentType)
