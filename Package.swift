@@ -110,6 +110,12 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "attest", dependencies: ["AttestCLI", "BuiltinPlugins"]),
+        // Benchmarks/badge's reference: a bare Hummingbird JSON route.
+        .executableTarget(
+            name: "attest-bench-reference",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            path: "Benchmarks/Reference"
+        ),
 
         // Build tool: turns schema.sql into a Swift string so the binary carries its schema.
         .executableTarget(name: "EmbedSQL", path: "Sources/EmbedSQL"),

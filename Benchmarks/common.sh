@@ -1,0 +1,116 @@
+# Benchmarks/common.sh: what every benchmark script shares. Sourced, not run.
+#
+#   bench_prepare              Debian packages and wrk; builds attest (release) into $attest
+#   bench_cluster SETTINGS…    a throwaway PostgreSQL cluster with normal durability, database
+#                              `attest`; sets $dir, $bin, $psql, DATABASE_URL
+#   bench_members CAMPUS N     N members with a session token each, tokens in $dir/tokens.txt
+#   bench_serve PORT ARGS…     starts `attest serve` and waits until it is ready; sets $server_pid
+#   bench_stop_server          stops it; sets $peak_mb, its peak resident memory (VmHWM)
+#   bench_wrk ARGS…            wrk with Benchmarks/load.lua; prints its RESULT line
+#   bench_value NAME LINE      a field of a RESULT line
+#   calc FORMAT EXPRESSION     arithmetic through awk
+#   bench_result KEY=VALUE…    appends one line to $BENCH_RESULTS, when set (for Benchmarks/run)
+
+bench_prepare() {
+  scripts/install-deps
+  if ! command -v wrk >/dev/null; then
+    echo "Installing wrk…"
+    { apt-get update && apt-get install -y wrk; } >/dev/null
+  fi
+  echo "Building attest (release)…"
+  swift build -c release --product attest >/dev/null
+  attest=$PWD/.build/release/attest
+}
+
+server_pid=
+dir=
+bench_cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+  if [ -n "$dir" ]; then
+    "${as_server[@]}" "$bin/pg_ctl" stop -D "$dir/data" -m fast -w >/dev/null 2>&1 || true
+    rm -rf "$dir"
+  fi
+}
+trap bench_cleanup EXIT
+
+bench_cluster() {  # extra postgres settings, e.g. -c max_wal_size=4GB
+  bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  dir=$(mktemp -d /tmp/attest-bench.XXXXXX)
+  as_server=()
+  if [ "$(id -u)" -eq 0 ]; then
+    chmod 755 "$dir"
+    chown postgres: "$dir"
+    as_server=(runuser -u postgres --)
+  fi
+  "${as_server[@]}" "$bin/initdb" -D "$dir/data" -U postgres -E UTF8 --locale=C \
+    --auth-local=trust --auth-host=reject --no-instructions >/dev/null
+  "${as_server[@]}" "$bin/pg_ctl" start -w -D "$dir/data" -l "$dir/postgres.log" \
+    -o "-c listen_addresses='' -k $dir -c max_connections=200 -c shared_buffers=1GB $*" >/dev/null
+  psql=(psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -U postgres)
+  "${psql[@]}" -d postgres -c "CREATE DATABASE attest"
+  export DATABASE_URL="postgresql:///attest?host=$dir&user=postgres"
+  "$attest" migrate --log-level warning >/dev/null
+}
+
+# bench_members CAMPUS N: N members of an existing campus, each with a session token in the
+# server's own format, seeded in SQL; the tokens go to $dir/tokens.txt in random order.
+bench_members() {
+  echo "Seeding $2 members with a session token each…"
+  seed_start=$(date +%s.%N)
+  "${psql[@]}" -d attest <<SQL
+INSERT INTO users (campus_id, id, email, display_name)
+SELECT c.id, gen_random_uuid(), 'member' || g || '@bench.example.edu', 'Member ' || g
+FROM campuses c, generate_series(1, $2) AS g WHERE c.slug = '$1';
+-- Tokens in the server's own format: 32 random bytes, base64url without padding.
+CREATE TABLE bench_tokens AS
+SELECT campus_id, id AS user_id,
+       translate(encode(decode(md5(random()::text || id::text) || md5(id::text || random()::text), 'hex'), 'base64'), '+/=', '-_') AS token
+FROM users WHERE campus_id = (SELECT id FROM campuses WHERE slug = '$1');
+INSERT INTO sessions (campus_id, token_hash, user_id, expires_at)
+SELECT campus_id, sha256(convert_to(token, 'UTF8')), user_id, now() + interval '1 day' FROM bench_tokens;
+\copy (SELECT token FROM bench_tokens ORDER BY random()) TO '$dir/tokens.txt'
+DROP TABLE bench_tokens;
+VACUUM ANALYZE;
+SQL
+  echo "Seeded in $(calc %.1f "$(date +%s.%N) - $seed_start") s"
+}
+
+bench_wait_ready() {  # port
+  for _ in $(seq 1 100); do
+    curl -fs "http://127.0.0.1:$1/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  curl -fs "http://127.0.0.1:$1/readyz" >/dev/null || { cat "$dir/server.log"; echo "the server did not start"; exit 1; }
+}
+
+bench_serve() {  # port, then more `attest serve` arguments
+  local port=$1; shift
+  if curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
+    echo "something already answers on port $port: stop it or set PORT"; exit 1
+  fi
+  "$attest" serve --port "$port" --log-level warning --log-format json "$@" > "$dir/server.log" 2>&1 &
+  server_pid=$!
+  bench_wait_ready "$port"
+}
+
+bench_stop_server() {  # sets peak_mb: the server's peak resident set in MB, read before it exits
+  peak_mb=$(awk '$1 == "VmHWM:" { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status")
+  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+}
+
+# bench_wrk CONNECTIONS SECONDS URL [VAR=VALUE…]: the variables are for Benchmarks/load.lua
+# (METHOD, TARGET, TOKENS, BODY).
+bench_wrk() {
+  local connections=$1 seconds=$2 url=$3; shift 3
+  env THREADS="${THREADS:-2}" "$@" wrk -t"${THREADS:-2}" -c"$connections" -d"$seconds"s --timeout 5s \
+    -s Benchmarks/load.lua "$url" | grep '^RESULT'
+}
+
+bench_value() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+
+bench_result() {
+  [ -n "${BENCH_RESULTS:-}" ] && echo "$*" >> "$BENCH_RESULTS"
+  return 0
+}
