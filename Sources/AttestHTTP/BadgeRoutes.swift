@@ -36,6 +36,11 @@ struct BadgeRoutes: Sendable {
             let badge: Badge
             do {
                 badge = try await services.badges.today(campus: campus, user: user.id, now: services.clock())
+            } catch BadgeError.unknownUser {
+                // Deleted since this server cached the session (for at most a few seconds).
+                throw Problem.unauthorized(
+                    "The signed-in member no longer exists at this campus: sign in again, or ask a campus administrator.",
+                    error: "invalid_token")
             } catch let error as BadgeError {
                 context.logger.error("no badge", metadata: ["error": "\(error)"])
                 throw Problem(.serviceUnavailable, slug: "badge-unavailable", title: "Badge unavailable", detail: "\(error).")

@@ -28,6 +28,19 @@ public struct BadgeClaims: Codable, Sendable, Equatable {
         (self.campus, self.sub, self.date, self.color, self.iat, self.exp) = (campus, sub, date, color, iat, exp)
     }
 
+    /// The claims as the token carries them: compact JSON, keys sorted.
+    var json: String {
+        var json = #"{"campus":"#
+        JSONText.appendString(campus, to: &json)
+        json += #","color":"#
+        JSONText.appendString(color, to: &json)
+        json += #","date":"#
+        JSONText.appendString(date, to: &json)
+        json += #","exp":\#(exp),"iat":\#(iat),"sub":"#
+        JSONText.appendString(sub, to: &json)
+        return json + "}"
+    }
+
     /// NumericDate may carry a fraction (RFC 7519 §2); whole seconds are kept.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -73,17 +86,10 @@ public enum BadgeToken {
         var kid: String
     }
 
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-
+    /// Header and claims are JSON with sorted keys and no spaces, written directly.
     public static func sign(_ claims: BadgeClaims, with key: BadgeKey) throws -> String {
-        let header = Base64URL.encode(try encoder.encode(Header(alg: "ES256", typ: "JWT", kid: key.kid)))
-        let payload = Base64URL.encode(try encoder.encode(claims))
-        let input = header + "." + payload
-        let signature = try key.privateKey.signature(for: Data(input.utf8))
+        let input = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8))
+        let signature = try key.privateKey.signature(for: Array(input.utf8))
         return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
 
@@ -110,10 +116,24 @@ public enum BadgeToken {
 public struct BadgeService: Sendable {
     let client: PostgresClient
     public let keys: BadgeKeyStore
+    /// Concurrent badge reads of one campus and day are looked up together, one query per batch.
+    private let lookups: LookupBatcher<BadgeDay, UserID, Member>
+
+    struct BadgeDay: Hashable, Sendable {
+        var campus: CampusID
+        var date: LocalDate
+    }
+
+    /// A member's pseudonym and, when there is one, the day's attestation.
+    struct Member: Sendable {
+        var pseudonym: UUID
+        var attestation: (color: String, reason: String, validUntil: Date)?
+    }
 
     public init(client: PostgresClient, keys: BadgeKeyStore) {
         self.client = client
         self.keys = keys
+        self.lookups = LookupBatcher { day, users in try await Self.members(client, day: day, users: users) }
     }
 
     public static let notSubmitted = "Not submitted today: answer today's survey to get your badge."
@@ -122,28 +142,40 @@ public struct BadgeService: Sendable {
     /// attestation, or gray when there is none.
     public func today(campus: Campus, user: UserID, now: Date) async throws -> Badge {
         let date = campus.localDate(at: now)
-        let rows = try await client.query(
-            """
-            SELECT u.pseudonym, a.color, a.reason, a.valid_until
-            FROM users u
-            LEFT JOIN attestations a ON a.campus_id = u.campus_id AND a.user_id = u.id AND a.local_date = \(date)
-            WHERE u.campus_id = \(campus.id) AND u.id = \(user)
-            """, campus: campus.id.rawValue)
-        guard let row = rows.first else { throw BadgeError.unknownUser }
-        let pseudonym: UUID = try row.decode("pseudonym")
+        guard let member = try await lookups.value(for: user, in: BadgeDay(campus: campus.id, date: date)) else {
+            throw BadgeError.unknownUser
+        }
         var color = BadgeColor.gray, reason = Self.notSubmitted, validUntil = campus.nextWindow(after: now)
-        if let stored = try row.decode("color", as: String?.self) {
-            color = BadgeColor(rawValue: stored) ?? .yellow
-            reason = try row.decode("reason")
-            validUntil = try row.decode("valid_until")
+        if let stored = member.attestation {
+            color = BadgeColor(rawValue: stored.color) ?? .yellow
+            (reason, validUntil) = (stored.reason, stored.validUntil)
         }
         guard let key = try await keys.keys(campus: campus.id).first(where: { $0.retiredAt == nil }) else {
             throw BadgeError.noSigningKey(campus: campus.slug)
         }
         let claims = BadgeClaims(
-            campus: campus.slug, sub: pseudonym.uuidString.lowercased(), date: date.description, color: color.rawValue,
+            campus: campus.slug, sub: member.pseudonym.uuidString.lowercased(), date: date.description, color: color.rawValue,
             iat: Int(now.timeIntervalSince1970), exp: Int(validUntil.timeIntervalSince1970.rounded(.up)))
         return Badge(color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key))
+    }
+
+    static func members(_ client: PostgresClient, day: BadgeDay, users: [UserID]) async throws -> [UserID: Member] {
+        let rows = try await client.query(
+            """
+            SELECT u.id, u.pseudonym, a.color, a.reason, a.valid_until
+            FROM users u
+            LEFT JOIN attestations a ON a.campus_id = u.campus_id AND a.user_id = u.id AND a.local_date = \(day.date)
+            WHERE u.campus_id = \(day.campus) AND u.id = ANY(\(users.map(\.rawValue)))
+            """, campus: day.campus.rawValue)
+        var members: [UserID: Member] = [:]
+        for row in rows {
+            var member = Member(pseudonym: try row.decode("pseudonym"))
+            if let color = try row.decode("color", as: String?.self) {
+                member.attestation = (color, try row.decode("reason"), try row.decode("valid_until"))
+            }
+            members[UserID(try row.decode("id", as: UUID.self))] = member
+        }
+        return members
     }
 
     /// Checks a token presented at `campus`'s door.

@@ -11,6 +11,16 @@ public struct BadgeKey: Sendable {
     /// Only the current key signs; retired keys still verify the tokens they signed.
     public var retiredAt: Date?
     let privateKey: P256.Signing.PrivateKey
+    /// The JWS protected header of the tokens this key signs, base64url-encoded once.
+    let encodedHeader: String
+
+    init(kid: String, publicKey: P256.Signing.PublicKey, retiredAt: Date?, privateKey: P256.Signing.PrivateKey) {
+        (self.kid, self.publicKey, self.retiredAt, self.privateKey) = (kid, publicKey, retiredAt, privateKey)
+        var header = #"{"alg":"ES256","kid":"#
+        JSONText.appendString(kid, to: &header)
+        header += #","typ":"JWT"}"#
+        encodedHeader = Base64URL.encode(Array(header.utf8))
+    }
 
     /// The key as a JSON Web Key (RFC 7517/7518): what `GET …/badge-keys` publishes.
     public var jwk: [String: String] {
@@ -97,18 +107,62 @@ public struct BadgeKeyStore: Sendable {
     }
 }
 
-/// base64url without padding (RFC 4648 §5), as JOSE uses it.
+/// base64url without padding (RFC 4648 §5), as JOSE uses it, written and read byte by byte.
+/// (Every badge read signs a token; Foundation's base64 and string replacing cost three
+/// times the signature.) Decoding is strict: no padding, no other alphabet, and the unused
+/// bits of the last character must be zero, so one token has one spelling.
 enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let values: [UInt8] = {
+        var values = [UInt8](repeating: 0xFF, count: 256)
+        for (value, character) in alphabet.enumerated() { values[Int(character)] = UInt8(value) }
+        return values
+    }()
+
     static func encode(_ data: some DataProtocol) -> String {
-        Data(data).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        let bytes = Array(data)
+        return String(unsafeUninitializedCapacity: (bytes.count * 4 + 2) / 3) { output in
+            var written = 0
+            func put(_ bits: UInt32, _ shift: UInt32) {
+                output[written] = alphabet[Int(bits >> shift & 63)]
+                written += 1
+            }
+            var index = 0
+            while index + 3 <= bytes.count {
+                let bits = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                put(bits, 18); put(bits, 12); put(bits, 6); put(bits, 0)
+                index += 3
+            }
+            switch bytes.count - index {
+            case 1:
+                let bits = UInt32(bytes[index]) << 16
+                put(bits, 18); put(bits, 12)
+            case 2:
+                let bits = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+                put(bits, 18); put(bits, 12); put(bits, 6)
+            default:
+                break
+            }
+            return written
+        }
     }
 
     static func decode(_ text: Substring) -> Data? {
-        guard text.utf8.allSatisfy({ $0 != UInt8(ascii: "=") && $0 != UInt8(ascii: "+") && $0 != UInt8(ascii: "/") }) else { return nil }
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
+        let characters = text.utf8
+        guard characters.count % 4 != 1 else { return nil }
+        var output = Data(capacity: characters.count * 3 / 4)
+        var bits: UInt32 = 0, pending = 0
+        for character in characters {
+            let value = values[Int(character)]
+            guard value != 0xFF else { return nil }
+            bits = bits << 6 | UInt32(value)
+            pending += 6
+            if pending >= 8 {
+                pending -= 8
+                output.append(UInt8(truncatingIfNeeded: bits >> UInt32(pending)))
+            }
+        }
+        guard bits & (1 << UInt32(pending) - 1) == 0 else { return nil }
+        return output
     }
 }

@@ -198,4 +198,62 @@ struct BadgeTests {
         #expect(try await BadgeKeyStore(client: client).keys(campus: campus.id).count == 1)
         await client.shutdown()
     }
+
+    /// Badge reads of one campus and day are looked up together (one query per batch); each
+    /// member must still get a badge with their own colour and pseudonym, and a deleted member
+    /// a 401 (whether or not the session was still cached), never a badge or a 5xx.
+    @Test func concurrentBadgeReadsEachGetTheirOwnBadge() async throws {
+        let clock = TestClock(Date())
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let answers = [
+            "red": #"{"fever": false, "cough": false, "temperature": 38.6}"#,
+            "yellow": #"{"fever": false, "cough": true}"#,
+            "green": #"{"fever": false, "cough": false}"#,
+        ]
+        var members: [(token: String, pseudonym: String, color: String)] = []
+        for index in 0..<30 {
+            let (member, token) = try await server.user("b\(index)@example.edu", at: campus)
+            let pseudonym: UUID = try await server.pool.query(
+                "SELECT pseudonym FROM users WHERE campus_id = \(campus.id) AND id = \(member.id)", campus: campus.id.rawValue)[0].decode("pseudonym")
+            members.append((token, pseudonym.uuidString.lowercased(), ["red", "yellow", "green", "gray"][index % 4]))
+        }
+        let everyone = members
+        try await server.run { api in
+            for member in everyone where member.color != "gray" {
+                let reply = try await api.send(
+                    .post, "/v1/campuses/north/attestations", template: Self.submitPath, token: member.token,
+                    json: AttestationTests.body(answers[member.color]!))
+                #expect(reply.status == 201)
+            }
+            let scanner = try await Self.scanner(api, campus: "north")
+            let badges = try await api.withConnections(everyone.count) { clients in
+                try await withThrowingTaskGroup(of: (Int, Int, String?).self) { group in
+                    for (index, member) in everyone.enumerated() {
+                        group.addTask {
+                            let reply = try await clients[index].send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member.token)
+                            return (index, reply.status, reply.json["token"] as? String)
+                        }
+                    }
+                    return try await group.reduce(into: [(Int, Int, String?)]()) { $0.append($1) }
+                }
+            }
+            #expect(badges.count == everyone.count)
+            for (index, status, token) in badges {
+                #expect(status == 200)
+                let scanned = try await scanner.verify(try #require(token), as: ScannedBadge.self)
+                #expect(scanned.sub.value == everyone[index].pseudonym, "member \(index)")
+                #expect(scanned.color == everyone[index].color, "member \(index)")
+                #expect(try Self.part(0, of: token!).keys.sorted() == ["alg", "kid", "typ"])
+            }
+
+            // A member deleted while their session is still cached gets no badge.
+            let deleted = everyone[0]
+            _ = try await server.pool.withTransaction(campus: campus.id.rawValue) { connection in
+                try await connection.query("DELETE FROM users WHERE campus_id = \(campus.id) AND email = 'b0@example.edu'")
+            }
+            let gone = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: deleted.token)
+            #expect(gone.status == 401, "\(gone.body)")
+            #expect(gone.json["token"] == nil)
+        }
+    }
 }
