@@ -114,7 +114,6 @@ public enum BadgeToken {
 
 /// Today's badge and the checking of presented ones.
 public struct BadgeService: Sendable {
-    let client: PostgresClient
     public let keys: BadgeKeyStore
     /// Concurrent badge reads of one campus and day are looked up together, one query per batch.
     private let lookups: LookupBatcher<BadgeDay, UserID, Member>
@@ -131,7 +130,6 @@ public struct BadgeService: Sendable {
     }
 
     public init(client: PostgresClient, keys: BadgeKeyStore) {
-        self.client = client
         self.keys = keys
         self.lookups = LookupBatcher { day, users in try await Self.members(client, day: day, users: users) }
     }
