@@ -359,6 +359,23 @@ struct AttestationTests {
         }
     }
 
+    /// The Content-Type check compares bytes: the media type alone, in any case, spaces and
+    /// tabs around it allowed, and nothing that merely begins or ends like JSON.
+    @Test func theContentTypeCheckReadsOnlyTheMediaType() {
+        for json in [
+            "application/json", "APPLICATION/JSON", "Application/Json; charset=utf-8", " application/json ",
+            "\tapplication/json\t;charset=utf-8", "application/json;", "application/json ; q=1",
+        ] {
+            #expect(Request.namesJSON(json), "\(json)")
+        }
+        for other in [
+            "", ";", "text/plain", "text/json", "application/jsonx", "application/json-patch+json", "xapplication/json",
+            "application /json", "application\u{0F}json", "application/jsoN\u{0}", "application/js on", "ápplication/json",
+        ] {
+            #expect(!Request.namesJSON(other), "\(other)")
+        }
+    }
+
     /// Histories of concurrent submissions are read together (one query per batch); each
     /// member's badge must still follow that member's own history.
     @Test func concurrentSubmissionsEachSeeTheirOwnHistory() async throws {
