@@ -22,12 +22,34 @@ public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringCo
         self.init(year: year, month: month, day: day)
     }
 
-    /// The date in `zone` at `instant`.
+    /// The date in `zone` at `instant`: the instant moved by the zone's offset at that instant
+    /// (DST-correct), then counted in whole days. Arithmetic, not `Calendar`: every submission
+    /// and badge read asks.
     public init(_ instant: Date, in zone: TimeZone) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        let parts = calendar.dateComponents([.year, .month, .day], from: instant)
-        self.init(year: parts.year!, month: parts.month!, day: parts.day!)
+        let seconds = Int(instant.timeIntervalSince1970.rounded(.down)) + zone.secondsFromGMT(for: instant)
+        let (days, remainder) = seconds.quotientAndRemainder(dividingBy: 86_400)
+        self.init(daysSince1970: remainder < 0 ? days - 1 : days)
+    }
+
+    /// The proleptic Gregorian date `days` days after 1970-01-01 (H. Hinnant's `civil_from_days`).
+    init(daysSince1970 days: Int) {
+        let shifted = days + 719_468  // from 0000-03-01, so a leap day ends its year
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153  // March is 0
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        self.init(year: yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month: month, day: dayOfYear - (153 * shiftedMonth + 2) / 5 + 1)
+    }
+
+    /// Days from 1970-01-01 to this date (`days_from_civil`).
+    var daysSince1970: Int {
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+        return era * 146_097 + yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear - 719_468
     }
 
     /// The first instant of this date in `zone` (DST-correct).
@@ -38,18 +60,10 @@ public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringCo
     }
 
     /// The date `count` days later (earlier when negative).
-    public func adding(days count: Int) -> LocalDate {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = .gmt
-        let start = calendar.date(from: DateComponents(year: year, month: month, day: day))!
-        return LocalDate(calendar.date(byAdding: .day, value: count, to: start)!, in: .gmt)
-    }
+    public func adding(days count: Int) -> LocalDate { LocalDate(daysSince1970: daysSince1970 + count) }
 
     /// Whole days from `self` to `other` (positive when `other` is later).
-    public func days(until other: LocalDate) -> Int {
-        let zone = TimeZone.gmt
-        return Int((other.start(in: zone).timeIntervalSince(start(in: zone)) / 86_400).rounded())
-    }
+    public func days(until other: LocalDate) -> Int { other.daysSince1970 - daysSince1970 }
 
     public static func < (lhs: LocalDate, rhs: LocalDate) -> Bool { (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day) }
 

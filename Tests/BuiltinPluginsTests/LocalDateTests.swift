@@ -32,6 +32,44 @@ struct LocalDateTests {
         #expect(LocalDate(try instant("2026-09-26T12:00:00Z"), in: auckland).description == "2026-09-27")
     }
 
+    /// Dates are computed with arithmetic; Foundation's Gregorian calendar is the reference,
+    /// over random instants from 1901 to 2199 in zones with DST on either hemisphere, half-hour
+    /// and 45-minute offsets, and both sides of the date line.
+    @Test func datesAndDayArithmeticAgreeWithFoundationsCalendar() {
+        let zones = [
+            "UTC", "America/New_York", "Pacific/Auckland", "Pacific/Kiritimati", "Pacific/Honolulu", "Australia/Lord_Howe",
+            "Asia/Kathmandu", "America/St_Johns", "America/Santiago", "Europe/London",
+        ].map { TimeZone(identifier: $0)! }
+        var generator = SystemRandomNumberGenerator()
+        for zone in zones {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = zone
+            for _ in 0..<2_000 {
+                let instant = Date(timeIntervalSince1970: Double.random(in: -2_170_000_000...7_250_000_000, using: &generator))
+                let parts = calendar.dateComponents([.year, .month, .day], from: instant)
+                let date = LocalDate(instant, in: zone)
+                #expect([date.year, date.month, date.day] == [parts.year, parts.month, parts.day], "\(instant) in \(zone.identifier)")
+            }
+        }
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = .gmt
+        for _ in 0..<5_000 {
+            let date = LocalDate(Date(timeIntervalSince1970: Double.random(in: -2_170_000_000...7_250_000_000, using: &generator)), in: .gmt)
+            let count = Int.random(in: -1_500...1_500, using: &generator)
+            let start = utc.date(from: DateComponents(year: date.year, month: date.month, day: date.day))!
+            let expected = utc.dateComponents([.year, .month, .day], from: utc.date(byAdding: .day, value: count, to: start)!)
+            let later = date.adding(days: count)
+            #expect([later.year, later.month, later.day] == [expected.year, expected.month, expected.day], "\(date) + \(count)")
+            #expect(date.days(until: later) == count)
+        }
+        // The edges: leap days, the turn of a century that is not a leap year, and one that is.
+        #expect(LocalDate("2024-02-28")!.adding(days: 1).description == "2024-02-29")
+        #expect(LocalDate("2100-02-28")!.adding(days: 1).description == "2100-03-01")
+        #expect(LocalDate("2000-02-28")!.adding(days: 1).description == "2000-02-29")
+        #expect(LocalDate("1969-12-31")!.adding(days: 1).description == "1970-01-01")
+        #expect(LocalDate(Date(timeIntervalSince1970: -0.5), in: .gmt).description == "1969-12-31")
+    }
+
     @Test func parsingArithmeticAndOrder() {
         #expect(LocalDate("2024-02-29") != nil)
         #expect(LocalDate("2023-02-29") == nil)
