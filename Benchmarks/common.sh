@@ -6,7 +6,7 @@
 #   bench_members CAMPUS N     N members with a session token each, tokens in $dir/tokens.txt
 #   bench_serve PORT ARGS…     starts `attest serve` and waits until it is ready; sets $server_pid
 #   bench_stop_server          stops it; sets $peak_mb, its peak resident memory (VmHWM)
-#   bench_wrk ARGS…            wrk with Benchmarks/load.lua; prints its RESULT line
+#   bench_wrk N SECONDS URL VAR=VALUE…  wrk, N connections, with Benchmarks/load.lua; prints its RESULT line
 #   bench_value NAME LINE      a field of a RESULT line
 #   calc FORMAT EXPRESSION     arithmetic through awk
 #   bench_result KEY=VALUE…    appends one line to $BENCH_RESULTS, when set (for Benchmarks/run)
