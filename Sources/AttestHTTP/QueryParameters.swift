@@ -14,7 +14,13 @@ struct QueryParameters {
         var refused: Set<String> = []
         for (key, value) in request.uri.queryParameters {
             let name = String(key.prefix(40))  // echoed in the problem: bounded
-            if !names.contains(name) {
+            if name.isEmpty {
+                // `?=x` or `&=x`: named by what was sent, since it has no name to go by.
+                let sent = "=" + String(value.prefix(39))
+                if refused.insert(sent).inserted {
+                    problems.append(.init(field: sent, message: "is a parameter without a name; remove it (this route takes \(Self.list(names)))"))
+                }
+            } else if !names.contains(name) {
                 if refused.insert(name).inserted {
                     problems.append(.init(field: name, message: "is not a parameter of this route; it takes \(Self.list(names))"))
                 }

@@ -99,7 +99,8 @@ public enum QuestionnaireRules {
         var answers: SurveyAnswers = [:]
         var problems: [FieldProblem] = []
         for key in raw.keys.sorted() where questionnaire.question(key) == nil {
-            problems.append(.init("answers.\(key)", "is not a question of questionnaire version \(questionnaire.version)"))
+            // The empty id is named `""`, so the field does not read as `answers` itself.
+            problems.append(.init("answers.\(key.isEmpty ? #""""# : key)", "is not a question of questionnaire version \(questionnaire.version)"))
         }
         for question in questionnaire.questions {
             let field = "answers.\(question.id)"

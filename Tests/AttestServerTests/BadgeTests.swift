@@ -160,6 +160,10 @@ struct BadgeTests {
             let extra = try await api.send(
                 .post, "/v1/campuses/north/badges/verify", template: Self.verifyPath, token: screener, json: #"{"token": 5, "colour": "green"}"#)
             #expect(extra.status == 422 && extra.problem.fields == ["token", "colour"])
+            let nameless = try await api.send(
+                .post, "/v1/campuses/north/badges/verify", template: Self.verifyPath, token: screener, json: #"{"token": "a.b.c", "": 1}"#)
+            #expect(nameless.status == 422 && nameless.problem.fields == [#""""#], "\(nameless.body)")
+            #expect(nameless.problem.detail == #""": is not a field of a verification request"#)
 
             // Tomorrow, today's badge has expired.
             try clock.set(clock.read().addingTimeInterval(26 * 3600).ISO8601Format())

@@ -17,8 +17,8 @@ struct QueryStringTests {
 
     /// DESIGN §9, bad input: on every route of the API document that takes query parameters,
     /// the documented ones are all accepted, a parameter it does not take is a 422 naming it,
-    /// and so is any parameter given twice; nothing is read or audited for a refused request.
-    /// Routes added later are tried too, since the list comes from `/openapi.yaml`.
+    /// and so is any parameter given twice or without a name; nothing is read or audited for a
+    /// refused request. Routes added later are tried too, since the list comes from `/openapi.yaml`.
     @Test func everyRouteRefusesAnUnknownOrRepeatedParameter() async throws {
         let clock = try TestClock("2026-11-20T14:00:00Z")
         let (server, north) = try await AttestationTests.setUp(clock: clock)
@@ -61,6 +61,10 @@ struct QueryStringTests {
                 // Both faults at once: each parameter is named once, in the order it came.
                 let all = try await api.send(.get, base + "&" + pairs[0] + "&x=1&x=2&" + pairs[0], template: template, token: token)
                 #expect(all.status == 422 && all.problem.fields == [parameters[0], "x"], "\(template): \(all.body)")
+                // A parameter without a name is named by what was sent.
+                let nameless = try await api.send(.get, base + "&=2026-11-20", template: template, token: token)
+                #expect(nameless.status == 422 && nameless.problem.fields == ["=2026-11-20"], "\(template): \(nameless.body)")
+                #expect(nameless.problem.detail.contains("=2026-11-20: is a parameter without a name"), "\(nameless.problem.detail)")
                 #expect(try await Self.auditCount(server, north) == audited, "\(template): a refused request was audited")
             }
         }

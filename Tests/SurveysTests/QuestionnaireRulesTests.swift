@@ -80,6 +80,8 @@ struct QuestionnaireRulesTests {
         #expect(try check(#"{"fever": true, "temperature": 20}"#).1 == ["answers.temperature: must be at least 34 °C"])
         #expect(try check(#"{"fever": true, "notes": "a\u0000b"}"#).1 == ["answers.notes: must not contain NUL characters"])
         #expect(try check(#"{"fever": null}"#).1 == ["answers.fever: is required"])
+        // An empty question id is named, not left to read as `answers` itself.
+        #expect(try check(#"{"fever": true, "": 1}"#).1 == [#"answers."": is not a question of questionnaire version 7"#])
     }
 
     @Test func acceptLanguagePicksTheBestTranslation() {
