@@ -1,7 +1,8 @@
 import Hummingbird
 
 /// A route's query string, read as strictly as request bodies are: a parameter the route
-/// does not take, or one given more than once, is a problem naming it. It is never ignored
+/// does not take, one given more than once, or a value without a name, is a problem naming
+/// it (an empty segment, `&&`, holds no parameter and is passed over). It is never ignored
 /// (a misspelt `colour` would otherwise return everything) nor guessed between (which of
 /// two `from`s counts?).
 struct QueryParameters {
@@ -15,7 +16,9 @@ struct QueryParameters {
         for (key, value) in request.uri.queryParameters {
             let name = String(key.prefix(40))  // echoed in the problem: bounded
             if name.isEmpty {
-                // `?=x` or `&=x`: named by what was sent, since it has no name to go by.
+                // An empty segment (`?&a=1`, `a=1&&b=2`) holds no parameter, as browsers read it.
+                if value.isEmpty { continue }
+                // `&=x`: named by what was sent, since it has no name to go by.
                 let sent = "=" + String(value.prefix(39))
                 if refused.insert(sent).inserted {
                     problems.append(.init(field: sent, message: "is a parameter without a name; remove it (this route takes \(Self.list(names)))"))

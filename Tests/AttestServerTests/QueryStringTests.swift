@@ -49,6 +49,10 @@ struct QueryStringTests {
                 let accepted = try await api.send(.get, base, template: template, token: token)
                 #expect(accepted.status == 200, "\(base): \(accepted.body)")
 
+                // Empty segments hold no parameter.
+                let empty = try await api.send(.get, path + "?&" + pairs.joined(separator: "&&") + "&", template: template, token: token)
+                #expect(empty.status == 200, "\(template) with empty segments: \(empty.body)")
+
                 let audited = try await Self.auditCount(server, north)
                 let unknown = try await api.send(.get, base + "&colour=red", template: template, token: token)
                 #expect(unknown.status == 422 && unknown.problem.fields == ["colour"], "\(template): \(unknown.body)")
@@ -61,7 +65,7 @@ struct QueryStringTests {
                 // Both faults at once: each parameter is named once, in the order it came.
                 let all = try await api.send(.get, base + "&" + pairs[0] + "&x=1&x=2&" + pairs[0], template: template, token: token)
                 #expect(all.status == 422 && all.problem.fields == [parameters[0], "x"], "\(template): \(all.body)")
-                // A parameter without a name is named by what was sent.
+                // A value without a name is named by what was sent.
                 let nameless = try await api.send(.get, base + "&=2026-11-20", template: template, token: token)
                 #expect(nameless.status == 422 && nameless.problem.fields == ["=2026-11-20"], "\(template): \(nameless.body)")
                 #expect(nameless.problem.detail.contains("=2026-11-20: is a parameter without a name"), "\(nameless.problem.detail)")
