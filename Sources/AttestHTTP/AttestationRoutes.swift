@@ -140,7 +140,7 @@ struct AttestationRoutes: Sendable {
         default: problems.append(.init(field: "answers", message: "must be an object of answers by question id"))
         }
         for field in body.keys.sorted() where field != "surveyVersion" && field != "answers" {
-            problems.append(.init(field: Problem.FieldError.name(field), message: "is not a field of an attestation"))
+            problems.append(.init(field: FieldProblem.name(field), message: "is not a field of an attestation"))
         }
         guard problems.isEmpty, let version else { throw Problem.validation(problems) }
 

@@ -67,7 +67,7 @@ struct BadgeRoutes: Sendable {
                 let body = try await request.jsonObject(context: context)
                 var problems: [Problem.FieldError] = []
                 for field in body.keys.sorted() where field != "token" {
-                    problems.append(.init(field: Problem.FieldError.name(field), message: "is not a field of a verification request"))
+                    problems.append(.init(field: FieldProblem.name(field), message: "is not a field of a verification request"))
                 }
                 guard case .string(let token)? = body["token"], !token.isEmpty else {
                     problems.insert(.init(field: "token", message: "is required: the badge token the member shows (a string)"), at: 0)

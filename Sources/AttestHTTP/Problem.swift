@@ -13,10 +13,6 @@ public struct Problem: Error, HTTPResponseError, Sendable, Equatable {
             self.field = field
             self.message = message
         }
-
-        /// How a body's member is named in a problem: as sent, or `""` for the empty name,
-        /// which would otherwise name nothing.
-        public static func name(_ key: String) -> String { key.isEmpty ? #""""# : key }
     }
 
     public var status: HTTPResponse.Status

@@ -3,8 +3,6 @@ import Foundation
 import Hummingbird
 
 extension Request {
-    /// Reads the JSON body as a top-level object: 413 past the size limit, 415 for another
-    /// content type, 400 when it is not a JSON object.
     /// Whether a Content-Type is JSON itself: the media type without its parameters
     /// (`; charset=utf-8`) and the spaces or tabs around it, in any case, is `application/json`.
     /// Not `application/json-patch+json` or the like. Compared byte by byte: every submission
@@ -20,6 +18,8 @@ extension Request {
         }
     }
 
+    /// Reads the JSON body as a top-level object: 413 past the size limit, 415 for another
+    /// content type, 400 when it is not a JSON object.
     func jsonObject(context: AttestRequestContext) async throws -> [String: JSONValue] {
         // No Content-Type at all is taken as JSON.
         if let type = headers[.contentType], !Self.namesJSON(type) {

@@ -10,6 +10,10 @@ public struct FieldProblem: Error, Sendable, Equatable, CustomStringConvertible 
         self.message = message
     }
     public var description: String { "\(field): \(message)" }
+
+    /// How a JSON member is named in a problem: as sent, or `""` for the empty name, which
+    /// would otherwise name nothing.
+    public static func name(_ key: String) -> String { key.isEmpty ? #""""# : key }
 }
 
 /// A questionnaire that cannot be published; lists every problem found.
@@ -99,8 +103,7 @@ public enum QuestionnaireRules {
         var answers: SurveyAnswers = [:]
         var problems: [FieldProblem] = []
         for key in raw.keys.sorted() where questionnaire.question(key) == nil {
-            // The empty id is named `""`, so the field does not read as `answers` itself.
-            problems.append(.init("answers.\(key.isEmpty ? #""""# : key)", "is not a question of questionnaire version \(questionnaire.version)"))
+            problems.append(.init("answers.\(FieldProblem.name(key))", "is not a question of questionnaire version \(questionnaire.version)"))
         }
         for question in questionnaire.questions {
             let field = "answers.\(question.id)"
