@@ -137,8 +137,10 @@ CREATE TABLE IF NOT EXISTS questionnaires (
     PRIMARY KEY (campus_id, version)
 );
 
--- One attestation per member per campus-local day. Answers are the only health data and
--- are set to NULL by the retention purge; the badge and the rollups stay.
+-- One attestation per member per campus-local day, which is its key. Answers are the only
+-- health data and are set to NULL by the retention purge; the badge and the rollups stay.
+-- `id` is the attestation's public name (a UUIDv7 made by the server); nothing looks a row
+-- up by it, so it has no index of its own.
 CREATE TABLE IF NOT EXISTS attestations (
     campus_id        uuid NOT NULL,
     id               uuid NOT NULL,
@@ -155,12 +157,16 @@ CREATE TABLE IF NOT EXISTS attestations (
     rule_version     text NOT NULL DEFAULT '',
     idempotency_key  text CHECK (length(idempotency_key) BETWEEN 1 AND 200),
     answers_purged_at timestamptz,
-    PRIMARY KEY (campus_id, id),
-    UNIQUE (campus_id, user_id, local_date),
+    PRIMARY KEY (campus_id, user_id, local_date),
     FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE,
     FOREIGN KEY (campus_id, survey_version) REFERENCES questionnaires (campus_id, version)
 );
-CREATE INDEX IF NOT EXISTS attestations_by_day_color ON attestations (campus_id, local_date, color);
+-- The day's follow-up list (red and yellow: about 15% of rows, so the index is that small).
+CREATE INDEX IF NOT EXISTS attestations_follow_ups ON attestations (campus_id, local_date, color)
+    WHERE color <> 'green';
+-- The days the retention purge has still to clear; a purged row leaves it.
+CREATE INDEX IF NOT EXISTS attestations_answered ON attestations (campus_id, local_date)
+    WHERE answers IS NOT NULL;
 -- A retried submission's key; partial, since most submissions carry none.
 CREATE UNIQUE INDEX IF NOT EXISTS attestations_idempotency ON attestations (campus_id, user_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;

@@ -18,7 +18,19 @@ public struct SchemaMigrator: Sendable {
 
     /// Version 1 is `schema.sql` as first released; later changes append here.
     public static let migrations: [Migration] = [
-        Migration(version: 1, name: "initial schema", sql: embeddedSchemaSQL)
+        Migration(version: 1, name: "initial schema", sql: embeddedSchemaSQL),
+        Migration(
+            version: 2, name: "attestations keyed by member and day; partial date indexes",
+            sql: """
+                ALTER TABLE attestations DROP CONSTRAINT attestations_pkey;
+                ALTER TABLE attestations DROP CONSTRAINT attestations_campus_id_user_id_local_date_key;
+                ALTER TABLE attestations ADD PRIMARY KEY (campus_id, user_id, local_date);
+                DROP INDEX attestations_by_day_color;
+                CREATE INDEX attestations_follow_ups ON attestations (campus_id, local_date, color)
+                    WHERE color <> 'green';
+                CREATE INDEX attestations_answered ON attestations (campus_id, local_date)
+                    WHERE answers IS NOT NULL;
+                """),
     ]
 
     /// The text of `schema.sql` this binary was built with.

@@ -12,11 +12,13 @@ import Tenancy
 /// `seed`), not by the campus's rule. Answers are stored only within the campus's retention,
 /// as if the purge had run; the rollups count every day.
 ///
-/// What makes it fast is the order the rows reach the indexes. The seeded members' ids and
-/// the attestations' ids are a per-run prefix and a counter, and each statement generates a
-/// slice member by member, day by day, so every index of `attestations` grows at one edge
-/// instead of at random places: few pages are touched and written, and no sort is needed.
-/// Per-day values (the next midnight, the UTC offset) are computed once per day, not per row.
+/// What makes it fast is the order the rows reach the indexes. The seeded members' ids are a
+/// per-run prefix and a counter, and each statement generates a slice member by member, day
+/// by day, so the key of `attestations` (campus, member, day) grows at one edge instead of at
+/// random places: few pages are touched and written, and no sort is needed. The two date
+/// indexes are partial and take few of these rows (red and yellow ones; answered ones, only
+/// within retention). Per-day values (the next midnight, the UTC offset) are computed once
+/// per day, not per row.
 public struct HistorySeeder: Sendable {
     public struct Outcome: Sendable {
         public var members: Int

@@ -39,8 +39,9 @@ public struct RetentionPurger: Sendable {
         let start: LocalDate? = try await client.withTransaction(campus: id.rawValue) { connection in
             let state = try await connection.query("SELECT purged_before FROM purge_state WHERE campus_id = \(id)")
             if let purgedBefore = try state.first?.decode("purged_before", as: LocalDate?.self) { return purgedBefore }
-            return try await connection.query("SELECT min(local_date) AS first FROM attestations WHERE campus_id = \(id)")
-                .first?.decode("first", as: LocalDate?.self)
+            return try await connection.query(
+                "SELECT min(local_date) AS first FROM attestations WHERE campus_id = \(id) AND answers IS NOT NULL"
+            ).first?.decode("first", as: LocalDate?.self)
         }
         var outcome = Outcome(campus: campus.slug, cutoff: cutoff, purged: 0, dryRun: dryRun)
         guard let start, start < cutoff else { return outcome }

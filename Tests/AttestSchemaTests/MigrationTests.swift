@@ -41,6 +41,41 @@ struct MigrationTests {
         for client in clients { await client.shutdown() }
     }
 
+    /// A database made by the first release (attestations keyed by id, with a full date
+    /// index) gets version 2 alone and ends with the keys and indexes `schema.sql` makes.
+    @Test func aVersion1DatabaseGetsVersion2AndEndsAsSchemaSQLBuildsIt() async throws {
+        let name = try await TestDatabase.create(migrated: false)
+        let owner = TestDatabase.client(database: name, role: nil)
+        let migrator = SchemaMigrator(logger: TestDatabase.testLogger)
+        _ = try await migrator.migrate(owner)
+        let fresh = try await Self.attestationKeys(owner)
+        #expect(fresh.contains { $0.hasPrefix("attestations_pkey: ") && $0.hasSuffix("(campus_id, user_id, local_date)") })
+        // Back to version 1's shape, as a database migrated by the first release has it.
+        try await owner.withConnection {
+            try await $0.runScript(
+                unsafeSQL: """
+                    ALTER TABLE attestations DROP CONSTRAINT attestations_pkey;
+                    DROP INDEX attestations_follow_ups, attestations_answered;
+                    ALTER TABLE attestations ADD PRIMARY KEY (campus_id, id);
+                    ALTER TABLE attestations ADD UNIQUE (campus_id, user_id, local_date);
+                    CREATE INDEX attestations_by_day_color ON attestations (campus_id, local_date, color);
+                    DELETE FROM schema_migrations WHERE version > 1;
+                    """)
+        }
+        #expect(try await Self.attestationKeys(owner) != fresh)
+        let report = try await migrator.migrate(owner)
+        #expect(report.applied == [2])
+        #expect(try await Self.attestationKeys(owner) == fresh)
+        await owner.shutdown()
+    }
+
+    /// The indexes of `attestations` as `name: definition`, sorted.
+    static func attestationKeys(_ client: PostgresClient) async throws -> [String] {
+        try await client.query(
+            "SELECT indexname || ': ' || indexdef AS line FROM pg_indexes WHERE tablename = 'attestations' ORDER BY indexname"
+        ).map { try $0.decode("line") }
+    }
+
     @Test func theEmbeddedSchemaIsTheFileInTheRepository() throws {
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appending(path: "schema.sql")
