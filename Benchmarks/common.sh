@@ -61,6 +61,15 @@ bench_members() {
 INSERT INTO users (campus_id, id, email, display_name)
 SELECT c.id, gen_random_uuid(), 'member' || g || '@bench.example.edu', 'Member ' || g
 FROM campuses c, generate_series(1, $2) AS g WHERE c.slug = '$1';
+SQL
+  bench_tokens "$1"
+  echo "Seeded in $(calc %.1f "$(date +%s.%N) - $seed_start") s"
+}
+
+# bench_tokens CAMPUS: a session token for every member of the campus, in the server's own
+# format, seeded in SQL; the tokens go to $dir/tokens.txt in random order.
+bench_tokens() {
+  "${psql[@]}" -d attest <<SQL
 -- Tokens in the server's own format: 32 random bytes, base64url without padding.
 CREATE TABLE bench_tokens AS
 SELECT campus_id, id AS user_id,
@@ -72,7 +81,6 @@ SELECT campus_id, sha256(convert_to(token, 'UTF8')), user_id, now() + interval '
 DROP TABLE bench_tokens;
 VACUUM ANALYZE;
 SQL
-  echo "Seeded in $(calc %.1f "$(date +%s.%N) - $seed_start") s"
 }
 
 bench_wait_ready() {  # port
