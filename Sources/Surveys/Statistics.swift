@@ -265,7 +265,7 @@ public struct StatisticsStore: Sendable {
                 SELECT a.user_id, u.display_name, u.email, a.color, a.reason, a.submitted_at, a.on_time
                 FROM attestations a JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
                 WHERE a.campus_id = \(campus) AND a.local_date = \(date) AND a.color = ANY(\(names))
-                  AND a.color <> 'green' -- what the partial index attestations_follow_ups holds, in the planner's words
+                  AND a.color <> 'green' -- the condition of attestations_follow_ups, so using it never depends on the array
                 ORDER BY a.color = 'red' DESC, a.submitted_at, u.email
                 """)
             let list = try rows.map { row in
