@@ -82,10 +82,9 @@ public struct AttestationService: Sendable {
     /// JSON parser. Every submission reads its member's last 14 days, and `JSONDecoder` took
     /// a third of the server's CPU per submission doing it.
     static func storedAnswers(_ json: PostgresJSON) throws -> SurveyAnswers {
-        let parsed = try json.bytes.withUnsafeBytes { bytes in
-            Result { () throws(JSONSyntaxError) in try JSONValue(parsing: bytes) }
-        }.get()
-        guard case .object(let object) = parsed else { throw PostgresCodingFailure("stored answers are not a JSON object") }
+        guard case .object(let object) = try JSONValue(parsing: json.bytes) else {
+            throw PostgresCodingFailure("stored answers are not a JSON object")
+        }
         return try object.mapValues { value in
             switch value {
             case .bool(let flag): return .bool(flag)
