@@ -7,7 +7,9 @@ public struct BadgeRuleInput: Sendable {
     public var questionnaire: Questionnaire
     /// The campus's free-form settings (`attest campus set <slug> settings …`).
     public var campusSettings: JSONValue
-    /// The member's attestations of the previous 14 campus-local days, newest first.
+    /// The member's attestations of the previous campus-local days, newest first: as many
+    /// days, and only the past answers, that the rule's `historyNeed` names (by default the
+    /// last 14 days with every answer).
     public var history: [PastAttestation]
     /// Today, campus-local.
     public var date: LocalDate
@@ -30,11 +32,37 @@ public struct BadgeRuleInput: Sendable {
     }
 }
 
+/// What of a member's past a rule reads: the platform fetches that much and no more before
+/// every decision, so a rule that reads less costs less per submission, and answers about
+/// health that no rule looks at are not read.
+public struct HistoryNeed: Sendable, Hashable {
+    /// The most days a rule is given: the previous 14 campus-local days.
+    public static let maxDays = 14
+
+    /// How many previous campus-local days, 0 to `maxDays` (values outside are clamped).
+    public var days: Int
+    /// The questions whose past answers the rule reads, nil for every answer. Past
+    /// attestations hold only these answers (those given that day); their dates and colours
+    /// come whatever this is.
+    public var questions: Set<String>?
+
+    public init(days: Int, questions: Set<String>?) {
+        self.days = min(max(days, 0), Self.maxDays)
+        self.questions = questions
+    }
+
+    /// The previous 14 days with every answer: what a rule gets unless it says otherwise.
+    public static let everything = HistoryNeed(days: maxDays, questions: nil)
+    /// No past at all: the decision rests on today's answers alone.
+    public static let nothing = HistoryNeed(days: 0, questions: [])
+}
+
 /// An earlier attestation of the same member.
 public struct PastAttestation: Sendable, Equatable {
     public var date: LocalDate
     public var color: BadgeColor
-    /// nil once the retention purge removed them.
+    /// nil once the retention purge removed them; otherwise the answers the rule's
+    /// `historyNeed` asks for.
     public var answers: SurveyAnswers?
 
     public init(date: LocalDate, color: BadgeColor, answers: SurveyAnswers?) {
@@ -72,6 +100,9 @@ public struct BadgeDecision: Sendable, Equatable {
 ///   a badge can be explained later. Change it whenever the outcome for the same input could.
 /// - `evaluatesInline` (default false) may be true only for a rule whose every evaluation
 ///   finishes in microseconds, as the built-in `standard` does. See its documentation.
+/// - `historyNeed` (default `.everything`: 14 days, every answer) says what of the member's
+///   past `evaluate` reads; `input.history` then holds that and no more. Name less when
+///   the rule reads less: each submission then reads less from the database.
 public protocol BadgeRule: Sendable {
     /// The version stored with each attestation decided by this rule.
     var version: String { get }
@@ -82,12 +113,15 @@ public protocol BadgeRule: Sendable {
     /// returns, not when the budget ends. Leave it false (the default) unless `evaluate`
     /// cannot block or loop long for any input or settings.
     var evaluatesInline: Bool { get }
+    /// What of the member's past `evaluate` reads; fixed for the rule's lifetime.
+    var historyNeed: HistoryNeed { get }
     /// Decides today's badge.
     func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision
 }
 
 extension BadgeRule {
     public var evaluatesInline: Bool { false }
+    public var historyNeed: HistoryNeed { .everything }
 }
 
 /// Why a plugin's settings were refused; the message names the setting and the fix.

@@ -21,7 +21,7 @@ import Foundation
 /// A condition is `{"all": [...]}`, `{"any": [...]}`, or a predicate on one question:
 /// `equals`, `in` (a list), `gte`, `lte`. A rule with `lastsDays: N` also matches when the
 /// member's answers on any of the previous N-1 days matched it (so "red for 10 days after a
-/// positive test" is one rule).
+/// positive test" is one rule); N is at most 15, since a rule is given the previous 14 days.
 public struct StandardBadgeRule: BadgeRule {
     public static let id = "standard"
 
@@ -41,6 +41,14 @@ public struct StandardBadgeRule: BadgeRule {
         case among(question: String, values: [AnswerValue])
         case atLeast(question: String, value: Double)
         case atMost(question: String, value: Double)
+
+        /// The questions this condition reads.
+        var questions: Set<String> {
+            switch self {
+            case .all(let conditions), .any(let conditions): conditions.reduce(into: []) { $0.formUnion($1.questions) }
+            case .equals(let question, _), .among(let question, _), .atLeast(let question, _), .atMost(let question, _): [question]
+            }
+        }
 
         /// How many conditions this is, as `maxConditions` counts them.
         var size: Int {
@@ -62,6 +70,10 @@ public struct StandardBadgeRule: BadgeRule {
     let rules: [Rule]
     let fallback: (color: BadgeColor, reason: String)
     public let version: String
+    /// Only rules with `lastsDays` look back, and only at their own questions over their own
+    /// days: the default table reads one answer (positive test) of the previous 9 days, and
+    /// a table without `lastsDays` reads no past at all.
+    public let historyNeed: HistoryNeed
 
     /// `settings` null means the default table for `questionnaire` (see `defaultSettings`).
     public init(settings given: JSONValue, questionnaire: Questionnaire?) throws {
@@ -77,6 +89,9 @@ public struct StandardBadgeRule: BadgeRule {
                 "the table has \(size) conditions (each all/any, predicate and value of an in list counts); the standard rule "
                     + "takes at most \(Self.maxConditions): merge rules that give the same colour, or shorten the in lists")
         }
+        let lasting = rules.filter { $0.lastsDays > 1 }
+        historyNeed = HistoryNeed(
+            days: lasting.map { $0.lastsDays - 1 }.max() ?? 0, questions: lasting.reduce(into: []) { $0.formUnion($1.when.questions) })
         if let fallback = object["default"] {
             let color = try Self.color(fallback["color"], at: "default.color")
             guard case .string(let reason)? = fallback["reason"] else { throw PluginSettingsError("default.reason must be a string") }
@@ -169,8 +184,11 @@ public struct StandardBadgeRule: BadgeRule {
         }
         var lastsDays = 1
         if let days = value["lastsDays"] {
-            guard case .number(let number) = days, number >= 1, number <= 60, number == number.rounded() else {
-                throw PluginSettingsError("\(path).lastsDays must be a whole number of days from 1 to 60")
+            // Today and the previous 14 days: a rule is given no longer a past.
+            let most = Double(HistoryNeed.maxDays + 1)
+            guard case .number(let number) = days, number >= 1, number <= most, number == number.rounded() else {
+                throw PluginSettingsError(
+                    "\(path).lastsDays must be a whole number of days from 1 to \(Int(most)) (a rule sees today and the previous \(HistoryNeed.maxDays) days)")
             }
             lastsDays = Int(number)
         }

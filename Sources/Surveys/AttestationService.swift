@@ -34,11 +34,15 @@ public struct AttestationService: Sendable {
     ) async throws -> WriteOutcome {
         let date = campus.localDate(at: now)
         let endOfDay = campus.nextWindow(after: now)
-        let history = try await self.history(campus: campus.id, user: user, before: date)
+        // The rule first: what it reads of the past is all the history fetched.
+        let configured: Result<(id: String, rule: any BadgeRule), any Error>
+        do { configured = .success(try await rule(for: campus, questionnaire: questionnaire)) } catch { configured = .failure(error) }
+        let need = (try? configured.get())?.rule.historyNeed ?? .nothing
+        let history = try await self.history(campus: campus.id, user: user, before: date, need: need)
         let input = BadgeRuleInput(
             answers: answers, questionnaire: questionnaire, campusSettings: campus.settings.bytes.withUnsafeBytes { try? JSONValue(parsing: $0) } ?? .object([:]),
             history: history, date: date, now: now, endOfDay: endOfDay)
-        let (ruleID, ruleVersion, decision) = await decide(campus: campus, questionnaire: questionnaire, input: input)
+        let (ruleID, ruleVersion, decision) = await decide(configured, campus: campus, input: input)
         let attestation = Attestation(
             id: .timeOrdered(at: now), date: date, submittedAt: now, onTime: campus.isOnTime(now), surveyVersion: questionnaire.version,
             color: decision.color, reason: String(decision.reason.prefix(500)), validUntil: min(decision.validUntil, endOfDay),
@@ -47,15 +51,18 @@ public struct AttestationService: Sendable {
             PendingAttestation(campus: campus.id, campusSlug: campus.slug, user: user, attestation: attestation, answers: answers, questionnaire: questionnaire))
     }
 
-    /// The member's attestations of the previous 14 days, newest first. Concurrent
-    /// submissions of one campus and day read their histories in one query.
-    func history(campus: CampusID, user: UserID, before date: LocalDate) async throws -> [PastAttestation] {
-        try await histories.value(for: user, in: HistoryDay(campus: campus, date: date)) ?? []
+    /// The member's attestations of the `need.days` days before `date`, newest first, with
+    /// the answers `need` names. Concurrent submissions of one campus, day and need read
+    /// their histories in one query; a rule that needs no past costs no query.
+    func history(campus: CampusID, user: UserID, before date: LocalDate, need: HistoryNeed) async throws -> [PastAttestation] {
+        guard need.days > 0 else { return [] }
+        return try await histories.value(for: user, in: HistoryDay(campus: campus, date: date, need: need)) ?? []
     }
 
     struct HistoryDay: Hashable, Sendable {
         var campus: CampusID
         var date: LocalDate
+        var need: HistoryNeed
     }
 
     private let histories: LookupBatcher<HistoryDay, UserID, [PastAttestation]>
@@ -63,9 +70,9 @@ public struct AttestationService: Sendable {
     static func histories(_ client: PostgresClient, day: HistoryDay, users: [UserID]) async throws -> [UserID: [PastAttestation]] {
         let rows = try await client.query(
             """
-            SELECT user_id, local_date, color, answers FROM attestations
+            SELECT user_id, local_date, color, \(pastAnswers(day.need.questions)) AS answers FROM attestations
             WHERE campus_id = \(day.campus) AND user_id = ANY(\(users.map(\.rawValue)))
-              AND local_date >= \(day.date.adding(days: -14)) AND local_date < \(day.date)
+              AND local_date >= \(day.date.adding(days: -day.need.days)) AND local_date < \(day.date)
             ORDER BY user_id, local_date DESC
             """, campus: day.campus.rawValue)
         var histories: [UserID: [PastAttestation]] = [:]
@@ -78,9 +85,22 @@ public struct AttestationService: Sendable {
         return histories
     }
 
+    /// The stored answers narrowed to `questions` in PostgreSQL (nil: all of them): only
+    /// those given leave the database. Purged answers stay null.
+    static func pastAnswers(_ questions: Set<String>?) -> SQL {
+        guard let questions else { return "answers" }
+        var pairs: SQL = ""
+        for (index, question) in questions.sorted().enumerated() {
+            pairs = pairs + (index == 0 ? "" : ", ") + "\(question)::text, answers -> \(question)::text"
+        }
+        // An answer not given comes out of `->` as null, and `jsonb_strip_nulls` drops it;
+        // stored answers are never null themselves.
+        return "CASE WHEN answers IS NOT NULL THEN jsonb_strip_nulls(jsonb_build_object(\(pairs))) END"
+    }
+
     /// Stored answers (an object of booleans, numbers and strings), read with the project's
-    /// JSON parser. Every submission reads its member's last 14 days, and `JSONDecoder` took
-    /// a third of the server's CPU per submission doing it.
+    /// JSON parser. Every submission reads its member's recent past, and `JSONDecoder` took
+    /// a third of the server's CPU per submission reading 14 days of it.
     static func storedAnswers(_ json: PostgresJSON) throws -> SurveyAnswers {
         guard case .object(let object) = try JSONValue(parsing: json.bytes) else {
             throw PostgresCodingFailure("stored answers are not a JSON object")
@@ -118,11 +138,13 @@ public struct AttestationService: Sendable {
     }
 
     /// Runs the campus's rule within the budget; a failure or overrun gives yellow "needs review".
-    func decide(campus: Campus, questionnaire: Questionnaire, input: BadgeRuleInput) async -> (String, String, BadgeDecision) {
+    func decide(
+        _ found: Result<(id: String, rule: any BadgeRule), any Error>, campus: Campus, input: BadgeRuleInput
+    ) async -> (String, String, BadgeDecision) {
         let review = BadgeDecision(color: .yellow, reason: Self.needsReview, validUntil: input.endOfDay)
         let configured: (id: String, rule: any BadgeRule)
         do {
-            configured = try await rule(for: campus, questionnaire: questionnaire)
+            configured = try found.get()
         } catch {
             logger.error("badge rule unavailable", metadata: ["campus": "\(campus.slug)", "error": "\(error)"])
             return ("unavailable", "", review)

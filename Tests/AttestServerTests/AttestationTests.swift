@@ -320,6 +320,89 @@ struct AttestationTests {
         }
     }
 
+    /// The history each rule was last given, by rule id.
+    final class HistorySeen: Sendable {
+        private let seen = Mutex<[String: [PastAttestation]]>([:])
+        func record(_ rule: String, _ history: [PastAttestation]) { seen.withLock { $0[rule] = history } }
+        func last(_ rule: String) -> [PastAttestation]? { seen.withLock { $0[rule] } }
+    }
+
+    /// A rule that names what of the past it reads and records what it was given.
+    struct Recording: BadgeRule {
+        let id: String
+        let historyNeed: HistoryNeed
+        let seen: HistorySeen
+        var version: String { "recording-1" }
+        func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
+            seen.record(id, input.history)
+            return BadgeDecision(color: .green, reason: "Recorded", validUntil: input.endOfDay)
+        }
+    }
+
+    /// Each rule is given exactly the days and answers its `historyNeed` names, narrowed in
+    /// PostgreSQL: a rule reading one answer gets only that one (where given), purged days
+    /// stay without answers, and a rule reading no past gets none.
+    @Test func aRuleIsGivenThePastItNamesAndNoMore() async throws {
+        let seen = HistorySeen()
+        let needs: [(id: String, need: HistoryNeed)] = [
+            ("cough-three-days", HistoryNeed(days: 3, questions: ["cough"])), ("everything", .everything),
+            ("nothing", .nothing), ("dates-only", HistoryNeed(days: 14, questions: [])),
+        ]
+        var registry = PluginRegistry.builtin
+        for (id, need) in needs { registry.registerBadgeRule(id: id) { _, _ in Recording(id: id, historyNeed: need, seen: seen) } }
+        let clock = try TestClock("2026-11-10T15:00:00Z")
+        let server = try await TestServer.make(registry: registry, clock: clock.read)
+        var members: [(slug: String, token: String, campus: CampusID)] = []
+        for (id, _) in needs {
+            let campus = try await server.campus(id)
+            _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
+            try await server.pool.query(
+                "INSERT INTO campus_plugins (campus_id, kind, plugin_id) VALUES (\(campus.id), 'badge-rule', \(id))", campus: campus.id.rawValue)
+            members.append((id, try await server.user("m@example.edu", at: campus).token, campus.id))
+        }
+        let attending = members
+        try await server.run { api in
+            // Five days, 10 to 14 November: a fever every day, a cough on even days, a temperature on the 12th.
+            for day in 10...14 {
+                try clock.set("2026-11-\(day)T15:00:00Z")
+                let answers = #"{"fever": true, "cough": \#(day % 2 == 0)\#(day == 12 ? #", "temperature": 37.1"# : "")}"#
+                for member in attending {
+                    let reply = try await api.send(
+                        .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: member.token, json: Self.body(answers))
+                    #expect(reply.status == 201, "\(member.slug), day \(day)")
+                }
+            }
+            // The 13th's answers are purged everywhere; then the 15th's submission reads the past.
+            for member in attending {
+                let purged = try await server.pool.query(
+                    "UPDATE attestations SET answers = NULL, answers_purged_at = now() WHERE campus_id = \(member.campus) AND local_date = '2026-11-13' RETURNING 1",
+                    campus: member.campus.rawValue)
+                #expect(purged.count == 1)
+            }
+            try clock.set("2026-11-15T15:00:00Z")
+            for member in attending {
+                let reply = try await api.send(
+                    .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: member.token, json: Self.body(Self.healthy))
+                #expect(reply.status == 201, "\(member.slug), the 15th")
+            }
+        }
+        func dates(_ history: [PastAttestation]?) -> [String] { (history ?? []).map(\.date.description) }
+        let threeDays = seen.last("cough-three-days")
+        #expect(dates(threeDays) == ["2026-11-14", "2026-11-13", "2026-11-12"])
+        #expect(threeDays?.map(\.answers) == [["cough": .bool(true)], nil, ["cough": .bool(true)]])
+        let everything = seen.last("everything")
+        #expect(dates(everything) == ["2026-11-14", "2026-11-13", "2026-11-12", "2026-11-11", "2026-11-10"])
+        #expect(everything?.first?.answers == ["fever": .bool(true), "cough": .bool(true)])
+        #expect(everything?[2].answers == ["fever": .bool(true), "cough": .bool(true), "temperature": .number(37.1)])
+        #expect(everything?[3].answers == ["fever": .bool(true), "cough": .bool(false)])
+        #expect(everything?[1].answers == nil)
+        #expect(seen.last("nothing") == [])
+        let datesOnly = seen.last("dates-only")
+        #expect(dates(datesOnly) == dates(everything))
+        #expect(datesOnly?.map(\.answers) == [[:], nil, [:], [:], [:]])
+        #expect(datesOnly?.allSatisfy { $0.color == .green } == true)
+    }
+
     @Test func aRulePluginFromATestRegistryDecidesAndFailuresBecomeNeedsReview() async throws {
         var registry = PluginRegistry.builtin
         registry.registerBadgeRule(id: "always-red") { _, _ in AlwaysRed() }

@@ -55,6 +55,28 @@ struct StandardBadgeRuleTests {
         #expect(try rule.evaluate(Self.input(Self.healthy, history: history(daysAgo: 2, answers: nil))).color == .green)
     }
 
+    /// Only rules with `lastsDays` look back, over their own days and questions: that is all
+    /// the history a submission reads for this rule.
+    @Test func theRuleNamesThePastItReads() throws {
+        func need(_ json: String) throws -> HistoryNeed {
+            try StandardBadgeRule(settings: try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), questionnaire: Self.questionnaire)
+                .historyNeed
+        }
+        let demo = try StandardBadgeRule(settings: .null, questionnaire: Self.questionnaire).historyNeed
+        #expect(demo == HistoryNeed(days: 9, questions: ["positive_test"]))  // red through the 10th day
+        #expect(try need(#"{"rules": [{"when": {"question": "cough", "equals": true}, "color": "yellow", "reason": "x"}]}"#) == .nothing)
+        let mixed = try need("""
+            {"rules": [
+              {"when": {"question": "fever", "equals": true}, "color": "yellow", "reason": "no past"},
+              {"when": {"any": [{"question": "cough", "equals": true}, {"all": [{"question": "mood", "in": ["bad"]},
+                                {"question": "temperature", "gte": 38}]}]}, "color": "red", "reason": "x", "lastsDays": 3},
+              {"when": {"question": "close_contact", "equals": true}, "color": "yellow", "reason": "y", "lastsDays": 15}
+            ]}
+            """)
+        // The longest rule decides the days: 15 days of red is today and the previous 14.
+        #expect(mixed == HistoryNeed(days: 14, questions: ["cough", "mood", "temperature", "close_contact"]))
+    }
+
     @Test func predicatesAndCombinators() throws {
         let settings = try JSONDecoder().decode(JSONValue.self, from: Data("""
             {"rules": [
@@ -89,6 +111,9 @@ struct StandardBadgeRuleTests {
         #expect(refusal(#"{"rules": [{"when": {"question": "fever"}, "color": "red", "reason": "x"}]}"#).contains("equals, in"))
         #expect(refusal(#"{"rules": [{"when": {"any": []}, "color": "red", "reason": "x"}]}"#).contains("non-empty list"))
         #expect(refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "x", "lastsDays": 0}]}"#).contains("lastsDays"))
+        // Longer than the past a rule is given would quietly end early: refused, saying why.
+        #expect(refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "x", "lastsDays": 16}]}"#)
+            .contains("rules[0].lastsDays must be a whole number of days from 1 to 15"))
         #expect(refusal(#"[1]"#).contains("JSON object"))
         #expect(refusal(#"{"rules": [{"when": {"question": "mood", "in": []}, "color": "red", "reason": "x"}]}"#).contains("rules[0].when.in"))
     }

@@ -59,6 +59,9 @@ public struct TemperatureRule: BadgeRule {
         self.unit = unit
     }
 
+    /// Today's temperature is all it reads, so no submission fetches the member's past for it.
+    public var historyNeed: HistoryNeed { .nothing }
+
     /// Names the logic and the thresholds: a change of either changes the version stored.
     public var version: String { "1;\(question);yellow>=\(yellowAt);red>=\(redAt)" }
 

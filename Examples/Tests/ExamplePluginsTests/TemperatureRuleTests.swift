@@ -35,6 +35,8 @@ import Testing
         let missing = try decide(nil)
         #expect(missing.color == .yellow)
         #expect(missing.reason == "No temperature reported")
+        // It reads no past, so the platform fetches none for it.
+        #expect(try TemperatureRule(settings: .object([:]), questionnaire: Self.survey).historyNeed == .nothing)
     }
 
     @Test func settingsMoveTheThresholdsAndTheVersion() throws {
