@@ -39,12 +39,12 @@ public struct HistoryNeed: Sendable, Hashable {
     /// The most days a rule is given: the previous 14 campus-local days.
     public static let maxDays = 14
 
-    /// How many previous campus-local days, 0 to `maxDays` (values outside are clamped).
-    public var days: Int
+    /// How many previous campus-local days, 0 to `maxDays` (the initialiser clamps).
+    public let days: Int
     /// The questions whose past answers the rule reads, nil for every answer. Past
     /// attestations hold only these answers (those given that day); their dates and colours
     /// come whatever this is.
-    public var questions: Set<String>?
+    public let questions: Set<String>?
 
     public init(days: Int, questions: Set<String>?) {
         self.days = min(max(days, 0), Self.maxDays)

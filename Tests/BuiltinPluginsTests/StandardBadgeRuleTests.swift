@@ -75,6 +75,9 @@ struct StandardBadgeRuleTests {
             """)
         // The longest rule decides the days: 15 days of red is today and the previous 14.
         #expect(mixed == HistoryNeed(days: 14, questions: ["cough", "mood", "temperature", "close_contact"]))
+        // No rule is given more than the previous 14 days, nor fewer than none.
+        #expect(HistoryNeed(days: 30, questions: nil) == .everything)
+        #expect(HistoryNeed(days: -1, questions: []) == .nothing)
     }
 
     @Test func predicatesAndCombinators() throws {
