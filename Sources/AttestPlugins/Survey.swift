@@ -142,6 +142,18 @@ public enum AnswerValue: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 }
 
+extension AnswerValue {
+    /// The answer a JSON value holds: a boolean, number or string; nil for null, arrays and objects.
+    public init?(_ json: JSONValue) {
+        switch json {
+        case .bool(let flag): self = .bool(flag)
+        case .number(let number): self = .number(number)
+        case .string(let text): self = .text(text)
+        case .null, .array, .object: return nil
+        }
+    }
+}
+
 /// A member's answers, by question id. Only questions of the questionnaire appear.
 public typealias SurveyAnswers = [String: AnswerValue]
 

@@ -228,12 +228,8 @@ public struct StandardBadgeRule: BadgeRule {
     }
 
     static func answer(_ value: JSONValue, at path: String) throws -> AnswerValue {
-        switch value {
-        case .bool(let flag): return .bool(flag)
-        case .number(let number): return .number(number)
-        case .string(let text): return .text(text)
-        default: throw PluginSettingsError("\(path) must be a boolean, number or string")
-        }
+        guard let answer = AnswerValue(value) else { throw PluginSettingsError("\(path) must be a boolean, number or string") }
+        return answer
     }
 }
 

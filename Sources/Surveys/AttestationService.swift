@@ -106,12 +106,8 @@ public struct AttestationService: Sendable {
             throw PostgresCodingFailure("stored answers are not a JSON object")
         }
         return try object.mapValues { value in
-            switch value {
-            case .bool(let flag): return .bool(flag)
-            case .number(let number): return .number(number)
-            case .string(let text): return .text(text)
-            case .null, .array, .object: throw PostgresCodingFailure("a stored answer is not a boolean, number or string")
-            }
+            guard let answer = AnswerValue(value) else { throw PostgresCodingFailure("a stored answer is not a boolean, number or string") }
+            return answer
         }
     }
 
