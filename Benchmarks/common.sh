@@ -8,6 +8,8 @@
 #   bench_stop_server          stops it; sets $peak_mb, its peak resident memory (VmHWM)
 #   bench_wrk N SECONDS URL VAR=VALUE…  wrk, N connections, with Benchmarks/load.lua; prints its RESULT line
 #   bench_value NAME LINE      a field of a RESULT line
+#   bench_cpu                  CPU counters now (machine, the cluster, the server), for bench_cpu_per
+#   bench_cpu_per N BEFORE AFTER  ms of CPU per operation between two bench_cpu samples
 #   calc FORMAT EXPRESSION     arithmetic through awk
 #   bench_result KEY=VALUE…    appends one line to $BENCH_RESULTS, when set (for Benchmarks/run)
 
@@ -112,6 +114,37 @@ bench_wrk() {
   local connections=$1 seconds=$2 url=$3; shift 3
   env THREADS="${THREADS:-2}" "$@" wrk -t"${THREADS:-2}" -c"$connections" -d"$seconds"s --timeout 5s \
     -s Benchmarks/load.lua "$url" | grep '^RESULT'
+}
+
+# bench_ticks PID [CHILDREN]: a process's CPU time in clock ticks (utime and stime, fields 12
+# and 13 of /proc/PID/stat after the command name), with CHILDREN=1 also that of its children
+# that have exited (cutime and cstime, 14 and 15); 0 when it is gone.
+bench_ticks() {
+  { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null || echo; } | awk -v children="${2:-0}" '{ print $12 + $13 + (children ? $14 + $15 : 0) }'
+}
+
+# bench_cpu: one line of counters: the time in seconds, then in clock ticks the machine's busy
+# and idle time, every process of the cluster (a backend that exited counts too: its time went
+# to the postmaster's total for exited children), and $server_pid's when set.
+bench_cpu() {
+  local postmaster pg server=0
+  postmaster=$(head -n 1 "$dir/data/postmaster.pid")
+  pg=$( { bench_ticks "$postmaster" 1; for child in $(pgrep -P "$postmaster"); do bench_ticks "$child"; done; } \
+        | awk '{ total += $1 } END { print total + 0 }')
+  [ -n "$server_pid" ] && server=$(bench_ticks "$server_pid")
+  echo "$(date +%s.%N) $(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat) $pg $server"
+}
+
+# bench_cpu_per N BEFORE AFTER: CPU per operation for N operations between two bench_cpu
+# samples, in ms: "server=… postgres=… rest=…", where rest is every other busy process (the
+# load generator); then idle_cores=…, how many of the machine's cores stood idle on average.
+bench_cpu_per() {
+  echo "$2 $3" | awk -v n="$1" -v hz="$(getconf CLK_TCK)" '{
+    busy = $7 - $2; idle = $8 - $3; pg = $9 - $4; server = $10 - $5
+    ms = 1000 / hz / n
+    printf "server=%.3f postgres=%.3f rest=%.3f idle_cores=%.2f\n", server * ms, pg * ms, (busy - pg - server) * ms,
+      idle / hz / ($6 - $1)
+  }'
 }
 
 bench_value() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
