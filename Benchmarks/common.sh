@@ -10,6 +10,7 @@
 #   bench_value NAME LINE      a field of a RESULT line
 #   bench_cpu                  CPU counters now (machine, the cluster, the server), for bench_cpu_per
 #   bench_cpu_per N BEFORE AFTER  ms of CPU per operation between two bench_cpu samples
+#   bench_ceiling CPU          operations/s a server using no CPU could reach, from a bench_cpu_per line
 #   calc FORMAT EXPRESSION     arithmetic through awk
 #   bench_result KEY=VALUE…    appends one line to $BENCH_RESULTS, when set (for Benchmarks/run)
 
@@ -145,6 +146,13 @@ bench_cpu_per() {
     printf "server=%.3f postgres=%.3f rest=%.3f idle_cores=%.2f\n", server * ms, pg * ms, (busy - pg - server) * ms,
       idle / hz / ($6 - $1)
   }'
+}
+
+# bench_ceiling CPU: from a bench_cpu_per line, the operations/s this machine's cores would
+# allow at its PostgreSQL and load-generator cost per operation if the server cost no CPU
+# and no core stood idle.
+bench_ceiling() {
+  calc %.0f "$(nproc) * 1000 / ($(bench_value postgres "$1") + $(bench_value rest "$1"))"
 }
 
 bench_value() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
