@@ -294,7 +294,7 @@ public enum OpenAPIDocument {
             "/v1/campuses/{campus}/admin/follow-ups": [
                 "parameters": [campusParameter],
                 "get": [
-                    "summary": "Who had a red or yellow badge on a date, red first: identifiable, for health officers; every read is audited.",
+                    "summary": "Who had a red or yellow badge on a date, red first, a page at a time: identifiable, for health officers; every read is audited.",
                     "operationId": "listFollowUps",
                     "security": bearer,
                     "parameters": [
@@ -302,6 +302,14 @@ public enum OpenAPIDocument {
                         [
                             "name": "color", "in": "query", "required": false, "description": "One colour; both when absent.",
                             "schema": ["type": "string", "enum": ["red", "yellow"]],
+                        ],
+                        [
+                            "name": "limit", "in": "query", "required": false,
+                            "schema": ["type": "integer", "minimum": 1, "maximum": 1_000, "default": 500],
+                        ],
+                        [
+                            "name": "cursor", "in": "query", "required": false,
+                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string"],
                         ],
                     ],
                     "responses": [
@@ -374,9 +382,10 @@ public enum OpenAPIDocument {
                     ],
                 ],
                 "FollowUps": [
-                    "type": "object", "required": ["date", "colors", "items"], "additionalProperties": false,
+                    "type": "object", "required": ["date", "colors", "items", "nextCursor"], "additionalProperties": false,
                     "properties": [
                         "date": ["type": "string", "format": "date"],
+                        "nextCursor": ["type": ["string", "null"], "description": "Pass as cursor for the next page; null on the last page."],
                         "colors": ["type": "array", "items": ["type": "string", "enum": ["red", "yellow"]]],
                         "items": [
                             "type": "array",

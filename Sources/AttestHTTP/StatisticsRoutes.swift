@@ -102,7 +102,22 @@ struct StatisticsRoutes: Sendable {
         var date: String
         var colors: [String]
         var items: [FollowUpItem]
+        /// Pass as `cursor` for the next page; null on the last page.
+        var nextCursor: String?
+
+        enum CodingKeys: String, CodingKey { case date, colors, items, nextCursor }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(date, forKey: .date)
+            try container.encode(colors, forKey: .colors)
+            try container.encode(items, forKey: .items)
+            try container.encode(nextCursor, forKey: .nextCursor)  // null, not absent, on the last page
+        }
     }
+
+    /// Follow-ups per page when the request names no `limit`, and the most it may name.
+    static let followUpPage = (default: 500, most: 1_000)
 
     func register(campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
         signedIn.get("stats") { request, context -> StatsBody in
@@ -189,7 +204,7 @@ struct StatisticsRoutes: Sendable {
     private func followUps(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
         let campus = try context.requireCampus()
         let user = try context.requireSession().user
-        let query = QueryParameters(request, accepting: ["date", "color"])
+        let query = QueryParameters(request, accepting: ["date", "color", "limit", "cursor"])
         var problems = query.problems
         var date: LocalDate?
         if let text = query["date"] {
@@ -204,16 +219,30 @@ struct StatisticsRoutes: Sendable {
                 problems.append(.init(field: "color", message: "must be red or yellow (leave it out for both)"))
             }
         }
+        var limit = Self.followUpPage.default
+        if let text = query["limit"] {
+            if let value = Int(text), (1...Self.followUpPage.most).contains(value) { limit = value } else {
+                problems.append(.init(field: "limit", message: "must be a whole number from 1 to \(Self.followUpPage.most)"))
+            }
+        }
+        var cursor: StatisticsStore.FollowUpCursor?
+        if let text = query["cursor"] {
+            cursor = StatisticsStore.FollowUpCursor(text)
+            if cursor == nil {
+                problems.append(.init(field: "cursor", message: "is not a cursor this API gave out: pass nextCursor from the previous page unchanged"))
+            }
+        }
         guard problems.isEmpty, let date else { throw Problem.validation(problems) }
-        let list = try await services.statistics.followUps(
-            campus: campus.id, date: date, colors: colors, actor: "user:\(user.email)")
+        let page = try await services.statistics.followUps(
+            campus: campus.id, date: date, colors: colors, after: cursor, limit: limit, actor: "user:\(user.email)")
         var response = try FollowUpsBody(
             date: date.description, colors: colors.map(\.rawValue),
-            items: list.map {
+            items: page.items.map {
                 FollowUpItem(
                     userId: $0.userId.description, name: $0.name, email: $0.email, color: $0.color.rawValue, reason: $0.reason,
                     submittedAt: $0.submittedAt.ISO8601Format(), onTime: $0.onTime)
-            }
+            },
+            nextCursor: page.next?.description
         ).response(from: request, context: context)
         response.headers[.cacheControl] = "no-store"
         return response

@@ -254,30 +254,63 @@ public struct StatisticsStore: Sendable {
         public var onTime: Bool
     }
 
-    /// The red and yellow attestations of `date` (or only `colors`), red first, then by
-    /// submission time, with who. Records an audit entry (actor and filters) in the same
-    /// transaction: no entry, no list.
-    public func followUps(campus: CampusID, date: LocalDate, colors: [BadgeColor], actor: String) async throws -> [FollowUp] {
+    /// Where a page of the follow-up list ended: the last member's place in its order (red
+    /// first, then by submission time, then by member id). Its text form, `r` or `y`, the
+    /// submission time in microseconds since 1970 and the member id, joined by dots, names no
+    /// one: it may end up in a proxy's log as part of the URL.
+    public struct FollowUpCursor: Sendable, Equatable, CustomStringConvertible {
+        public var red: Bool
+        public var submittedMicroseconds: Int64
+        public var user: UserID
+
+        public var description: String { "\(red ? "r" : "y").\(submittedMicroseconds).\(user.rawValue.uuidString.lowercased())" }
+    }
+
+    /// The red and yellow attestations of `date` (or only `colors`) after `cursor`, at most
+    /// `limit`: red first, then by submission time (then member id), with who, and the cursor
+    /// of the next page (nil on the last). Records an audit entry (actor, filters, how many
+    /// rows, whether it continued a list) in the same transaction: no entry, no list.
+    public func followUps(
+        campus: CampusID, date: LocalDate, colors: [BadgeColor], after cursor: FollowUpCursor? = nil, limit: Int, actor: String
+    ) async throws -> (items: [FollowUp], next: FollowUpCursor?) {
         let names = colors.map(\.rawValue)
+        // The order as a row, red first: (not red, submitted_at, user_id) ascending.
+        let after: SQL = cursor.map {
+            """
+            AND (a.color <> 'red', a.submitted_at, a.user_id)
+                > (\(!$0.red), to_timestamp(0) + \($0.submittedMicroseconds) * interval '1 microsecond', \($0.user))
+            """
+        } ?? ""
         return try await client.withTransaction(campus: campus.rawValue) { connection in
             let rows = try await connection.query(
                 """
-                SELECT a.user_id, u.display_name, u.email, a.color, a.reason, a.submitted_at, a.on_time
+                SELECT a.user_id, u.display_name, u.email, a.color, a.reason, a.submitted_at, a.on_time,
+                       (extract(epoch FROM a.submitted_at) * 1000000)::bigint AS submitted_us
                 FROM attestations a JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
                 WHERE a.campus_id = \(campus) AND a.local_date = \(date) AND a.color = ANY(\(names))
                   AND a.color <> 'green' -- the condition of attestations_follow_ups, so using it never depends on the array
-                ORDER BY a.color = 'red' DESC, a.submitted_at, u.email
+                  \(after)
+                ORDER BY a.color <> 'red', a.submitted_at, a.user_id
+                LIMIT \(limit + 1)
                 """)
-            let list = try rows.map { row in
+            let list = try rows.prefix(limit).map { row in
                 FollowUp(
                     userId: UserID(try row.decode("user_id", as: UUID.self)), name: try row.decode("display_name"),
                     email: try row.decode("email"), color: BadgeColor(rawValue: try row.decode("color", as: String.self)) ?? .yellow,
                     reason: try row.decode("reason"), submittedAt: try row.decode("submitted_at"), onTime: try row.decode("on_time"))
             }
+            var next: FollowUpCursor?
+            if rows.count > limit, let last = list.last {
+                next = FollowUpCursor(
+                    red: last.color == .red, submittedMicroseconds: try rows[limit - 1].decode("submitted_us"), user: last.userId)
+            }
             try await AuditLog.record(
                 connection, campus: campus, actor: actor, action: "follow-ups.read", target: date.description,
-                details: ["date": date.description, "colors": names.joined(separator: ","), "rows": "\(list.count)"])
-            return list
+                details: [
+                    "date": date.description, "colors": names.joined(separator: ","), "rows": "\(list.count)",
+                    "continued": cursor == nil ? "false" : "true",
+                ])
+            return (list, next)
         }
     }
 
@@ -336,5 +369,17 @@ public struct StatisticsStore: Sendable {
                 if list.count < pageSize { return total }
             }
         }
+    }
+}
+
+extension StatisticsStore.FollowUpCursor {
+    /// Nil for anything `description` does not give.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "r" || parts[0] == "y", parts[1].count <= 18,
+            parts[1].utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let micros = Int64(parts[1]), let id = UUID(uuidString: String(parts[2]))
+        else { return nil }
+        self.init(red: parts[0] == "r", submittedMicroseconds: micros, user: UserID(id))
     }
 }

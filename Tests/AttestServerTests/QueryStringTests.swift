@@ -14,6 +14,10 @@ struct QueryStringTests {
         "from": "2026-11-20", "to": "2026-11-20", "date": "2026-11-20", "color": "red", "limit": "5", "cursor": "2026-11-21",
         "lat": "40.7", "lon": "-73.9",
     ]
+    /// Where a route's parameter takes another form than `samples` gives.
+    static let routeSamples = [
+        "/v1/campuses/{campus}/admin/follow-ups": ["cursor": "r.1795341600000000.00000000-0000-0000-0000-000000000000"]
+    ]
 
     /// DESIGN §9, bad input: on every route of the API document that takes query parameters,
     /// the documented ones are all accepted, a parameter it does not take is a 422 naming it,
@@ -42,7 +46,7 @@ struct QueryStringTests {
                 let path = template.replacingOccurrences(of: "{campus}", with: "north")
                 var pairs: [String] = []
                 for name in parameters {
-                    let value = try #require(Self.samples[name], "no sample value for \(template)'s \(name)")
+                    let value = try #require(Self.routeSamples[template]?[name] ?? Self.samples[name], "no sample value for \(template)'s \(name)")
                     pairs.append("\(name)=\(value)")
                 }
                 let base = path + "?" + pairs.joined(separator: "&")

@@ -323,6 +323,63 @@ struct StatisticsTests {
         }
     }
 
+    /// A page at a time: following nextCursor gives the whole list in its order, each member
+    /// once, where several submitted at the same instant (the cursor's tie-break) and some
+    /// at other instants; every page read is audited.
+    @Test func followUpsArePagedWithoutGapsOrRepeats() async throws {
+        let day = LocalDate(Date(), in: Self.zone).adding(days: 1)
+        let clock = TestClock(day.start(in: Self.zone).addingTimeInterval(8 * 3600))
+        let server = try await TestServer.make(clock: clock.read)
+        let campus = try await server.campus("north")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
+        let (_, officer) = try await server.user("officer@example.edu", at: campus, roles: [.healthOfficer])
+        let path = "/v1/campuses/{campus}/admin/follow-ups"
+        try await server.run { api in
+            // 3 red and 6 yellow, in three instants (minute 0, 0, 0, 1, 1, 1, ...), and one green;
+            // emails sort against the order members are made in, so neither stands in for the id.
+            for index in 0..<10 {
+                let (_, token) = try await server.user("m\(9 - index)@example.edu", at: campus)
+                clock.set(day.start(in: Self.zone).addingTimeInterval(8 * 3600 + Double(index / 3) * 60))
+                let answers =
+                    index == 9 ? #"{"fever": false, "cough": false}"#
+                    : index % 3 == 1 ? #"{"fever": false, "cough": false, "positive_test": true}"# : #"{"fever": true, "cough": false}"#
+                let reply = try await api.send(
+                    .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
+                    json: #"{"surveyVersion": 1, "answers": \#(answers)}"#)
+                #expect(reply.status == 201)
+            }
+            func read(_ query: String) async throws -> (ids: [String], colors: [String], next: String?) {
+                let reply = try await api.send(.get, "/v1/campuses/north/admin/follow-ups?date=\(day)" + query, template: path, token: officer)
+                #expect(reply.status == 200, "\(query)")
+                let items = try #require(reply.json["items"] as? [[String: Any]])
+                let ids: [String] = items.compactMap { $0["userId"] as? String }
+                let colors: [String] = items.compactMap { $0["color"] as? String }
+                return (ids, colors, reply.json["nextCursor"] as? String)
+            }
+            let whole = try await read("")
+            #expect(whole.ids.count == 9 && Set(whole.ids).count == 9)
+            #expect(whole.colors == Array(repeating: "red", count: 3) + Array(repeating: "yellow", count: 6))
+            #expect(whole.next == nil)
+            for (filter, size, expected) in [("", 2, whole.ids), ("", 4, whole.ids), ("&color=yellow", 2, Array(whole.ids.suffix(6)))] {
+                var pages: [[String]] = [], cursor: String? = nil
+                repeat {
+                    let page = try await read(filter + "&limit=\(size)" + (cursor.map { "&cursor=\($0)" } ?? ""))
+                    pages.append(page.ids)
+                    cursor = page.next
+                } while cursor != nil && pages.count < 10
+                let joined: [String] = Array(pages.joined())
+                #expect(joined == expected, "\(filter) by \(size)")
+                #expect(pages.dropLast().allSatisfy { $0.count == size } && pages.last?.isEmpty == false, "\(filter) by \(size)")
+            }
+            let audit = try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "follow-ups.read" }
+            // The whole list, then 5 + 3 + 3 pages; the first page of each list is not a continuation.
+            #expect(audit.count == 12)
+            #expect(audit.filter { $0.details["continued"] == "false" }.count == 4)
+            let rows: [Int] = audit.compactMap { entry in entry.details["rows"].flatMap { Int($0) } }
+            #expect(rows.reduce(0, +) == 33)  // 9 + 9 + 9 + 6
+        }
+    }
+
     @Test func badRangesAndFiltersAre422NamingTheField() async throws {
         let server = try await TestServer.make()
         let campus = try await server.campus("north")
@@ -346,6 +403,13 @@ struct StatisticsTests {
             #expect(try await fields("/v1/campuses/north/admin/follow-ups", followUps) == ["date"])
             #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&color=green", followUps) == ["color"])
             #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=yesterday&email=x", followUps).sorted() == ["date", "email"])
+            #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&limit=0", followUps) == ["limit"])
+            #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&limit=1001", followUps) == ["limit"])
+            #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&limit=ten", followUps) == ["limit"])
+            for cursor in ["x", "r.12", "g.12.00000000-0000-0000-0000-000000000000", "r.-12.00000000-0000-0000-0000-000000000000",
+                           "r.99999999999999999999.00000000-0000-0000-0000-000000000000", "y.12.not-a-uuid"] {
+                #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&cursor=\(cursor)", followUps) == ["cursor"], "\(cursor)")
+            }
             #expect(try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "follow-ups.read" }.isEmpty)
         }
     }
