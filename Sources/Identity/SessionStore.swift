@@ -2,7 +2,6 @@ import AttestPlugins
 import AttestPostgres
 import Crypto
 import Foundation
-import Synchronization
 import Tenancy
 
 /// Opaque session tokens the server issues after sign-in (or `attest token issue`).
@@ -18,25 +17,20 @@ public final class SessionStore: Sendable {
         public var expiresAt: Date
     }
 
-    private struct Key: Hashable {
+    struct Key: Hashable, Sendable {
         var campus: CampusID
         var hash: Data
     }
 
-    private struct Entry {
-        var session: Session
-        var cachedAt: ContinuousClock.Instant
-    }
-
     let client: PostgresClient
     let cacheTTL: Duration
-    private let cache = Mutex<[Key: Entry]>([:])
-    /// Past this many entries the cache starts over rather than growing.
-    private let maxCachedSessions = 100_000
+    /// About `cacheTTL`'s worth of distinct tokens (see `ExpiringCache`), at most 100,000.
+    let cache: ExpiringCache<Key, Session>
 
     public init(client: PostgresClient, cacheTTL: Duration = .seconds(5)) {
         self.client = client
         self.cacheTTL = cacheTTL
+        self.cache = ExpiringCache(ttl: cacheTTL, limit: 100_000)
         self.lookups = LookupBatcher { campus, hashes in try await Self.load(client, campus: campus, hashes: hashes) }
     }
 
@@ -87,18 +81,13 @@ public final class SessionStore: Sendable {
     public func authenticate(campus: CampusID, token: String) async throws -> Session? {
         guard Self.isWellFormed(token) else { return nil }
         let key = Key(campus: campus, hash: Self.hash(token))
-        let now = ContinuousClock.now
-        if let entry = cache.withLock({ $0[key] }), now - entry.cachedAt < cacheTTL, entry.session.expiresAt > Date() {
-            return entry.session
-        }
+        if let session = cache.value(for: key), session.expiresAt > Date() { return session }
+        let asOf = ContinuousClock.now  // a revocation after this instant shows within cacheTTL of it
         guard let session = try await lookups.value(for: key.hash, in: campus) else {
-            cache.withLock { _ = $0.removeValue(forKey: key) }
+            cache.remove(key)
             return nil
         }
-        cache.withLock { cache in
-            if cache.count >= maxCachedSessions { cache.removeAll(keepingCapacity: true) }
-            cache[key] = Entry(session: session, cachedAt: now)
-        }
+        cache.store(session, for: key, at: asOf)
         return session
     }
 
@@ -107,7 +96,7 @@ public final class SessionStore: Sendable {
     public func revoke(campus: CampusID, token: String) async throws -> Bool {
         guard Self.isWellFormed(token) else { return false }
         let hash = Self.hash(token)
-        cache.withLock { _ = $0.removeValue(forKey: Key(campus: campus, hash: hash)) }
+        cache.remove(Key(campus: campus, hash: hash))
         let rows = try await client.query(
             """
             UPDATE sessions SET revoked_at = now()

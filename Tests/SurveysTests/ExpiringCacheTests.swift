@@ -82,4 +82,57 @@ import Testing
         #expect(try await cache.value(for: "campus", orLoad: loader.load) == 1)
         #expect(loader.calls.load(ordering: .relaxed) == 1)
     }
+
+    /// Memory holds about one TTL's worth of keys: two half-TTL rotations after a burst, the
+    /// burst's entries are gone, not just unserved. (Only lower bounds on time: a sleep may
+    /// overrun, never fall short.)
+    @Test func staleEntriesLeaveMemory() async throws {
+        let cache = ExpiringCache<Int, Int>(ttl: .milliseconds(200), limit: 1_000_000)
+        for key in 0..<1_000 { cache.store(key, for: key) }
+        #expect(cache.count == 1_000)
+        try await Task.sleep(for: .milliseconds(120))
+        cache.store(-1, for: -1)  // begins a generation; the burst is the older one now
+        #expect(cache.count == 1_001)
+        try await Task.sleep(for: .milliseconds(120))
+        cache.store(-2, for: -2)  // the burst's generation is dropped
+        #expect(cache.count == 2)
+        #expect(cache.value(for: 999) == nil && cache.value(for: -2) == -2)
+    }
+
+    /// An entry still younger than the TTL is served from the older generation; it goes
+    /// with that generation.
+    @Test func theOlderGenerationIsServedUntilItIsDropped() {
+        let cache = ExpiringCache<String, Int>(ttl: .seconds(60), limit: 4)  // generations of 2
+        cache.store(1, for: "a")
+        cache.store(2, for: "b")
+        cache.store(3, for: "c")  // a and b are the older generation now
+        #expect(cache.value(for: "a") == 1 && cache.value(for: "b") == 2 && cache.value(for: "c") == 3)
+        cache.store(4, for: "d")
+        cache.store(5, for: "e")  // a and b go
+        #expect(cache.value(for: "a") == nil && cache.value(for: "b") == nil)
+        #expect(cache.value(for: "c") == 3 && cache.value(for: "d") == 4 && cache.value(for: "e") == 5)
+        #expect(cache.count == 3)
+    }
+
+    /// However fast keys arrive, at most `limit` are held, and the newest are the ones kept.
+    @Test func theLimitBoundsTheCountAndKeepsTheNewest() {
+        let cache = ExpiringCache<Int, Int>(ttl: .seconds(60), limit: 100)
+        for key in 0..<1_000 {
+            cache.store(key, for: key)
+            #expect(cache.count <= 100)
+        }
+        #expect((950..<1_000).allSatisfy { cache.value(for: $0) == $0 })
+        #expect((0..<900).allSatisfy { cache.value(for: $0) == nil })
+    }
+
+    /// A value stored as of an earlier instant expires a TTL after that instant.
+    @Test func aValueIsAsFreshAsTheInstantItWasStoredAt() {
+        let cache = ExpiringCache<String, Int>(ttl: .seconds(5))
+        cache.store(1, for: "read long ago", at: .now - .seconds(6))
+        cache.store(2, for: "read just now", at: .now - .seconds(1))
+        #expect(cache.value(for: "read long ago") == nil)
+        #expect(cache.value(for: "read just now") == 2)
+        cache.remove("read just now")
+        #expect(cache.value(for: "read just now") == nil && cache.count == 1)
+    }
 }
