@@ -87,13 +87,14 @@ import Testing
     /// burst's entries are gone, not just unserved. (Only lower bounds on time: a sleep may
     /// overrun, never fall short.)
     @Test func staleEntriesLeaveMemory() async throws {
-        let cache = ExpiringCache<Int, Int>(ttl: .milliseconds(200), limit: 1_000_000)
+        // A half TTL of 1 s: the burst of stores cannot straddle a rotation on a loaded machine.
+        let cache = ExpiringCache<Int, Int>(ttl: .seconds(2), limit: 1_000_000)
         for key in 0..<1_000 { cache.store(key, for: key) }
         #expect(cache.count == 1_000)
-        try await Task.sleep(for: .milliseconds(120))
+        try await Task.sleep(for: .milliseconds(1_100))
         cache.store(-1, for: -1)  // begins a generation; the burst is the older one now
         #expect(cache.count == 1_001)
-        try await Task.sleep(for: .milliseconds(120))
+        try await Task.sleep(for: .milliseconds(1_100))
         cache.store(-2, for: -2)  // the burst's generation is dropped
         #expect(cache.count == 2)
         #expect(cache.value(for: 999) == nil && cache.value(for: -2) == -2)
