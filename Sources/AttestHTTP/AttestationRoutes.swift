@@ -102,16 +102,11 @@ struct AttestationRoutes: Sendable {
         let user = try context.requireSession().user
         let query = QueryParameters(request, accepting: ["limit", "cursor"])
         var problems = query.problems
-        var limit = 20
-        if let text = query["limit"] {
-            if let value = Int(text), (1...100).contains(value) { limit = value } else {
-                problems.append(.init(field: "limit", message: "must be a whole number from 1 to 100"))
-            }
-        }
+        let limit = query.limit(default: 20, most: 100, problems: &problems)
         var before: LocalDate?
         if let text = query["cursor"] {
             if let date = LocalDate(text) { before = date } else {
-                problems.append(.init(field: "cursor", message: "is not a cursor this API gave out: pass nextCursor from the previous page unchanged"))
+                problems.append(QueryParameters.unknownCursor)
             }
         }
         guard problems.isEmpty else { throw Problem.validation(problems) }

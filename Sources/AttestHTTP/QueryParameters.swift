@@ -37,6 +37,21 @@ struct QueryParameters {
 
     subscript(name: String) -> String? { values[name] }
 
+    /// A page size: `limit` when given, a whole number from 1 to `most`, else `fallback` (a
+    /// bad one is added to `problems`, naming it).
+    func limit(default fallback: Int, most: Int, problems: inout [Problem.FieldError]) -> Int {
+        guard let text = values["limit"] else { return fallback }
+        guard let value = Int(text), (1...most).contains(value) else {
+            problems.append(.init(field: "limit", message: "must be a whole number from 1 to \(most)"))
+            return fallback
+        }
+        return value
+    }
+
+    /// A `cursor` this API did not give out.
+    static let unknownCursor = Problem.FieldError(
+        field: "cursor", message: "is not a cursor this API gave out: pass nextCursor from the previous page unchanged")
+
     /// "a", "a and b", "a, b and c".
     static func list(_ names: [String]) -> String {
         names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " and " + names[names.count - 1]

@@ -219,18 +219,11 @@ struct StatisticsRoutes: Sendable {
                 problems.append(.init(field: "color", message: "must be red or yellow (leave it out for both)"))
             }
         }
-        var limit = Self.followUpPage.default
-        if let text = query["limit"] {
-            if let value = Int(text), (1...Self.followUpPage.most).contains(value) { limit = value } else {
-                problems.append(.init(field: "limit", message: "must be a whole number from 1 to \(Self.followUpPage.most)"))
-            }
-        }
+        let limit = query.limit(default: Self.followUpPage.default, most: Self.followUpPage.most, problems: &problems)
         var cursor: StatisticsStore.FollowUpCursor?
         if let text = query["cursor"] {
             cursor = StatisticsStore.FollowUpCursor(text)
-            if cursor == nil {
-                problems.append(.init(field: "cursor", message: "is not a cursor this API gave out: pass nextCursor from the previous page unchanged"))
-            }
+            if cursor == nil { problems.append(QueryParameters.unknownCursor) }
         }
         guard problems.isEmpty, let date else { throw Problem.validation(problems) }
         let page = try await services.statistics.followUps(

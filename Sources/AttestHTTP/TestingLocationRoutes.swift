@@ -62,12 +62,7 @@ struct TestingLocationRoutes: Sendable {
         if (parameters["lat"] == nil) != (parameters["lon"] == nil) {
             problems.append(.init(field: parameters["lat"] == nil ? "lat" : "lon", message: "give lat and lon together, or neither"))
         }
-        var limit = 20
-        if let text = parameters["limit"] {
-            if let value = Int(text), (1...100).contains(value) { limit = value } else {
-                problems.append(.init(field: "limit", message: "must be a whole number from 1 to 100"))
-            }
-        }
+        let limit = parameters.limit(default: 20, most: 100, problems: &problems)
         guard problems.isEmpty else { throw Problem.validation(problems) }
         return (lat.flatMap { lat in lon.map { (lat, $0) } }, limit)
     }
