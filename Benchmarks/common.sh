@@ -43,7 +43,8 @@ bench_cluster() {  # extra postgres settings, e.g. -c max_wal_size=4GB
   if [ "$(id -u)" -eq 0 ]; then
     chmod 755 "$dir"
     chown postgres: "$dir"
-    as_server=(runuser -u postgres --)
+    # In the cluster's own directory: the postgres user may not enter the one this runs from.
+    as_server=(runuser -u postgres -- env -C "$dir")
   fi
   "${as_server[@]}" "$bin/initdb" -D "$dir/data" -U postgres -E UTF8 --locale=C \
     --auth-local=trust --auth-host=reject --no-instructions >/dev/null
