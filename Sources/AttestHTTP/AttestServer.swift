@@ -7,6 +7,7 @@ import Hummingbird
 import Identity
 import Logging
 import Notifications
+import ServiceLifecycle
 import Surveys
 import Tenancy
 
@@ -60,13 +61,17 @@ public struct ServerConfiguration: Sendable {
     /// load and the database does less work per submission (Benchmarks/submit: 1 beat 2 and
     /// 4). More overlap batches' commits, which may pay where a commit waits long on storage.
     public var writeWorkers: Int
+    /// Where `GET /metrics` is served: nil (the default), on `port` with the API; else only on
+    /// this port of `host`, which a firewall or a Kubernetes port keeps internal.
+    public var metricsPort: Int?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, readinessTimeout: Duration = .seconds(2),
-        campusCacheTTL: Duration = .seconds(5), writeWorkers: Int = 1
+        campusCacheTTL: Duration = .seconds(5), writeWorkers: Int = 1, metricsPort: Int? = nil
     ) {
         self.host = host
         self.port = port
+        self.metricsPort = metricsPort
         self.readinessTimeout = readinessTimeout
         self.campusCacheTTL = campusCacheTTL
         self.writeWorkers = max(1, writeWorkers)
@@ -95,12 +100,16 @@ public struct AttestServices: Sendable {
     public var retention: RetentionService
     /// The time "now" (tests set it to probe deadlines and date changes).
     public var clock: @Sendable () -> Date
+    /// What `GET /metrics` shows: this server's own registry.
+    public var metrics: ServerMetrics
 
     public init(
         database: PostgresClient, configuration: ServerConfiguration, registry: PluginRegistry = PluginSystem.registry,
-        httpClient: HTTPClient = .shared, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
+        httpClient: HTTPClient = .shared, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
+        metrics: ServerMetrics = ServerMetrics()
     ) {
         self.database = database
+        self.metrics = metrics
         self.campuses = CampusDirectory(store: CampusStore(client: database), ttl: configuration.campusCacheTTL)
         self.users = UserStore(client: database)
         self.sessions = SessionStore(client: database)
@@ -108,13 +117,15 @@ public struct AttestServices: Sendable {
         self.idTokens = IDTokenVerifier(keys: JWKSCache(httpClient: httpClient, logger: logger))
         self.questionnaires = QuestionnaireStore(client: database)
         self.activeQuestionnaires = ActiveQuestionnaires(store: questionnaires)
-        self.writer = AttestationWriter(client: database, workers: configuration.writeWorkers, logger: logger)
+        self.writer = AttestationWriter(
+            client: database, workers: configuration.writeWorkers, logger: logger, metrics: SubmissionMetrics(factory: metrics.factory))
         self.attestations = AttestationService(client: database, writer: writer, registry: registry, logger: logger)
         self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database))
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger)
         self.outbox = OutboxWorker(
-            client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger, clock: clock)
+            client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger, clock: clock,
+            metrics: metrics.factory)
         self.statistics = StatisticsStore(client: database)
         self.retention = RetentionService(client: database, logger: logger, clock: clock)
         self.clock = clock
@@ -137,10 +148,19 @@ public enum AttestServer {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let router = buildRouter(configuration: configuration, services: services)
+        var background: [any Service] = [services.database, services.writer, services.outbox, services.retention]
+        if let metricsPort = configuration.metricsPort {
+            let metricsRouter = Router()
+            services.metrics.register(on: metricsRouter, pool: services.database)
+            background.append(
+                Application(
+                    router: metricsRouter, configuration: .init(address: .hostname(configuration.host, port: metricsPort), serverName: nil),
+                    logger: logger))
+        }
         return Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
-            services: [services.database, services.writer, services.outbox, services.retention],
+            services: background,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger)
     }
@@ -148,9 +168,11 @@ public enum AttestServer {
     public static func buildRouter(configuration: ServerConfiguration, services: AttestServices) -> Router<AttestRequestContext> {
         let router = Router(context: AttestRequestContext.self)
         router.add(middleware: RequestLogMiddleware())
+        router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))
         router.add(middleware: ProblemMiddleware())
         HealthRoutes(database: services.database, readinessTimeout: configuration.readinessTimeout).register(on: router)
         OpenAPIRoute().register(on: router)
+        if configuration.metricsPort == nil { services.metrics.register(on: router, pool: services.database) }
 
         let campus = router.group("v1/campuses/:campus").add(middleware: CampusMiddleware(directory: services.campuses))
         SessionRoutes(services: services).register(on: campus)

@@ -68,6 +68,16 @@ public enum OpenAPIDocument {
                     ],
                 ]
             ],
+            "/metrics": [
+                "get": [
+                    "summary": "Prometheus metrics of this server (not served here when `attest serve --metrics-port` moves them).",
+                    "description": "Requests by method, route template and status, and their latency; submissions by outcome, write batch sizes and times; badge rule failures; notification deliveries; database connections. No label names a campus, a member or an answer.",
+                    "operationId": "metrics",
+                    "responses": [
+                        "200": ["description": "Prometheus text exposition format 0.0.4.", "content": ["text/plain": ["schema": ["type": "string"]]]]
+                    ],
+                ]
+            ],
             "/openapi.yaml": [
                 "get": [
                     "summary": "This document.",

@@ -20,16 +20,22 @@ public struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
                     "ms": "\((milliseconds * 10).rounded() / 10)",
                 ])
         }
-        do {
-            let response = try await next(request, context)
-            log(response.status.code)
-            return response
-        } catch let error as any HTTPResponseError {
-            log(error.status.code)
-            throw error
-        } catch {
-            log(500)
-            throw error
-        }
+        return try await answering({ try await next(request, context) }, then: log)
+    }
+}
+
+/// Runs `respond` and then calls `finished` with the status the client gets: the response's,
+/// an `HTTPResponseError`'s, or 500 for any other error. What it answers or throws passes through.
+func answering(_ respond: () async throws -> Response, then finished: (Int) -> Void) async throws -> Response {
+    do {
+        let response = try await respond()
+        finished(response.status.code)
+        return response
+    } catch let error as any HTTPResponseError {
+        finished(error.status.code)
+        throw error
+    } catch {
+        finished(500)
+        throw error
     }
 }

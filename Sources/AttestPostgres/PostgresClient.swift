@@ -237,8 +237,9 @@ public final class PostgresClient: Service, Sendable {
         waiter?.continuation.resume(throwing: error)
     }
 
-    /// Connections open right now and how many of them are idle (for metrics and tests).
-    public var statistics: (open: Int, idle: Int) { state.withLock { ($0.open, $0.idle.count) } }
+    /// Connections open right now, how many of them are idle, and how many callers wait for
+    /// one (for `/metrics` and tests).
+    public var statistics: (open: Int, idle: Int, waiting: Int) { state.withLock { ($0.open, $0.idle.count, $0.waiters.count) } }
 }
 
 extension PostgresClient {

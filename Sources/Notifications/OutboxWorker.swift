@@ -2,6 +2,7 @@ import AttestPlugins
 import AttestPostgres
 import Foundation
 import Logging
+import Metrics
 import ServiceLifecycle
 import Synchronization
 import Tenancy
@@ -38,6 +39,9 @@ public final class OutboxWorker: Service, Sendable {
     let configuration: Configuration
     let logger: Logger
     let clock: @Sendable () -> Date
+    /// `attest_notifications_total{outcome}`: delivery attempts that delivered, will be
+    /// retried, or dead-lettered (no label names a campus or a recipient).
+    private let delivered, retried, dead: Counter
     /// Campus days whose reminders are known to be written (by this server or another).
     private let remindedDays = Mutex<Set<String>>([])
     /// Built sinks by campus and id, kept 5 s (settings changes reach workers within that).
@@ -45,8 +49,14 @@ public final class OutboxWorker: Service, Sendable {
 
     public init(
         client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, configuration: Configuration = .init(),
-        logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
+        logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }, metrics: any MetricsFactory = MetricsSystem.factory
     ) {
+        func outcome(_ name: String) -> Counter {
+            Counter(label: "attest_notifications_total", dimensions: [("outcome", name)], factory: metrics)
+        }
+        self.delivered = outcome("delivered")
+        self.retried = outcome("retried")
+        self.dead = outcome("dead")
         self.clock = clock
         self.client = client
         self.registry = registry
@@ -164,10 +174,12 @@ public final class OutboxWorker: Service, Sendable {
         case .delivered:
             try await client.query(
                 "UPDATE notification_outbox SET delivered_at = now(), last_error = NULL WHERE \(key)", campus: campus.rawValue)
+            delivered.increment()
         case .reject(let reason):
             logger.warning("notification dead-lettered", metadata: ["event": "\(entry.id)", "sink": "\(entry.sink)", "reason": "\(reason)"])
             try await client.query(
                 "UPDATE notification_outbox SET dead_at = now(), last_error = \(reason) WHERE \(key)", campus: campus.rawValue)
+            dead.increment()
         case .retry(let reason):
             let age = Date().timeIntervalSince(entry.windowStart)
             if age >= Self.seconds(configuration.maxAge) {
@@ -175,6 +187,7 @@ public final class OutboxWorker: Service, Sendable {
                     "notification dead-lettered after retrying", metadata: ["event": "\(entry.id)", "sink": "\(entry.sink)", "reason": "\(reason)"])
                 try await client.query(
                     "UPDATE notification_outbox SET dead_at = now(), last_error = \(reason) WHERE \(key)", campus: campus.rawValue)
+                dead.increment()
                 return
             }
             let delay = backoff(afterAttempt: entry.attempts)
@@ -184,6 +197,7 @@ public final class OutboxWorker: Service, Sendable {
                 UPDATE notification_outbox SET next_attempt_at = now() + make_interval(secs => \(delay)), last_error = \(reason)
                 WHERE \(key)
                 """, campus: campus.rawValue)
+            retried.increment()
         }
     }
 

@@ -2,6 +2,7 @@ import AttestPlugins
 import AttestPostgres
 import Foundation
 import Logging
+import Metrics
 import ServiceLifecycle
 import Synchronization
 import Tenancy
@@ -69,14 +70,16 @@ public final class AttestationWriter: Service, Sendable {
     let maxBatch: Int
     let workers: Int
     let logger: Logger
+    let metrics: SubmissionMetrics
     /// Each worker adds its deltas to its own shard row; servers start at a random shard.
     let firstShard = Int.random(in: 0..<shards)
     static let shards = 16
     private let state = Mutex(State())
 
     /// `workers` batches may be in flight at once, each on its own connection.
-    public init(client: PostgresClient, maxBatch: Int = 256, workers: Int = 1, logger: Logger) {
+    public init(client: PostgresClient, maxBatch: Int = 256, workers: Int = 1, logger: Logger, metrics: SubmissionMetrics = .init()) {
         self.client = client
+        self.metrics = metrics
         self.maxBatch = maxBatch
         self.workers = workers
         self.logger = logger
@@ -154,6 +157,9 @@ public final class AttestationWriter: Service, Sendable {
 
     private func write(_ unordered: [Job], shard: Int16) async {
         let batch = unordered.sorted { Self.precedes($0.pending, $1.pending) }
+        let started = ContinuousClock.now
+        metrics.batchSize.record(batch.count)
+        defer { metrics.batchDuration.record(duration: ContinuousClock.now - started) }
         do {
             var inserted: Set<UUID> = []
             var failed: [Int: PostgresError] = [:]
@@ -163,6 +169,7 @@ public final class AttestationWriter: Service, Sendable {
                 inserted = try Self.insertedIDs(results)
             case .failure:
                 // Something in the batch failed and it all rolled back: one transaction each now.
+                metrics.batchesSplit.increment()
                 let alone = try await client.withConnection { connection in
                     try await connection.pipeline(batch.map { Self.unit(for: [$0.pending], shard: shard) })
                 }
@@ -187,18 +194,16 @@ public final class AttestationWriter: Service, Sendable {
                 }
             }
             for (index, job) in batch.enumerated() {
-                if let error = failed[index] {
-                    job.continuation.resume(throwing: error)
-                } else if let outcome = resolved[index] {
-                    job.continuation.resume(with: outcome)
-                } else {
-                    job.continuation.resume(returning: .created(job.pending.attestation))
-                }
+                let outcome: Result<WriteOutcome, any Error> =
+                    if let error = failed[index] { .failure(error) } else { resolved[index] ?? .success(.created(job.pending.attestation)) }
+                metrics.count(outcome)
+                job.continuation.resume(with: outcome)
             }
         } catch {
             // The connection broke mid-batch: the outcome is unknown to every caller, who may
             // retry with the same Idempotency-Key.
             logger.warning("attestation batch failed", metadata: ["size": "\(batch.count)", "error": "\(error)"])
+            metrics.failed.increment(by: batch.count)
             for job in batch { job.continuation.resume(throwing: error) }
         }
     }

@@ -439,6 +439,11 @@ struct AttestationTests {
             }
             let rules = try await server.pool.query("SELECT rule_id, rule_version FROM attestations ORDER BY submitted_at, rule_id", campus: campus.id.rawValue)
             #expect(Set(try rules.map { try $0.decode("rule_id", as: String.self) }) == ["always-red", "broken", "slow", "slow-inline", "quick-inline"])
+            // Each failure is counted by its reason, for an operator's alert.
+            let metrics = try await api.send(.get, "/metrics", template: "/metrics").body
+            #expect(metric(metrics, #"attest_badge_rule_failures_total{reason="error"}"#) == 1)
+            #expect(metric(metrics, #"attest_badge_rule_failures_total{reason="overran"}"#) == 2)
+            #expect(metric(metrics, #"attest_badge_rule_failures_total{reason="unavailable"}"#) == 0)
         }
     }
 

@@ -1,3 +1,4 @@
+import AttestHTTP
 import AttestPluginHTTP
 import AttestPlugins
 import AttestPostgres
@@ -74,7 +75,7 @@ struct NotificationTests {
     static let secret = "a-secret-of-more-than-16-characters"
     static let submitPath = "/v1/campuses/{campus}/attestations"
 
-    static func quickWorker(_ server: TestServer, maxAge: Duration = .seconds(3600)) -> OutboxWorker {
+    static func quickWorker(_ server: TestServer, maxAge: Duration = .seconds(3600), metrics: ServerMetrics = ServerMetrics()) -> OutboxWorker {
         var configuration = OutboxWorker.Configuration()
         configuration.baseDelay = .milliseconds(5)
         configuration.maxDelay = .milliseconds(50)
@@ -82,7 +83,7 @@ struct NotificationTests {
         configuration.lease = .seconds(30)
         return OutboxWorker(
             client: server.pool, registry: .builtin, http: AsyncPluginHTTPClient(), configuration: configuration,
-            logger: TestDatabase.testLogger)
+            logger: TestDatabase.testLogger, metrics: metrics.factory)
     }
 
     static func enableWebhook(_ server: TestServer, _ campus: Campus, port: Int, events: [String]? = nil) async throws {
@@ -204,7 +205,8 @@ struct NotificationTests {
         var tokens: [String] = []
         for index in 0..<12 { tokens.append(try await server.user("m\(index)@example.edu", at: campus).token) }
         let members = tokens
-        let workers = [Self.quickWorker(server), Self.quickWorker(server)]
+        let metrics = ServerMetrics()
+        let workers = [Self.quickWorker(server, metrics: metrics), Self.quickWorker(server, metrics: metrics)]
         try await server.run { api in
             for token in members { try await Self.submitRed(api, token: token) }
             // Down: every round fails (async-http-client retries a refused connection until the
@@ -224,6 +226,11 @@ struct NotificationTests {
             #expect(receiver.received.count == 12)
             #expect(try await Self.outbox(server, campus, .dead).isEmpty)
             await receiver.stop()
+            // What the two workers counted together.
+            let text = metrics.registry.emitToString()
+            #expect(metric(text, #"attest_notifications_total{outcome="delivered"}"#) == 12)
+            #expect(try #require(metric(text, #"attest_notifications_total{outcome="retried"}"#)) >= 12)
+            #expect(metric(text, #"attest_notifications_total{outcome="dead"}"#) == 0)
         }
     }
 
@@ -233,7 +240,8 @@ struct NotificationTests {
         let receiver = try await WebhookReceiver.start(statuses: [500, 500, 500, 500])
         try await Self.enableWebhook(server, campus, port: receiver.port, events: ["attestation.submitted"])
         let (_, member) = try await server.user("m@example.edu", at: campus)
-        let worker = Self.quickWorker(server, maxAge: .zero)
+        let metrics = ServerMetrics()
+        let worker = Self.quickWorker(server, maxAge: .zero, metrics: metrics)
         try await server.run { api in
             _ = try await api.send(
                 .post, "/v1/campuses/north/attestations", template: Self.submitPath, token: member,
@@ -242,6 +250,9 @@ struct NotificationTests {
             let dead = try await Self.outbox(server, campus, .dead)
             #expect(dead.count == 1 && dead[0].lastError?.contains("500") == true)
             #expect(receiver.received.count == 1)
+            let text = metrics.registry.emitToString()
+            #expect(metric(text, #"attest_notifications_total{outcome="dead"}"#) == 1)
+            #expect(metric(text, #"attest_notifications_total{outcome="delivered"}"#) == 0)
         }
         await receiver.stop()
     }

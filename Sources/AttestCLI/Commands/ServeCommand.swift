@@ -13,11 +13,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on.") var port = 8080
     @Option(help: "Attestation batches written at once, each on its own database connection.") var writeWorkers = 1
+    @Option(help: "Serve GET /metrics (Prometheus text) only on this port of --host, not with the API.") var metricsPort: Int?
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        if let metricsPort {
+            guard (1...65535).contains(metricsPort) else { throw ValidationError("--metrics-port must be between 1 and 65535") }
+            guard metricsPort != port else { throw ValidationError("--metrics-port must differ from --port: pass another port, or leave it out to serve /metrics with the API") }
+        }
         guard (1...64).contains(writeWorkers) else { throw ValidationError("--write-workers must be from 1 to 64") }
         guard writeWorkers < database.dbPoolSize else {
             throw ValidationError(
@@ -28,7 +33,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = logging.makeLogger(label: "attest")
         try await migrateThenServe(
-            database: database, server: ServerConfiguration(host: host, port: port, writeWorkers: writeWorkers), logger: logger
+            database: database, server: ServerConfiguration(host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort), logger: logger
         ) { port in
             logger.info("listening", metadata: ["url": "http://\(host):\(port)/"])
         }
@@ -52,6 +57,10 @@ func migrateThenServe(
     do {
         try await app.runService()
     } catch where "\(error)".contains("Address already in use") {
+        if let metricsPort = server.metricsPort {
+            throw CLIError(
+                "cannot listen on \(server.host):\(server.port) or \(server.host):\(metricsPort) (--metrics-port): one of them is already in use; pass other ports or stop the process using it")
+        }
         throw CLIError(
             "cannot listen on \(server.host):\(server.port): the address is already in use; pass another --port or stop the process using it")
     }
