@@ -61,50 +61,62 @@ public final class ServerMetrics: Sendable {
     }
 }
 
+/// A request's series: the method as labelled, the router's path, the status.
+struct RequestKey: Hashable {
+    var method: String
+    var route: String?
+    var status: Int
+
+    /// Methods no route has (WebDAV's, say) are one key, `other`, so neither the series nor
+    /// this cache grow with what clients try.
+    init(method: HTTPRequest.Method, route: String?, status: Int) {
+        self.method = RequestSeries.methods.contains(method) ? method.rawValue : "other"
+        self.route = route
+        self.status = status
+    }
+}
+
+/// The two series of each method, route and status, made once.
+final class RequestSeries: Sendable {
+    let factory: PrometheusMetricsFactory
+    let made = Mutex<[RequestKey: (requests: CoreMetrics.Counter, latency: CoreMetrics.Timer)]>([:])
+    init(factory: PrometheusMetricsFactory) { self.factory = factory }
+
+    func callAsFunction(_ key: RequestKey) -> (requests: CoreMetrics.Counter, latency: CoreMetrics.Timer) {
+        if let found = made.withLock({ $0[key] }) { return found }
+        // Hummingbird names a path no route matched "NotFound".
+        let route = key.route.flatMap { $0 == "NotFound" ? nil : Self.template($0) } ?? "unmatched"
+        let method = key.method
+        let series = (
+            CoreMetrics.Counter(
+                label: "attest_http_requests_total", dimensions: [("method", method), ("route", route), ("status", "\(key.status)")],
+                factory: factory),
+            CoreMetrics.Timer(label: "attest_http_request_seconds", dimensions: [("method", method), ("route", route)], factory: factory)
+        )
+        made.withLock { $0[key] = series }
+        return series
+    }
+
+    static let methods: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options]
+
+    /// `/v1/campuses/:campus/me` → `/v1/campuses/{campus}/me`, as in the OpenAPI document.
+    static func template(_ path: String) -> String {
+        "/" + path.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
+    }
+}
+
 /// Counts every request and times it: `attest_http_requests_total{method, route, status}`
 /// and `attest_http_request_seconds{method, route}` (a histogram). The route is the matched
-/// template, or `unmatched` for a path no route has.
+/// template, or `unmatched` for a path no route has; a method outside the usual seven is `other`.
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    struct Key: Hashable {
-        var method: HTTPRequest.Method
-        var route: String?
-        var status: Int
-    }
+    let series: RequestSeries
 
-    final class Series: Sendable {
-        let factory: PrometheusMetricsFactory
-        let made = Mutex<[Key: (requests: CoreMetrics.Counter, latency: CoreMetrics.Timer)]>([:])
-        init(factory: PrometheusMetricsFactory) { self.factory = factory }
-
-        func callAsFunction(_ key: Key) -> (requests: CoreMetrics.Counter, latency: CoreMetrics.Timer) {
-            if let found = made.withLock({ $0[key] }) { return found }
-            // Hummingbird names a path no route matched "NotFound".
-            let route = key.route.flatMap { $0 == "NotFound" ? nil : Self.template($0) } ?? "unmatched"
-            let method = key.method.rawValue
-            let series = (
-                CoreMetrics.Counter(
-                    label: "attest_http_requests_total", dimensions: [("method", method), ("route", route), ("status", "\(key.status)")],
-                    factory: factory),
-                CoreMetrics.Timer(label: "attest_http_request_seconds", dimensions: [("method", method), ("route", route)], factory: factory)
-            )
-            made.withLock { $0[key] = series }
-            return series
-        }
-
-        /// `/v1/campuses/:campus/me` → `/v1/campuses/{campus}/me`, as in the OpenAPI document.
-        static func template(_ path: String) -> String {
-            "/" + path.split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
-        }
-    }
-
-    let series: Series
-
-    init(factory: PrometheusMetricsFactory) { series = Series(factory: factory) }
+    init(factory: PrometheusMetricsFactory) { series = RequestSeries(factory: factory) }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
         func record(_ status: Int) {
-            let (requests, latency) = series(Key(method: request.method, route: context.endpointPath, status: status))
+            let (requests, latency) = series(RequestKey(method: request.method, route: context.endpointPath, status: status))
             requests.increment()
             latency.record(duration: ContinuousClock.now - start)
         }

@@ -34,6 +34,9 @@ struct MetricsTests {
             #expect(try await api.send(.post, path, template: AttestationTests.path, token: "not-a-token", json: body).status == 401)
             #expect(try await api.send(.post, path, template: AttestationTests.path, token: first, json: "{").status == 400)
             #expect(try await api.client.execute(uri: "/no/such/place-3f9a", method: .get).status == .notFound)
+            for method in ["PROPFIND", "MKCOL"] {
+                #expect(try await api.client.execute(uri: "/healthz", method: HTTPRequest.Method(method)!).status.code >= 400)
+            }
 
             let reply = try await api.send(.get, "/metrics", template: "/metrics")
             #expect(reply.status == 200)
@@ -52,10 +55,14 @@ struct MetricsTests {
             }
             #expect(metric(text, #"attest_http_request_seconds_count{method="POST",\#(Self.submit)}"#) == 6)
             #expect(metric(text, #"attest_http_requests_total{method="GET",route="unmatched",status="404"}"#) == 1)
+            // Both WebDAV requests, under one method label.
+            let other = text.split(separator: "\n").filter { $0.hasPrefix(#"attest_http_requests_total{method="other","#) }
+            let otherCount: Double = other.compactMap { line -> Double? in line.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+            #expect(otherCount == 2, "\(other)")
             #expect(try #require(metric(text, #"attest_db_connections{state="open"}"#)) >= 1)
             #expect(metric(text, #"attest_db_connections{state="waiting"}"#) == 0)
             // Bounded labels: no slug, member, token, answer or unmatched path.
-            for secret in ["metrics-north", "first-member", "second-member", first, second, "not-a-token", "fever", "place-3f9a", "retry-1"] {
+            for secret in ["metrics-north", "first-member", "second-member", first, second, "not-a-token", "fever", "place-3f9a", "retry-1", "PROPFIND", "MKCOL"] {
                 #expect(!text.contains(secret), "\(secret)")
             }
             // The scrape itself is counted by the next one.
