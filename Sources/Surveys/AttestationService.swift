@@ -14,14 +14,11 @@ public struct AttestationService: Sendable {
     let logger: Logger
     /// How long a badge rule may take before the badge is yellow "needs review". Default 100 ms.
     let ruleBudget: Duration
-    /// The writer's, so one server's submission figures are in one place.
-    let metrics: SubmissionMetrics
     /// Built rules by campus and questionnaire version, for a few seconds.
     private let rules = ExpiringCache<String, (id: String, rule: any BadgeRule)>(ttl: .seconds(5))
 
     public init(client: PostgresClient, writer: AttestationWriter, registry: PluginRegistry, logger: Logger, ruleBudget: Duration = .milliseconds(100)) {
         self.client = client
-        self.metrics = writer.metrics
         self.writer = writer
         self.registry = registry
         self.logger = logger
@@ -146,7 +143,7 @@ public struct AttestationService: Sendable {
             configured = try found.get()
         } catch {
             logger.error("badge rule unavailable", metadata: ["campus": "\(campus.slug)", "error": "\(error)"])
-            metrics.ruleUnavailable.increment()
+            writer.metrics.ruleUnavailable.increment()
             return ("unavailable", "", review)
         }
         let rule = configured.rule
@@ -173,13 +170,13 @@ public struct AttestationService: Sendable {
             return (configured.id, rule.version, decision)
         case .success?:
             logger.error("badge rule answered gray", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)"])
-            metrics.ruleGray.increment()
+            writer.metrics.ruleGray.increment()
         case .failure(let error)?:
             logger.error("badge rule failed", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)", "error": "\(error)"])
-            metrics.ruleError.increment()
+            writer.metrics.ruleError.increment()
         case nil:
             logger.error("badge rule overran its budget", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)", "budget": "\(ruleBudget)"])
-            metrics.ruleOverran.increment()
+            writer.metrics.ruleOverran.increment()
         }
         return (configured.id, rule.version, review)
     }
