@@ -31,6 +31,19 @@ public struct PostgresConnection: Sendable {
         return try await run { try $0.pipeline(units) }
     }
 
+    /// Bulk-loads rows with `COPY table (columns) FROM STDIN` in PostgreSQL's binary format:
+    /// `produce` writes rows (each with exactly `columns`' fields, in order) and returns
+    /// whether more follow; what it wrote is sent after each call, so memory stays one
+    /// buffer. It runs on the connection's thread, one call after another. Returns the rows
+    /// stored. A `produce` that throws ends the copy with nothing stored and rethrows.
+    ///
+    /// `COPY` checks constraints and fires triggers like `INSERT`, but the server refuses it
+    /// on a table whose row-level security applies to the role (use `INSERT … SELECT` from a
+    /// temporary table then).
+    public func copy(into table: String, columns: [String], rows produce: @escaping @Sendable (inout BinaryCopyRows) throws -> Bool) async throws -> Int {
+        try await run { try $0.copyIn(table: table, columns: columns, produce: produce) }
+    }
+
     /// `BEGIN` (and the campus setting, in the same round trip), `body`, `COMMIT`;
     /// `ROLLBACK` when `body` throws.
     public func transaction<Result: Sendable>(

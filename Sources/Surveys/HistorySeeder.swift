@@ -4,21 +4,23 @@ import Foundation
 import Tenancy
 
 /// Made-up history for trying things out and for benchmarks (`attest dev seed`): members and
-/// a past of daily attestations with their rollups, written by PostgreSQL itself
-/// (`generate_series`), a slice of members per statement on concurrent connections.
+/// a past of daily attestations with their rollups. The attestations are made here and sent
+/// with binary `COPY`, a slice of members per transaction on concurrent connections.
 ///
 /// Each member attests on about 92% of days, 90% of those on time; badges are about 85%
 /// green, 12% yellow (one symptom) and 3% red (one symptom), decided by the seed (rule
 /// `seed`), not by the campus's rule. Answers are stored only within the campus's retention,
 /// as if the purge had run; the rollups count every day.
 ///
-/// What makes it fast is the order the rows reach the indexes. The seeded members' ids are a
-/// per-run prefix and a counter, and each statement generates a slice member by member, day
-/// by day, so the key of `attestations` (campus, member, day) grows at one edge instead of at
-/// random places: few pages are touched and written, and no sort is needed. The two date
-/// indexes are partial and take few of these rows (red and yellow ones; answered ones, only
-/// within retention). Per-day values (the next midnight, the UTC offset) are computed once
-/// per day, not per row.
+/// What makes it fast:
+/// - `COPY` stores rows a page at a time (one WAL record per page of the table, not one per
+///   row), and the server parses nothing: every value is already in its binary form.
+/// - Rows reach the indexes in order. The seeded members' ids are a per-run prefix and a
+///   counter, and each slice is written member by member, day by day, so the key of
+///   `attestations` (campus, member, day) grows at one edge instead of at random places.
+/// - Every value that is the same for many rows (a day's instants, the campus and survey,
+///   each colour's reason, each answer set) is encoded once, and a row copies its bytes.
+/// - The rollups are counted here while the rows are made, and added once per slice.
 public struct HistorySeeder: Sendable {
     public struct Outcome: Sendable {
         public var members: Int
@@ -30,7 +32,7 @@ public struct HistorySeeder: Sendable {
     }
 
     let client: PostgresClient
-    /// Members per statement; statements run on up to `concurrency` connections at once.
+    /// Members per transaction; transactions run on up to `concurrency` connections at once.
     let slice: Int
     let concurrency: Int
 
@@ -50,47 +52,46 @@ public struct HistorySeeder: Sendable {
         let keepFrom = RetentionPurger.cutoff(campus: campus, now: now)
         let tag = String(UUID().uuidString.lowercased().prefix(8))
         // Ids are a random per-run prefix (48 bits) and a counter: unique, and in index order.
-        func prefix() -> String { String(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)) }
-        let userPrefix = prefix(), idPrefix = prefix()
+        let userPrefix = UInt64.random(in: 0..<(1 << 48)), idPrefix = UInt64.random(in: 0..<(1 << 48))
+        let plan = SeedPlan(campus: campus, questionnaire: questionnaire, first: first, days: days, keepFrom: keepFrom, now: now, idPrefix: idPrefix)
         let domain = campus.emailDomains.first ?? "seed.example.edu"
-        let symptoms = questionnaire.questions.filter { $0.kind == .boolean && $0.symptom }.map(\.id)
-        let base = try PostgresJSON(encoding: Self.baseAnswers(questionnaire))
-        let zone = campus.timeZone, deadline = campus.deadlineMinute
         // Members, created at the start of the first day (the trigger counts them active then).
         try await client.query(
             """
             INSERT INTO users (campus_id, id, email, display_name, created_at)
             SELECT \(id), \(Self.counterID(prefix: userPrefix, "n")), format('seed-%s-%s@%s', \(tag)::text, n, \(domain)::text),
-                   format('Seed Member %s', n), (\(first)::date)::timestamp AT TIME ZONE \(zone)
+                   format('Seed Member %s', n), \(first.start(in: campus.zone))
             FROM generate_series(1, \(members)) AS n
             """, campus: id.rawValue)
         // Connected as a superuser (the dev cluster's), the slices skip the per-row
-        // foreign-key checks of the rows they generate, as pg_restore does: their references
+        // foreign-key checks of the rows they make, as pg_restore does: their references
         // hold by construction (the members just made, the active survey version). The
         // connections work as the application role (`SET ROLE`), which may not, so each slice
-        // transaction returns to the connecting role first. Others get the checks.
+        // transaction returns to the connecting role first. Others get the checks, and since
+        // the server refuses `COPY` where row-level security applies, their rows go through
+        // a temporary table.
         let trusted = try await client.query("SELECT rolsuper AS trusted FROM pg_roles WHERE rolname = session_user")
             .first?.decode("trusted", as: Bool.self) ?? false
-        let slices = stride(from: 1, through: members, by: slice).map { ($0, min($0 + slice - 1, members)) }
+        let slices = stride(from: 1, through: members, by: slice).map { $0...min($0 + slice - 1, members) }
         let attestations = try await withThrowingTaskGroup(of: Int.self) { group in
             var pending = slices.enumerated().makeIterator()
-            func start(_ next: (offset: Int, element: (Int, Int))) {
-                let (low, high) = next.element
+            func start(_ next: (offset: Int, element: ClosedRange<Int>)) {
                 let shard = Int16(truncatingIfNeeded: 100 + next.offset % 10_000)
+                let rows = SeedRows(plan: plan, userPrefix: userPrefix, members: next.element)
                 group.addTask {
                     try await client.withTransaction(campus: id.rawValue) { connection in
-                        // The slice's materialised rows and its rollup aggregates fit in memory rather than spill.
-                        try await connection.query("SET LOCAL work_mem = '256MB'")
+                        let stored: Int
                         if trusted {
                             try await connection.query("SET LOCAL ROLE NONE")
                             try await connection.query("SET LOCAL session_replication_role = replica")
+                            stored = try await connection.copy(into: "attestations", columns: SeedPlan.columns) { rows.write(into: &$0) }
+                        } else {
+                            try await connection.query("CREATE TEMPORARY TABLE attest_seed_rows (LIKE attestations) ON COMMIT DROP")
+                            _ = try await connection.copy(into: "attest_seed_rows", columns: SeedPlan.columns) { rows.write(into: &$0) }
+                            stored = try await connection.query("INSERT INTO attestations SELECT * FROM attest_seed_rows").affectedRows
                         }
-                        return try await connection.query(
-                            Self.sliceStatement(
-                                campus: id, low: low, high: high, first: first, days: days, keepFrom: keepFrom, zone: zone,
-                                deadline: deadline, version: questionnaire.version, symptoms: symptoms, base: base,
-                                userPrefix: userPrefix, idPrefix: idPrefix, shard: shard)
-                        ).first?.decode("n", as: Int.self) ?? 0
+                        for statement in rows.rollups(campus: id, first: first, shard: shard) { try await connection.query(statement) }
+                        return stored
                     }
                 }
             }
@@ -127,90 +128,11 @@ public struct HistorySeeder: Sendable {
         return answers
     }
 
-    /// A uuid made of `prefix` (12 hex digits) and the integer expression `counter`,
-    /// zero-padded: ids of one prefix sort as their counters do.
-    static func counterID(prefix: String, _ counter: SQL) -> SQL {
-        "(\(prefix)::text || lpad(to_hex(\(counter)), 20, '0'))::uuid"
-    }
-
-    /// One slice of members (`low...high`): their attestations and the rollups they add (in
-    /// the slice's own shard rows), in one statement.
-    ///
-    /// Rows are generated in index order, member by member and day by day, from one series:
-    /// row `i` is member `low + i / days` on day `first + i % days`. The members' ids and the
-    /// days' values are looked up in arrays computed once (`slice`). A submission's instant
-    /// is the day's midnight (at the offset of its noon) plus its minute; on a day whose UTC
-    /// offset changes (daylight saving) it is converted exactly instead, and a minute in the
-    /// hour the clock skips, which is an hour later in fact, is on time only if still before
-    /// the deadline.
-    static func sliceStatement(
-        campus: CampusID, low: Int, high: Int, first: LocalDate, days: Int, keepFrom: LocalDate, zone: String,
-        deadline: Int, version: Int, symptoms: [String], base: PostgresJSON, userPrefix: String, idPrefix: String, shard: Int16
-    ) -> SQL {
-        let symptomCount = symptoms.count
-        // On time: within the five hours before the deadline; late: from it to 23:59.
-        let onTimeSpan = min(deadline, 300)
-        return """
-            WITH slice AS MATERIALIZED (
-                SELECT (SELECT array_agg(\(counterID(prefix: userPrefix, "n")) ORDER BY n)
-                        FROM generate_series(\(low)::bigint, \(high)::bigint) AS n) AS users,
-                       array_agg(((d + time '12:00') AT TIME ZONE \(zone)) - interval '12 hours' ORDER BY d) AS midnights,
-                       array_agg(((d + time '00:00') AT TIME ZONE \(zone)) + interval '12 hours'
-                                 <> (d + time '12:00') AT TIME ZONE \(zone)
-                                 OR ((d + 1)::timestamp AT TIME ZONE \(zone)) - interval '12 hours'
-                                 <> (d + time '12:00') AT TIME ZONE \(zone) ORDER BY d) AS shifts,
-                       array_agg((d + 1)::timestamp AT TIME ZONE \(zone) ORDER BY d) AS ends
-                FROM (SELECT \(first)::date + j AS d FROM generate_series(0, \(days)::int - 1) AS j) AS day
-            ), drawn AS (
-                SELECT (i / \(days))::int AS m, (i % \(days))::int AS k, random() AS attend,
-                       random() < 0.9 AND \(deadline) > 0 AS on_time, random() AS badge,
-                       floor(random() * greatest(\(symptomCount), 1))::int + 1 AS symptom, random() AS minute
-                FROM generate_series(0::bigint, (\(high) - \(low) + 1)::bigint * \(days) - 1) AS i
-            ), rows AS MATERIALIZED (
-                -- A minute in the hour a clock skips is later in fact: on time only if still before the deadline.
-                SELECT m, k, local_date, color, symptom, at,
-                       on_time AND (NOT shifted OR (at AT TIME ZONE \(zone))::time < time '00:00' + \(deadline) * interval '1 minute') AS on_time
-                FROM (
-                    SELECT m, k, \(first)::date + k AS local_date, on_time,
-                           CASE WHEN badge < 0.03 THEN 'red' WHEN badge < 0.15 THEN 'yellow' ELSE 'green' END AS color,
-                           CASE WHEN badge < 0.15 AND \(symptomCount) > 0 THEN (\(symptoms))[symptom] END AS symptom,
-                           s.shifts[k + 1] AS shifted,
-                           CASE WHEN s.shifts[k + 1] THEN (\(first)::date + k + minute * interval '1 minute') AT TIME ZONE \(zone)
-                                ELSE s.midnights[k + 1] + minute * interval '1 minute' END AS at
-                    FROM (
-                        SELECT m, k, on_time, badge, symptom,
-                               floor(CASE WHEN on_time THEN \(deadline) - 1 - minute * \(onTimeSpan - 1)
-                                          ELSE \(deadline) + minute * (1439 - \(deadline)) END)::int AS minute
-                        FROM drawn WHERE attend < 0.92
-                    ) AS attended, slice s
-                ) AS placed
-            ), inserted AS (
-                INSERT INTO attestations (campus_id, id, user_id, local_date, submitted_at, on_time, survey_version, answers,
-                                          color, reason, valid_until, rule_id, rule_version, answers_purged_at)
-                SELECT \(campus), \(counterID(prefix: idPrefix, "(\(low)::bigint + m) * 100000 + k")), s.users[m + 1], local_date,
-                       at, on_time, \(version),
-                       CASE WHEN local_date >= \(keepFrom)
-                            THEN \(base)::jsonb || CASE WHEN symptom IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(symptom, true) END
-                       END,
-                       color, CASE color WHEN 'green' THEN 'No symptoms reported' ELSE 'Seeded: ' || coalesce(symptom, 'unwell') END,
-                       s.ends[k + 1], 'seed', '1',
-                       CASE WHEN local_date < \(keepFrom) THEN now() END
-                FROM rows, slice s
-                RETURNING 1
-            ), stats AS (
-                INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
-                SELECT \(campus), local_date, \(shard), count(*), count(*) FILTER (WHERE on_time), count(*) FILTER (WHERE NOT on_time),
-                       count(*) FILTER (WHERE color = 'green'), count(*) FILTER (WHERE color = 'yellow'),
-                       count(*) FILTER (WHERE color = 'red')
-                FROM rows GROUP BY local_date
-                \(Rollups.addToStats)
-            ), counted AS (
-                INSERT INTO daily_answer_counts AS c (campus_id, local_date, question_id, answer, shard, count)
-                SELECT \(campus), local_date, symptom, 'true', \(shard), count(*)
-                FROM rows WHERE symptom IS NOT NULL GROUP BY local_date, symptom
-                \(Rollups.addToAnswerCounts)
-            )
-            SELECT count(*) AS n FROM inserted
-            """
+    /// The uuid `SeedRows.uuid(prefix:counter)` makes, in SQL: `prefix` (48 bits, as 12 hex
+    /// digits) and the integer expression `counter` zero-padded to 20 hex digits, so ids of one
+    /// prefix sort as their counters do.
+    static func counterID(prefix: UInt64, _ counter: SQL) -> SQL {
+        let hex = String(prefix, radix: 16)
+        return "(\(String(repeating: "0", count: 12 - hex.count) + hex)::text || lpad(to_hex(\(counter)), 20, '0'))::uuid"
     }
 }

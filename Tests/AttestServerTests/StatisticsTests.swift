@@ -540,6 +540,54 @@ struct StatisticsTests {
         #expect(try row.decode("n", as: Int.self) > 4_600)
     }
 
+    /// Connected as an ordinary role, for which the server refuses `COPY` into a table with
+    /// row-level security, the seed goes through a temporary table, with every row's
+    /// foreign keys checked; its rollups still match its rows, across two slices.
+    @Test func anOrdinaryRoleSeedsThroughATemporaryTable() async throws {
+        let server = try await TestServer.make()
+        let campus = try await server.campus("north")
+        let role = "seeder_\(UUID().uuidString.prefix(8).lowercased())"
+        let admin = TestDatabase.client(database: server.database, role: nil, maxConnections: 1)
+        try await admin.withConnection { try await $0.runScript(unsafeSQL: "CREATE ROLE \(role) LOGIN NOSUPERUSER IN ROLE attest_app") }
+        let seeded = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "dev", "seed", "--campus", "north", "--members", "2600", "--days", "3"],
+            environment: ["DATABASE_URL": TestDatabase.url(database: server.database) + " user=\(role)"])
+        try await admin.withConnection { try await $0.runScript(unsafeSQL: "DROP ROLE \(role)") }
+        await admin.shutdown()
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        #expect(seeded.stdout.contains("Seeded north: 2600 members"), "\(seeded.stdout)")
+        #expect(!seeded.stdout.contains("superuser"), "\(seeded.stdout)")
+        let today = LocalDate(Date(), in: Self.zone)
+        let range = (1...3).map { today.adding(days: -$0) }.reversed().map { $0 }
+        let counted = try await Self.recount(server, campus, days: range)
+        let days = try await StatisticsStore(client: server.pool).days(campus: campus.id, range: DateRange(from: range.first!, to: range.last!))
+        #expect(days.count == 3)
+        for day in days {
+            let expected = try #require(counted[day.date])
+            #expect(expected.submitted > 2_100, "\(day.date): about 92% of 2,600 attest")
+            #expect(day.submitted == expected.submitted && day.onTime == expected.onTime, "\(day.date)")
+            #expect(day.green == expected.green && day.yellow == expected.yellow && day.red == expected.red, "\(day.date)")
+        }
+        // Each symptom's yeses, recounted from the stored answers (the demo survey's).
+        let yeses = try await server.pool.query(
+            """
+            SELECT local_date, key, count(*) AS n FROM attestations, jsonb_each(answers)
+            WHERE campus_id = \(campus.id) AND value = 'true'::jsonb GROUP BY local_date, key
+            """, campus: campus.id.rawValue)
+        var stored: [String: Int] = [:]
+        for row in yeses { stored["\(try row.decode("local_date", as: LocalDate.self))/\(try row.decode("key", as: String.self))"] = try row.decode("n") }
+        var rolled: [String: Int] = [:]
+        for day in days { for (question, counts) in day.answers { rolled["\(day.date)/\(question)"] = counts["true"] } }
+        #expect(stored.count > 20)
+        #expect(rolled == stored)
+        let orphans = try await server.pool.query(
+            """
+            SELECT count(*) AS n FROM attestations a LEFT JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
+            WHERE a.campus_id = \(campus.id) AND u.id IS NULL
+            """, campus: campus.id.rawValue)[0].decode("n", as: Int.self)
+        #expect(orphans == 0)
+    }
+
     /// `attest dev seed` writes history whose rollups match its attestations, and an
     /// identifiable report of it is audited.
     @Test func seededHistoryAddsUpAndIdentifiableReportsAreAudited() async throws {
