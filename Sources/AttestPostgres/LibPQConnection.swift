@@ -333,23 +333,25 @@ final class LibPQConnection: @unchecked Sendable {
         }
         var rows = BinaryCopyRows()
         var stopped: (any Error)?
-        do {
-            rows.header()
-            var more = true
-            while more {
+        rows.header()
+        var more = true
+        while more {
+            do {
                 more = try produce(&rows)
-                if !more { rows.trailer() }
-                if rows.byteCount > 0 {
-                    let sent = PQputCopyData(handle, rows.base.assumingMemoryBound(to: CChar.self), Int32(rows.byteCount))
-                    guard sent == 1 else { throw connectionError(during: "sending COPY data") }
-                    rows.reset()
-                }
+            } catch {
+                stopped = error
+                break
             }
-        } catch let error as PostgresError where error.code == .connectionLost || error.code == .protocolError {
-            broken = true
-            throw error
-        } catch {
-            stopped = error
+            if !more { rows.trailer() }
+            if rows.byteCount > 0 {
+                // Blocking: fails only when the connection does. An error of the server's (a
+                // refused row) comes as the copy's result, once it has been ended.
+                guard PQputCopyData(handle, rows.base.assumingMemoryBound(to: CChar.self), Int32(rows.byteCount)) == 1 else {
+                    broken = true
+                    throw connectionError(during: "sending COPY data")
+                }
+                rows.reset()
+            }
         }
         guard PQputCopyEnd(handle, stopped == nil ? nil : "the client stopped the copy") == 1 else {
             broken = true

@@ -31,7 +31,8 @@ public struct PostgresConnection: Sendable {
         return try await run { try $0.pipeline(units) }
     }
 
-    /// Bulk-loads rows with `COPY table (columns) FROM STDIN` in PostgreSQL's binary format:
+    /// Bulk-loads rows with `COPY table (columns) FROM STDIN` in PostgreSQL's binary format
+    /// (`table` and each column are quoted as one identifier each, so not schema-qualified):
     /// `produce` writes rows (each with exactly `columns`' fields, in order) and returns
     /// whether more follow; what it wrote is sent after each call, so memory stays one
     /// buffer. It runs on the connection's thread, one call after another. Returns the rows
