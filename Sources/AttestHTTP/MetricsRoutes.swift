@@ -31,8 +31,10 @@ public final class ServerMetrics: Sendable {
         self.factory = factory
         func pool(_ state: String) -> Prometheus.Gauge {
             registry.makeGauge(
-                name: "attest_db_connections", labels: [("state", state)],
-                help: "Database connections of this server's pool: open, idle, and callers waiting for one.")
+                descriptor: MetricNameDescriptor(
+                    metricName: "attest_db_connections", unitName: "",
+                    helpText: "Database connections of this server's pool: open, idle, and callers waiting for one."),
+                labels: [("state", state)])
         }
         connectionsOpen = pool("open")
         connectionsIdle = pool("idle")
