@@ -498,12 +498,14 @@ struct StatisticsTests {
 
     /// Seeded instants agree with their campus-local dates, the deadline and the end of the
     /// day, through a year of daylight-saving changes north and south of the equator; north's
-    /// deadline of 02:30 puts on-time minutes around the changes themselves. A seed of more
-    /// than one slice names existing members in every slice.
+    /// deadline of 02:30 puts on-time minutes around the changes themselves, and Santiago's
+    /// clocks change at midnight, so one day has no 00:00 to 00:59 (its deadline is 00:30) and
+    /// one ends with an hour twice. A seed of more than one slice names existing members in
+    /// every slice.
     @Test func seededInstantsAreCampusLocal() async throws {
         let server = try await TestServer.make()
         let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database)]
-        for (slug, zone, deadline) in [("north", "America/New_York", 150), ("south", "Pacific/Auckland", 600)] {
+        for (slug, zone, deadline) in [("north", "America/New_York", 150), ("south", "Pacific/Auckland", 600), ("chile", "America/Santiago", 30)] {
             let campus = try await server.campus(slug, timeZone: zone, deadlineMinute: deadline)
             let seeded = try await ChildProcess.run(
                 [ChildProcess.attestBinary, "dev", "seed", "--campus", slug, "--members", "20", "--days", "400"], environment: environment)
