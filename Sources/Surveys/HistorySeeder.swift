@@ -53,7 +53,7 @@ public struct HistorySeeder: Sendable {
         let tag = String(UUID().uuidString.lowercased().prefix(8))
         // Ids are a random per-run prefix (48 bits) and a counter: unique, and in index order.
         let userPrefix = UInt64.random(in: 0..<(1 << 48)), idPrefix = UInt64.random(in: 0..<(1 << 48))
-        let plan = SeedPlan(campus: campus, questionnaire: questionnaire, first: first, days: days, keepFrom: keepFrom, now: now, idPrefix: idPrefix)
+        let plan = try SeedPlan(campus: campus, questionnaire: questionnaire, first: first, days: days, keepFrom: keepFrom, now: now, idPrefix: idPrefix)
         let domain = campus.emailDomains.first ?? "seed.example.edu"
         // Members, created at the start of the first day (the trigger counts them active then).
         try await client.query(

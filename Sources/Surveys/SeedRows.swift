@@ -40,12 +40,13 @@ struct SeedPlan: Sendable {
     /// answers_purged_at, for rows older than the retention.
     let purgedAt: [UInt8]
 
-    /// Microseconds from 1970 to 2000-01-01, PostgreSQL's epoch.
+    /// Seconds from 1970 to 2000-01-01, PostgreSQL's epoch.
     static let epoch: Int64 = 946_684_800
     static let epochDate = LocalDate(year: 2000, month: 1, day: 1)
 
-    init(campus: Campus, questionnaire: Questionnaire, first: LocalDate, days count: Int, keepFrom: LocalDate, now: Date, idPrefix: UInt64) {
+    init(campus: Campus, questionnaire: Questionnaire, first: LocalDate, days count: Int, keepFrom: LocalDate, now: Date, idPrefix: UInt64) throws {
         let zone = campus.zone
+        // Whole seconds: the days' instants are, and `answers_purged_at` needs no finer.
         func microseconds(_ instant: Date) -> Int64 { (Int64(instant.timeIntervalSince1970.rounded(.down)) - Self.epoch) * 1_000_000 }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
@@ -87,8 +88,8 @@ struct SeedPlan: Sendable {
         let base = HistorySeeder.baseAnswers(questionnaire)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        func jsonb(_ answers: [String: AnswerValue]) -> [UInt8] { rows.encodedField([1] + Array((try? encoder.encode(answers)) ?? Data("{}".utf8))) }
-        self.answers = [jsonb(base)] + symptoms.map { symptom in jsonb(base.merging([symptom: .bool(true)]) { $1 }) }
+        func jsonb(_ answers: [String: AnswerValue]) throws -> [UInt8] { rows.encodedField([1] + Array(try encoder.encode(answers))) }
+        self.answers = try [jsonb(base)] + symptoms.map { symptom in try jsonb(base.merging([symptom: .bool(true)]) { $1 }) }
         func badge(_ color: String, _ reason: String) -> [UInt8] { rows.encodedField(Array(color.utf8)) + rows.encodedField(Array(reason.utf8)) }
         let reasons = symptoms.isEmpty ? ["Seeded: unwell"] : symptoms.map { "Seeded: \($0)" }
         self.badges = [badge("green", "No symptoms reported")] + reasons.map { badge("yellow", $0) } + reasons.map { badge("red", $0) }
