@@ -39,6 +39,9 @@ extension AttestCommand {
         } catch let error as PostgresError where error.isConnectionError {
             exit(withError: CLIError(
                 "\(error.message). Check --database-url or DATABASE_URL, and that PostgreSQL is running."))
+        } catch let error as PostgresError where error.messageHasNoValues {
+            // The server's own words, when they cannot hold health data: they name what to mend.
+            exit(withError: CLIError("database error: \(error): \(error.message)" + (error.hint.map { " (\($0))" } ?? "")))
         } catch let error as PostgresError {
             exit(withError: CLIError("database error: \(error)"))
         } catch {

@@ -83,6 +83,16 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
     /// The connection is gone (or never came): the database is unreachable right now.
     public var isConnectionError: Bool { code == .connectionFailed || code == .connectionLost }
 
+    /// A server error of a class whose messages name objects, privileges and settings but
+    /// never a row's values: feature not supported (0A), transaction state (25), rollback
+    /// (40), syntax and access (42), resources (53, 54), object state (55) and operator
+    /// intervention (57). Data exceptions (22) and integrity violations (23) can quote the
+    /// values they refused, so their messages are not shown to people or logs.
+    public var messageHasNoValues: Bool {
+        guard code == .server, let sqlState, sqlState.count == 5 else { return false }
+        return ["0A", "25", "40", "42", "53", "54", "55", "57"].contains(String(sqlState.prefix(2)))
+    }
+
     public var description: String {
         var text = "PostgreSQL: \(code)"
         if let sqlState {
@@ -117,5 +127,6 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         "42703": "undefined_column", "42501": "insufficient_privilege", "40001": "serialization_failure",
         "40P01": "deadlock_detected", "57P01": "admin_shutdown", "57014": "query_canceled",
         "25P02": "in_failed_sql_transaction", "08006": "connection_failure", "53300": "too_many_connections",
+        "0A000": "feature_not_supported", "42P07": "duplicate_table", "42883": "undefined_function",
     ]
 }

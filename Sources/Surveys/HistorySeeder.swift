@@ -55,6 +55,7 @@ public struct HistorySeeder: Sendable {
         let userPrefix = UInt64.random(in: 0..<(1 << 48)), idPrefix = UInt64.random(in: 0..<(1 << 48))
         let plan = try SeedPlan(campus: campus, questionnaire: questionnaire, first: first, days: days, keepFrom: keepFrom, now: now, idPrefix: idPrefix)
         let domain = campus.emailDomains.first ?? "seed.example.edu"
+        let trusted = try await preflight()
         // Members, created at the start of the first day (the trigger counts them active then).
         try await client.query(
             """
@@ -63,15 +64,6 @@ public struct HistorySeeder: Sendable {
                    format('Seed Member %s', n), \(first.start(in: campus.zone))
             FROM generate_series(1, \(members)) AS n
             """, campus: id.rawValue)
-        // Connected as a superuser (the dev cluster's), the slices skip the per-row
-        // foreign-key checks of the rows they make, as pg_restore does: their references
-        // hold by construction (the members just made, the active survey version). The
-        // connections work as the application role (`SET ROLE`), which may not, so each slice
-        // transaction returns to the connecting role first. Others get the checks, and since
-        // the server refuses `COPY` where row-level security applies, their rows go through
-        // a temporary table.
-        let trusted = try await client.query("SELECT rolsuper AS trusted FROM pg_roles WHERE rolname = session_user")
-            .first?.decode("trusted", as: Bool.self) ?? false
         let slices = stride(from: 1, through: members, by: slice).map { $0...min($0 + slice - 1, members) }
         let attestations = try await withThrowingTaskGroup(of: Int.self) { group in
             var pending = slices.enumerated().makeIterator()
@@ -113,6 +105,29 @@ public struct HistorySeeder: Sendable {
         return Outcome(members: members, attestations: attestations, from: first, to: last, checkedReferences: !trusted)
     }
 
+    /// Whether the seed may skip the per-row foreign-key checks; throws `SeedError` when it
+    /// cannot run at all. Call it before storing anything else for the seed (`seed` asks too).
+    ///
+    /// Connected as a superuser (the dev cluster's), the slices skip the per-row foreign-key
+    /// checks of the rows they make, as pg_restore does: their references hold by
+    /// construction (the members just made, the active survey version). The connections work
+    /// as the application role (`SET ROLE`), which may not, so each slice transaction returns
+    /// to the connecting role first. Others get the checks, and since the server refuses
+    /// `COPY` where row-level security applies, their rows go through a temporary table,
+    /// which that role must be allowed.
+    public func preflight() async throws -> Bool {
+        let access = try await client.query(
+            """
+            SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = session_user) AS trusted, current_user AS role,
+                   current_database() AS database, has_database_privilege(current_database(), 'TEMPORARY') AS temporary
+            """)[0]
+        let trusted = try access.decode("trusted", as: Bool?.self) ?? false
+        if !trusted, try !access.decode("temporary", as: Bool.self) {
+            throw SeedError.temporaryTablesRefused(role: try access.decode("role"), database: try access.decode("database"))
+        }
+        return trusted
+    }
+
     /// Answers with every boolean no, and a plain value for other required questions.
     static func baseAnswers(_ questionnaire: Questionnaire) -> [String: AnswerValue] {
         var answers: [String: AnswerValue] = [:]
@@ -134,5 +149,21 @@ public struct HistorySeeder: Sendable {
     static func counterID(prefix: UInt64, _ counter: SQL) -> SQL {
         let hex = String(prefix, radix: 16)
         return "(\(String(repeating: "0", count: 12 - hex.count) + hex)::text || lpad(to_hex(\(counter)), 20, '0'))::uuid"
+    }
+}
+
+/// Why a seed did not start. Nothing was stored.
+public enum SeedError: Error, Equatable, CustomStringConvertible {
+    /// Not connected as a superuser, the seed stages its rows in a temporary table, and the
+    /// role it works as may not create one in this database.
+    case temporaryTablesRefused(role: String, database: String)
+
+    public var description: String {
+        switch self {
+        case .temporaryTablesRefused(let role, let database):
+            "role \"\(role)\" may not create temporary tables in database \"\(database)\", which a seed needs when it is not "
+                + "connected as a superuser; nothing was stored. Grant it as the database's owner "
+                + "(GRANT TEMPORARY ON DATABASE \"\(database)\" TO \"\(role)\"), or seed as a superuser (as on the dev cluster)."
+        }
     }
 }

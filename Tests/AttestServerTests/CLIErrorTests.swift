@@ -1,3 +1,4 @@
+import AttestPostgres
 import AttestTestSupport
 import Foundation
 import Testing
@@ -26,6 +27,26 @@ struct CLIErrorTests {
         #expect(result.stderr.contains("cannot connect to PostgreSQL (host 127.0.0.1, port 1"))
         #expect(result.stderr.contains("Check --database-url or DATABASE_URL"))
         #expect(!result.stderr.contains("Tr0ub4dor"))
+    }
+
+    /// A server error whose class quotes no values (here a missing privilege, 42501) is shown
+    /// in the server's words, which name what to mend; one that may quote values is not.
+    @Test func aServerErrorThatQuotesNoValuesIsShownInFull() async throws {
+        let name = try await TestDatabase.create()
+        let admin = TestDatabase.client(database: name, role: nil, maxConnections: 1)
+        try await admin.withConnection { try await $0.runScript(unsafeSQL: "REVOKE SELECT ON campuses FROM attest_app") }
+        await admin.shutdown()
+        let result = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "campus", "list"], environment: ["DATABASE_URL": TestDatabase.url(database: name)])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.contains("42501 (insufficient_privilege)"), "\(result.stderr)")
+        #expect(result.stderr.contains("permission denied for table campuses"), "\(result.stderr)")
+
+        let hidden = PostgresError(code: .server, message: "invalid input syntax for type uuid: \"secret\"", sqlState: "22P02")
+        #expect(!hidden.messageHasNoValues)
+        #expect(!PostgresError(code: .server, message: "Key (email)=(a@b) already exists", sqlState: "23505").messageHasNoValues)
+        #expect(PostgresError(code: .server, message: "COPY FROM not supported with row-level security", sqlState: "0A000").messageHasNoValues)
     }
 
     @Test func theFlagWinsOverTheEnvironment() async throws {

@@ -261,13 +261,15 @@ extension DevCommand {
             database.dbPoolSize = max(database.dbPoolSize, 3)
             let outcome = try await TenantContext.run(database: database, logging: logging) { context in
                 let found = try await context.campuses.require(slug: campus)
+                let seeder = HistorySeeder(client: context.client)
+                _ = try await seeder.preflight()
                 let store = QuestionnaireStore(client: context.client)
                 var questionnaire = try await store.active(campus: found.id)
                 if questionnaire == nil {
                     questionnaire = try await store.publish(campus: found, draft: DemoQuestionnaire.draft, actor: TenantContext.actor)
                     say("\(campus) had no survey: published the demo survey as version \(questionnaire!.version).")
                 }
-                return try await HistorySeeder(client: context.client).seed(
+                return try await seeder.seed(
                     campus: found, questionnaire: questionnaire!, members: members, days: days)
             }
             let elapsed = ContinuousClock.now - started
