@@ -19,7 +19,9 @@ public struct AsyncPluginHTTPClient: PluginHTTPClient {
         outgoing.method = .init(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
         if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
-        let timeout = TimeAmount.nanoseconds(Int64(request.timeout.components.seconds) * 1_000_000_000 + request.timeout.components.attoseconds / 1_000_000_000)
+        // At most an hour: a plugin's timeout never overflows nanoseconds.
+        let seconds = min(max(request.timeout.components.seconds, 0), 3_600)
+        let timeout = TimeAmount.nanoseconds(seconds * 1_000_000_000 + request.timeout.components.attoseconds / 1_000_000_000)
         do {
             let response = try await client.execute(outgoing, timeout: timeout)
             let body: ByteBuffer

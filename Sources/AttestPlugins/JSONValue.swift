@@ -235,7 +235,8 @@ struct JSONParser {
                     } else if (0xDC00...0xDFFF).contains(code) {
                         throw failure("an unpaired surrogate")
                     }
-                    scalars.append(contentsOf: String(Character(Unicode.Scalar(code)!)).utf8)
+                    guard let scalar = Unicode.Scalar(code) else { throw failure("a bad \\u escape") }
+                    scalars.append(contentsOf: String(Character(scalar)).utf8)
                 default: throw failure("an unknown escape")
                 }
             default:
@@ -305,11 +306,12 @@ public enum JSONText {
         output.append("\"")
     }
 
-    /// A finite number: integers without a fraction, others in Swift's shortest round-trip form.
+    /// A number: integers below 2^53 without a fraction, others in Swift's shortest round-trip
+    /// form; `null` for a non-finite one, which JSON cannot hold.
     public static func appendNumber(_ number: Double, to output: inout String) {
-        precondition(number.isFinite, "JSON has no non-finite numbers")
-        if number == number.rounded(), abs(number) < 9.007_199_254_740_992e15 {
-            output.append(String(Int64(number)))
+        guard number.isFinite else { return output.append("null") }
+        if number == number.rounded(), let integer = Int64(exactly: number), abs(integer) < 1 << 53 {
+            output.append(String(integer))
         } else {
             output.append(number.description)
         }

@@ -15,7 +15,8 @@ public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringCo
     /// Parses `YYYY-MM-DD` (a real calendar day only).
     public init?(_ text: String) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+        guard parts.count == 3, parts[0].utf8.count == 4, parts[1].utf8.count == 2, parts[2].utf8.count == 2,
+            parts.allSatisfy({ $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }),
             let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
             (1...12).contains(month), day >= 1, day <= LocalDate.days(inMonth: month, year: year)
         else { return nil }
@@ -56,7 +57,10 @@ public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringCo
     public func start(in zone: TimeZone) -> Date {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
-        return calendar.date(from: DateComponents(year: year, month: month, day: day))!
+        // Foundation answers nil only for dates it cannot represent; midnight UTC shifted by
+        // the zone's offset is the same instant everywhere but on a DST change at midnight.
+        return calendar.date(from: DateComponents(year: year, month: month, day: day))
+            ?? Date(timeIntervalSince1970: Double(daysSince1970) * 86_400 - Double(zone.secondsFromGMT()))
     }
 
     /// The date `count` days later (earlier when negative).
@@ -100,9 +104,15 @@ public enum BadgeColor: String, Sendable, Codable, CaseIterable, Comparable {
     case green, yellow, red, gray
 
     /// Severity order: gray < green < yellow < red.
-    public static func < (lhs: BadgeColor, rhs: BadgeColor) -> Bool {
-        let order: [BadgeColor] = [.gray, .green, .yellow, .red]
-        return order.firstIndex(of: lhs)! < order.firstIndex(of: rhs)!
+    public static func < (lhs: BadgeColor, rhs: BadgeColor) -> Bool { lhs.severity < rhs.severity }
+
+    private var severity: Int {
+        switch self {
+        case .gray: 0
+        case .green: 1
+        case .yellow: 2
+        case .red: 3
+        }
     }
 }
 
@@ -161,11 +171,11 @@ extension JSONText {
     /// Answers as a JSON object, keys sorted: what `JSONEncoder` gives, without its cost.
     public static func answers(_ answers: SurveyAnswers) -> String {
         var output = "{"
-        for (offset, key) in answers.keys.sorted().enumerated() {
+        for (offset, (key, value)) in answers.sorted(by: { $0.key < $1.key }).enumerated() {
             if offset > 0 { output.append(",") }
             appendString(key, to: &output)
             output.append(":")
-            switch answers[key]! {
+            switch value {
             case .bool(let flag): output.append(flag ? "true" : "false")
             case .number(let number): appendNumber(number, to: &output)
             case .text(let text): appendString(text, to: &output)

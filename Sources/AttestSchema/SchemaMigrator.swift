@@ -33,6 +33,9 @@ public struct SchemaMigrator: Sendable {
                 """),
     ]
 
+    /// The version this build brings a database to.
+    public static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }
+
     /// The text of `schema.sql` this binary was built with.
     public static var schemaSQL: String { embeddedSchemaSQL }
 
@@ -71,7 +74,7 @@ public struct SchemaMigrator: Sendable {
 
     private func migrateLocked(_ connection: PostgresConnection) async throws -> Report {
         let current = try await currentVersion(connection)
-        let latest = Self.migrations.last!.version
+        let latest = Self.latestVersion
         if current == 0 {
             try await connection.transaction { connection in
                 try await connection.runScript(unsafeSQL: Self.schemaSQL)

@@ -10,8 +10,15 @@ public enum Role: String, Sendable, Codable, CaseIterable, Comparable {
     /// Manages campus settings and sees statistics.
     case admin
 
-    public static func < (lhs: Role, rhs: Role) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    public static func < (lhs: Role, rhs: Role) -> Bool { lhs.rank < rhs.rank }
+
+    private var rank: Int {
+        switch self {
+        case .member: 0
+        case .screener: 1
+        case .healthOfficer: 2
+        case .admin: 3
+        }
     }
 
     /// Parses `health_officer` and the friendlier `health-officer`.

@@ -14,9 +14,9 @@ public struct Badge: Sendable, Equatable {
     public var token: String
 }
 
-/// What a badge token says: campus slug, the member's pseudonym (never the email), the
-/// campus-local date, the colour, issued-at and expiry (seconds since 1970).
-public struct BadgeClaims: Codable, Sendable, Equatable {
+/// What a badge token says: campus slug, the member's pseudonym for the day (never the
+/// email), the campus-local date, the colour, issued-at and expiry (seconds since 1970).
+public struct BadgeClaims: Encodable, Sendable, Equatable {
     public var campus: String
     public var sub: String
     public var date: String
@@ -41,15 +41,27 @@ public struct BadgeClaims: Codable, Sendable, Equatable {
         return json + "}"
     }
 
-    /// NumericDate may carry a fraction (RFC 7519 §2); whole seconds are kept.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        campus = try container.decode(String.self, forKey: .campus)
-        sub = try container.decode(String.self, forKey: .sub)
-        date = try container.decode(String.self, forKey: .date)
-        color = try container.decode(String.self, forKey: .color)
-        iat = Int(try container.decode(Double.self, forKey: .iat).rounded(.down))
-        exp = Int(try container.decode(Double.self, forKey: .exp).rounded(.down))
+    /// Numeric claims are below this magnitude (2^53): the integers every JSON reader holds
+    /// exactly. A larger one, or a text that rounds to it, cannot be an honest time.
+    static let integerLimit = 9_007_199_254_740_992.0
+
+    /// Reads claims whose signature has been verified, strictly: exactly these six members,
+    /// the strings 1 to 200 bytes, `iat` and `exp` integers within ±(2^53 − 1), `date` a real
+    /// calendar date and `color` one of the four. Nil for anything else.
+    init?(verifiedJSON bytes: Data) {
+        guard case .object(let object)? = try? JSONValue(parsing: bytes), object.count == 6 else { return nil }
+        func text(_ key: String) -> String? {
+            guard case .string(let value)? = object[key], (1...200).contains(value.utf8.count) else { return nil }
+            return value
+        }
+        func integer(_ key: String) -> Int? {
+            guard case .number(let value)? = object[key], abs(value) < Self.integerLimit else { return nil }
+            return Int(exactly: value)
+        }
+        guard let campus = text("campus"), let sub = text("sub"), let date = text("date"), LocalDate(date) != nil,
+            let color = text("color"), BadgeColor(rawValue: color) != nil, let iat = integer("iat"), let exp = integer("exp")
+        else { return nil }
+        self.init(campus: campus, sub: sub, date: date, color: color, iat: iat, exp: exp)
     }
 }
 
@@ -65,7 +77,8 @@ public enum BadgeRejection: String, Sendable, Equatable {
         switch self {
         case .malformed: "This is not a badge token: ask the member to show the badge again."
         case .otherCampus: "This badge was issued by another campus."
-        case .unknownKey: "The badge was signed with a key this campus does not know (or no longer uses)."
+        case .unknownKey:
+            "The badge was not signed by this campus: it is another campus's badge, was signed with a key retired more than two days ago, or is forged."
         case .badSignature: "The badge's signature does not match its contents: it was altered or forged."
         case .expired: "The badge has expired: badges are valid until the end of the day they were issued for."
         }
@@ -80,12 +93,6 @@ public enum BadgeVerification: Sendable, Equatable {
 
 /// Signs and checks badge tokens: JWS compact serialisation, ES256 (RFC 7515/7518).
 public enum BadgeToken {
-    struct Header: Codable {
-        var alg: String
-        var typ: String?
-        var kid: String
-    }
-
     /// Header and claims are JSON with sorted keys and no spaces, written directly.
     public static func sign(_ claims: BadgeClaims, with key: BadgeKey) throws -> String {
         let input = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8))
@@ -93,20 +100,24 @@ public enum BadgeToken {
         return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
 
-    /// Checks a token presented at `campus`: shape, campus, key, signature, expiry, in that
-    /// order, so the answer names the first thing wrong.
+    /// Checks a token presented at `campus`: shape, key, signature, then what the verified
+    /// claims say (campus, expiry), so the answer names the first thing wrong. Nothing of the
+    /// claims is read before the signature verifies; the header only for its algorithm and key id.
     public static func verify(_ token: String, campus: String, keys: [BadgeKey], now: Date) -> BadgeVerification {
+        guard token.utf8.count <= 4096 else { return .invalid(.malformed) }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard token.utf8.count <= 4096, parts.count == 3,
-            let headerData = Base64URL.decode(parts[0]), let header = try? JSONDecoder().decode(Header.self, from: headerData),
-            let payloadData = Base64URL.decode(parts[1]), let claims = try? JSONDecoder().decode(BadgeClaims.self, from: payloadData),
-            let signatureData = Base64URL.decode(parts[2])
+        guard parts.count == 3, let headerData = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
+            let signatureData = Base64URL.decode(parts[2]),
+            case .object(let header)? = try? JSONValue(parsing: headerData),
+            case .string(let alg)? = header["alg"], case .string(let kid)? = header["kid"]
         else { return .invalid(.malformed) }
-        guard claims.campus == campus else { return .invalid(.otherCampus) }
-        guard header.alg == "ES256", let key = keys.first(where: { $0.kid == header.kid }) else { return .invalid(.unknownKey) }
+        guard alg == "ES256", let key = keys.first(where: { $0.kid == kid }) else { return .invalid(.unknownKey) }
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
             key.publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
         else { return .invalid(.badSignature) }
+        // Signed with this campus's key: only now are the claims read.
+        guard let claims = BadgeClaims(verifiedJSON: payload) else { return .invalid(.malformed) }
+        guard claims.campus == campus else { return .invalid(.otherCampus) }
         guard Double(claims.exp) > now.timeIntervalSince1970 else { return .invalid(.expired) }
         return .valid(claims)
     }

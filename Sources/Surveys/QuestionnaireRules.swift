@@ -164,8 +164,11 @@ public enum QuestionnaireRules {
         }
     }
 
+    /// A bound as a person reads it: whole numbers without ".0", whatever their magnitude.
     static func format(_ number: Double) -> String {
-        number == number.rounded() ? String(Int(number)) : String(number)
+        var text = ""
+        JSONText.appendNumber(number, to: &text)
+        return text
     }
 
     static func unitSuffix(_ question: Question) -> String { question.unit.map { " \($0)" } ?? "" }

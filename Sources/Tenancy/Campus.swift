@@ -107,7 +107,10 @@ extension CampusID: PostgresCodable {
 extension LocalDate: PostgresCodable {
     public static var postgresType: PostgresType { .date }
     public func encode(into buffer: inout [UInt8]) throws {
-        try PostgresDate(year: year, month: month, day: day)!.encode(into: &buffer)
+        guard let date = PostgresDate(year: year, month: month, day: day) else {
+            throw PostgresError(code: .encoding, message: "\(self) is not a calendar date")
+        }
+        try date.encode(into: &buffer)
     }
     public static func decode(from bytes: UnsafeRawBufferPointer, type: PostgresType) throws -> LocalDate {
         let date = try PostgresDate.decode(from: bytes, type: type)

@@ -5,7 +5,7 @@ import AttestTestSupport
 import Crypto
 import Foundation
 import JWTKit
-import Surveys
+@testable import Surveys
 import Tenancy
 import Testing
 
@@ -133,9 +133,10 @@ struct BadgeTests {
             #expect(tamperedReply.json["reason"] as? String == "bad-signature")
             await #expect(throws: (any Error).self) { try await scanner.verify(tampered, as: ScannedBadge.self) }
 
-            // Another campus's genuine badge.
+            // Another campus's genuine badge: signed with a key north does not have, so its
+            // claims are never read here.
             let foreign = try #require(try await api.send(.get, "/v1/campuses/south/me/badge", template: Self.badgePath, token: southMember).json["token"] as? String)
-            #expect(try await Self.verify(api, foreign, as: screener).json["reason"] as? String == "other-campus")
+            #expect(try await Self.verify(api, foreign, as: screener).json["reason"] as? String == "unknown-key")
             await #expect(throws: (any Error).self) { try await scanner.verify(foreign, as: ScannedBadge.self) }
             _ = try await Self.scanner(api, campus: "south").verify(foreign, as: ScannedBadge.self)
 
@@ -170,6 +171,45 @@ struct BadgeTests {
             let expired = try await Self.verify(api, red, as: screener)
             #expect(expired.json["valid"] as? Bool == false)
             #expect(expired.json["reason"] as? String == "expired")
+        }
+    }
+
+    /// The attack of issue 29: a scanner posts whatever QR code it is shown. A token whose
+    /// claims hold numbers no time can be (1e300) once trapped the process while its claims
+    /// were read before the signature; unsigned it is refused by key, and signed with the
+    /// campus's own key its claims are refused as malformed. Every campus stays up.
+    @Test func aForgedBadgeWithHugeNumbersIsRefusedAndTheServerStaysUp() async throws {
+        let (server, campus) = try await AttestationTests.setUp(clock: TestClock(Date()))
+        let (_, screener) = try await server.user("door@example.edu", at: campus, roles: [.screener])
+        let key = try #require(try await server.services.badges.keys.keys(campus: campus.id).first)
+        @Sendable func b64(_ text: String) -> String { Base64URL.encode(Array(text.utf8)) }
+        let claims = [
+            #"{"campus":"north","sub":"x","date":"2026-11-21","color":"green","iat":1e300,"exp":1e300}"#,
+            #"{"campus":"north","sub":"x","date":"2026-11-21","color":"green","iat":1,"exp":-1e300}"#,
+            #"{"campus":"north","sub":"x","date":"2026-11-21","color":"green","iat":1,"exp":9007199254740993}"#,
+            #"{"campus":"north","sub":"x","date":"2026-11-21","color":"green","iat":1,"exp":4102444800.5}"#,
+            #"{"campus":"north","sub":"x","date":"2026-02-30","color":"green","iat":1,"exp":4102444800}"#,
+            #"{"campus":"north","sub":"x","date":"2026-11-21","color":"blue","iat":1,"exp":4102444800}"#,
+            #"{"campus":"north","sub":"x","date":"2026-11-21","color":"green","iat":"1","exp":4102444800}"#,
+            #"{"campus":"north","sub":"x","date":"2026-11-21","color":"green","iat":1,"exp":4102444800,"admin":true}"#,
+        ]
+        try await server.run { api in
+            let unsigned = b64(#"{"alg":"ES256","kid":"k"}"#) + "." + b64(claims[0]) + "." + String(repeating: "A", count: 86)
+            let first = try await Self.verify(api, unsigned, as: screener)
+            #expect(first.status == 200 && first.json["valid"] as? Bool == false)
+            #expect(first.json["reason"] as? String == "unknown-key", "\(first.body)")
+            for payload in claims {
+                let input = key.encodedHeader + "." + b64(payload)
+                let signature = try key.privateKey.signature(for: Array(input.utf8)).rawRepresentation
+                let reply = try await Self.verify(api, input + "." + Base64URL.encode(signature), as: screener)
+                #expect(reply.status == 200 && reply.json["valid"] as? Bool == false, "\(payload)")
+                #expect(reply.json["reason"] as? String == "malformed", "\(payload): \(reply.body)")
+            }
+            // The same campus and key still verify an honest badge: the checks are of the claims.
+            let honest = #"{"campus":"north","color":"green","date":"2026-11-21","exp":4102444800,"iat":1,"sub":"x"}"#
+            let input = key.encodedHeader + "." + b64(honest)
+            let signature = try key.privateKey.signature(for: Array(input.utf8)).rawRepresentation
+            #expect(try await Self.verify(api, input + "." + Base64URL.encode(signature), as: screener).json["valid"] as? Bool == true)
         }
     }
 

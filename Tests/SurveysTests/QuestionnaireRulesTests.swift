@@ -96,3 +96,24 @@ struct QuestionnaireRulesTests {
         #expect(questionnaire.localized(acceptLanguage: nil).questionnaire == questionnaire)
     }
 }
+
+extension QuestionnaireRulesTests {
+    /// A bound past Int's range once trapped the process when an answer fell outside it
+    /// (`Int(Double)` while writing the message); now the bound is written as JSON writes it.
+    @Test func boundsOfAnyMagnitudeAreNamedInTheMessage() throws {
+        let questionnaire = Questionnaire(
+            version: 1, title: "t",
+            questions: [
+                Question(id: "low", kind: .number, prompt: "?", min: 9.3e18, max: 1e300),
+                Question(id: "high", kind: .number, prompt: "?", min: -1e300, max: -9.3e18),
+                Question(id: "whole", kind: .number, prompt: "?", min: 1, max: 9_007_199_254_740_991),
+            ])
+        let raw: [String: JSONValue] = ["low": .number(1), "high": .number(0), "whole": .number(1e300)]
+        let (answers, problems) = QuestionnaireRules.check(raw, against: questionnaire)
+        #expect(answers.isEmpty)
+        #expect(problems.map(\.description) == [
+            "answers.low: must be at least 9.3e+18", "answers.high: must be at most -9.3e+18",
+            "answers.whole: must be at most 9007199254740991",
+        ])
+    }
+}

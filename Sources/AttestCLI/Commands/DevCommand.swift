@@ -154,12 +154,14 @@ enum DemoCampus {
         }
         var tokens: [(String, Role, String)] = []
         for person in people {
-            var user = try await users.find(campus: campus.id, email: person.email)
-            if user == nil {
+            let user: User
+            if let found = try await users.find(campus: campus.id, email: person.email) {
+                user = found
+            } else {
                 user = try await users.add(campus: campus, email: person.email, displayName: person.name, actor: actor)
                 if let role = person.role { try await users.grant(campus: campus, email: person.email, role: role, actor: actor) }
             }
-            let issued = try await sessions.issue(campus: campus, user: user!.id)
+            let issued = try await sessions.issue(campus: campus, user: user.id)
             tokens.append((person.email, person.role ?? .member, issued.token))
         }
         return tokens

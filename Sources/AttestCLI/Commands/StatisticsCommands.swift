@@ -62,8 +62,8 @@ struct ReportCommand: AsyncParsableCommand {
     static func render(days: [DayFigures], format: Format) -> String {
         let answerColumns = Set(days.flatMap { day in day.answers.flatMap { question, counts in counts.keys.map { "\(question):\($0)" } } }).sorted()
         func count(_ day: DayFigures, _ column: String) -> Int {
-            let parts = column.split(separator: ":", maxSplits: 1).map(String.init)
-            return day.answers[parts[0]]?[parts[1]] ?? 0
+            guard let colon = column.firstIndex(of: ":") else { return 0 }
+            return day.answers[String(column[..<colon])]?[String(column[column.index(after: colon)...])] ?? 0
         }
         func rate(_ value: Double?) -> String { value.map { String(format: "%.4f", $0) } ?? "" }
         switch format {
@@ -264,13 +264,15 @@ extension DevCommand {
                 let seeder = HistorySeeder(client: context.client)
                 _ = try await seeder.preflight()
                 let store = QuestionnaireStore(client: context.client)
-                var questionnaire = try await store.active(campus: found.id)
-                if questionnaire == nil {
+                let questionnaire: Questionnaire
+                if let active = try await store.active(campus: found.id) {
+                    questionnaire = active
+                } else {
                     questionnaire = try await store.publish(campus: found, draft: DemoQuestionnaire.draft, actor: TenantContext.actor)
-                    say("\(campus) had no survey: published the demo survey as version \(questionnaire!.version).")
+                    say("\(campus) had no survey: published the demo survey as version \(questionnaire.version).")
                 }
                 return try await seeder.seed(
-                    campus: found, questionnaire: questionnaire!, members: members, days: days)
+                    campus: found, questionnaire: questionnaire, members: members, days: days)
             }
             let elapsed = ContinuousClock.now - started
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

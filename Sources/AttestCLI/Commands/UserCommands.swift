@@ -90,7 +90,7 @@ struct RoleCommand: AsyncParsableCommand {
 
         /// Grants or revokes, then says what changed.
         func apply(grant: Bool, database: DatabaseOptions, logging: LoggingOptions) async throws {
-            let role = Role(parsing: role)!
+            guard let role = Role(parsing: role) else { throw IdentityError.unknownRole(role) }
             let changed = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: campus)
                 return grant
