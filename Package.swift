@@ -144,6 +144,16 @@ let package = Package(
             name: "AttestSchemaTests",
             dependencies: ["AttestSchema", "AttestPostgres", "AttestTestSupport", "Tenancy"]
         ),
+        // Every parser of outside data, fed generated inputs (DESIGN §9, crash-proof).
+        .testTarget(
+            name: "FuzzTests",
+            dependencies: [
+                "AttestPlugins", "AttestPostgres", "AttestTestSupport", "Identity", "Surveys", "Tenancy",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "AttestServerTests",
             dependencies: [

@@ -310,7 +310,7 @@ public enum JSONText {
     /// form; `null` for a non-finite one, which JSON cannot hold.
     public static func appendNumber(_ number: Double, to output: inout String) {
         guard number.isFinite else { return output.append("null") }
-        if number == number.rounded(), let integer = Int64(exactly: number), abs(integer) < 1 << 53 {
+        if abs(number) < 9_007_199_254_740_992, let integer = Int64(exactly: number) {
             output.append(String(integer))
         } else {
             output.append(number.description)

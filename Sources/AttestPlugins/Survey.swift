@@ -71,10 +71,12 @@ public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringCo
 
     public static func < (lhs: LocalDate, rhs: LocalDate) -> Bool { (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day) }
 
+    /// `YYYY-MM-DD`, the year padded to four digits as `init?(_:)` reads it.
     public var description: String {
+        let year = String(self.year)
         let month = self.month < 10 ? "0\(self.month)" : "\(self.month)"
         let day = self.day < 10 ? "0\(self.day)" : "\(self.day)"
-        return "\(year)-\(month)-\(day)"
+        return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-\(month)-\(day)"
     }
 
     public init(from decoder: any Decoder) throws {

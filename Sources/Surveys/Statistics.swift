@@ -264,6 +264,10 @@ public struct StatisticsStore: Sendable {
         public var user: UserID
 
         public var description: String { "\(red ? "r" : "y").\(submittedMicroseconds).\(user.rawValue.uuidString.lowercased())" }
+
+        /// The latest submission time a cursor names, 9999-12-31T23:59:59.999999Z: a later one
+        /// is none this API gave out.
+        public static let latestMicroseconds: Int64 = 253_402_300_799_999_999
     }
 
     /// The red and yellow attestations of `date` (or only `colors`) after `cursor`, at most
@@ -378,7 +382,7 @@ extension StatisticsStore.FollowUpCursor {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "r" || parts[0] == "y", parts[1].count <= 18,
             parts[1].utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-            let micros = Int64(parts[1]), let id = UUID(uuidString: String(parts[2]))
+            let micros = Int64(parts[1]), micros <= Self.latestMicroseconds, let id = UUID(uuidString: String(parts[2]))
         else { return nil }
         self.init(red: parts[0] == "r", submittedMicroseconds: micros, user: UserID(id))
     }

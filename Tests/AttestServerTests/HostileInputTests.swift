@@ -12,19 +12,7 @@ import Testing
 /// can be replayed (`ATTEST_HOSTILE_SEED=n swift test --filter HostileInputTests`).
 @Suite("Hostile input")
 struct HostileInputTests {
-    /// SplitMix64: small, seedable, good enough to pick inputs.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &self)] }
-        mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
-    }
+    typealias Generator = SeededGenerator
 
     static let seed = ProcessInfo.processInfo.environment["ATTEST_HOSTILE_SEED"].flatMap { UInt64($0) } ?? 20_261_122
 
@@ -159,7 +147,7 @@ struct HostileInputTests {
         let posts = operations.filter { $0.method == .post }
         let found = operations + posts + posts, seed = Self.seed, requests = 1_500
         try await server.run { api in
-            var g = Generator(state: seed)
+            var g = Generator(seed: seed)
             var statuses: [Int: Int] = [:]
             for index in 0..<requests {
                 let (method, template, parameters) = g.pick(found)

@@ -1,0 +1,247 @@
+import AttestPlugins
+import AttestPostgres
+import AttestTestSupport
+import Crypto
+import Foundation
+@testable import Identity
+import JWTKit
+import Logging
+@testable import Surveys
+@testable import Tenancy
+import Testing
+
+/// DESIGN §9, crash-proof: every parser that reads outside data, fed thousands of generated
+/// inputs (random bytes and mutations of valid ones, `Fuzz`). A trap ends the test process,
+/// so surviving is the first property; each test also checks that what is accepted is what
+/// the parser promises, and that what is refused is refused with the parser's own error.
+@Suite("Parsers under fuzzing")
+struct ParserFuzzTests {
+    // MARK: JSON
+
+    /// Writes a parsed value back as JSON text, so an accepted input can be read twice.
+    static func text(of value: JSONValue) -> String {
+        switch value {
+        case .null: return "null"
+        case .bool(let flag): return flag ? "true" : "false"
+        case .number(let number):
+            var output = ""
+            JSONText.appendNumber(number, to: &output)
+            return output
+        case .string(let string):
+            var output = ""
+            JSONText.appendString(string, to: &output)
+            return output
+        case .array(let items): return "[" + items.map(text(of:)).joined(separator: ",") + "]"
+        case .object(let members):
+            return "{" + members.sorted { $0.key < $1.key }.map { key, value in
+                var output = ""
+                JSONText.appendString(key, to: &output)
+                return output + ":" + text(of: value)
+            }.joined(separator: ",") + "}"
+        }
+    }
+
+    static let jsonSeeds: [[UInt8]] = [
+        #"{"surveyVersion": 3, "answers": {"fever": false, "temperature": 36.6, "mood": "ok", "note": "fine"}}"#,
+        #"{"token": "eyJhbGciOiJFUzI1NiJ9.e30.AAAA"}"#, #"{"idToken": "a.b.c"}"#,
+        #"[1, -2.5e-3, 0, true, false, null, "\u00e9\ud83d\ude00\n", {"a": [[]]}]"#,
+        #"{"rules": [{"when": {"all": [{"question": "fever", "equals": true}]}, "color": "red", "reason": "Fever", "lastsDays": 3}]}"#,
+        #"[{"name": "Clinic", "lat": 40.7, "lon": -73.9, "url": "https://example.org"}]"#,
+    ].map { Array($0.utf8) }
+
+    @Test func theStrictJSONParserAnswersEveryInputWithAValueOrItsError() {
+        var accepted = 0
+        for input in Fuzz.inputs(seeds: Self.jsonSeeds, count: Fuzz.cases(6_000)) {
+            do {
+                let value = try JSONValue(parsing: input)
+                accepted += 1
+                // What was accepted reads back as the same value.
+                #expect(try JSONValue(parsing: Array(Self.text(of: value).utf8)) == value, "\(String(decoding: input, as: UTF8.self))")
+            } catch {
+                #expect((0...input.count).contains(error.offset), "offset \(error.offset) outside \(input.count) bytes")
+            }
+        }
+        // The mutations keep some inputs valid: the accepting paths are exercised too.
+        #expect(accepted > 100)
+    }
+
+    // MARK: base64url
+
+    @Test func base64urlDecodesOnlyTheOneCanonicalSpelling() {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8) + Array("=+/. \n".utf8) + [0x00, 0xC3, 0xFF]
+        var g = SeededGenerator(seed: Fuzz.seed)
+        var decoded = 0
+        for index in 0..<Fuzz.cases(20_000) {
+            let bytes = index % 2 == 0
+                ? Fuzz.randomBytes(maxLength: 40, alphabet: alphabet, using: &g)
+                : Fuzz.mutate(Array(Base64URL.encode(Fuzz.randomBytes(maxLength: 30, using: &g)).utf8), using: &g)
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard let data = Base64URL.decode(Substring(text)) else { continue }
+            decoded += 1
+            #expect(Base64URL.encode(data) == text, "\(text) decoded but is not canonical")
+        }
+        #expect(decoded > 1_000)
+    }
+
+    // MARK: Badge tokens
+
+    @Test func theBadgeVerifierRefusesEveryAlteredTokenWithAReason() throws {
+        let privateKey = P256.Signing.PrivateKey()
+        let key = BadgeKey(kid: "k1", publicKey: privateKey.publicKey, retiredAt: nil, privateKey: privateKey)
+        let now = Date(timeIntervalSince1970: 1_795_000_000)
+        let claims = BadgeClaims(campus: "north", sub: "s", date: "2026-11-18", color: "green", iat: 1_795_000_000, exp: 1_795_050_000)
+        let genuine = try BadgeToken.sign(claims, with: key)
+        #expect(BadgeToken.verify(genuine, campus: "north", keys: [key], now: now) == .valid(claims))
+        /// Signs whatever payload bytes it is given with the campus's real key.
+        func signed(_ payload: [UInt8]) throws -> String {
+            let input = key.encodedHeader + "." + Base64URL.encode(payload)
+            return input + "." + Base64URL.encode(try privateKey.signature(for: Array(input.utf8)).rawRepresentation)
+        }
+        var reasons: [String: Int] = [:]
+        // Altered tokens: nothing but the genuine text verifies.
+        for input in Fuzz.inputs(seeds: [Array(genuine.utf8)], count: Fuzz.cases(4_000)) {
+            let token = String(decoding: input, as: UTF8.self)
+            switch BadgeToken.verify(token, campus: "north", keys: [key], now: now) {
+            case .valid: #expect(token == genuine, "an altered token verified: \(token)")
+            case .invalid(let reason): reasons[reason.rawValue, default: 0] += 1
+            }
+        }
+        // Claims signed with the real key (a leaked key, or a bug in signing): only claims of the
+        // promised shape are accepted.
+        for payload in Fuzz.inputs(seeds: [Array(claims.json.utf8)], count: Fuzz.cases(2_000)) {
+            switch BadgeToken.verify(try signed(payload), campus: "north", keys: [key], now: now) {
+            case .valid(let read):
+                #expect(LocalDate(read.date) != nil && BadgeColor(rawValue: read.color) != nil)
+                #expect(abs(read.exp) < 1 << 53 && abs(read.iat) < 1 << 53 && read.exp > 1_795_000_000)
+                #expect(read.campus == "north")
+            case .invalid(let reason): reasons["signed " + reason.rawValue, default: 0] += 1
+            }
+        }
+        // Every check was reached, not only the first.
+        for reason in ["malformed", "unknown-key", "bad-signature", "signed malformed", "signed other-campus", "signed expired"] {
+            #expect(reasons[reason, default: 0] > 0, "no input was refused as \(reason): \(reasons)")
+        }
+    }
+
+    // MARK: Cursors
+
+    @Test func cursorsAreEitherOnesTheAPIGivesOutOrRefused() {
+        let seeds = [
+            "r.1795000000123456.5f0c2a1e-0000-4000-8000-000000000001", "y.0.00000000-0000-0000-0000-000000000000",
+            "2026-11-20", "1970-01-01",
+        ].map { Array($0.utf8) }
+        var parsed = 0
+        for input in Fuzz.inputs(seeds: seeds, count: Fuzz.cases(10_000)) {
+            let text = String(decoding: input, as: UTF8.self)
+            if let cursor = StatisticsStore.FollowUpCursor(text) {
+                parsed += 1
+                #expect(StatisticsStore.FollowUpCursor(cursor.description) == cursor)
+                // A time PostgreSQL can hold: a cursor is never turned into a database error.
+                #expect((0...StatisticsStore.FollowUpCursor.latestMicroseconds).contains(cursor.submittedMicroseconds), "\(text)")
+            }
+            if let date = LocalDate(text) {
+                parsed += 1
+                #expect(date.description == text, "history cursor \(text) read as \(date)")
+                #expect(PostgresDate(year: date.year, month: date.month, day: date.day) != nil)
+            }
+        }
+        #expect(parsed > 100)
+        // A time no submission can have had is no cursor this API gave out.
+        #expect(StatisticsStore.FollowUpCursor("r.999999999999999999.5f0c2a1e-0000-4000-8000-000000000001") == nil)
+        #expect(StatisticsStore.FollowUpCursor("r.253402300799999999.5f0c2a1e-0000-4000-8000-000000000001") != nil)
+    }
+
+    // MARK: CSV and location files
+
+    static let csvSeeds: [[UInt8]] = [
+        "email,name,roles\nana@example.edu,Ana,screener\n\"bo@example.edu\",\"Bo, \"\"B\"\"\",admin;health-officer\n",
+        "name,address,lat,lon,hours,phone,url,notes\nClinic,\"1 Main St, Town\",40.7,-73.9,9-5,555,https://example.org,\"walk-in\nonly\"\n",
+        "lon,lat,name\n-73.9,40.7,Field House\r\n",
+        #"[{"name": "Clinic", "lat": 40.7, "lon": -73.9}, {"name": "B", "lat": -90, "lon": 180, "url": "https://b.example"}]"#,
+    ].map { Array($0.utf8) }
+
+    @Test func csvAndLocationFilesAreReadOrRefusedWithALine() throws {
+        let campus = Campus(
+            id: CampusID(UUID()), slug: "north", name: "North", timeZone: "UTC", deadlineMinute: 600, reminderMinute: 480,
+            emailDomains: ["example.edu"], sessionLifetimeSeconds: 3600, retentionDays: 30, statsMinCount: 10,
+            settings: PostgresJSON("{}"), createdAt: Date())
+        var outcomes = (records: 0, locations: 0, users: 0)
+        for input in Fuzz.inputs(seeds: Self.csvSeeds, count: Fuzz.cases(5_000)) {
+            let text = String(decoding: input, as: UTF8.self)
+            do {
+                let records = try CSV.records(text)
+                outcomes.records += 1
+                #expect(zip(records, records.dropFirst()).allSatisfy { $0.line < $1.line } && (records.first?.line ?? 1) >= 1)
+            } catch let error as CSV.UnclosedQuote {
+                #expect(error.line >= 1)
+            }
+            do {
+                let locations = try TestingLocation.parseList(Data(input))
+                outcomes.locations += 1
+                #expect(locations.allSatisfy { $0.problem == nil })
+            } catch let error as TestingLocationFileError {
+                #expect(error.line >= 1)
+            }
+            do {
+                let entries = try UserStore.parseImport(text, campus: campus)
+                outcomes.users += 1
+                #expect(entries.allSatisfy { $0.email.hasSuffix("@example.edu") && $0.name.count <= 200 })
+                #expect(Set(entries.map(\.email)).count == entries.count)
+            } catch let error as IdentityError {
+                if case .importFailed(let line, _) = error { #expect(line >= 1) } else { Issue.record("unexpected \(error)") }
+            }
+        }
+        #expect(outcomes.records > 100 && outcomes.locations > 50 && outcomes.users > 50, "\(outcomes)")
+    }
+
+    // MARK: OIDC ID tokens
+
+    struct IDClaims: JWTPayload {
+        var iss: String
+        var sub: String
+        var aud: String
+        var exp: Int
+        var iat: Int
+        var email: String
+        var email_verified: Bool
+        var name: String
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    @Test func theIDTokenVerifierAnswersEveryAlteredTokenWithASignInError() async throws {
+        let signer = ES256PrivateKey()
+        let keys = JWTKeyCollection()
+        await keys.add(ecdsa: signer, kid: "k1")
+        guard let parameters = signer.publicKey.parameters else { throw TestEnvironmentError("no public key parameters") }
+        let jwks = #"{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","alg":"ES256","x":"\#(parameters.x)","y":"\#(parameters.y)"}]}"#
+        let issuer = OIDCIssuer(issuer: "https://id.example.edu", audiences: ["client"], jwks: jwks)
+        let campus = Campus(
+            id: CampusID(UUID()), slug: "north", name: "North", timeZone: "UTC", deadlineMinute: 600, reminderMinute: 480,
+            emailDomains: ["example.edu"], sessionLifetimeSeconds: 3600, retentionDays: 30, statsMinCount: 10,
+            settings: PostgresJSON("{}"), createdAt: Date())
+        var logger = Logger(label: "fuzz")
+        logger.logLevel = .critical
+        let verifier = IDTokenVerifier(keys: JWKSCache(logger: logger))
+        let now = Int(Date().timeIntervalSince1970)
+        let genuine = try await keys.sign(
+            IDClaims(iss: issuer.issuer, sub: "s1", aud: "client", exp: now + 600, iat: now, email: "ana@example.edu", email_verified: true, name: "Ana"),
+            kid: "k1")
+        let identity = try await verifier.verify(idToken: genuine, campus: campus, issuers: [issuer])
+        #expect(identity.email == "ana@example.edu")
+        var refusals: [String: Int] = [:]
+        for input in Fuzz.inputs(seeds: [Array(genuine.utf8)], count: Fuzz.cases(3_000)) {
+            let token = String(decoding: input, as: UTF8.self)
+            do {
+                let accepted = try await verifier.verify(idToken: token, campus: campus, issuers: [issuer])
+                // Only the signed header and payload verify (a signature may be spelt twice).
+                #expect(token.split(separator: ".").prefix(2) == genuine.split(separator: ".").prefix(2), "\(token)")
+                #expect(accepted == identity)
+            } catch let error as SignInError {
+                refusals["\(error)".prefix(24).description, default: 0] += 1
+            } catch {
+                Issue.record("not a SignInError: \(error) for \(token)")
+            }
+        }
+        #expect(refusals.count >= 3, "\(refusals)")
+    }
+}
