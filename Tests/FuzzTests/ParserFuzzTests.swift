@@ -244,4 +244,34 @@ struct ParserFuzzTests {
         }
         #expect(refusals.count >= 3, "\(refusals)")
     }
+
+    // MARK: Headers and key sets
+
+    @Test func acceptLanguagePicksAnOfferedLanguageOrNone() {
+        let offered: Set<String> = ["es", "pt-BR", "fr"]
+        let seeds = ["es-MX,es;q=0.9,en;q=0.8", "*;q=0.1, pt-BR;q=1e400, fr;q=nan", "en;q=-1,fr;q=0.000", "PT-br"].map { Array($0.utf8) }
+        var chosen = 0
+        for input in Fuzz.inputs(seeds: seeds, count: Fuzz.cases(10_000)) {
+            guard let language = Questionnaire.bestLanguage(String(decoding: input, as: UTF8.self), available: offered) else { continue }
+            chosen += 1
+            #expect(offered.contains(language))
+        }
+        #expect(chosen > 500)
+    }
+
+    @Test func jwksDocumentsGiveKeysOrAnError() async throws {
+        let signer = ES256PrivateKey()
+        guard let parameters = signer.publicKey.parameters else { throw TestEnvironmentError("no public key parameters") }
+        let seeds = [
+            #"{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","alg":"ES256","x":"\#(parameters.x)","y":"\#(parameters.y)"}]}"#,
+            #"{"keys":[{"kty":"RSA","kid":"r1","alg":"RS256","n":"sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw","e":"AQAB"},{"kty":"oct","k":"c2VjcmV0"}]}"#,
+        ].map { Array($0.utf8) }
+        var parsed = 0
+        for input in Fuzz.inputs(seeds: seeds, count: Fuzz.cases(2_000)) {
+            guard let (keys, rejected) = try? await KeySet.parse(Data(input)) else { continue }
+            parsed += 1
+            #expect(keys.keyIDs.count <= keys.count && keys.count + rejected.count >= 0)
+        }
+        #expect(parsed > 50)
+    }
 }
