@@ -341,7 +341,30 @@ END $$;
 
 -- The audit log is append-only for the application.
 REVOKE UPDATE, DELETE ON audit_log FROM attest_app;
-GRANT SELECT, INSERT, UPDATE, DELETE ON campuses TO attest_app;
+
+-- Campuses: a transaction with campus A set sees and changes row A only. Not FORCEd: the
+-- owner (migrations, an operator's `attest campus list`) sees every row. The application
+-- never deletes a campus (a cascade would take its append-only audit log with it).
+ALTER TABLE campuses ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS campus_isolation ON campuses;
+CREATE POLICY campus_isolation ON campuses
+    USING (id = nullif(current_setting('attest.campus_id', true), '')::uuid)
+    WITH CHECK (id = nullif(current_setting('attest.campus_id', true), '')::uuid);
+REVOKE DELETE ON campuses FROM attest_app;
+GRANT SELECT, INSERT, UPDATE ON campuses TO attest_app;
+
+-- The two reads of campuses that come before a campus is known, each a named door through
+-- the wall: a request's slug resolved to its campus, and the list the servers' background
+-- work (outbox, reminders, retention) goes through. SECURITY DEFINER runs them as the owner.
+CREATE OR REPLACE FUNCTION attest_campus_by_slug(wanted text) RETURNS SETOF campuses
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+    AS $$ SELECT * FROM campuses WHERE slug = wanted $$;
+CREATE OR REPLACE FUNCTION attest_campus_directory() RETURNS SETOF campuses
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+    AS $$ SELECT * FROM campuses ORDER BY slug $$;
+REVOKE ALL ON FUNCTION attest_campus_by_slug(text), attest_campus_directory() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION attest_campus_by_slug(text), attest_campus_directory() TO attest_app;
+
 GRANT SELECT ON schema_migrations TO attest_app;
 GRANT USAGE ON SCHEMA public TO attest_app;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO attest_app;

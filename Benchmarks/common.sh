@@ -2,7 +2,8 @@
 #
 #   bench_prepare              Debian packages and wrk; builds attest (release) into $attest
 #   bench_cluster SETTINGS…    a throwaway PostgreSQL cluster with normal durability, database
-#                              `attest`; sets $dir, $bin, $psql, DATABASE_URL
+#                              `attest`; sets $dir, $bin, $psql, DATABASE_URL (the owner's) and
+#                              $server_url (the server's login, only a member of attest_app)
 #   bench_members CAMPUS N     N members with a session token each, tokens in $dir/tokens.txt
 #   bench_serve PORT ARGS…     starts `attest serve` and waits until it is ready; sets $server_pid
 #   bench_stop_server          stops it; sets $peak_mb, its peak resident memory (VmHWM)
@@ -54,6 +55,8 @@ bench_cluster() {  # extra postgres settings, e.g. -c max_wal_size=4GB
   "${psql[@]}" -d postgres -c "CREATE DATABASE attest"
   export DATABASE_URL="postgresql:///attest?host=$dir&user=postgres"
   "$attest" migrate --log-level warning >/dev/null
+  "${psql[@]}" -d attest -c "CREATE ROLE attest_server LOGIN" -c "GRANT attest_app TO attest_server"
+  server_url="postgresql:///attest?host=$dir&user=attest_server"
 }
 
 # bench_members CAMPUS N: N members of an existing campus, each with a session token in the
@@ -100,7 +103,7 @@ bench_serve() {  # port, then more `attest serve` arguments
   if curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
     echo "something already answers on port $port: stop it or set PORT"; exit 1
   fi
-  "$attest" serve --port "$port" --log-level warning --log-format json "$@" > "$dir/server.log" 2>&1 &
+  DATABASE_URL="$server_url" "$attest" serve --port "$port" --log-level warning --log-format json "$@" > "$dir/server.log" 2>&1 &
   server_pid=$!
   bench_wait_ready "$port"
 }

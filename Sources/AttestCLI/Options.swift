@@ -9,7 +9,7 @@ struct DatabaseOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "libpq URI or conninfo of the database. Default: $DATABASE_URL, else the dev cluster in ./.attest/.",
+            "libpq URI or conninfo of the database, or @FILE to read it from a file (keeps a password off the command line). Default: $DATABASE_URL (which may be @FILE too), else the dev cluster in ./.attest/.",
             valueName: "url"))
     var databaseURL: String?
 
@@ -23,8 +23,8 @@ struct DatabaseOptions: ParsableArguments {
     /// The connection string: `--database-url`, else `DATABASE_URL`, else the URL `attest dev`
     /// wrote into `./.attest/database-url`. An explicit flag wins over the environment.
     func resolveURL(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
-        if let databaseURL, !databaseURL.isEmpty { return databaseURL }
-        if let url = environment["DATABASE_URL"], !url.isEmpty { return url }
+        if let databaseURL, !databaseURL.isEmpty { return try Secret.read(databaseURL, option: "--database-url") }
+        if let url = environment["DATABASE_URL"], !url.isEmpty { return try Secret.read(url, option: "DATABASE_URL") }
         let devFile = URL(fileURLWithPath: ".attest/database-url")
         if let url = try? String(contentsOf: devFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
             !url.isEmpty
@@ -36,7 +36,7 @@ struct DatabaseOptions: ParsableArguments {
                 + "or run `attest dev` here once to create a local one in ./.attest/")
     }
 
-    /// A client that works as the login role (for migrations and cluster set-up).
+    /// A client that works as the login role itself (migrations, cluster set-up, checks).
     func ownerClient(logger: Logger, maxConnections: Int = 2) throws -> PostgresClient {
         PostgresClient(
             configuration: PostgresConfiguration(connectionString: try resolveURL()),
@@ -72,6 +72,27 @@ struct LoggingOptions: ParsableArguments {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let format = logFormat.flatMap(LineLogHandler.Format.init(rawValue:)) ?? (isatty(2) == 1 ? .text : .json)
         return Logger(label: label) { label in LineLogHandler(label: label, level: level, format: format) }
+    }
+}
+
+/// A value that may be a secret: given as is, or as `@FILE` (the file's text, trimmed), or
+/// `@-` for standard input, so that a password never has to stand on a command line.
+enum Secret {
+    static func read(_ value: String, option: String) throws -> String {
+        guard value.hasPrefix("@") else { return value }
+        let path = String(value.dropFirst())
+        let data: Data?
+        if path == "-" {
+            data = try? FileHandle.standardInput.readToEnd()
+        } else {
+            data = FileManager.default.contents(atPath: path)
+        }
+        guard let data, let text = String(data: data, encoding: .utf8) else {
+            throw CLIError("\(option) names the file \(path), which cannot be read: check the path and its permissions")
+        }
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { throw CLIError("\(option) names the file \(path), which is empty") }
+        return trimmed
     }
 }
 

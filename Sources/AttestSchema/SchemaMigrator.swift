@@ -31,7 +31,26 @@ public struct SchemaMigrator: Sendable {
                 CREATE INDEX attestations_answered ON attestations (campus_id, local_date)
                     WHERE answers IS NOT NULL;
                 """),
+        Migration(version: 3, name: "security review: campuses behind row-level security", sql: version3),
     ]
+
+    /// Issue 29's changes; `schema.sql` holds the same, in place.
+    static let version3 = """
+        ALTER TABLE campuses ENABLE ROW LEVEL SECURITY;
+        DROP POLICY IF EXISTS campus_isolation ON campuses;
+        CREATE POLICY campus_isolation ON campuses
+            USING (id = nullif(current_setting('attest.campus_id', true), '')::uuid)
+            WITH CHECK (id = nullif(current_setting('attest.campus_id', true), '')::uuid);
+        REVOKE DELETE ON campuses FROM attest_app;
+        CREATE OR REPLACE FUNCTION attest_campus_by_slug(wanted text) RETURNS SETOF campuses
+            LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+            AS $$ SELECT * FROM campuses WHERE slug = wanted $$;
+        CREATE OR REPLACE FUNCTION attest_campus_directory() RETURNS SETOF campuses
+            LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+            AS $$ SELECT * FROM campuses ORDER BY slug $$;
+        REVOKE ALL ON FUNCTION attest_campus_by_slug(text), attest_campus_directory() FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION attest_campus_by_slug(text), attest_campus_directory() TO attest_app;
+        """
 
     /// The version this build brings a database to.
     public static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

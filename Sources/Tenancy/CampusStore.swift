@@ -38,9 +38,12 @@ public struct CampusStore: Sendable {
         }
     }
 
+    /// The campus a slug names. Row-level security hides every campus but the one a
+    /// transaction names, so the lookup goes through `attest_campus_by_slug`, the schema's
+    /// one door for it.
     public func find(slug: String) async throws -> Campus? {
         guard Self.isValidSlug(slug) else { return nil }
-        let rows = try await client.query("SELECT \(Self.columns) FROM campuses WHERE slug = \(slug)")
+        let rows = try await client.query("SELECT \(Self.columns) FROM attest_campus_by_slug(\(slug))")
         return try rows.first.map(Self.campus(from:))
     }
 
@@ -50,8 +53,10 @@ public struct CampusStore: Sendable {
         return campus
     }
 
+    /// Every campus, by slug: for the servers' background work and the operator's CLI,
+    /// through `attest_campus_directory` (row-level security shows a request one campus).
     public func list() async throws -> [Campus] {
-        try await client.query("SELECT \(Self.columns) FROM campuses ORDER BY slug").map(Self.campus(from:))
+        try await client.query("SELECT \(Self.columns) FROM attest_campus_directory()").map(Self.campus(from:))
     }
 
     /// Changes one setting (validated) and records it in the campus's audit log.

@@ -61,4 +61,32 @@ struct RowLevelSecurityTests {
         #expect(deleted.affectedRows == 1)
         #expect(try await app.query("SELECT email FROM users", campus: b.id.rawValue).count == 1)
     }
+
+    /// Campuses are behind the wall too: with campus A set the application sees and changes
+    /// row A only, and it deletes none (a cascade would wipe the append-only audit log). The
+    /// slug lookup and the workers' list go through the schema's two named functions.
+    @Test func aTransactionSeesAndChangesOnlyItsOwnCampusAndDeletesNone() async throws {
+        let name = try await TestDatabase.create()
+        let app = TestDatabase.client(database: name)
+        defer { Task { await app.shutdown() } }
+        let (a, b) = try await Self.twoCampuses(app)
+        let seen = try await app.query("SELECT slug FROM campuses", campus: a.id.rawValue)
+        #expect(try seen.map { try $0.decode("slug", as: String.self) } == ["campus-a"])
+        #expect(try await app.query("SELECT slug FROM campuses").isEmpty)
+        let renamed = try await app.query("UPDATE campuses SET name = 'Taken over'", campus: a.id.rawValue)
+        #expect(renamed.affectedRows == 1)
+        let owner = TestDatabase.client(database: name, role: nil)
+        defer { Task { await owner.shutdown() } }
+        let names = try await owner.query("SELECT name FROM campuses ORDER BY slug").map { try $0.decode("name", as: String.self) }
+        #expect(names == ["Taken over", "B"])
+        let deleted = await #expect(throws: PostgresError.self) {
+            try await app.query("DELETE FROM campuses WHERE id = \(a.id)", campus: a.id.rawValue)
+        }
+        #expect(deleted?.sqlState == "42501")
+        let store = CampusStore(client: app)
+        #expect(try await store.find(slug: "campus-b")?.id == b.id)
+        #expect(try await store.find(slug: "campus-c") == nil)
+        #expect(try await store.list().map(\.slug) == ["campus-a", "campus-b"])
+        #expect(try await owner.query("SELECT count(*) AS n FROM audit_log")[0].decode("n", as: Int.self) == 2)
+    }
 }

@@ -34,14 +34,14 @@ struct CLIErrorTests {
     @Test func aServerErrorThatQuotesNoValuesIsShownInFull() async throws {
         let name = try await TestDatabase.create()
         let admin = TestDatabase.client(database: name, role: nil, maxConnections: 1)
-        try await admin.withConnection { try await $0.runScript(unsafeSQL: "REVOKE SELECT ON campuses FROM attest_app") }
+        try await admin.withConnection { try await $0.runScript(unsafeSQL: "REVOKE EXECUTE ON FUNCTION attest_campus_directory() FROM attest_app") }
         await admin.shutdown()
         let result = try await ChildProcess.run(
             [ChildProcess.attestBinary, "campus", "list"], environment: ["DATABASE_URL": TestDatabase.url(database: name)])
         #expect(result.status == 1)
         #expect(result.stderr.split(separator: "\n").count == 1)
         #expect(result.stderr.contains("42501 (insufficient_privilege)"), "\(result.stderr)")
-        #expect(result.stderr.contains("permission denied for table campuses"), "\(result.stderr)")
+        #expect(result.stderr.contains("permission denied for function attest_campus_directory"), "\(result.stderr)")
 
         let hidden = PostgresError(code: .server, message: "invalid input syntax for type uuid: \"secret\"", sqlState: "22P02")
         #expect(!hidden.messageHasNoValues)

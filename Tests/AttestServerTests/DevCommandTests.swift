@@ -26,7 +26,12 @@ struct DevCommandTests {
         #expect(url.contains("host=%2Ftmp%2Fattest-dev-"))
         let config = try String(contentsOfFile: directory + "/pgdata/postgresql.conf", encoding: .utf8)
         #expect(config.contains("listen_addresses = ''"))
-        let client = PostgresClient(configuration: PostgresConfiguration(connectionString: url), logger: TestDatabase.testLogger)
+        let client = PostgresClient(
+            configuration: PostgresConfiguration(connectionString: url, applicationName: "attest-dev-test"), logger: TestDatabase.testLogger)
+        // The server logs in as a member of attest_app that owns nothing, as `serve` must.
+        let logins = try await client.query(
+            "SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = 'attest' AND application_name = 'attest'")
+        #expect(try logins.map { try $0.decode("usename", as: String.self) } == ["attest_server"])
         let campus = try await client.query("SELECT slug, time_zone, deadline_minute FROM campuses")
         #expect(campus.count == 1)
         #expect(try campus[0].decode("slug", as: String.self) == "demo")

@@ -72,13 +72,14 @@ struct MetricsTests {
     }
 
     @Test func metricsPortServesThemApartFromTheAPI() async throws {
-        let name = try await TestDatabase.create(migrated: false)
+        let name = try await TestDatabase.create()
+        let serverURL = try await TestDatabase.serverURL(database: name)
         let port = try LoopbackHTTP.freePort()
         var metricsPort = try LoopbackHTTP.freePort()
         while metricsPort == port { metricsPort = try LoopbackHTTP.freePort() }
         let server = try ChildProcess(
             [ChildProcess.attestBinary, "serve", "--port", "\(port)", "--metrics-port", "\(metricsPort)"],
-            environment: ["DATABASE_URL": TestDatabase.url(database: name)])
+            environment: ["DATABASE_URL": serverURL])
         try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(30), while: server)
         try await LoopbackHTTP.waitFor(port: metricsPort, path: "/metrics", timeout: .seconds(10), while: server)
         #expect(try LoopbackHTTP.request(port: port, path: "/healthz").status == 200)
@@ -94,7 +95,7 @@ struct MetricsTests {
 
         let same = try ChildProcess(
             [ChildProcess.attestBinary, "serve", "--port", "\(port)", "--metrics-port", "\(port)"],
-            environment: ["DATABASE_URL": TestDatabase.url(database: name)])
+            environment: ["DATABASE_URL": serverURL])
         #expect(try await same.wait(timeout: .seconds(30)) != 0)
         #expect(same.stderr.contains("--metrics-port must differ from --port"), "\(same.stderr)")
     }

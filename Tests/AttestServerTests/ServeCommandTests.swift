@@ -5,12 +5,42 @@ import Testing
 
 @Suite("attest serve, end to end")
 struct ServeCommandTests {
+    /// The server logs in as a member of attest_app that owns nothing: as the schema's owner
+    /// (a superuser here) it refuses to start, and before the schema exists it says to migrate.
+    @Test func refusesToServeAsTheOwnerOrBeforeTheSchemaExists() async throws {
+        let name = try await TestDatabase.create(migrated: false)
+        let asOwner = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "serve", "--port", "0"], environment: ["DATABASE_URL": TestDatabase.url(database: name)])
+        #expect(asOwner.status == 1)
+        #expect(asOwner.stderr.contains("cannot serve: the server logs in as postgres, a superuser"), "\(asOwner.stderr)")
+        #expect(asOwner.stderr.contains("GRANT attest_app TO attest_server"))
+        let early = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "serve", "--port", "0"],
+            environment: ["DATABASE_URL": try await TestDatabase.serverURL(database: name)])
+        #expect(early.status == 1)
+        #expect(early.stderr.contains("no Campus Attest schema yet: run `attest migrate` as the owner first"), "\(early.stderr)")
+        // A role that owns a table of the schema is refused too, superuser or not.
+        let migrated = try await TestDatabase.create()
+        let owner = TestDatabase.client(database: migrated, role: nil)
+        try await owner.query("ALTER TABLE testing_locations OWNER TO \(identifier: TestDatabase.serverRole)")
+        await owner.shutdown()
+        let owning = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "serve", "--port", "0"],
+            environment: ["DATABASE_URL": try await TestDatabase.serverURL(database: migrated)])
+        #expect(owning.status == 1)
+        #expect(owning.stderr.contains("which owns 1 of the schema's tables and functions"), "\(owning.stderr)")
+    }
+
     @Test func servesOnLoopbackMigratesFirstAndStopsGracefullyOnSIGTERM() async throws {
         let name = try await TestDatabase.create(migrated: false)
         let port = try LoopbackHTTP.freePort()
+        let ownerFile = FileManager.default.temporaryDirectory.appending(path: "attest-owner-\(UUID().uuidString.prefix(8))").path
+        try Data((TestDatabase.url(database: name) + "\n").utf8).write(to: URL(fileURLWithPath: ownerFile))
+        defer { try? FileManager.default.removeItem(atPath: ownerFile) }
+        let serverURL = try await TestDatabase.serverURL(database: name)
         let server = try ChildProcess(
-            [ChildProcess.attestBinary, "serve", "--port", "\(port)", "--write-workers", "2"],
-            environment: ["DATABASE_URL": TestDatabase.url(database: name)])
+            [ChildProcess.attestBinary, "serve", "--port", "\(port)", "--write-workers", "2", "--migrate-url", "@" + ownerFile],
+            environment: ["DATABASE_URL": serverURL])
         try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(30), while: server)
         let ready = try LoopbackHTTP.request(port: port, path: "/readyz")
         #expect(ready.status == 200)
@@ -19,7 +49,7 @@ struct ServeCommandTests {
         #expect(missing.status == 404)
         #expect(missing.headers["content-type"] == "application/problem+json")
 
-        // The schema is there: serve migrated the empty database before listening.
+        // The schema is there: serve migrated the empty database (as the owner) before listening.
         let owner = TestDatabase.client(database: name, role: nil)
         let versions = try await owner.query("SELECT count(*) AS n FROM schema_migrations")
         #expect(try versions[0].decode("n", as: Int.self) >= 1)
@@ -27,8 +57,7 @@ struct ServeCommandTests {
 
         // A second server on the same port stops at once with one error that says what to do,
         // and no warnings from the services it had started (they were only cancelled).
-        let second = try ChildProcess(
-            [ChildProcess.attestBinary, "serve", "--port", "\(port)"], environment: ["DATABASE_URL": TestDatabase.url(database: name)])
+        let second = try ChildProcess([ChildProcess.attestBinary, "serve", "--port", "\(port)"], environment: ["DATABASE_URL": serverURL])
         #expect(try await second.wait(timeout: .seconds(30)) != 0)
         #expect(second.stderr.contains("cannot listen on 127.0.0.1:\(port): the address is already in use; pass another --port"), "\(second.stderr)")
         let noise = second.stderr.split(separator: "\n").filter { $0.contains(#""level":"warning""#) || $0.contains(#""level":"error""#) }

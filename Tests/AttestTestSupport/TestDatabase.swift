@@ -47,8 +47,36 @@ public enum TestDatabase {
     }
 
     /// A connection string for `database` that a child process (the `attest` binary) can use:
-    /// host and user come from the PG* variables it inherits.
+    /// host and user come from the PG* variables it inherits (the cluster's superuser, which
+    /// owns the schema: what `attest migrate` and the operator's commands log in as).
     public static func url(database: String) -> String { "dbname=\(database)" }
+
+    /// The login `attest serve` uses in tests: only a member of attest_app, as in production.
+    public static let serverRole = "attest_test_server"
+
+    /// A connection string for `database` as `serverRole`, made once per cluster.
+    public static func serverURL(database: String) async throws -> String {
+        _ = try await migratedTemplate()  // attest_app exists once a schema was applied
+        let task = serverLogin.withLock { task -> Task<Void, any Error> in
+            if let task { return task }
+            let created = Task<Void, any Error> {
+                let admin = try adminClient()
+                do {
+                    try await ServerLogin.ensureRole(serverRole, owner: admin)
+                } catch {
+                    await admin.shutdown()
+                    throw error
+                }
+                await admin.shutdown()
+            }
+            task = created
+            return created
+        }
+        try await task.value
+        return "dbname=\(database) user=\(serverRole)"
+    }
+
+    private static let serverLogin = Mutex<Task<Void, any Error>?>(nil)
 
     public static let testLogger: Logger = {
         var logger = Logger(label: "attest.test")

@@ -2,6 +2,7 @@ import ArgumentParser
 import AttestPlugins
 import AttestHTTP
 import AttestPostgres
+import AttestSchema
 import Foundation
 import Identity
 import Logging
@@ -50,17 +51,28 @@ struct DevCommand: AsyncParsableCommand {
         say("Stopped the server and PostgreSQL. Data stays in \(cluster.directory.path); run `attest dev` again to resume.")
     }
 
+    /// The login `attest dev`'s server uses: only a member of attest_app, as in production.
+    static let serverRole = "attest_server"
+
     private func serve(cluster: EmbeddedPostgres, logger: Logger) async throws {
+        // The cluster's superuser owns the schema and is what other commands here use; the
+        // server logs in as a member of attest_app that owns nothing, as `serve` requires.
         let url = cluster.connectionURL(database: "attest")
         try await createDatabaseIfMissing(cluster: cluster, name: "attest", logger: logger)
+        let owner = PostgresClient(
+            configuration: PostgresConfiguration(connectionString: url), options: .init(maxConnections: 1), logger: logger)
+        try await withShutdown(owner) {
+            _ = try await SchemaMigrator(logger: logger).migrate(owner)
+            try await ServerLogin.ensureRole(Self.serverRole, owner: owner)
+        }
         try Data((url + "\n").utf8).write(to: cluster.directory.appending(path: "database-url"))
         var database = try DatabaseOptions.parse([])
-        database.databaseURL = url
+        database.databaseURL = cluster.connectionURL(database: "attest", user: Self.serverRole)
         database.dbPoolSize = dbPoolSize
         let host = self.host
         let tokens = Mutex<[(email: String, role: Role, token: String)]>([])
         try await migrateThenServe(
-            database: database, server: ServerConfiguration(host: host, port: port), logger: logger,
+            database: database, migrateURL: nil, server: ServerConfiguration(host: host, port: port), logger: logger,
             afterMigration: {
                 let client = try database.applicationClient(logger: logger)
                 let issued = try await withShutdown(client) { try await DemoCampus.ensure(client: client) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AttestHTTP
+import AttestPostgres
 import AttestSchema
 import Hummingbird
 import Logging
@@ -7,13 +8,22 @@ import Logging
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Run the HTTP server (applies pending migrations first; stops gracefully on SIGTERM or SIGINT)."
+        abstract: "Run the HTTP server (stops gracefully on SIGTERM or SIGINT).",
+        discussion: """
+            The server logs in with --database-url (or $DATABASE_URL) as a role that is only a member of \
+            attest_app and owns nothing; it refuses a superuser or the schema's owner. Migrations run as \
+            the owner: `attest migrate` beforehand, or --migrate-url here, which applies them before serving.
+            """
     )
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on.") var port = 8080
     @Option(help: "Attestation batches written at once, each on its own database connection.") var writeWorkers = 1
     @Option(help: "Serve GET /metrics (Prometheus text) only on this port of --host, not with the API.") var metricsPort: Int?
+    @Option(
+        help: ArgumentHelp(
+            "The schema owner's libpq URI (or @FILE): apply pending migrations with it before serving.", valueName: "url"))
+    var migrateURL: String?
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -33,22 +43,32 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = logging.makeLogger(label: "attest")
         try await migrateThenServe(
-            database: database, server: ServerConfiguration(host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort), logger: logger
+            database: database, migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, server: ServerConfiguration(host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort), logger: logger
         ) { port in
             logger.info("listening", metadata: ["url": "http://\(host):\(port)/"])
         }
     }
 }
 
-/// What `serve` and `dev` share: migrate as the owner, then serve as the application role.
+/// What `serve` and `dev` share: migrate as the owner (when given its URL), check the
+/// server's own login (`ServerLogin`), then serve as the application role.
 func migrateThenServe(
-    database: DatabaseOptions, server: ServerConfiguration, logger: Logger,
+    database: DatabaseOptions, migrateURL: String?, server: ServerConfiguration, logger: Logger,
     afterMigration: (() async throws -> Void)? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void
 ) async throws {
-    let owner = try database.ownerClient(logger: logger, maxConnections: 1)
-    try await withShutdown(owner) {
-        _ = try await SchemaMigrator(logger: logger).migrate(owner)
+    if let migrateURL {
+        let owner = PostgresClient(
+            configuration: PostgresConfiguration(connectionString: migrateURL), options: .init(maxConnections: 1), logger: logger)
+        try await withShutdown(owner) {
+            _ = try await SchemaMigrator(logger: logger).migrate(owner)
+        }
+    }
+    let login = try database.ownerClient(logger: logger, maxConnections: 1)
+    do {
+        try await withShutdown(login) { try await ServerLogin.check(login) }
+    } catch let refusal as ServerLogin.Refusal {
+        throw CLIError("cannot serve: \(refusal)")
     }
     if let afterMigration { try await afterMigration() }
     let pool = try database.applicationClient(logger: logger)

@@ -57,12 +57,12 @@ public struct EmbeddedPostgres: Sendable {
                 + "(Debian/Ubuntu), or set ATTEST_PG_BIN to the directory that holds them")
     }
 
-    /// The libpq URI of `database` in this cluster.
-    public func connectionURL(database: String) -> String {
+    /// The libpq URI of `database` in this cluster, as `user` (default: the superuser).
+    public func connectionURL(database: String, user: String = Self.superuser) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         let host = socketDirectory.path.addingPercentEncoding(withAllowedCharacters: allowed) ?? socketDirectory.path
-        return "postgresql://\(Self.superuser)@/\(database)?host=\(host)"
+        return "postgresql://\(user)@/\(database)?host=\(host)"
     }
 
     public var isInitialized: Bool {
