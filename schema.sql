@@ -60,6 +60,8 @@ CREATE TABLE IF NOT EXISTS campus_oidc_issuers (
     audiences   text[] NOT NULL CHECK (cardinality(audiences) > 0),
     jwks_url    text,
     jwks        jsonb,
+    -- A campus that lists no email domains admits only issuers added with this set.
+    allow_any_domain boolean NOT NULL DEFAULT false,
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (campus_id, issuer),
     CHECK (jwks_url IS NOT NULL OR jwks IS NOT NULL)
@@ -114,6 +116,24 @@ CREATE TABLE IF NOT EXISTS sessions (
     FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS sessions_by_user ON sessions (campus_id, user_id);
+
+-- ID tokens already exchanged for a session, kept until they expire, so that one signs in
+-- once: the SHA-256 of the issuer and its jti (or of the whole token when it has none).
+CREATE TABLE IF NOT EXISTS id_token_uses (
+    campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    token_id    bytea NOT NULL CHECK (length(token_id) = 32),
+    expires_at  timestamptz NOT NULL,
+    PRIMARY KEY (campus_id, token_id)
+);
+
+-- Nonces the server issued for a sign-in (the browser's flow), each good once for ten
+-- minutes; only their SHA-256 hashes are stored.
+CREATE TABLE IF NOT EXISTS sign_in_nonces (
+    campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    nonce_hash  bytea NOT NULL CHECK (length(nonce_hash) = 32),
+    expires_at  timestamptz NOT NULL,
+    PRIMARY KEY (campus_id, nonce_hash)
+);
 
 -- Keys that sign a campus's badge tokens; retired keys verify until their tokens expire.
 CREATE TABLE IF NOT EXISTS badge_keys (
@@ -323,7 +343,7 @@ DECLARE
     tenant_table text;
 BEGIN
     FOREACH tenant_table IN ARRAY ARRAY[
-        'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'badge_keys',
+        'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys',
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log'
     ] LOOP

@@ -60,7 +60,7 @@ extension Campus {
             "slug:             \(slug)", "name:             \(name)", "id:               \(id)",
             "timezone:         \(timeZone)", "deadline:         \(CampusFormats.clock(fromMinute: deadlineMinute))",
             "reminder:         \(CampusFormats.clock(fromMinute: reminderMinute))",
-            "email-domains:    \(emailDomains.isEmpty ? "(any)" : emailDomains.joined(separator: ","))",
+            "email-domains:    \(emailDomains.isEmpty ? "(none: only issuers added with --allow-any-domain admit anyone)" : emailDomains.joined(separator: ","))",
             "session-lifetime: \(CampusFormats.duration(fromSeconds: sessionLifetimeSeconds))",
             "retention-days:   \(retentionDays)", "stats-min-count:  \(statsMinCount)", "settings:         \(settings.text)",
         ]

@@ -86,6 +86,8 @@ public struct AttestServices: Sendable {
     public var sessions: SessionStore
     public var issuers: OIDCIssuerStore
     public var idTokens: IDTokenVerifier
+    /// One sign-in per ID token; the nonces of sign-ins the server starts.
+    public var signIns: SignInGuard
     public var questionnaires: QuestionnaireStore
     public var activeQuestionnaires: ActiveQuestionnaires
     /// The batched attestation writer: a `Service` the application runs.
@@ -127,7 +129,8 @@ public struct AttestServices: Sendable {
             client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger, clock: clock,
             metrics: metrics.factory)
         self.statistics = StatisticsStore(client: database)
-        self.retention = RetentionService(client: database, logger: logger, clock: clock)
+        self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database)])
+        self.signIns = SignInGuard(client: database)
         self.clock = clock
     }
 }

@@ -100,6 +100,7 @@ public enum OpenAPIDocument {
                         "201": json("Signed in: a session token for this campus.", ref("SessionCreated")),
                         "400": responseRef("BadRequest"),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
                         "413": responseRef("TooLarge"),
                         "415": responseRef("UnsupportedMediaType"),
@@ -107,6 +108,18 @@ public enum OpenAPIDocument {
                         "503": problem("The identity provider's keys cannot be fetched right now."),
                     ],
                 ],
+            ],
+            "/v1/campuses/{campus}/sessions/nonces": [
+                "parameters": [campusParameter],
+                "post": [
+                    "summary": "A nonce for a sign-in the client starts: the ID token must carry it; good once, for ten minutes.",
+                    "operationId": "createSignInNonce",
+                    "responses": [
+                        "201": json("A nonce to send to the identity provider, then with the ID token.", ref("NonceIssued")),
+                        "404": responseRef("NotFound"),
+                        "429": responseRef("TooManyRequests"),
+                    ],
+                ]
             ],
             "/v1/campuses/{campus}/sessions/current": [
                 "parameters": [campusParameter],
@@ -117,6 +130,7 @@ public enum OpenAPIDocument {
                     "responses": [
                         "204": ["description": "Revoked."],
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
                     ],
                 ],
@@ -130,6 +144,7 @@ public enum OpenAPIDocument {
                     "responses": [
                         "200": json("The user.", ref("Me")),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
                     ],
                 ],
@@ -144,6 +159,7 @@ public enum OpenAPIDocument {
                     "responses": [
                         "200": json("The questionnaire; Content-Language names the language served.", ref("Survey")),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
                     ],
                 ],
@@ -166,6 +182,7 @@ public enum OpenAPIDocument {
                         "201": json("Stored (or, for a repeated Idempotency-Key, the original).", ref("Attestation")),
                         "400": responseRef("BadRequest"),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
                         "409": problem("Already submitted today (the detail names the date and when the next window opens), or the survey version is not the active one."),
                         "413": responseRef("TooLarge"),
@@ -191,6 +208,7 @@ public enum OpenAPIDocument {
                     "responses": [
                         "200": json("A page of attestations.", ref("AttestationPage")),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
                         "422": responseRef("Invalid"),
                     ],
@@ -205,6 +223,7 @@ public enum OpenAPIDocument {
                     "responses": [
                         "200": json("The badge.", ref("Badge")),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
                         "503": problem("The campus has no badge-signing key (an operator runs `attest campus rotate-badge-key`)."),
                     ],
@@ -242,6 +261,7 @@ public enum OpenAPIDocument {
                         "200": json("Whether the badge is valid; when not, why.", ref("Verification")),
                         "400": responseRef("BadRequest"),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "403": responseRef("Forbidden"),
                         "404": responseRef("NotFound"),
                         "413": responseRef("TooLarge"),
@@ -264,6 +284,7 @@ public enum OpenAPIDocument {
                     "responses": [
                         "200": json("Locations, and the providers that did not answer in time.", ref("TestingLocations")),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
                         "422": responseRef("Invalid"),
                     ],
@@ -280,6 +301,7 @@ public enum OpenAPIDocument {
                     "responses": [
                         "200": json("Figures per day, from the daily rollups.", ref("Stats")),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
                         "422": responseRef("Invalid"),
                     ],
@@ -295,6 +317,7 @@ public enum OpenAPIDocument {
                     "responses": [
                         "200": json("The dashboard.", ref("Dashboard")),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "403": responseRef("Forbidden"),
                         "404": responseRef("NotFound"),
                         "422": responseRef("Invalid"),
@@ -325,6 +348,7 @@ public enum OpenAPIDocument {
                     "responses": [
                         "200": json("The list.", ref("FollowUps")),
                         "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
                         "403": responseRef("Forbidden"),
                         "404": responseRef("NotFound"),
                         "422": responseRef("Invalid"),
@@ -350,6 +374,7 @@ public enum OpenAPIDocument {
                 "TooLarge": problem("The body is larger than the server accepts."),
                 "UnsupportedMediaType": problem("The body is not application/json."),
                 "Invalid": problem("Fields that are missing or wrong, each named in errors[]."),
+                "TooManyRequests": problem("Too many sign-in attempts, or requests with unknown tokens, from this address or at this campus; Retry-After says when to try again."),
             ],
             "schemas": [
                 "Stats": [
@@ -435,7 +460,17 @@ public enum OpenAPIDocument {
                 ],
                 "SignIn": [
                     "type": "object", "required": ["idToken"],
-                    "properties": ["idToken": ["type": "string", "description": "An OpenID Connect ID token (JWT)."]],
+                    "properties": [
+                        "idToken": ["type": "string", "minLength": 1, "description": "An OpenID Connect ID token (JWT), used once."],
+                        "nonce": [
+                            "type": "string", "pattern": "^[A-Za-z0-9_-]{43}$",
+                            "description": "The nonce of POST …/sessions/nonces the sign-in was started with; the ID token must carry it.",
+                        ],
+                    ],
+                ],
+                "NonceIssued": [
+                    "type": "object", "required": ["nonce", "expiresAt"], "additionalProperties": false,
+                    "properties": ["nonce": ["type": "string"], "expiresAt": ["type": "string", "format": "date-time"]],
                 ],
                 "User": [
                     "type": "object", "required": ["id", "email", "displayName", "roles"], "additionalProperties": false,

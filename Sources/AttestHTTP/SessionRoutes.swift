@@ -43,9 +43,23 @@ struct SessionRoutes: Sendable {
         var today: String
     }
 
+    struct NonceIssued: ResponseEncodable {
+        var nonce: String
+        var expiresAt: String
+    }
+
     func register(on campusRoutes: RouterGroup<AttestRequestContext>) {
         campusRoutes.post("sessions") { request, context -> EditedResponse<SessionCreated> in
             try await signIn(request, context)
+        }
+        // A nonce for a sign-in the client starts with its identity provider: the ID token it
+        // brings back must carry it, and it is good once, for ten minutes.
+        campusRoutes.post("sessions/nonces") { _, context -> EditedResponse<NonceIssued> in
+            let campus = try context.requireCampus()
+            let issued = try await services.signIns.issueNonce(campus: campus.id)
+            var response = EditedResponse(status: .created, response: NonceIssued(nonce: issued.nonce, expiresAt: issued.expiresAt.ISO8601Format()))
+            response.headers[.cacheControl] = "no-store"
+            return response
         }
         let signedIn = campusRoutes.group().add(middleware: AuthenticationMiddleware(sessions: services.sessions))
         signedIn.delete("sessions/current") { request, context -> Response in
@@ -73,6 +87,12 @@ struct SessionRoutes: Sendable {
         guard case .string(let idToken) = value, !idToken.isEmpty else {
             throw Problem.validation([.init(field: "idToken", message: "must be a non-empty string")])
         }
+        var nonce: String?
+        switch body["nonce"] {
+        case nil: break
+        case .string(let text)? where SessionStore.isWellFormed(text): nonce = text
+        default: throw Problem.validation([.init(field: "nonce", message: "must be a nonce from POST …/sessions/nonces, unchanged")])
+        }
         let issuers = try await services.issuers.list(campus: campus.id)
         guard !issuers.isEmpty else {
             throw Problem.unauthorized(
@@ -81,7 +101,8 @@ struct SessionRoutes: Sendable {
         }
         let user: User
         do {
-            let identity = try await services.idTokens.verify(idToken: idToken, campus: campus, issuers: issuers)
+            let identity = try await services.idTokens.verify(idToken: idToken, campus: campus, issuers: issuers, nonce: nonce)
+            try await services.signIns.admit(identity, campus: campus.id, nonce: nonce)
             user = try await services.users.onboard(campus: campus, identity: identity)
         } catch let error as SignInError {
             if case .keysUnavailable = error {

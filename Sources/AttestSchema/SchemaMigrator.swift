@@ -31,7 +31,7 @@ public struct SchemaMigrator: Sendable {
                 CREATE INDEX attestations_answered ON attestations (campus_id, local_date)
                     WHERE answers IS NOT NULL;
                 """),
-        Migration(version: 3, name: "security review: campuses behind row-level security", sql: version3),
+        Migration(version: 3, name: "security review: campuses behind row-level security, sign-in replay and nonces", sql: version3),
     ]
 
     /// Issue 29's changes; `schema.sql` holds the same, in place.
@@ -50,7 +50,37 @@ public struct SchemaMigrator: Sendable {
             AS $$ SELECT * FROM campuses ORDER BY slug $$;
         REVOKE ALL ON FUNCTION attest_campus_by_slug(text), attest_campus_directory() FROM PUBLIC;
         GRANT EXECUTE ON FUNCTION attest_campus_by_slug(text), attest_campus_directory() TO attest_app;
+
+        ALTER TABLE campus_oidc_issuers ADD COLUMN IF NOT EXISTS allow_any_domain boolean NOT NULL DEFAULT false;
+        CREATE TABLE IF NOT EXISTS id_token_uses (
+            campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+            token_id    bytea NOT NULL CHECK (length(token_id) = 32),
+            expires_at  timestamptz NOT NULL,
+            PRIMARY KEY (campus_id, token_id)
+        );
+        CREATE TABLE IF NOT EXISTS sign_in_nonces (
+            campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+            nonce_hash  bytea NOT NULL CHECK (length(nonce_hash) = 32),
+            expires_at  timestamptz NOT NULL,
+            PRIMARY KEY (campus_id, nonce_hash)
+        );
+        \(tenantTable("id_token_uses"))
+        \(tenantTable("sign_in_nonces"))
         """
+
+    /// Row-level security and grants for a tenant table added after version 1, as
+    /// `schema.sql`'s loop gives every tenant table.
+    static func tenantTable(_ name: String) -> String {
+        """
+        ALTER TABLE \(name) ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE \(name) FORCE ROW LEVEL SECURITY;
+        DROP POLICY IF EXISTS campus_isolation ON \(name);
+        CREATE POLICY campus_isolation ON \(name)
+            USING (campus_id = nullif(current_setting('attest.campus_id', true), '')::uuid)
+            WITH CHECK (campus_id = nullif(current_setting('attest.campus_id', true), '')::uuid);
+        GRANT SELECT, INSERT, UPDATE, DELETE ON \(name) TO attest_app;
+        """
+    }
 
     /// The version this build brings a database to.
     public static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

@@ -114,7 +114,8 @@ public final class SessionStore: Sendable {
 
     static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
 
-    static func isWellFormed(_ token: String) -> Bool {
+    /// Whether `token` has the shape of one this store issues (43 base64url characters).
+    public static func isWellFormed(_ token: String) -> Bool {
         token.utf8.count == 43
             && token.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
     }

@@ -40,7 +40,7 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
         case .memberRoleIsPermanent:
             "every user is a member; the member role cannot be granted or revoked"
         case .invalidDisplayName:
-            "the display name must be at most 200 characters"
+            "the display name must be at most 200 characters, without control characters (line breaks, tabs, NUL)"
         case .importFailed(let line, let reason):
             "line \(line): \(reason); nothing was imported"
         case .invalidTTL(let text):

@@ -41,7 +41,7 @@ public struct UserStore: Sendable {
     /// Adds a member (fails if the email is taken).
     public func add(campus: Campus, email rawEmail: String, displayName: String, actor: String) async throws -> User {
         let email = try Self.checkedEmail(rawEmail, campus: campus)
-        guard displayName.count <= 200 else { throw IdentityError.invalidDisplayName }
+        guard Self.isStorableName(displayName) else { throw IdentityError.invalidDisplayName }
         do {
             return try await client.withTransaction(campus: campus.id.rawValue) { connection in
                 let user = try await Self.insert(connection, campus: campus.id, email: email, displayName: displayName)
@@ -226,6 +226,12 @@ public struct UserStore: Sendable {
             createdAt: try row.decode("created_at"))
     }
 
+    /// At most 200 Unicode scalars (as the column counts), none of them a control character.
+    static func isStorableName(_ name: String) -> Bool {
+        name.unicodeScalars.count <= VerifiedIdentity.maxNameScalars
+            && !name.unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
+
     /// Trimmed and lower-cased, or nil when it is not a plausible address.
     public static func normalizedEmail(_ text: String) -> String? {
         let email = text.trimmingCharacters(in: .whitespaces).lowercased()
@@ -274,7 +280,9 @@ public struct UserStore: Sendable {
                 throw IdentityError.importFailed(line: line, reason: "\(email) appears again (first on line \(first))")
             }
             let name = fields[1].trimmingCharacters(in: .whitespaces)
-            guard name.count <= 200 else { throw IdentityError.importFailed(line: line, reason: "the name is longer than 200 characters") }
+            guard Self.isStorableName(name) else {
+                throw IdentityError.importFailed(line: line, reason: "the name must be at most 200 characters, without control characters")
+            }
             var roles: [Role] = []
             if fields.count == 3 {
                 for token in fields[2].split(whereSeparator: { $0 == ";" || $0 == " " || $0 == "|" }) {

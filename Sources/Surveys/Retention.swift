@@ -113,8 +113,14 @@ public final class RetentionService: Service, Sendable {
     let interval: Duration
     let logger: Logger
     let clock: @Sendable () -> Date
+    /// The other modules' daily work (expired sessions and the like), after the purge.
+    let upkeeps: [any DailyUpkeep]
 
-    public init(client: PostgresClient, interval: Duration = .seconds(600), logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        client: PostgresClient, interval: Duration = .seconds(600), logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
+        upkeeps: [any DailyUpkeep] = []
+    ) {
+        self.upkeeps = upkeeps
         self.purger = RetentionPurger(client: client)
         self.statistics = StatisticsStore(client: client)
         self.campuses = CampusStore(client: client)
@@ -148,12 +154,14 @@ public final class RetentionService: Service, Sendable {
                 let outcome = try await purger.purge(campus: campus, now: now, dryRun: false, actor: "system:retention")
                 // Yesterday may still get a batch written just after midnight; older days are final.
                 let folded = try await statistics.compact(campus: campus.id, before: campus.localDate(at: now).adding(days: -1))
-                logger.info(
-                    "daily upkeep",
-                    metadata: [
-                        "campus": "\(campus.slug)", "purged_before": "\(outcome.cutoff)", "attestations_purged": "\(outcome.purged)",
-                        "rollup_rows_folded": "\(folded)",
-                    ])
+                var metadata: Logger.Metadata = [
+                    "campus": "\(campus.slug)", "purged_before": "\(outcome.cutoff)", "attestations_purged": "\(outcome.purged)",
+                    "rollup_rows_folded": "\(folded)",
+                ]
+                for upkeep in upkeeps {
+                    for (key, count) in try await upkeep.run(campus: campus, now: now) { metadata[key] = "\(count)" }
+                }
+                logger.info("daily upkeep", metadata: metadata)
                 outcomes.append(outcome)
             } catch {
                 if Task.isCancelled {

@@ -13,7 +13,8 @@ public struct Campus: Sendable, Equatable {
     public var deadlineMinute: Int
     /// Minutes after local midnight when members who have not attested are reminded.
     public var reminderMinute: Int
-    /// Email domains whose members may sign in; empty admits any verified email.
+    /// Email domains whose members may sign in; empty admits nobody but through an OIDC issuer
+    /// added with `allowAnyDomain`.
     public var emailDomains: [String]
     public var sessionLifetimeSeconds: Int
     public var retentionDays: Int

@@ -3,6 +3,7 @@ import AttestPostgres
 import AttestTestSupport
 import Foundation
 import Identity
+import Surveys
 import JWTKit
 import Tenancy
 import Testing
@@ -75,7 +76,11 @@ struct SignInTests {
         let parts = valid.split(separator: ".")
         let cases: [(String, String)] = [
             ("alg none", try TestIdentityProvider.forged(provider.claims(email: "x@example.edu"), alg: "none", kid: "es-1")),
-            ("HS256 with the issuer's key id", try TestIdentityProvider.forged(provider.claims(email: "x@example.edu"), alg: "HS256", kid: "es-1", signature: String(parts[2]))),
+            ("HS256 keyed with the issuer's ES256 public key", try provider.confused(provider.claims(email: "x@example.edu"), kid: "es-1")),
+            ("HS256 keyed with the issuer's RS256 public key", try await { () async throws -> String in
+                try await provider.addRS256Key(kid: "rs-confused")
+                return try provider.confused(provider.claims(email: "x@example.edu"), kid: "rs-confused")
+            }()),
             ("tampered payload", parts[0] + "." + (try JSONEncoder().encode(provider.claims(email: "boss@example.edu"))).base64URL + "." + parts[2]),
             ("wrong issuer", try await provider.sign(provider.claims(email: "x@example.edu", issuer: "https://evil.example"), kid: "es-1")),
             ("wrong audience", try await provider.sign(provider.claims(email: "x@example.edu", audience: ["someone-else"]), kid: "es-1")),
@@ -203,5 +208,132 @@ struct SignInTests {
             let hostile = try await api.send(.post, "/v1/campuses/'%20OR%201=1--/sessions", template: Self.sessions, json: #"{"idToken":"x"}"#)
             #expect(hostile.status == 404)
         }
+    }
+
+    @Test func aCampusWithoutEmailDomainsAdmitsNobodyUntilAnIssuerAllowsAnyDomain() async throws {
+        let (server, campus, provider) = try await Self.setUp(domains: [])
+        defer { provider.stop() }
+        try await server.run { api in
+            let refused = try await Self.signIn(api, try await provider.sign(provider.claims(email: "anyone@gmail.example"), kid: "es-1"))
+            #expect(refused.status == 401)
+            #expect(refused.problem.detail.contains("admits no email domain yet"), "\(refused.body)")
+            try await OIDCIssuerStore(client: server.pool).add(
+                campus: campus,
+                OIDCIssuer(issuer: provider.issuer, audiences: [provider.audience], jwksURL: provider.jwksURL, allowAnyDomain: true),
+                actor: "test")
+            let admitted = try await Self.signIn(api, try await provider.sign(provider.claims(email: "anyone@gmail.example"), kid: "es-1"))
+            #expect(admitted.status == 201, "\(admitted.body)")
+            #expect(try await UserStore(client: server.pool).list(campus: campus.id).map(\.email) == ["anyone@gmail.example"])
+        }
+    }
+
+    /// One ID token, one session: a second use is refused, with or without a jti (then the
+    /// whole token names it), while the token is alive.
+    @Test func anIDTokenSignsInOnce() async throws {
+        let (server, campus, provider) = try await Self.setUp()
+        defer { provider.stop() }
+        try await server.run { api in
+            for jti in ["jti-1", nil] {
+                let token = try await provider.sign(provider.claims(email: "once@example.edu", subject: "once", jti: jti), kid: "es-1")
+                #expect(try await Self.signIn(api, token).status == 201)
+                let again = try await Self.signIn(api, token)
+                #expect(again.status == 401)
+                #expect(again.problem.detail.contains("was used to sign in already"), "\(again.body)")
+            }
+            // A new token with its own jti signs in.
+            #expect(try await Self.signIn(api, try await provider.sign(provider.claims(email: "once@example.edu", subject: "once"), kid: "es-1")).status == 201)
+            let sessions = try await server.pool.query("SELECT count(*) AS n FROM sessions", campus: campus.id.rawValue)
+            #expect(try sessions[0].decode("n", as: Int.self) == 3)
+        }
+    }
+
+    @Test func aServerIssuedNonceBindsTheTokenAndIsSpentOnce() async throws {
+        let (server, _, provider) = try await Self.setUp()
+        defer { provider.stop() }
+        try await server.run { api in
+            let issued = try await api.send(.post, "/v1/campuses/north/sessions/nonces", template: "/v1/campuses/{campus}/sessions/nonces")
+            #expect(issued.status == 201)
+            #expect(issued.headers[.cacheControl] == "no-store")
+            let nonce = try #require(issued.json["nonce"] as? String)
+            func signIn(_ claims: TestIdentityProvider.Claims, nonce: String) async throws -> APIClient.Reply {
+                let token = try await provider.sign(claims, kid: "es-1")
+                return try await api.send(.post, "/v1/campuses/north/sessions", template: Self.sessions, json: #"{"idToken":"\#(token)","nonce":"\#(nonce)"}"#)
+            }
+            // A token without the nonce, or with another, does not sign in, and spends nothing.
+            let bare = try await signIn(provider.claims(email: "n@example.edu"), nonce: nonce)
+            #expect(bare.status == 401 && bare.problem.detail.contains("nonce"), "\(bare.body)")
+            #expect(try await signIn(provider.claims(email: "n@example.edu", nonce: "other"), nonce: nonce).status == 401)
+            #expect(try await signIn(provider.claims(email: "n@example.edu", nonce: nonce), nonce: nonce).status == 201)
+            // Spent: the same nonce in a new token is refused.
+            let replayed = try await signIn(provider.claims(email: "n@example.edu", nonce: nonce), nonce: nonce)
+            #expect(replayed.status == 401 && replayed.problem.detail.contains("nonce"))
+            // A nonce this server never issued, well formed or not.
+            let made = String(repeating: "A", count: 43)
+            #expect(try await signIn(provider.claims(email: "n@example.edu", nonce: made), nonce: made).status == 401)
+            let malformed = try await api.send(
+                .post, "/v1/campuses/north/sessions", template: Self.sessions, json: #"{"idToken":"a.b.c","nonce":"short"}"#)
+            #expect(malformed.status == 422 && malformed.problem.fields == ["nonce"])
+        }
+    }
+
+    /// Names from an identity provider are data from outside: control characters and NUL (which
+    /// PostgreSQL refuses in text) are dropped, and the name is cut by Unicode scalars, as the
+    /// column counts, so no name makes a 500.
+    @Test func namesFromTheProviderAreCleanedAndCutByScalars() async throws {
+        let (server, campus, provider) = try await Self.setUp()
+        defer { provider.stop() }
+        let zalgo = "Z" + String(repeating: "\u{0301}", count: 400)
+        let cases: [(String, String)] = [
+            ("nul@example.edu", "Ana\u{0}\nMaría\u{1B}[31m\u{2028}"),
+            ("zalgo@example.edu", zalgo),
+            ("long@example.edu", String(repeating: "é", count: 300)),
+            ("blank@example.edu", "\u{0}\u{7}  "),
+        ]
+        try await server.run { api in
+            for (email, name) in cases {
+                let reply = try await Self.signIn(api, try await provider.sign(provider.claims(email: email, name: name), kid: "es-1"))
+                #expect(reply.status == 201, "\(email): \(reply.body)")
+            }
+            let users = Dictionary(uniqueKeysWithValues: try await UserStore(client: server.pool).list(campus: campus.id).map { ($0.email, $0.displayName) })
+            #expect(users["nul@example.edu"] == "AnaMaría[31m")
+            #expect(users["zalgo@example.edu"]?.unicodeScalars.count == 200)
+            #expect(users["long@example.edu"] == String(repeating: "é", count: 200))
+            #expect(users["blank@example.edu"] == "")
+        }
+    }
+
+    /// The daily upkeep forgets what sign-in no longer needs: sessions expired or revoked
+    /// more than a day ago, used ID tokens past their expiry, stale nonces.
+    @Test func theDailyUpkeepPurgesExpiredSessionsTokensAndNonces() async throws {
+        let (server, campus, provider) = try await Self.setUp()
+        defer { provider.stop() }
+        let (user, live) = try await server.user("keep@example.edu", at: campus)
+        let sessions = SessionStore(client: server.pool)
+        let expired = try await sessions.issue(campus: campus, user: user.id, lifetime: 1)
+        let revoked = try await sessions.issue(campus: campus, user: user.id)
+        try await sessions.revoke(campus: campus.id, token: revoked.token)
+        try await server.pool.query(
+            """
+            INSERT INTO id_token_uses (campus_id, token_id, expires_at)
+            VALUES (\(campus.id), sha256('old'), now() - interval '1 hour'), (\(campus.id), sha256('new'), now() + interval '1 hour')
+            """, campus: campus.id.rawValue)
+        _ = try await SignInGuard(client: server.pool).issueNonce(campus: campus.id, now: Date().addingTimeInterval(-3_600))
+        _ = try await SignInGuard(client: server.pool).issueNonce(campus: campus.id)
+        let later = Date().addingTimeInterval(2 * 86_400)
+        let service = RetentionService(
+            client: server.pool, logger: TestDatabase.testLogger, clock: { later }, upkeeps: [SignInUpkeep(client: server.pool)])
+        _ = await service.runOnce()
+        let left = try await server.pool.query(
+            """
+            SELECT (SELECT count(*) FROM sessions) AS sessions, (SELECT count(*) FROM id_token_uses) AS tokens,
+                   (SELECT count(*) FROM sign_in_nonces) AS nonces
+            """, campus: campus.id.rawValue)
+        // Two days on, every session has expired or been revoked more than a day before, but the
+        // live token's session (30 days) stays; the used token expiring in an hour is gone too.
+        #expect(try left[0].decode("sessions", as: Int.self) == 1)
+        #expect(try left[0].decode("tokens", as: Int.self) == 0)
+        #expect(try left[0].decode("nonces", as: Int.self) == 0)
+        #expect(try await sessions.authenticate(campus: campus.id, token: live) != nil)
+        _ = expired
     }
 }

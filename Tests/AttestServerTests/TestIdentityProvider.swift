@@ -1,4 +1,5 @@
 import AttestTestSupport
+import Crypto
 import Foundation
 import Hummingbird
 import JWTKit
@@ -21,6 +22,8 @@ final class TestIdentityProvider: Sendable {
         var email_verified: Bool?
         var name: String?
         var hd: String?
+        var jti: String?
+        var nonce: String?
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
@@ -78,17 +81,23 @@ final class TestIdentityProvider: Sendable {
         let key = ES256PrivateKey()
         await signingKeys.add(ecdsa: key, kid: JWKIdentifier(string: kid))
         if publish {
-            let parameters = key.publicKey.parameters!
+            publicPEM.withLock { $0[kid] = key.publicKey.pemRepresentation }
+            guard let parameters = key.publicKey.parameters else { throw TestEnvironmentError("an ES256 key without parameters") }
             let jwk = JWK.ecdsa(.es256, identifier: JWKIdentifier(string: kid), x: parameters.x, y: parameters.y, curve: .p256)
             published.withLock { $0.append(jwk) }
         }
         return key
     }
 
+    /// The PEM of each published key's public half, by key id: what an attacker who
+    /// fetched the JWKS holds.
+    let publicPEM = Mutex<[String: String]>([:])
+
     /// Makes a new RS256 key (2048 bits) and publishes it.
     func addRS256Key(kid: String) async throws {
         let key = try Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
         await signingKeys.add(rsa: key, digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
+        publicPEM.withLock { $0[kid] = try? key.publicKey.pemRepresentation }
         let (modulus, exponent) = try key.publicKey.getKeyPrimitives()
         let jwk = JWK.rsa(
             .rs256, identifier: JWKIdentifier(string: kid), modulus: modulus.base64URL, exponent: exponent.base64URL)
@@ -103,13 +112,13 @@ final class TestIdentityProvider: Sendable {
     func claims(
         email: String, subject: String? = nil, name: String? = "Test Person", audience: [String]? = nil,
         expiresIn: Int = 600, issuedAgo: Int = 5, notBeforeIn: Int? = nil, emailVerified: Bool? = true, hd: String? = nil,
-        issuer: String? = nil
+        issuer: String? = nil, jti: String? = UUID().uuidString, nonce: String? = nil
     ) -> Claims {
         let now = Int(Date().timeIntervalSince1970)
         return Claims(
             iss: issuer ?? self.issuer, sub: subject ?? "sub-\(email)", aud: audience ?? [self.audience], exp: now + expiresIn,
             iat: now - issuedAgo, nbf: notBeforeIn.map { now + $0 }, azp: nil, email: email, email_verified: emailVerified,
-            name: name, hd: hd)
+            name: name, hd: hd, jti: jti, nonce: nonce)
     }
 
     func sign(_ claims: Claims, kid: String) async throws -> String {
@@ -121,6 +130,16 @@ final class TestIdentityProvider: Sendable {
         let header = try JSONSerialization.data(withJSONObject: ["alg": alg, "kid": kid, "typ": "JWT"])
         let payload = try JSONEncoder().encode(claims)
         return header.base64URL + "." + payload.base64URL + "." + signature
+    }
+
+    /// The algorithm-confusion attack: an HS256 token whose HMAC is keyed with the bytes of
+    /// the issuer's public key (its PEM), which a verifier that takes `alg` from the token
+    /// and the key from the JWKS would accept.
+    func confused(_ claims: Claims, kid: String) throws -> String {
+        guard let pem = publicPEM.withLock({ $0[kid] }) else { throw TestEnvironmentError("no published key \(kid)") }
+        let unsigned = try Self.forged(claims, alg: "HS256", kid: kid).dropLast()  // header.payload
+        let mac = HMAC<SHA256>.authenticationCode(for: Data(unsigned.utf8), using: SymmetricKey(data: Data(pem.utf8)))
+        return unsigned + "." + Data(mac).base64URL
     }
 }
 

@@ -185,7 +185,7 @@ struct ParserFuzzTests {
             do {
                 let entries = try UserStore.parseImport(text, campus: campus)
                 outcomes.users += 1
-                #expect(entries.allSatisfy { $0.email.hasSuffix("@example.edu") && $0.name.count <= 200 })
+                #expect(entries.allSatisfy { $0.email.hasSuffix("@example.edu") && UserStore.isStorableName($0.name) })
                 #expect(Set(entries.map(\.email)).count == entries.count)
             } catch let error as IdentityError {
                 if case .importFailed(let line, _) = error { #expect(line >= 1) } else { Issue.record("unexpected \(error)") }

@@ -76,7 +76,10 @@ extension CampusCommand {
                 return printJSONObject(object)
             }
             campus.textLines.forEach(say)
-            say("oidc-issuers:     \(issuers.isEmpty ? "(none)" : issuers.map(\.issuer).joined(separator: ", "))")
+            say("oidc-issuers:     \(issuers.isEmpty ? "(none)" : issuers.map(\.textLabel).joined(separator: ", "))")
+            if campus.emailDomains.isEmpty, !issuers.contains(where: \.allowAnyDomain) {
+                say("sign-in:          nobody can sign in: no email-domains, and no issuer added with --allow-any-domain")
+            }
         }
     }
 
@@ -144,6 +147,12 @@ extension CampusCommand.OIDC {
         @Option(help: "Where the issuer publishes its keys.") var jwksUrl: String?
         @Option(help: "A file holding the issuer's keys (JWKS).") var jwksFile: String?
         @Flag(help: "Google Sign-In: issuer and key URL preset.") var google = false
+        @Flag(
+            help: """
+                Admit this issuer's accounts of any email domain while the campus lists none (email-domains). \
+                Without it, a campus with no email domains admits nobody.
+                """)
+        var allowAnyDomain = false
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var logging: LoggingOptions
@@ -163,7 +172,7 @@ extension CampusCommand.OIDC {
         func run() async throws {
             let entry: OIDCIssuer
             if google {
-                entry = .google(audiences: audience)
+                entry = .google(audiences: audience, allowAnyDomain: allowAnyDomain)
             } else {
                 var inline: String?
                 if let jwksFile {
@@ -171,7 +180,8 @@ extension CampusCommand.OIDC {
                         throw CLIError("cannot read --jwks-file \(jwksFile): \(error.localizedDescription)")
                     }
                 }
-                entry = OIDCIssuer(issuer: issuer!, audiences: audience, jwksURL: jwksUrl, jwks: inline)
+                guard let issuer else { throw ValidationError("give --issuer URL (or --google)") }
+                entry = OIDCIssuer(issuer: issuer, audiences: audience, jwksURL: jwksUrl, jwks: inline, allowAnyDomain: allowAnyDomain)
             }
             try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: slug)
@@ -195,7 +205,9 @@ extension CampusCommand.OIDC {
             if json { return printJSONObject(issuers.map(\.jsonObject)) }
             if issuers.isEmpty { return say("\(slug) accepts no issuer yet: add one with `attest campus oidc add`.") }
             for issuer in issuers {
-                say("\(issuer.issuer)\taudiences \(issuer.audiences.joined(separator: ","))\tkeys \(issuer.jwksURL ?? "inline")")
+                say(
+                    "\(issuer.issuer)\taudiences \(issuer.audiences.joined(separator: ","))\tkeys \(issuer.jwksURL ?? "inline")"
+                        + (issuer.allowAnyDomain ? "\tany email domain" : ""))
             }
         }
     }
@@ -219,6 +231,9 @@ extension CampusCommand.OIDC {
 
 extension OIDCIssuer {
     var jsonObject: [String: Any] {
-        ["issuer": issuer, "audiences": audiences, "jwksUrl": jwksURL ?? NSNull(), "inlineKeys": jwks != nil]
+        ["issuer": issuer, "audiences": audiences, "jwksUrl": jwksURL ?? NSNull(), "inlineKeys": jwks != nil, "allowAnyDomain": allowAnyDomain]
     }
+
+    /// How `campus show` names it.
+    var textLabel: String { allowAnyDomain ? "\(issuer) (any email domain)" : issuer }
 }

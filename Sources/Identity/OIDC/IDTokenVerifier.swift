@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import JWTKit
 import Logging
@@ -12,13 +13,41 @@ public struct VerifiedIdentity: Sendable, Equatable {
     public var name: String?
     /// Google's hosted domain (`hd`), when present.
     public var hostedDomain: String?
+    /// What names this one token (SHA-256 of the issuer and its `jti`, or of the whole token
+    /// when it has none), and its expiry: a token signs in once (`SignInGuard`).
+    public var tokenID: Data
+    public var expiresAt: Date
 
-    public init(issuer: String, subject: String, email: String, name: String? = nil, hostedDomain: String? = nil) {
+    public init(
+        issuer: String, subject: String, email: String, name: String? = nil, hostedDomain: String? = nil,
+        tokenID: Data = Data(count: 32), expiresAt: Date = .distantFuture
+    ) {
         self.issuer = issuer
         self.subject = subject
         self.email = email
         self.name = name
         self.hostedDomain = hostedDomain
+        self.tokenID = tokenID
+        self.expiresAt = expiresAt
+    }
+
+    /// The longest display name kept, in Unicode scalars (PostgreSQL counts characters so).
+    public static let maxNameScalars = 200
+
+    /// A name from an identity provider as it is stored: control characters (NUL, line
+    /// breaks, escapes) and line or paragraph separators dropped, spaces at the ends trimmed,
+    /// then cut to `maxNameScalars` scalars. Nil when nothing is left.
+    public static func displayName(_ raw: String) -> String? {
+        var scalars = String.UnicodeScalarView()
+        for scalar in raw.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .control, .lineSeparator, .paragraphSeparator, .surrogate, .unassigned: continue
+            default: scalars.append(scalar)
+            }
+        }
+        let trimmed = String(scalars).trimmingCharacters(in: .whitespaces)
+        let cut = String(String.UnicodeScalarView(trimmed.unicodeScalars.prefix(maxNameScalars)))
+        return cut.isEmpty ? nil : cut
     }
 }
 
@@ -37,6 +66,9 @@ public enum SignInError: Error, Equatable, CustomStringConvertible {
     case emailMissing
     case emailNotVerified
     case domainNotAllowed(String)
+    case noDomainAllowed
+    case nonceMismatch
+    case replayed
     case keysUnavailable(String)
     case identityConflict
 
@@ -54,6 +86,10 @@ public enum SignInError: Error, Equatable, CustomStringConvertible {
         case .emailMissing: "the ID token carries no email address"
         case .emailNotVerified: "the email address is not verified by the issuer"
         case .domainNotAllowed(let domain): "accounts of \(domain) cannot sign in at this campus"
+        case .noDomainAllowed:
+            "this campus admits no email domain yet: an operator lists them with `attest campus set SLUG email-domains …`, or admits any with `attest campus oidc add … --allow-any-domain`"
+        case .nonceMismatch: "the ID token's nonce is not the one this sign-in was started with, or it was used already; start again"
+        case .replayed: "this ID token was used to sign in already; sign in again for a new one"
         case .keysUnavailable: "the issuer's signing keys cannot be fetched right now; retry shortly"
         case .identityConflict: "this email address is already linked to another sign-in identity at this campus"
         }
@@ -91,8 +127,15 @@ public struct IDTokenVerifier: Sendable {
         var email_verified: Flag?
         var name: String?
         var hd: String?
+        var jti: String?
+        var nonce: String?
 
         func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    /// What is read of a token before its signature is checked: which issuer's keys to use.
+    struct UnverifiedIssuer: Decodable {
+        var iss: String
     }
 
     /// `aud` is a string or an array of strings.
@@ -121,12 +164,16 @@ public struct IDTokenVerifier: Sendable {
         }
     }
 
-    public func verify(idToken: String, campus: Campus, issuers: [OIDCIssuer], now: Date = Date()) async throws -> VerifiedIdentity {
+    /// Checks `idToken` for `campus`. With `nonce` (a sign-in the server started, as the
+    /// browser's is), the token must carry exactly that nonce.
+    public func verify(
+        idToken: String, campus: Campus, issuers: [OIDCIssuer], nonce expectedNonce: String? = nil, now: Date = Date()
+    ) async throws -> VerifiedIdentity {
         let parts = idToken.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, idToken.utf8.count < 16_384,
             let headerData = Data(base64URLEncoded: parts[0]), let payloadData = Data(base64URLEncoded: parts[1]),
             let header = try? JSONDecoder().decode(Header.self, from: headerData),
-            let unverified = try? JSONDecoder().decode(Claims.self, from: payloadData)
+            let unverified = try? JSONDecoder().decode(UnverifiedIssuer.self, from: payloadData)
         else { throw SignInError.malformed }
         guard let alg = header.alg, alg == "RS256" || alg == "ES256" else {
             throw SignInError.unsupportedAlgorithm(header.alg ?? "none")
@@ -159,8 +206,11 @@ public struct IDTokenVerifier: Sendable {
         if let iat = claims.iat, iat - leeway > time { throw SignInError.issuedInTheFuture }
         guard let rawEmail = claims.email, let email = UserStore.normalizedEmail(rawEmail) else { throw SignInError.emailMissing }
         guard claims.email_verified?.value == true else { throw SignInError.emailNotVerified }
-        let domain = String(email.split(separator: "@")[1])
-        if !campus.emailDomains.isEmpty {
+        if let expectedNonce, claims.nonce != expectedNonce { throw SignInError.nonceMismatch }
+        let domain = String(email.drop { $0 != "@" }.dropFirst())
+        if campus.emailDomains.isEmpty {
+            guard issuer.allowAnyDomain else { throw SignInError.noDomainAllowed }
+        } else {
             guard campus.emailDomains.contains(domain) else { throw SignInError.domainNotAllowed(domain) }
             // A Google account of the campus's Workspace carries hd; a consumer account does not.
             if issuer.isGoogle || claims.hd != nil {
@@ -169,8 +219,12 @@ public struct IDTokenVerifier: Sendable {
                 }
             }
         }
-        let name = claims.name.map { String($0.prefix(200)) }
-        return VerifiedIdentity(issuer: issuer.issuer, subject: claims.sub, email: email, name: name, hostedDomain: claims.hd)
+        // One token, one sign-in: named by its jti where the issuer gives one.
+        let tokenID = Data(SHA256.hash(data: Data((claims.jti.map { "\(issuer.issuer)\n\($0)" } ?? idToken).utf8)))
+        return VerifiedIdentity(
+            issuer: issuer.issuer, subject: claims.sub, email: email, name: claims.name.flatMap(VerifiedIdentity.displayName),
+            hostedDomain: claims.hd, tokenID: tokenID,
+            expiresAt: Date(timeIntervalSince1970: min(claims.exp + leeway, 4_102_444_800)))
     }
 
     private func keySet(for issuer: OIDCIssuer, refreshing: Bool) async throws -> KeySet {

@@ -14,20 +14,24 @@ public struct OIDCIssuer: Sendable, Codable, Equatable {
     public var jwksURL: String?
     /// Or its keys, given inline (from `--jwks-file`), never fetched.
     public var jwks: String?
+    /// Whether its accounts of any email domain may sign in at a campus that lists no
+    /// domains (`--allow-any-domain`). Without it such a campus admits nobody through it.
+    public var allowAnyDomain: Bool
 
-    public init(issuer: String, audiences: [String], jwksURL: String? = nil, jwks: String? = nil) {
+    public init(issuer: String, audiences: [String], jwksURL: String? = nil, jwks: String? = nil, allowAnyDomain: Bool = false) {
         self.issuer = issuer
         self.audiences = audiences
         self.jwksURL = jwksURL
         self.jwks = jwks
+        self.allowAnyDomain = allowAnyDomain
     }
 
     public static let googleIssuer = "https://accounts.google.com"
     public static let googleJWKS = "https://www.googleapis.com/oauth2/v3/certs"
 
     /// Google Sign-In for the given OAuth client ID(s).
-    public static func google(audiences: [String]) -> OIDCIssuer {
-        OIDCIssuer(issuer: googleIssuer, audiences: audiences, jwksURL: googleJWKS)
+    public static func google(audiences: [String], allowAnyDomain: Bool = false) -> OIDCIssuer {
+        OIDCIssuer(issuer: googleIssuer, audiences: audiences, jwksURL: googleJWKS, allowAnyDomain: allowAnyDomain)
     }
 
     var isGoogle: Bool { issuer == Self.googleIssuer }
@@ -68,25 +72,32 @@ public struct OIDCIssuerStore: Sendable {
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
             try await connection.query(
                 """
-                INSERT INTO campus_oidc_issuers (campus_id, issuer, audiences, jwks_url, jwks)
-                VALUES (\(campus.id), \(issuer.issuer), \(issuer.audiences), \(issuer.jwksURL), \(issuer.jwks.map(PostgresJSON.init)))
+                INSERT INTO campus_oidc_issuers (campus_id, issuer, audiences, jwks_url, jwks, allow_any_domain)
+                VALUES (\(campus.id), \(issuer.issuer), \(issuer.audiences), \(issuer.jwksURL), \(issuer.jwks.map(PostgresJSON.init)),
+                        \(issuer.allowAnyDomain))
                 ON CONFLICT (campus_id, issuer) DO UPDATE
-                SET audiences = EXCLUDED.audiences, jwks_url = EXCLUDED.jwks_url, jwks = EXCLUDED.jwks
+                SET audiences = EXCLUDED.audiences, jwks_url = EXCLUDED.jwks_url, jwks = EXCLUDED.jwks,
+                    allow_any_domain = EXCLUDED.allow_any_domain
                 """)
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: "oidc.add", target: issuer.issuer,
-                details: ["audiences": issuer.audiences.joined(separator: ","), "keys": issuer.jwksURL ?? "inline"])
+                details: [
+                    "audiences": issuer.audiences.joined(separator: ","), "keys": issuer.jwksURL ?? "inline",
+                    "allowAnyDomain": "\(issuer.allowAnyDomain)",
+                ])
         }
     }
 
     public func list(campus: CampusID) async throws -> [OIDCIssuer] {
         let rows = try await client.query(
-            "SELECT issuer, audiences, jwks_url, jwks FROM campus_oidc_issuers WHERE campus_id = \(campus) ORDER BY issuer",
-            campus: campus.rawValue)
+            """
+            SELECT issuer, audiences, jwks_url, jwks, allow_any_domain FROM campus_oidc_issuers
+            WHERE campus_id = \(campus) ORDER BY issuer
+            """, campus: campus.rawValue)
         return try rows.map { row in
             OIDCIssuer(
                 issuer: try row.decode("issuer"), audiences: try row.decode("audiences"), jwksURL: try row.decode("jwks_url"),
-                jwks: try row.decode("jwks", as: PostgresJSON?.self)?.text)
+                jwks: try row.decode("jwks", as: PostgresJSON?.self)?.text, allowAnyDomain: try row.decode("allow_any_domain"))
         }
     }
 
