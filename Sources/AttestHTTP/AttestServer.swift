@@ -18,8 +18,17 @@ public struct AttestRequestContext: RequestContext {
     public var campus: Campus?
     /// Set by `AuthenticationMiddleware` on routes that need a signed-in user.
     public var session: SessionStore.Session?
+    /// The address the connection came from (the proxy's, behind one).
+    public let peerAddress: String?
+    /// The client's address: the peer's, or behind a trusted proxy the one it names in
+    /// `X-Forwarded-For` (set by `ClientAddressMiddleware`). What rate limits count by.
+    public var clientAddress: String?
 
-    public init(source: ApplicationRequestContextSource) { coreContext = .init(source: source) }
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        peerAddress = source.channel.remoteAddress?.ipAddress
+        clientAddress = peerAddress
+    }
 
     /// The largest request body any route accepts (64 KiB); more is a 413.
     public var maxUploadSize: Int { 64 * 1024 }
@@ -64,11 +73,19 @@ public struct ServerConfiguration: Sendable {
     /// Where `GET /metrics` is served: nil (the default), on `port` with the API; else only on
     /// this port of `host`, which a firewall or a Kubernetes port keeps internal.
     public var metricsPort: Int?
+    /// Sign-in and unknown-token limits, per client address and per campus (`RateLimits`).
+    public var rateLimits: RateLimits
+    /// Addresses of the reverse proxies in front (nginx): only a request from one of these
+    /// may name its client in `X-Forwarded-For`. Default none: the peer is the client.
+    public var trustedProxies: Set<String>
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, readinessTimeout: Duration = .seconds(2),
-        campusCacheTTL: Duration = .seconds(5), writeWorkers: Int = 1, metricsPort: Int? = nil
+        campusCacheTTL: Duration = .seconds(5), writeWorkers: Int = 1, metricsPort: Int? = nil,
+        rateLimits: RateLimits = RateLimits(), trustedProxies: Set<String> = []
     ) {
+        self.rateLimits = rateLimits
+        self.trustedProxies = trustedProxies
         self.host = host
         self.port = port
         self.metricsPort = metricsPort
@@ -104,6 +121,8 @@ public struct AttestServices: Sendable {
     public var clock: @Sendable () -> Date
     /// What `GET /metrics` shows: this server's own registry.
     public var metrics: ServerMetrics
+    /// Sign-in and unknown-token rate limits (this server's own counts).
+    public var limiters: RequestLimiters
 
     public init(
         database: PostgresClient, configuration: ServerConfiguration, registry: PluginRegistry = PluginSystem.registry,
@@ -112,6 +131,7 @@ public struct AttestServices: Sendable {
     ) {
         self.database = database
         self.metrics = metrics
+        self.limiters = RequestLimiters(configuration.rateLimits)
         self.campuses = CampusDirectory(store: CampusStore(client: database), ttl: configuration.campusCacheTTL)
         self.users = UserStore(client: database)
         self.sessions = SessionStore(client: database)
@@ -170,6 +190,7 @@ public enum AttestServer {
 
     public static func buildRouter(configuration: ServerConfiguration, services: AttestServices) -> Router<AttestRequestContext> {
         let router = Router(context: AttestRequestContext.self)
+        router.add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies))
         router.add(middleware: RequestLogMiddleware())
         router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))
         router.add(middleware: ProblemMiddleware())
@@ -179,7 +200,7 @@ public enum AttestServer {
 
         let campus = router.group("v1/campuses/:campus").add(middleware: CampusMiddleware(directory: services.campuses))
         SessionRoutes(services: services).register(on: campus)
-        let signedIn = campus.group().add(middleware: AuthenticationMiddleware(sessions: services.sessions))
+        let signedIn = campus.group().add(middleware: AuthenticationMiddleware(services: services))
         SurveyRoutes(services: services).register(on: signedIn)
         AttestationRoutes(services: services).register(on: signedIn)
         BadgeRoutes(services: services).register(campus: campus, signedIn: signedIn)

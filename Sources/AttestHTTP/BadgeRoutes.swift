@@ -61,7 +61,7 @@ struct BadgeRoutes: Sendable {
             return response
         }
 
-        campus.group("badges").add(middleware: AuthenticationMiddleware(sessions: services.sessions, roles: [.screener, .admin]))
+        campus.group("badges").add(middleware: AuthenticationMiddleware(services: services, roles: [.screener, .admin]))
             .post("verify") { request, context -> VerificationBody in
                 let campus = try context.requireCampus()
                 let body = try await request.jsonObject(context: context)

@@ -39,10 +39,19 @@ struct CampusMiddleware: RouterMiddleware {
 
 /// Requires `Authorization: Bearer <session token>` valid at this campus; otherwise 401
 /// with `WWW-Authenticate: Bearer`. With `roles`, the user must hold one of them (else 403).
+/// A client address whose unknown tokens used up its allowance (each costs a database read)
+/// gets 429 for any token this server does not hold in memory, until its bucket refills.
 struct AuthenticationMiddleware: RouterMiddleware {
     typealias Context = AttestRequestContext
     let sessions: SessionStore
+    let unknownTokens: RateLimiter
     var roles: Set<Role> = []
+
+    init(services: AttestServices, roles: Set<Role> = []) {
+        sessions = services.sessions
+        unknownTokens = services.limiters.unknownTokensByAddress
+        self.roles = roles
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let campus = try context.requireCampus()
@@ -53,7 +62,16 @@ struct AuthenticationMiddleware: RouterMiddleware {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             throw Problem.unauthorized("The Authorization header must be Bearer <token>.", error: "invalid_request")
         }
-        guard let session = try await sessions.authenticate(campus: campus.id, token: String(parts[1])) else {
+        let token = String(parts[1]), address = context.clientAddress ?? "unknown"
+        var known = sessions.cached(campus: campus.id, token: token)
+        if known == nil {
+            if let wait = unknownTokens.exhausted(address) {
+                throw Problem.tooManyRequests("Too many requests with session tokens this campus does not know came from your address.", retryAfter: wait)
+            }
+            known = try await sessions.authenticate(campus: campus.id, token: token)
+            if known == nil { _ = unknownTokens.take(address) }
+        }
+        guard let session = known else {
             throw Problem.unauthorized(
                 "The session token is not valid at this campus: it is unknown here, expired or revoked. Sign in again.",
                 error: "invalid_token")

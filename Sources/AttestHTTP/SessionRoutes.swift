@@ -56,12 +56,13 @@ struct SessionRoutes: Sendable {
         // brings back must carry it, and it is good once, for ten minutes.
         campusRoutes.post("sessions/nonces") { _, context -> EditedResponse<NonceIssued> in
             let campus = try context.requireCampus()
+            try services.limiters.admitSignIn(address: context.clientAddress, campus: campus.slug)
             let issued = try await services.signIns.issueNonce(campus: campus.id)
             var response = EditedResponse(status: .created, response: NonceIssued(nonce: issued.nonce, expiresAt: issued.expiresAt.ISO8601Format()))
             response.headers[.cacheControl] = "no-store"
             return response
         }
-        let signedIn = campusRoutes.group().add(middleware: AuthenticationMiddleware(sessions: services.sessions))
+        let signedIn = campusRoutes.group().add(middleware: AuthenticationMiddleware(services: services))
         signedIn.delete("sessions/current") { request, context -> Response in
             let campus = try context.requireCampus()
             let token = String(request.headers[.authorization]?.split(separator: " ", maxSplits: 1).last ?? "")
@@ -80,6 +81,7 @@ struct SessionRoutes: Sendable {
 
     private func signIn(_ request: Request, _ context: AttestRequestContext) async throws -> EditedResponse<SessionCreated> {
         let campus = try context.requireCampus()
+        try services.limiters.admitSignIn(address: context.clientAddress, campus: campus.slug)
         let body = try await request.jsonObject(context: context)
         guard let value = body["idToken"] else {
             throw Problem.validation([.init(field: "idToken", message: "is required: the ID token from your sign-in provider")])

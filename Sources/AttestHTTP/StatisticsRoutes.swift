@@ -123,11 +123,11 @@ struct StatisticsRoutes: Sendable {
         signedIn.get("stats") { request, context -> StatsBody in
             try await stats(request, context)
         }
-        campus.group("admin/dashboard").add(middleware: AuthenticationMiddleware(sessions: services.sessions, roles: [.admin]))
+        campus.group("admin/dashboard").add(middleware: AuthenticationMiddleware(services: services, roles: [.admin]))
             .get { request, context -> DashboardBody in
                 try await dashboard(request, context)
             }
-        campus.group("admin/follow-ups").add(middleware: AuthenticationMiddleware(sessions: services.sessions, roles: [.healthOfficer]))
+        campus.group("admin/follow-ups").add(middleware: AuthenticationMiddleware(services: services, roles: [.healthOfficer]))
             .get { request, context -> Response in
                 try await followUps(request, context)
             }

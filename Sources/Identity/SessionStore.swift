@@ -91,6 +91,15 @@ public final class SessionStore: Sendable {
         return session
     }
 
+    /// The session of a token verified within `cacheTTL` on this server, without asking the
+    /// database; nil otherwise (not that it is invalid).
+    public func cached(campus: CampusID, token: String) -> Session? {
+        guard Self.isWellFormed(token), let session = cache.value(for: Key(campus: campus, hash: Self.hash(token))),
+            session.expiresAt > Date()
+        else { return nil }
+        return session
+    }
+
     /// Revokes a token (idempotent); true when it was live.
     @discardableResult
     public func revoke(campus: CampusID, token: String) async throws -> Bool {

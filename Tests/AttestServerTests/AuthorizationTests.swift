@@ -34,14 +34,14 @@ struct AuthorizationTests {
         let (_, screener) = try await server.user("s@example.edu", at: campus, roles: [.screener])
         let (_, officer) = try await server.user("h@example.edu", at: campus, roles: [.healthOfficer])
         let (_, admin) = try await server.user("a@example.edu", at: campus, roles: [.admin])
-        let sessions = server.services.sessions
+        let services = server.services
         let directory = server.services.campuses
         try await server.run(extraRoutes: { router in
             // Probe routes for the mechanism the role-guarded routes of later issues use.
             let group = router.group("probe/:campus").add(middleware: CampusMiddleware(directory: directory))
-            group.group("admin").add(middleware: AuthenticationMiddleware(sessions: sessions, roles: [.admin])).get { _, _ in "ok" }
-            group.group("door").add(middleware: AuthenticationMiddleware(sessions: sessions, roles: [.screener, .admin])).get { _, _ in "ok" }
-            group.group("follow-up").add(middleware: AuthenticationMiddleware(sessions: sessions, roles: [.healthOfficer])).get { _, _ in "ok" }
+            group.group("admin").add(middleware: AuthenticationMiddleware(services: services, roles: [.admin])).get { _, _ in "ok" }
+            group.group("door").add(middleware: AuthenticationMiddleware(services: services, roles: [.screener, .admin])).get { _, _ in "ok" }
+            group.group("follow-up").add(middleware: AuthenticationMiddleware(services: services, roles: [.healthOfficer])).get { _, _ in "ok" }
         }) { api in
             let expectations: [(String, String, Int)] = [
                 ("admin", member, 403), ("admin", screener, 403), ("admin", officer, 403), ("admin", admin, 200),

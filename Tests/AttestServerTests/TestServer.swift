@@ -92,15 +92,17 @@ struct TestServer {
     let database: String
     let pool: PostgresClient
     let services: AttestServices
+    var configuration = ServerConfiguration()
 
     static func make(
-        registry: PluginRegistry = .builtin, clock: @escaping @Sendable () -> Date = { Date() }
+        registry: PluginRegistry = .builtin, clock: @escaping @Sendable () -> Date = { Date() },
+        configuration: ServerConfiguration = ServerConfiguration()
     ) async throws -> TestServer {
         let database = try await TestDatabase.create()
         let pool = TestDatabase.client(database: database, maxConnections: 8)
         let services = AttestServices(
-            database: pool, configuration: ServerConfiguration(), registry: registry, logger: TestDatabase.testLogger, clock: clock)
-        return TestServer(database: database, pool: pool, services: services)
+            database: pool, configuration: configuration, registry: registry, logger: TestDatabase.testLogger, clock: clock)
+        return TestServer(database: database, pool: pool, services: services, configuration: configuration)
     }
 
     /// Creates a campus (and its users) through the stores, as the CLI would.
@@ -125,7 +127,7 @@ struct TestServer {
         extraRoutes: (Router<AttestRequestContext>) -> Void = { _ in }, logger: Logger = TestDatabase.testLogger,
         _ body: @escaping @Sendable (APIClient) async throws -> Void
     ) async throws {
-        let router = AttestServer.buildRouter(configuration: ServerConfiguration(), services: services)
+        let router = AttestServer.buildRouter(configuration: configuration, services: services)
         extraRoutes(router)
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), services: [services.writer],

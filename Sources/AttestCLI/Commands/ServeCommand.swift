@@ -24,6 +24,12 @@ struct ServeCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "The schema owner's libpq URI (or @FILE): apply pending migrations with it before serving.", valueName: "url"))
     var migrateURL: String?
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: ArgumentHelp(
+            "The address of a reverse proxy in front (repeatable): requests from it name their client in X-Forwarded-For.",
+            valueName: "address"))
+    var trustedProxies: [String] = []
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -43,7 +49,8 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = logging.makeLogger(label: "attest")
         try await migrateThenServe(
-            database: database, migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, server: ServerConfiguration(host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort), logger: logger
+            database: database, migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, server: ServerConfiguration(
+                host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort, trustedProxies: Swift.Set(trustedProxies)), logger: logger
         ) { port in
             logger.info("listening", metadata: ["url": "http://\(host):\(port)/"])
         }
