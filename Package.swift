@@ -148,7 +148,7 @@ let package = Package(
         .testTarget(
             name: "FuzzTests",
             dependencies: [
-                "AttestPlugins", "AttestPostgres", "AttestTestSupport", "Identity", "Surveys", "Tenancy",
+                "AttestPlugins", "AttestPluginHTTP", "AttestPostgres", "AttestTestSupport", "Identity", "Surveys", "Tenancy",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import AttestPluginHTTP
 import AttestPlugins
 import AttestPostgres
@@ -78,12 +77,17 @@ public struct ServerConfiguration: Sendable {
     /// Addresses of the reverse proxies in front (nginx): only a request from one of these
     /// may name its client in `X-Forwarded-For`. Default none: the peer is the client.
     public var trustedProxies: Set<String>
+    /// What outbound requests (identity providers' keys, webhooks, feeds) may reach beyond
+    /// https on public addresses: hosts allowed by name. Default none.
+    public var outbound: AsyncPluginHTTPClient.Policy
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, readinessTimeout: Duration = .seconds(2),
         campusCacheTTL: Duration = .seconds(5), writeWorkers: Int = 1, metricsPort: Int? = nil,
-        rateLimits: RateLimits = RateLimits(), trustedProxies: Set<String> = []
+        rateLimits: RateLimits = RateLimits(), trustedProxies: Set<String> = [],
+        outbound: AsyncPluginHTTPClient.Policy = .init()
     ) {
+        self.outbound = outbound
         self.rateLimits = rateLimits
         self.trustedProxies = trustedProxies
         self.host = host
@@ -126,7 +130,7 @@ public struct AttestServices: Sendable {
 
     public init(
         database: PostgresClient, configuration: ServerConfiguration, registry: PluginRegistry = PluginSystem.registry,
-        httpClient: HTTPClient = .shared, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
         metrics: ServerMetrics = ServerMetrics()
     ) {
         self.database = database
@@ -136,7 +140,8 @@ public struct AttestServices: Sendable {
         self.users = UserStore(client: database)
         self.sessions = SessionStore(client: database)
         self.issuers = OIDCIssuerStore(client: database)
-        self.idTokens = IDTokenVerifier(keys: JWKSCache(httpClient: httpClient, logger: logger))
+        let http = AsyncPluginHTTPClient(policy: configuration.outbound)
+        self.idTokens = IDTokenVerifier(keys: JWKSCache(http: http, logger: logger))
         self.questionnaires = QuestionnaireStore(client: database)
         self.activeQuestionnaires = ActiveQuestionnaires(store: questionnaires)
         self.writer = AttestationWriter(
@@ -144,9 +149,9 @@ public struct AttestServices: Sendable {
         self.attestations = AttestationService(client: database, writer: writer, registry: registry, logger: logger)
         self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database))
         self.testingLocations = TestingLocationDirectory(
-            client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger)
+            client: database, registry: registry, http: http, logger: logger)
         self.outbox = OutboxWorker(
-            client: database, registry: registry, http: AsyncPluginHTTPClient(client: httpClient), logger: logger, clock: clock,
+            client: database, registry: registry, http: http, logger: logger, clock: clock,
             metrics: metrics.factory)
         self.statistics = StatisticsStore(client: database)
         self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database)])
@@ -159,10 +164,9 @@ public struct AttestServices: Sendable {
 public enum AttestServer {
     public static func buildApplication(
         configuration: ServerConfiguration, database: PostgresClient, logger: Logger,
-        httpClient: HTTPClient = .shared,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let services = AttestServices(database: database, configuration: configuration, httpClient: httpClient, logger: logger)
+        let services = AttestServices(database: database, configuration: configuration, logger: logger)
         return buildApplication(configuration: configuration, services: services, logger: logger, onServerRunning: onServerRunning)
     }
 

@@ -22,10 +22,30 @@ public struct PluginHTTPRequest: Sendable {
 public struct PluginHTTPResponse: Sendable {
     public var status: Int
     public var body: Data
+    /// The response's header fields, in order (names as sent).
+    public var headers: [(name: String, value: String)]
 
-    public init(status: Int, body: Data) {
+    public init(status: Int, body: Data, headers: [(name: String, value: String)] = []) {
         self.status = status
         self.body = body
+        self.headers = headers
+    }
+
+    /// The first value of a header field, by name in any case.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// The URLs a plugin's settings may name for the platform to reach: https, or plain http to
+/// this machine (development and tests; the server reaches loopback only when the operator
+/// allows the host by name).
+public enum OutboundURL {
+    /// The URL, or nil when `text` is no such URL.
+    public static func parse(_ text: String) -> URL? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty
+        else { return nil }
+        return scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)) ? url : nil
     }
 }
 
@@ -34,17 +54,24 @@ public enum PluginHTTPError: Error, Sendable, Equatable, CustomStringConvertible
     case timedOut
     case connectionFailed(String)
     case responseTooLarge
+    /// The platform will not send it: not https, or to an address it does not reach.
+    case refused(String)
 
     public var description: String {
         switch self {
         case .timedOut: "timed out"
         case .connectionFailed(let reason): "connection failed: \(reason)"
         case .responseTooLarge: "the response was too large"
+        case .refused(let reason): "refused: \(reason)"
         }
     }
 }
 
 /// The platform's HTTP client, lent to plugins.
+///
+/// Implementation requirements: follow no redirects; reach https URLs of public addresses,
+/// and anything else only where the operator allowed it; honour `timeout`; bound the size
+/// of what is read. Throw `PluginHTTPError` when there is no response.
 public protocol PluginHTTPClient: Sendable {
     func send(_ request: PluginHTTPRequest) async throws -> PluginHTTPResponse
 }

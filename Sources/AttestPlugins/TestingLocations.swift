@@ -58,7 +58,16 @@ public struct TestingLocation: Sendable, Codable, Equatable {
         if name.isEmpty || name.count > 200 { return "name must be 1 to 200 characters" }
         if !(-90...90).contains(latitude) { return "lat must be between -90 and 90" }
         if !(-180...180).contains(longitude) { return "lon must be between -180 and 180" }
+        if !url.isEmpty, !Self.isWebAddress(url) { return "url must be an http or https address (such as https://clinic.example.org)" }
         return nil
+    }
+
+    /// An absolute http(s) URL with a host: what a page may link to (never `javascript:`).
+    static func isWebAddress(_ text: String) -> Bool {
+        guard text.utf8.count <= 2_000, let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host else {
+            return false
+        }
+        return (scheme == "https" || scheme == "http") && !host.isEmpty
     }
 
     /// Great-circle distance in kilometres (haversine, mean Earth radius).

@@ -4,7 +4,7 @@ import Synchronization
 
 /// The `json-feed` testing-location provider: a URL serving a JSON list of locations
 /// (`[{"name", "address", "lat", "lon", "hours", "phone", "url", "notes"}]`), fetched at most
-/// once per `ttlSeconds` (default 300). When the feed is down or answers nonsense, the last
+/// once per `ttlSeconds` (default 300), within 2 s and 4 MiB. When the feed is down or answers nonsense, the last
 /// good copy is served, marked stale, and the failure logged; with no copy yet, it throws.
 ///
 /// Settings: `{"url": "https://…", "ttlSeconds": 300}`.
@@ -16,9 +16,9 @@ public final class JSONFeedProvider: TestingLocationProvider {
     private let cache = Mutex<(locations: [TestingLocation], fetchedAt: ContinuousClock.Instant)?>(nil)
 
     public init(settings: JSONValue) throws {
-        guard case .string(let text)? = settings["url"], let url = URL(string: text),
-            let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http", url.host != nil
-        else { throw PluginSettingsError("url is required: the http(s) URL of the JSON list of locations") }
+        guard case .string(let text)? = settings["url"], let url = OutboundURL.parse(text) else {
+            throw PluginSettingsError("url is required: the https URL of the JSON list of locations (http only to localhost, for tests)")
+        }
         var ttl = Duration.seconds(300)
         if let value = settings["ttlSeconds"] {
             guard case .number(let seconds) = value, (1...86_400).contains(seconds) else {

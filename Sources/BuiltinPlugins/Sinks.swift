@@ -22,9 +22,11 @@ public struct LogSink: NotificationSink {
 ///
 /// Settings: `{"url": "https://…", "secret": "…", "events": ["badge.red"], "timeoutSeconds": 10}`.
 /// Headers: `X-Attest-Event` (the event name), `Idempotency-Key` (the event id: the same on
-/// every retry) and `X-Attest-Signature: sha256=<hex HMAC-SHA256 of the body, keyed with the
-/// secret>`. A 2xx is delivered; 408, 429, 5xx, timeouts and refused connections are retried;
-/// any other status is rejected at once (dead-lettered).
+/// every retry) and `X-Attest-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>",
+/// keyed with the secret>`: a receiver recomputes it, compares in constant time, and refuses
+/// a `t` more than 5 minutes from its clock, so a captured request cannot be replayed later.
+/// A 2xx is delivered; 408, 429, 5xx, timeouts and refused connections are retried; any
+/// other status (a redirect included: none is followed) is rejected at once (dead-lettered).
 public struct WebhookSink: NotificationSink {
     public static let id = "webhook"
 
@@ -33,12 +35,11 @@ public struct WebhookSink: NotificationSink {
     let timeout: Duration
 
     public init(settings: JSONValue) throws {
-        guard case .string(let text)? = settings["url"], let url = URL(string: text),
-            let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty
-        else { throw PluginSettingsError("url is required: the https URL to POST events to") }
-        let loopback = host == "127.0.0.1" || host == "localhost" || host == "::1"
-        guard scheme == "https" || (scheme == "http" && loopback) else {
-            throw PluginSettingsError("url must be https (http only to 127.0.0.1 or localhost), got \(text)")
+        guard case .string(let text)? = settings["url"] else {
+            throw PluginSettingsError("url is required: the https URL to POST events to")
+        }
+        guard let url = OutboundURL.parse(text) else {
+            throw PluginSettingsError("url must be https (http only to 127.0.0.1 or localhost), got \(text.prefix(200))")
         }
         guard case .string(let secret)? = settings["secret"], secret.utf8.count >= 16 else {
             throw PluginSettingsError("secret is required: at least 16 characters the receiver uses to check X-Attest-Signature")
@@ -55,13 +56,13 @@ public struct WebhookSink: NotificationSink {
         self.timeout = timeout
     }
 
-    /// `sha256=<hex>` of `body` with the sink's secret.
-    public static func signature(of body: Data, secret: String) -> String {
-        signature(of: body, key: SymmetricKey(data: Data(secret.utf8)))
-    }
-
-    static func signature(of body: Data, key: SymmetricKey) -> String {
-        "sha256=" + HMAC<SHA256>.authenticationCode(for: body, using: key).map { String(format: "%02x", $0) }.joined()
+    /// `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with the sink's secret.
+    static func signature(of body: Data, key: SymmetricKey, at time: Date) -> String {
+        let stamp = String(Int64(time.timeIntervalSince1970.rounded(.down)))
+        var message = Data((stamp + ".").utf8)
+        message.append(body)
+        let hex = HMAC<SHA256>.authenticationCode(for: message, using: key).map { String(format: "%02x", $0) }.joined()
+        return "t=\(stamp),v1=\(hex)"
     }
 
     public func deliver(_ notification: AttestNotification, payload: Data, context: PluginContext) async -> DeliveryResult {
@@ -69,7 +70,7 @@ public struct WebhookSink: NotificationSink {
             method: "POST", url: url,
             headers: [
                 ("Content-Type", "application/json"), ("X-Attest-Event", notification.event.rawValue),
-                ("Idempotency-Key", notification.id), ("X-Attest-Signature", Self.signature(of: payload, key: secret)),
+                ("Idempotency-Key", notification.id), ("X-Attest-Signature", Self.signature(of: payload, key: secret, at: Date())),
             ],
             body: payload, timeout: timeout)
         do {
@@ -79,6 +80,8 @@ public struct WebhookSink: NotificationSink {
             case 408, 429, 500..<600: return .retry("the receiver answered \(response.status)")
             default: return .reject("the receiver answered \(response.status)")
             }
+        } catch PluginHTTPError.refused(let reason) {
+            return .reject("the server does not send to this URL: \(reason)")
         } catch {
             return .retry("\(error)")
         }

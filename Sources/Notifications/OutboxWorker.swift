@@ -42,6 +42,8 @@ public final class OutboxWorker: Service, Sendable {
     /// `attest_notifications_total{outcome}`: delivery attempts that delivered, will be
     /// retried, or dead-lettered (no label names a campus or a recipient).
     private let delivered, retried, dead: Counter
+    /// Campuses with deliveries under way: the next round passes them over.
+    private let busy = Mutex<Set<CampusID>>([])
     /// Campus days whose reminders are known to be written (by this server or another).
     private let remindedDays = Mutex<Set<String>>([])
     /// Built sinks by campus and id, kept 5 s (settings changes reach workers within that).
@@ -68,35 +70,54 @@ public final class OutboxWorker: Service, Sendable {
     }
 
     public func run() async throws {
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            var worked = false
-            do {
-                worked = try await runOnce() > 0
-            } catch {
-                // Cancelled: the server is stopping (or could not start), not a failed round.
-                if Task.isCancelled { break }
-                logger.warning("outbox round failed", metadata: ["error": "\(error)"])
-            }
-            if !worked {
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.configuration.pollInterval) }
+        await withDiscardingTaskGroup { deliveries in
+            while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                var worked = false
+                do {
+                    worked = try await round(&deliveries) > 0
+                } catch {
+                    // Cancelled: the server is stopping (or could not start), not a failed round.
+                    if Task.isCancelled { break }
+                    logger.warning("outbox round failed", metadata: ["error": "\(error)"])
+                }
+                if !worked {
+                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.configuration.pollInterval) }
+                }
             }
         }
     }
 
-    /// One round over every campus: writes reminders that have come due, claims due rows,
-    /// delivers them, records the outcomes. Returns how many delivery attempts it made.
+    /// One round over every campus, waiting for its deliveries: writes reminders that have
+    /// come due, claims due rows, delivers them, records the outcomes. Returns how many
+    /// delivery attempts it made.
     @discardableResult
     public func runOnce() async throws -> Int {
+        try await withThrowingDiscardingTaskGroup { deliveries in try await round(&deliveries) }
+    }
+
+    /// Claims each campus's due rows and starts their deliveries in `deliveries` without
+    /// waiting: a campus whose receiver is slow or hangs delays no other campus. A campus
+    /// with deliveries still under way is passed over until they end.
+    private func round<Group: TaskGroupAdding>(_ deliveries: inout Group) async throws -> Int {
         let campuses = try await CampusStore(client: client).list()
         try await remind(campuses)
         var attempts = 0
-        for campus in campuses.map(\.id) {
-            let claimed = try await claim(campus: campus)
+        for campus in campuses.map(\.id) where busy.withLock({ $0.insert(campus).inserted }) {
+            let claimed: [Claimed]
+            do { claimed = try await claim(campus: campus) } catch {
+                busy.withLock { _ = $0.remove(campus) }
+                throw error
+            }
+            guard !claimed.isEmpty else {
+                busy.withLock { _ = $0.remove(campus) }
+                continue
+            }
             attempts += claimed.count
-            await withTaskGroup(of: Void.self) { group in
-                for entry in claimed {
-                    group.addTask { await self.attempt(entry, campus: campus) }
+            deliveries.add {
+                await withTaskGroup(of: Void.self) { group in
+                    for entry in claimed { group.addTask { await self.attempt(entry, campus: campus) } }
                 }
+                self.busy.withLock { _ = $0.remove(campus) }
             }
         }
         return attempts
@@ -224,4 +245,18 @@ public final class OutboxWorker: Service, Sendable {
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
+}
+
+/// The two task groups a round adds deliveries to: the worker's own (it runs them while it
+/// goes on) and a round's of `runOnce` (which waits for them).
+protocol TaskGroupAdding {
+    mutating func add(_ operation: sending @escaping @isolated(any) () async -> Void)
+}
+
+extension DiscardingTaskGroup: TaskGroupAdding {
+    mutating func add(_ operation: sending @escaping @isolated(any) () async -> Void) { addTask(operation: operation) }
+}
+
+extension ThrowingDiscardingTaskGroup: TaskGroupAdding where Failure == any Error {
+    mutating func add(_ operation: sending @escaping @isolated(any) () async -> Void) { addTask { await operation() } }
 }

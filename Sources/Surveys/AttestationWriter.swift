@@ -85,6 +85,9 @@ public final class AttestationWriter: Service, Sendable {
         self.logger = logger
     }
 
+    /// Submissions waiting for a worker (for tests that gather a batch before the workers run).
+    var queued: Int { state.withLock { $0.queue.count } }
+
     /// Queues a submission and waits for its outcome.
     public func submit(_ pending: PendingAttestation) async throws -> WriteOutcome {
         try await withCheckedThrowingContinuation { continuation in

@@ -248,6 +248,10 @@ struct AttestationTests {
         }
     }
 
+    /// Thirty members and one id that is no member are queued before the writer runs, so its
+    /// worker takes them as one batch (the batch-size histogram says so); the ghost's insert
+    /// breaks that batch's transaction, the batch is written again one by one (the split
+    /// counter says so), and only the ghost's caller gets the error, the database's own.
     @Test func aFailingSubmissionInABatchFailsAloneAndTheRollupsCountOnlyWhatWasStored() async throws {
         let clock = try TestClock("2026-11-20T14:00:00Z")
         let (server, campus) = try await Self.setUp(clock: clock)
@@ -256,34 +260,53 @@ struct AttestationTests {
         for index in 0..<30 { added.append(try await server.user("m\(index)@example.edu", at: campus).user.id) }
         let members = added
         let ghost = UserID(UUID())  // not a member: its insert breaks the batch's transaction
-        try await server.run { _ in
-            let outcomes = await withTaskGroup(of: (UserID, Bool).self) { group in
-                for user in members + [ghost] {
-                    group.addTask {
-                        let attestation = Attestation(
-                            id: UUID(), date: LocalDate(year: 2026, month: 11, day: 20), submittedAt: clock.read(), onTime: true,
-                            surveyVersion: 1, color: .yellow, reason: "test", validUntil: clock.read(), ruleID: "test",
-                            ruleVersion: "1", idempotencyKey: nil)
-                        let pending = PendingAttestation(
-                            campus: campus.id, campusSlug: campus.slug, user: user, attestation: attestation,
-                            answers: ["fever": .bool(true), "cough": .bool(false)], questionnaire: questionnaire)
-                        let created = (try? await server.services.writer.submit(pending)).map { if case .created = $0 { true } else { false } }
-                        return (user, created ?? false)
-                    }
+        let metrics = ServerMetrics()
+        let writer = AttestationWriter(client: server.pool, logger: TestDatabase.testLogger, metrics: SubmissionMetrics(factory: metrics.factory))
+        let outcomes = try await withThrowingTaskGroup(of: (UserID, Result<WriteOutcome, any Error>).self) { group in
+            for user in members + [ghost] {
+                group.addTask {
+                    let attestation = Attestation(
+                        id: UUID(), date: LocalDate(year: 2026, month: 11, day: 20), submittedAt: clock.read(), onTime: true,
+                        surveyVersion: 1, color: .yellow, reason: "test", validUntil: clock.read(), ruleID: "test",
+                        ruleVersion: "1", idempotencyKey: nil)
+                    let pending = PendingAttestation(
+                        campus: campus.id, campusSlug: campus.slug, user: user, attestation: attestation,
+                        answers: ["fever": .bool(true), "cough": .bool(false)], questionnaire: questionnaire)
+                    do { return (user, .success(try await writer.submit(pending))) } catch { return (user, .failure(error)) }
                 }
-                return await group.reduce(into: [UserID: Bool]()) { $0[$1.0] = $1.1 }
             }
-            #expect(outcomes[ghost] == false)
-            #expect(members.allSatisfy { outcomes[$0] == true })
-            #expect(try await Self.count(server, campus) == 30)
-            let stats = try await server.pool.query(
-                "SELECT sum(submitted) AS n, sum(yellow) AS yellow FROM daily_stats", campus: campus.id.rawValue)
-            #expect(try stats[0].decode("n", as: Int.self) == 30)
-            #expect(try stats[0].decode("yellow", as: Int.self) == 30)
-            let fevers = try await server.pool.query(
-                "SELECT sum(count) AS n FROM daily_answer_counts WHERE question_id = 'fever' AND answer = 'true'", campus: campus.id.rawValue)
-            #expect(try fevers[0].decode("n", as: Int.self) == 30)
+            while writer.queued < members.count + 1 { try await Task.sleep(for: .milliseconds(5)) }
+            let running = Task { try await writer.run() }
+            var outcomes: [UserID: Result<WriteOutcome, any Error>] = [:]
+            for try await (user, outcome) in group { outcomes[user] = outcome }
+            running.cancel()
+            return outcomes
         }
+        let text = metrics.registry.emitToString()
+        #expect(metric(text, "attest_write_batch_size_count") == 1, "\(text)")
+        #expect(metric(text, "attest_write_batch_size_sum") == 31)
+        #expect(metric(text, "attest_write_batches_split_total") == 1)
+        #expect(metric(text, #"attest_submissions_total{outcome="failed"}"#) == 1)
+        if case .failure(let error)? = outcomes[ghost], let database = error as? PostgresError {
+            #expect(database.sqlState == "23503", "\(database)")  // foreign_key_violation
+        } else {
+            Issue.record("the ghost's submission did not fail with the database's error: \(String(describing: outcomes[ghost]))")
+        }
+        for member in members {
+            guard case .success(.created)? = outcomes[member] else {
+                Issue.record("member \(member) was not created: \(String(describing: outcomes[member]))")
+                continue
+            }
+        }
+        #expect(try await Self.count(server, campus) == 30)
+        let stats = try await server.pool.query(
+            "SELECT sum(submitted) AS n, sum(yellow) AS yellow FROM daily_stats", campus: campus.id.rawValue)
+        #expect(try stats[0].decode("n", as: Int.self) == 30)
+        #expect(try stats[0].decode("yellow", as: Int.self) == 30)
+        let fevers = try await server.pool.query(
+            "SELECT sum(count) AS n FROM daily_answer_counts WHERE question_id = 'fever' AND answer = 'true'", campus: campus.id.rawValue)
+        #expect(try fevers[0].decode("n", as: Int.self) == 30)
+        await server.pool.shutdown()
     }
 
     struct AlwaysRed: BadgeRule {

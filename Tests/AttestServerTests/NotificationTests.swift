@@ -9,6 +9,7 @@ import Foundation
 import Hummingbird
 import Logging
 import Notifications
+import Surveys
 import Synchronization
 import Tenancy
 import Testing
@@ -46,11 +47,17 @@ final class WebhookReceiver: Sendable {
         self.task = task
     }
 
-    /// Starts on `port` (0: any free one); answers `statuses` in turn, then 200.
-    static func start(port: Int = 0, statuses: [Int] = []) async throws -> WebhookReceiver {
+    /// Starts on `port` (0: any free one); answers `statuses` in turn, then 200, each after
+    /// `delay`; a 3xx names `/elsewhere` in `Location`, which records what reaches it.
+    static func start(port: Int = 0, statuses: [Int] = [], delay: Duration = .zero) async throws -> WebhookReceiver {
         let state = State(statuses)
         let router = Router()
+        router.post("elsewhere") { request, _ -> Response in
+            state.log.withLock { $0.append(Received(event: "redirected", idempotencyKey: "", signature: "", body: Data(), status: 200)) }
+            return Response(status: .ok)
+        }
         router.post("hook") { request, _ -> Response in
+            if delay > .zero { try await Task.sleep(for: delay) }
             var request = request
             let body = try await request.collectBody(upTo: 1 << 20)
             let status = state.script.withLock { $0.isEmpty ? 200 : $0.removeFirst() }
@@ -58,7 +65,7 @@ final class WebhookReceiver: Sendable {
                 event: request.headers[.init("X-Attest-Event")!] ?? "", idempotencyKey: request.headers[.init("Idempotency-Key")!] ?? "",
                 signature: request.headers[.init("X-Attest-Signature")!] ?? "", body: Data(body.readableBytesView), status: status)
             state.log.withLock { $0.append(received) }
-            return Response(status: .init(code: status))
+            return Response(status: .init(code: status), headers: (300..<400).contains(status) ? [.location: "/elsewhere"] : [:])
         }
         let (bound, task) = try await startLoopbackServer(router, port: port)
         return WebhookReceiver(port: bound, state: state, task: task)
@@ -68,11 +75,30 @@ final class WebhookReceiver: Sendable {
         task.cancel()
         _ = try? await task.value
     }
+
+    /// What a receiver does with `X-Attest-Signature: t=…,v1=…`, as the README shows it:
+    /// HMAC-SHA256 of "t.body" with the shared secret, compared in constant time, and a `t`
+    /// within five minutes of the receiver's clock. Written here apart from the sink's code.
+    static func verify(signature header: String, body: Data, secret: String, now: Date = Date()) -> Bool {
+        var fields: [Substring: Substring] = [:]
+        for part in header.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            if pair.count == 2 { fields[pair[0]] = pair[1] }
+        }
+        guard let stamp = fields["t"], let sent = fields["v1"], let seconds = Double(stamp),
+            abs(now.timeIntervalSince1970 - seconds) <= 300
+        else { return false }
+        let expected = HMAC<SHA256>.authenticationCode(for: Data("\(stamp).".utf8) + body, using: SymmetricKey(data: Data(secret.utf8)))
+        let hex = expected.map { String(format: "%02x", $0) }.joined()
+        return hex.utf8.count == sent.utf8.count && zip(hex.utf8, sent.utf8).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
 }
 
 @Suite("Notifications")
 struct NotificationTests {
     static let secret = "a-secret-of-more-than-16-characters"
+    /// The receivers of these tests are on loopback, which the server reaches only when allowed.
+    static let loopbackHTTP = AsyncPluginHTTPClient(policy: .init(allowedHosts: ["127.0.0.1"]))
     static let submitPath = "/v1/campuses/{campus}/attestations"
 
     static func quickWorker(_ server: TestServer, maxAge: Duration = .seconds(3600), metrics: ServerMetrics = ServerMetrics()) -> OutboxWorker {
@@ -82,7 +108,7 @@ struct NotificationTests {
         configuration.maxAge = maxAge
         configuration.lease = .seconds(30)
         return OutboxWorker(
-            client: server.pool, registry: .builtin, http: AsyncPluginHTTPClient(), configuration: configuration,
+            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, configuration: configuration,
             logger: TestDatabase.testLogger, metrics: metrics.factory)
     }
 
@@ -159,7 +185,10 @@ struct NotificationTests {
             #expect(receiver.acknowledged.values.sorted() == [1])
             for request in received {
                 #expect(request.event == "badge.red")
-                #expect(request.signature == WebhookSink.signature(of: request.body, secret: Self.secret))
+                #expect(WebhookReceiver.verify(signature: request.signature, body: request.body, secret: Self.secret), "\(request.signature)")
+                // Captured and sent again later, it is refused by the receiver's clock.
+                #expect(!WebhookReceiver.verify(signature: request.signature, body: request.body, secret: Self.secret, now: Date().addingTimeInterval(301)))
+                #expect(!WebhookReceiver.verify(signature: request.signature, body: request.body + Data(" ".utf8), secret: Self.secret))
                 let payload = try JSONSerialization.jsonObject(with: request.body) as? [String: Any]
                 #expect(payload?["id"] as? String == request.idempotencyKey)
                 #expect(payload?["color"] as? String == "red")
@@ -270,7 +299,7 @@ struct NotificationTests {
         let (late, _) = try await server.user("late@example.edu", at: north)
         let (kiwi, _) = try await server.user("kiwi@example.edu", at: south)
         let second = OutboxWorker(
-            client: server.pool, registry: .builtin, http: AsyncPluginHTTPClient(), logger: TestDatabase.testLogger, clock: clock.read)
+            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, logger: TestDatabase.testLogger, clock: clock.read)
         @Sendable func reminded(_ campus: Campus) async throws -> [String] {
             try await server.pool.query(
                 "SELECT payload->>'userId' AS user_id FROM notification_outbox WHERE event = 'reminder.due' ORDER BY 1",
@@ -332,5 +361,72 @@ struct NotificationTests {
         #expect(refusal(#"{}"#).contains("url is required"))
         #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": [5]}"#).contains("unknown event 5;"))
         #expect(throws: PluginSettingsError.self) { try registry.makeSink(id: "pager", settings: .null) }
+    }
+
+    /// The server sends only to https on public addresses: a receiver on loopback is refused
+    /// (dead at once, saying why) unless the operator allows its host, and a receiver that
+    /// answers with a redirect is not followed.
+    @Test func loopbackIsRefusedUnlessAllowedAndRedirectsAreNotFollowed() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let receiver = try await WebhookReceiver.start(statuses: [302])
+        try await Self.enableWebhook(server, campus, port: receiver.port, events: ["badge.red"])
+        let (_, member) = try await server.user("m@example.edu", at: campus)
+        var configuration = OutboxWorker.Configuration()
+        configuration.baseDelay = .milliseconds(5)
+        let strict = OutboxWorker(
+            client: server.pool, registry: .builtin, http: AsyncPluginHTTPClient(), configuration: configuration,
+            logger: TestDatabase.testLogger)
+        try await server.run { api in
+            try await Self.submitRed(api, token: member)
+            try await strict.runOnce()
+            let dead = try await Self.outbox(server, campus, .dead)
+            #expect(dead.count == 1)
+            #expect(dead.first?.lastError?.contains("127.0.0.1 is not https") == true, "\(dead)")
+            #expect(receiver.received.isEmpty)
+
+            #expect(try await OutboxStore(client: server.pool).retry(campus: campus.id) == 1)
+            try await Self.quickWorker(server).runOnce()
+            #expect(receiver.received.map(\.status) == [302])  // reached once, and /elsewhere never
+            let redirected = try await Self.outbox(server, campus, .dead)
+            #expect(redirected.first?.lastError?.contains("302") == true, "\(redirected)")
+        }
+        await receiver.stop()
+    }
+
+    /// A receiver that hangs holds up its own campus's deliveries only.
+    @Test func aHangingReceiverOfOneCampusDelaysNoOtherCampus() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        let south = try await server.campus("south")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: south, draft: AttestationTests.draft, actor: "test")
+        let slow = try await WebhookReceiver.start(delay: .seconds(30))
+        let fast = try await WebhookReceiver.start()
+        try await Self.enableWebhook(server, north, port: slow.port, events: ["badge.red"])
+        try await Self.enableWebhook(server, south, port: fast.port, events: ["badge.red"])
+        let (_, northMember) = try await server.user("n@example.edu", at: north)
+        let (_, southMember) = try await server.user("s@example.edu", at: south)
+        var configuration = OutboxWorker.Configuration()
+        configuration.pollInterval = .milliseconds(50)
+        let worker = OutboxWorker(
+            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger)
+        try await server.run { api in
+            try await Self.submitRed(api, token: northMember)
+            let running = Task { try await worker.run() }
+            try await Task.sleep(for: .milliseconds(300))  // north's delivery is under way and hangs
+            let reply = try await api.send(
+                .post, "/v1/campuses/south/attestations", template: Self.submitPath, token: southMember,
+                json: AttestationTests.body(#"{"fever": false, "cough": false, "temperature": 39.4}"#))
+            #expect(reply.status == 201)
+            let started = ContinuousClock.now
+            while fast.acknowledged.isEmpty, ContinuousClock.now - started < .seconds(10) { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(fast.acknowledged.count == 1, "south's event waited for north's receiver")
+            #expect(ContinuousClock.now - started < .seconds(1.5))
+            #expect(slow.acknowledged.isEmpty)
+            running.cancel()
+            _ = try? await running.value
+        }
+        await slow.stop()
+        await fast.stop()
     }
 }

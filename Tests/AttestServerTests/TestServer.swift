@@ -96,7 +96,7 @@ struct TestServer {
 
     static func make(
         registry: PluginRegistry = .builtin, clock: @escaping @Sendable () -> Date = { Date() },
-        configuration: ServerConfiguration = ServerConfiguration()
+        configuration: ServerConfiguration = ServerConfiguration(outbound: .init(allowedHosts: ["127.0.0.1"]))
     ) async throws -> TestServer {
         let database = try await TestDatabase.create()
         let pool = TestDatabase.client(database: database, maxConnections: 8)

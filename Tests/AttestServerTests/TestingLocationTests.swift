@@ -136,15 +136,29 @@ struct TestingLocationTests {
             Lab,,91,0,
             """
         #expect(throws: TestingLocationStore.ImportError.self) { try TestingLocationStore.parse(Data(csv.utf8)) }
-        do { _ = try TestingLocationStore.parse(Data(csv.utf8)) } catch { #expect("\(error)".contains("line 3: lat must be between -90 and 90")) }
+        /// What parsing `text` throws, as text: the parser must refuse it.
+        func refusal(_ text: String) -> String {
+            let error = #expect(throws: TestingLocationFileError.self) { try TestingLocationStore.parse(Data(text.utf8)) }
+            return error.map { "\($0)" } ?? ""
+        }
+        #expect(refusal(csv).contains("line 3: lat must be between -90 and 90"))
         let good = try TestingLocationStore.parse(Data("name,lat,lon,address\nClinic,40.1,-73.2,\"1 Main St, Springfield\"\n".utf8))
         #expect(good == [TestingLocation(name: "Clinic", address: "1 Main St, Springfield", latitude: 40.1, longitude: -73.2)])
-        do { _ = try TestingLocationStore.parse(Data("name,address\nX,Y\n".utf8)) } catch { #expect("\(error)".contains("needs a lat column")) }
-        do { _ = try TestingLocationStore.parse(Data("name,lat,lon\nX,north,1\n".utf8)) } catch { #expect("\(error)".contains("line 2: lat and lon must be numbers")) }
+        #expect(refusal("name,address\nX,Y\n").contains("needs a lat column"))
+        #expect(refusal("name,lat,lon\nX,north,1\n").contains("line 2: lat and lon must be numbers"))
         let json = try TestingLocationStore.parse(Data(#"[{"name": "A", "lat": 1, "lon": 2, "phone": "555"}]"#.utf8))
         #expect(json.first?.phone == "555")
-        do { _ = try TestingLocationStore.parse(Data(#"[{"name": "A", "lat": 1, "lon": 2}, {"name": "B"}]"#.utf8)) } catch {
-            #expect("\(error)".contains("line 2"))
+        #expect(refusal(#"[{"name": "A", "lat": 1, "lon": 2}, {"name": "B"}]"#).contains("line 2"))
+        // A link a page will show must be a web address, never javascript: or data:.
+        #expect(refusal("name,lat,lon,url\nX,1,2,javascript:alert(1)\n").contains("line 2: url must be an http or https address"))
+        #expect(refusal(#"[{"name": "A", "lat": 1, "lon": 2, "url": "data:text/html,x"}]"#).contains("url must be an http or https address"))
+        #expect(try TestingLocationStore.parse(Data("name,lat,lon,url\nX,1,2,https://clinic.example.org/a?b=c\n".utf8)).count == 1)
+    }
+
+    @Test func aJSONFeedMustBeHTTPS() {
+        for url in ["http://feeds.example.org/locations.json", "ftp://feeds.example.org/x", "javascript:alert(1)", "/relative"] {
+            #expect(throws: PluginSettingsError.self, "\(url)") { try JSONFeedProvider(settings: .object(["url": .string(url)])) }
         }
+        #expect(throws: Never.self) { try JSONFeedProvider(settings: .object(["url": .string("https://feeds.example.org/locations.json")])) }
     }
 }

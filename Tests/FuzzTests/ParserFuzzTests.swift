@@ -1,3 +1,4 @@
+import AttestPluginHTTP
 import AttestPlugins
 import AttestPostgres
 import AttestTestSupport
@@ -221,7 +222,7 @@ struct ParserFuzzTests {
             settings: PostgresJSON("{}"), createdAt: Date())
         var logger = Logger(label: "fuzz")
         logger.logLevel = .critical
-        let verifier = IDTokenVerifier(keys: JWKSCache(logger: logger))
+        let verifier = IDTokenVerifier(keys: JWKSCache(http: AsyncPluginHTTPClient(), logger: logger))
         let now = Int(Date().timeIntervalSince1970)
         let genuine = try await keys.sign(
             IDClaims(iss: issuer.issuer, sub: "s1", aud: "client", exp: now + 600, iat: now, email: "ana@example.edu", email_verified: true, name: "Ana"),

@@ -51,7 +51,9 @@ final class LoopbackGateway: Sendable {
 }
 
 @Suite struct SMSGatewaySinkTests {
-    let context = PluginContext(http: AsyncPluginHTTPClient(), logger: Logger(label: "sms-test"))
+    // The gateway of these tests runs on loopback, which the platform reaches only when allowed.
+    let context = PluginContext(
+        http: AsyncPluginHTTPClient(policy: .init(allowedHosts: ["127.0.0.1"])), logger: Logger(label: "sms-test"))
     let red = AttestNotification(
         event: .badgeRed, campus: "north", occurredAt: Date(), userId: UserID(UUID()), attestationId: UUID(),
         date: LocalDate(year: 2026, month: 11, day: 21), color: .red, onTime: true,

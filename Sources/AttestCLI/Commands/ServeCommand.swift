@@ -30,6 +30,12 @@ struct ServeCommand: AsyncParsableCommand {
             "The address of a reverse proxy in front (repeatable): requests from it name their client in X-Forwarded-For.",
             valueName: "address"))
     var trustedProxies: [String] = []
+    @Option(
+        name: .customLong("allow-outbound-host"),
+        help: ArgumentHelp(
+            "A host the server may reach over plain http and at private, loopback or link-local addresses (repeatable): an internal webhook receiver or feed. Everything else is https to public addresses only.",
+            valueName: "host"))
+    var outboundHosts: [String] = []
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -50,7 +56,8 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = logging.makeLogger(label: "attest")
         try await migrateThenServe(
             database: database, migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, server: ServerConfiguration(
-                host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort, trustedProxies: Swift.Set(trustedProxies)), logger: logger
+                host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort, trustedProxies: Swift.Set(trustedProxies),
+                outbound: .init(allowedHosts: Swift.Set(outboundHosts))), logger: logger
         ) { port in
             logger.info("listening", metadata: ["url": "http://\(host):\(port)/"])
         }

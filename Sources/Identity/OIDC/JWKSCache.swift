@@ -1,4 +1,4 @@
-import AsyncHTTPClient
+import AttestPlugins
 import Crypto
 import Foundation
 import JWTKit
@@ -43,7 +43,8 @@ public struct KeySet: Sendable {
     }
 }
 
-/// Issuers' signing keys, fetched with async-http-client and cached as their `Cache-Control:
+/// Issuers' signing keys, fetched with the platform's outbound client (https, public
+/// addresses, no redirects, 5 s, 1 MiB) and cached as their `Cache-Control:
 /// max-age` says (between one minute and one day; an hour when it says nothing). A token
 /// naming a key the cache lacks triggers a refetch (a key rotation), at most once per
 /// `minimumRefreshInterval` per URL, so forged `kid`s cannot make the server hammer the issuer.
@@ -62,13 +63,15 @@ public final class JWKSCache: Sendable {
         var inline: [Data: KeySet] = [:]
     }
 
-    let httpClient: HTTPClient
+    let http: any PluginHTTPClient
     let minimumRefreshInterval: Duration
     let logger: Logger
     private let state = Mutex(State())
+    /// The largest key set read.
+    static let maxBytes = 1 << 20
 
-    public init(httpClient: HTTPClient = .shared, minimumRefreshInterval: Duration = .seconds(30), logger: Logger) {
-        self.httpClient = httpClient
+    public init(http: any PluginHTTPClient, minimumRefreshInterval: Duration = .seconds(30), logger: Logger) {
+        self.http = http
         self.minimumRefreshInterval = minimumRefreshInterval
         self.logger = logger
     }
@@ -106,13 +109,12 @@ public final class JWKSCache: Sendable {
 
     private func fetch(url: String) async throws -> KeySet {
         do {
-            var request = HTTPClientRequest(url: url)
-            request.headers.add(name: "Accept", value: "application/json")
-            let response = try await httpClient.execute(request, timeout: .seconds(5))
-            guard response.status == .ok else { throw SignInError.keysUnavailable("the key set answered HTTP \(response.status.code)") }
-            let body = try await response.body.collect(upTo: 1 << 20)
-            let keys = try await KeySet.parse(Data(body.readableBytesView)).keys
-            let maxAge = Self.maxAge(response.headers.first(name: "Cache-Control"))
+            guard let target = URL(string: url) else { throw SignInError.keysUnavailable("\(url) is not a URL") }
+            let response = try await http.send(PluginHTTPRequest(url: target, headers: [("Accept", "application/json")], timeout: .seconds(5)))
+            guard response.status == 200 else { throw SignInError.keysUnavailable("the key set answered HTTP \(response.status)") }
+            guard response.body.count <= Self.maxBytes else { throw SignInError.keysUnavailable("the key set is larger than 1 MiB") }
+            let keys = try await KeySet.parse(response.body).keys
+            let maxAge = Self.maxAge(response.header("Cache-Control"))
             state.withLock { $0.entries[url] = Entry(keys: keys, fetchedAt: .now, maxAge: maxAge) }
             logger.debug("fetched signing keys", metadata: ["url": "\(url)", "keys": "\(keys.count)"])
             return keys

@@ -134,10 +134,5 @@ public struct OIDCIssuerStore: Sendable {
     }
 
     /// https, or http to this machine (development and tests).
-    static func isAcceptableURL(_ text: String) -> Bool {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
-            return false
-        }
-        return scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host))
-    }
+    static func isAcceptableURL(_ text: String) -> Bool { OutboundURL.parse(text) != nil }
 }
