@@ -136,15 +136,29 @@ CREATE TABLE IF NOT EXISTS sign_in_nonces (
 );
 
 -- Keys that sign a campus's badge tokens; retired keys verify until their tokens expire.
+-- private_key is sealed under the operator's key-encryption key (an AES-GCM envelope, see
+-- SealedSecret), whose fingerprint is kek_id; NULL only for a key stored before keys were
+-- sealed, which `attest serve` seals as it starts.
 CREATE TABLE IF NOT EXISTS badge_keys (
     campus_id    uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     kid          text NOT NULL,
     algorithm    text NOT NULL CHECK (algorithm IN ('ES256', 'EdDSA')),
     private_key  bytea NOT NULL,
+    kek_id       text,
     public_jwk   jsonb NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now(),
     retired_at   timestamptz,
     PRIMARY KEY (campus_id, kid)
+);
+
+-- The key a campus's badge subjects are made with (an HMAC of the member's pseudonym and the
+-- date, so a subject changes every day), sealed like the signing keys.
+CREATE TABLE IF NOT EXISTS badge_subject_keys (
+    campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    sealed      bytea NOT NULL,
+    kek_id      text NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id)
 );
 
 -- Versioned questionnaires; the active one is the highest version.
@@ -343,7 +357,7 @@ DECLARE
     tenant_table text;
 BEGIN
     FOREACH tenant_table IN ARRAY ARRAY[
-        'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys',
+        'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys', 'badge_subject_keys',
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log'
     ] LOOP

@@ -54,6 +54,9 @@ bench_cluster() {  # extra postgres settings, e.g. -c max_wal_size=4GB
   psql=(psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -U postgres)
   "${psql[@]}" -d postgres -c "CREATE DATABASE attest"
   export DATABASE_URL="postgresql:///attest?host=$dir&user=postgres"
+  # The key-encryption key this run's badge keys are sealed with (serve and campus create need it).
+  ATTEST_KEK=$("$attest" keys new-kek 2>/dev/null)
+  export ATTEST_KEK
   "$attest" migrate --log-level warning >/dev/null
   "${psql[@]}" -d attest -c "CREATE ROLE attest_server LOGIN" -c "GRANT attest_app TO attest_server"
   server_url="postgresql:///attest?host=$dir&user=attest_server"

@@ -3,6 +3,7 @@ import AttestPostgres
 import AttestSchema
 import Foundation
 import Logging
+import Surveys
 
 /// `--database-url`, with the fallbacks every command shares.
 struct DatabaseOptions: ParsableArguments {
@@ -100,4 +101,40 @@ enum Secret {
 struct CLIError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// `--kek-file`: the operator's key-encryption key, which seals every badge-signing key.
+struct KeyOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "A file holding the key-encryption key that seals badge keys (what `attest keys new-kek` prints). Default: $ATTEST_KEK_FILE, else $ATTEST_KEK (the key itself, base64).",
+            valueName: "file"))
+    var kekFile: String?
+
+    /// The key, or nil when none is named.
+    func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> KeyEncryptionKey? {
+        if let path = kekFile ?? environment["ATTEST_KEK_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            let option = kekFile != nil ? "--kek-file" : "ATTEST_KEK_FILE"
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw CLIError("\(option) names \(path), which cannot be read: check the path and that this user may read it")
+            }
+            guard let key = KeyEncryptionKey(text: text) else {
+                throw CLIError("\(option) names \(path), which does not hold a key: it must hold 32 bytes in base64, as `attest keys new-kek` prints")
+            }
+            return key
+        }
+        if let text = environment["ATTEST_KEK"], !text.isEmpty {
+            guard let key = KeyEncryptionKey(text: text) else {
+                throw CLIError("ATTEST_KEK does not hold a key: it must be 32 bytes in base64, as `attest keys new-kek` prints")
+            }
+            return key
+        }
+        return nil
+    }
+
+    /// The key; without one, the error says how to make and pass one.
+    func require() throws -> KeyEncryptionKey {
+        guard let key = try load() else { throw CLIError(KeyEncryptionError.noKey.description) }
+        return key
+    }
 }

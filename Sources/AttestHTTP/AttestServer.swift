@@ -130,7 +130,7 @@ public struct AttestServices: Sendable {
 
     public init(
         database: PostgresClient, configuration: ServerConfiguration, registry: PluginRegistry = PluginSystem.registry,
-        logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
+        kek: KeyEncryptionKey? = nil, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
         metrics: ServerMetrics = ServerMetrics()
     ) {
         self.database = database
@@ -147,7 +147,7 @@ public struct AttestServices: Sendable {
         self.writer = AttestationWriter(
             client: database, workers: configuration.writeWorkers, logger: logger, metrics: SubmissionMetrics(factory: metrics.factory))
         self.attestations = AttestationService(client: database, writer: writer, registry: registry, logger: logger)
-        self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database))
+        self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database, kek: kek))
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger)
         self.outbox = OutboxWorker(
@@ -163,10 +163,10 @@ public struct AttestServices: Sendable {
 /// Builds the Hummingbird application: routes, middleware, and the services it runs.
 public enum AttestServer {
     public static func buildApplication(
-        configuration: ServerConfiguration, database: PostgresClient, logger: Logger,
+        configuration: ServerConfiguration, database: PostgresClient, kek: KeyEncryptionKey? = nil, logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let services = AttestServices(database: database, configuration: configuration, logger: logger)
+        let services = AttestServices(database: database, configuration: configuration, kek: kek, logger: logger)
         return buildApplication(configuration: configuration, services: services, logger: logger, onServerRunning: onServerRunning)
     }
 

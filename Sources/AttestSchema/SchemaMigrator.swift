@@ -31,7 +31,9 @@ public struct SchemaMigrator: Sendable {
                 CREATE INDEX attestations_answered ON attestations (campus_id, local_date)
                     WHERE answers IS NOT NULL;
                 """),
-        Migration(version: 3, name: "security review: campuses behind row-level security, sign-in replay and nonces", sql: version3),
+        Migration(
+            version: 3, name: "security review: campuses behind row-level security, sign-in replay and nonces, sealed badge keys",
+            sql: version3),
     ]
 
     /// Issue 29's changes; `schema.sql` holds the same, in place.
@@ -66,6 +68,16 @@ public struct SchemaMigrator: Sendable {
         );
         \(tenantTable("id_token_uses"))
         \(tenantTable("sign_in_nonces"))
+
+        ALTER TABLE badge_keys ADD COLUMN IF NOT EXISTS kek_id text;
+        CREATE TABLE IF NOT EXISTS badge_subject_keys (
+            campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+            sealed      bytea NOT NULL,
+            kek_id      text NOT NULL,
+            created_at  timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (campus_id)
+        );
+        \(tenantTable("badge_subject_keys"))
         """
 
     /// Row-level security and grants for a tenant table added after version 1, as

@@ -95,8 +95,9 @@ public enum BadgeVerification: Sendable, Equatable {
 public enum BadgeToken {
     /// Header and claims are JSON with sorted keys and no spaces, written directly.
     public static func sign(_ claims: BadgeClaims, with key: BadgeKey) throws -> String {
+        guard let privateKey = key.privateKey else { throw KeyEncryptionError.noKey }
         let input = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8))
-        let signature = try key.privateKey.signature(for: Array(input.utf8))
+        let signature = try privateKey.signature(for: Array(input.utf8))
         return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
 
@@ -162,8 +163,9 @@ public struct BadgeService: Sendable {
         guard let key = try await keys.keys(campus: campus.id).first(where: { $0.retiredAt == nil }) else {
             throw BadgeError.noSigningKey(campus: campus.slug)
         }
+        let subject = BadgeKeyStore.subject(pseudonym: member.pseudonym, date: date, key: try await keys.subjectKey(campus: campus.id))
         let claims = BadgeClaims(
-            campus: campus.slug, sub: member.pseudonym.uuidString.lowercased(), date: date.description, color: color.rawValue,
+            campus: campus.slug, sub: subject, date: date.description, color: color.rawValue,
             iat: Int(now.timeIntervalSince1970), exp: Int(validUntil.timeIntervalSince1970.rounded(.up)))
         return Badge(color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key))
     }

@@ -257,4 +257,58 @@ struct AdminCLITests {
         #expect(try await cli.run("campus", "oidc", "remove", "idp-u", "--issuer", "https://accounts.google.com").status == 0)
         Self.expectFailure(try await cli.run("campus", "oidc", "remove", "idp-u", "--issuer", "https://accounts.google.com"), "is not configured")
     }
+
+    /// The key-encryption key: made with `keys new-kek`, required where badge keys are made or
+    /// used, and rotated with `keys rotate-kek` (after which only the new key opens them).
+    @Test func theKeyEncryptionKeyIsRequiredAndRotates() async throws {
+        let database = try await TestDatabase.create()
+        let url = TestDatabase.url(database: database)
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-kek-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func attest(_ arguments: [String], kek: String?) async throws -> (status: Int32, stdout: String, stderr: String) {
+            try await ChildProcess.run(
+                [ChildProcess.attestBinary] + arguments,
+                environment: ["DATABASE_URL": url, "ATTEST_KEK": nil, "ATTEST_KEK_FILE": kek.map { directory + "/" + $0 }])
+        }
+        for name in ["old", "new"] {
+            let made = try await attest(["keys", "new-kek"], kek: nil)
+            #expect(made.status == 0 && made.stderr.contains("chmod 600"))
+            try Data(made.stdout.utf8).write(to: URL(fileURLWithPath: directory + "/" + name))
+        }
+        try Data("not a key".utf8).write(to: URL(fileURLWithPath: directory + "/bad"))
+
+        Self.expectFailure(
+            try await attest(["campus", "create", "north", "--name", "North", "--timezone", "UTC"], kek: nil),
+            "no key-encryption key: make one with `attest keys new-kek > FILE`")
+        Self.expectFailure(
+            try await attest(["campus", "create", "north", "--name", "North", "--timezone", "UTC"], kek: "bad"),
+            "does not hold a key: it must hold 32 bytes in base64")
+        #expect(try await attest(["campus", "create", "north", "--name", "North", "--timezone", "UTC"], kek: "old").status == 0)
+        #expect(try await attest(["campus", "rotate-badge-key", "north"], kek: "old").status == 0)
+
+        let serverURL = try await TestDatabase.serverURL(database: database)
+        func serve(kek: String?) async throws -> (status: Int32, stdout: String, stderr: String) {
+            try await ChildProcess.run(
+                [ChildProcess.attestBinary, "serve", "--port", "0"],
+                environment: ["DATABASE_URL": serverURL, "ATTEST_KEK": nil, "ATTEST_KEK_FILE": kek.map { directory + "/" + $0 }],
+                timeout: .seconds(30))
+        }
+        Self.expectFailure(try await serve(kek: nil), "no key-encryption key: make one with `attest keys new-kek > FILE`")
+        Self.expectFailure(try await serve(kek: "new"), "sealed under key-encryption key")
+
+        Self.expectFailure(try await attest(["keys", "rotate-kek", "--new-kek-file", directory + "/old"], kek: "old"), "is the current one")
+        let rotated = try await attest(["keys", "rotate-kek", "--new-kek-file", directory + "/new", "--json"], kek: "old")
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(rotated.stdout.utf8)) as? [String: Any]
+        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 3)  // two signing keys and the subject key
+        let again = try await attest(["keys", "rotate-kek", "--new-kek-file", directory + "/new", "--json"], kek: "old")
+        let secondReport = try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any]
+        #expect(again.status == 0 && (secondReport?["rewrapped"] as? [String: Int])?["north"] == 0)
+        Self.expectFailure(try await serve(kek: "old"), "sealed under key-encryption key")
+        Self.expectFailure(try await attest(["campus", "rotate-badge-key", "north"], kek: "old"), "sealed under key-encryption key")
+        #expect(try await attest(["campus", "rotate-badge-key", "north"], kek: "new").status == 0)
+        let audit = try await attest(["audit", "north"], kek: nil)
+        #expect(audit.stdout.contains("kek.rotate"), "\(audit.stdout)")
+    }
 }

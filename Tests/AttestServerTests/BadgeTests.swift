@@ -76,10 +76,17 @@ struct BadgeTests {
             #expect(badge.json["validUntil"] as? String == (submitted.json["badge"] as? [String: Any])?["validUntil"] as? String)
             let badgeToken = try #require(badge.json["token"] as? String)
 
-            // The token names a pseudonym, never the email.
+            // The token names the member by the day's subject (an HMAC of the pseudonym and the
+            // date under the campus's subject key): never the email, nor the pseudonym itself.
             let claims = try Self.payload(of: badgeToken)
-            #expect(claims["sub"] as? String == pseudonym.uuidString.lowercased())
+            let subjectKey = try await server.services.badges.keys.subjectKey(campus: campus.id)
+            let todaysSubject = BadgeKeyStore.subject(pseudonym: pseudonym, date: campus.localDate(at: clock.read()), key: subjectKey)
+            #expect(claims["sub"] as? String == todaysSubject)
+            #expect(claims["sub"] as? String != pseudonym.uuidString.lowercased())
             #expect(!claims.description.contains("@"))
+            // Read again the same day, the subject is the same; a door cannot link it to tomorrow's.
+            let again = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: token)
+            #expect(try Self.payload(of: try #require(again.json["token"] as? String))["sub"] as? String == todaysSubject)
 
             // Offline, with jwt-kit and the published keys only.
             let scanned = try await Self.scanner(api, campus: "north").verify(badgeToken, as: ScannedBadge.self)
@@ -171,7 +178,64 @@ struct BadgeTests {
             let expired = try await Self.verify(api, red, as: screener)
             #expect(expired.json["valid"] as? Bool == false)
             #expect(expired.json["reason"] as? String == "expired")
+            // And the member's badge of the new day names them by another subject.
+            let tomorrow = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member)
+            let newSubject = try Self.payload(of: try #require(tomorrow.json["token"] as? String))["sub"] as? String
+            let oldSubject = try Self.payload(of: red)["sub"] as? String
+            #expect(newSubject != nil && newSubject != oldSubject)
         }
+    }
+
+    /// Badge keys are sealed under the operator's key-encryption key: the database holds no
+    /// private key in the clear, a store with another key cannot open them, one without a key
+    /// verifies and publishes but cannot sign, and a key stored before sealing is sealed by
+    /// the start-up check.
+    @Test func badgeKeysAreSealedAtRestAndAServerWithoutTheKeyOnlyVerifies() async throws {
+        let clock = TestClock(Date())
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let (member, token) = try await server.user("m@example.edu", at: campus)
+        let owner = TestDatabase.client(database: server.database, role: nil)
+        defer { Task { await owner.shutdown() } }
+        let stored = try await owner.query("SELECT kid, private_key, kek_id FROM badge_keys WHERE campus_id = \(campus.id)")
+        #expect(stored.count == 1)
+        let kid: String = try stored[0].decode("kid")
+        let sealed: Data = try stored[0].decode("private_key")
+        #expect(try stored[0].decode("kek_id", as: String?.self) == TestServer.kek.id)
+        let signing = try #require(try await server.services.badges.keys.keys(campus: campus.id).first?.privateKey)
+        #expect(sealed.range(of: signing.rawRepresentation) == nil && sealed.count == 129)
+
+        let other = BadgeKeyStore(client: server.pool, kek: KeyEncryptionKey.generate().key)
+        await #expect(throws: KeyEncryptionError.self) { try await other.keys(campus: campus.id) }
+        await #expect(throws: KeyEncryptionError.self) { try await other.prepare(campus: campus.id) }
+
+        let verifyOnly = BadgeService(client: server.pool, keys: BadgeKeyStore(client: server.pool, kek: nil))
+        let published = try await verifyOnly.keys.keys(campus: campus.id)
+        #expect(published.map(\.kid) == [kid] && published[0].privateKey == nil)
+        await #expect(throws: KeyEncryptionError.noKey) { try await verifyOnly.today(campus: campus, user: member.id, now: clock.read()) }
+        try await server.run { api in
+            let badge = try #require(try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: token).json["token"] as? String)
+            #expect(try await verifyOnly.verify(token: badge, campus: campus, now: clock.read()) != .invalid(.badSignature))
+            guard case .valid = try await verifyOnly.verify(token: badge, campus: campus, now: clock.read()) else {
+                Issue.record("a store with public keys only did not verify a genuine badge")
+                return
+            }
+        }
+
+        // A key stored in the clear, as before keys were sealed: the start-up check seals it.
+        let legacy = P256.Signing.PrivateKey()
+        let jwk = BadgeKey(kid: "legacy", publicKey: legacy.publicKey, retiredAt: Date(), privateKey: legacy).jwk
+        try await owner.query(
+            """
+            INSERT INTO badge_keys (campus_id, kid, algorithm, private_key, public_jwk, retired_at)
+            VALUES (\(campus.id), 'legacy', 'ES256', \(legacy.rawRepresentation), \(try PostgresJSON(encoding: jwk)), now())
+            """)
+        let store = BadgeKeyStore(client: TestDatabase.client(database: server.database), kek: TestServer.kek)
+        #expect(try await store.prepare(campus: campus.id) == 1)
+        #expect(try await store.prepare(campus: campus.id) == 0)
+        let resealed = try await owner.query("SELECT private_key, kek_id FROM badge_keys WHERE kid = 'legacy'")
+        #expect(try resealed[0].decode("kek_id", as: String?.self) == TestServer.kek.id)
+        #expect(try resealed[0].decode("private_key", as: Data.self) != legacy.rawRepresentation)
+        #expect(try await store.keys(campus: campus.id).first { $0.kid == "legacy" }?.privateKey?.rawRepresentation == legacy.rawRepresentation)
     }
 
     /// The attack of issue 29: a scanner posts whatever QR code it is shown. A token whose
@@ -200,7 +264,7 @@ struct BadgeTests {
             #expect(first.json["reason"] as? String == "unknown-key", "\(first.body)")
             for payload in claims {
                 let input = key.encodedHeader + "." + b64(payload)
-                let signature = try key.privateKey.signature(for: Array(input.utf8)).rawRepresentation
+                let signature = try #require(key.privateKey).signature(for: Array(input.utf8)).rawRepresentation
                 let reply = try await Self.verify(api, input + "." + Base64URL.encode(signature), as: screener)
                 #expect(reply.status == 200 && reply.json["valid"] as? Bool == false, "\(payload)")
                 #expect(reply.json["reason"] as? String == "malformed", "\(payload): \(reply.body)")
@@ -208,7 +272,7 @@ struct BadgeTests {
             // The same campus and key still verify an honest badge: the checks are of the claims.
             let honest = #"{"campus":"north","color":"green","date":"2026-11-21","exp":4102444800,"iat":1,"sub":"x"}"#
             let input = key.encodedHeader + "." + b64(honest)
-            let signature = try key.privateKey.signature(for: Array(input.utf8)).rawRepresentation
+            let signature = try #require(key.privateKey).signature(for: Array(input.utf8)).rawRepresentation
             #expect(try await Self.verify(api, input + "." + Base64URL.encode(signature), as: screener).json["valid"] as? Bool == true)
         }
     }
@@ -239,7 +303,7 @@ struct BadgeTests {
         _ = try await client.withTransaction(campus: campus.id.rawValue) { connection in
             try await connection.query("UPDATE badge_keys SET retired_at = now() - interval '3 days' WHERE retired_at IS NOT NULL")
         }
-        #expect(try await BadgeKeyStore(client: client).keys(campus: campus.id).count == 1)
+        #expect(try await BadgeKeyStore(client: client, kek: TestServer.kek).keys(campus: campus.id).count == 1)
         await client.shutdown()
     }
 
@@ -270,6 +334,7 @@ struct BadgeTests {
                 #expect(reply.status == 201)
             }
             let scanner = try await Self.scanner(api, campus: "north")
+            let subjectKey = try await server.services.badges.keys.subjectKey(campus: campus.id)
             let badges = try await api.withConnections(everyone.count) { clients in
                 try await withThrowingTaskGroup(of: (Int, Int, String?).self) { group in
                     for (index, member) in everyone.enumerated() {
@@ -285,7 +350,9 @@ struct BadgeTests {
             for (index, status, token) in badges {
                 #expect(status == 200)
                 let scanned = try await scanner.verify(try #require(token), as: ScannedBadge.self)
-                #expect(scanned.sub.value == everyone[index].pseudonym, "member \(index)")
+                let expected = BadgeKeyStore.subject(
+                    pseudonym: try #require(UUID(uuidString: everyone[index].pseudonym)), date: campus.localDate(at: clock.read()), key: subjectKey)
+                #expect(scanned.sub.value == expected, "member \(index)")
                 #expect(scanned.color == everyone[index].color, "member \(index)")
                 #expect(try Self.part(0, of: token!).keys.sorted() == ["alg", "kid", "typ"])
             }

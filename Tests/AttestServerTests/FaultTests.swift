@@ -64,7 +64,7 @@ struct FaultTests {
         let server = TestServer(
             database: "postgres", pool: pool,
             services: AttestServices(
-                database: pool, configuration: ServerConfiguration(), registry: .builtin, logger: logger, clock: clock.read))
+                database: pool, configuration: ServerConfiguration(), registry: .builtin, kek: TestServer.kek, logger: logger, clock: clock.read))
         let campus = try await server.campus("north")
         _ = try await QuestionnaireStore(client: pool).publish(campus: campus, draft: AttestationTests.draft, actor: "test")
         try await CampusPluginStore(client: pool).enable(campus: campus, kind: .sink, id: "webhook", settings: .object([:]), actor: "test")

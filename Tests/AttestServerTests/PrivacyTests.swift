@@ -20,7 +20,7 @@ struct PrivacyTests {
         let clock = try TestClock("2026-11-20T14:00:00Z")
         let server = TestServer(
             database: database, pool: pool,
-            services: AttestServices(database: pool, configuration: ServerConfiguration(), registry: .builtin, logger: logger, clock: clock.read))
+            services: AttestServices(database: pool, configuration: ServerConfiguration(), registry: .builtin, kek: TestServer.kek, logger: logger, clock: clock.read))
         let campus = try await server.campus("north")
         let draft = QuestionnaireRules.Draft(
             title: "Check",

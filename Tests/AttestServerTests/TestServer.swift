@@ -101,9 +101,12 @@ struct TestServer {
         let database = try await TestDatabase.create()
         let pool = TestDatabase.client(database: database, maxConnections: 8)
         let services = AttestServices(
-            database: pool, configuration: configuration, registry: registry, logger: TestDatabase.testLogger, clock: clock)
+            database: pool, configuration: configuration, registry: registry, kek: Self.kek, logger: TestDatabase.testLogger, clock: clock)
         return TestServer(database: database, pool: pool, services: services, configuration: configuration)
     }
+
+    /// The key-encryption key of the servers these tests make, as an operator passes one.
+    static let kek = KeyEncryptionKey.generate().key
 
     /// Creates a campus (and its users) through the stores, as the CLI would.
     func campus(
@@ -111,7 +114,7 @@ struct TestServer {
     ) async throws -> Campus {
         try await CampusStore(client: pool).create(
             NewCampus(slug: slug, name: slug.capitalized, timeZone: timeZone, deadlineMinute: deadlineMinute, emailDomains: domains),
-            setUp: BadgeKeyStore.provision)
+            setUp: services.badges.keys.provision)
     }
 
     func user(_ email: String, at campus: Campus, roles: [Role] = []) async throws -> (user: User, token: String) {

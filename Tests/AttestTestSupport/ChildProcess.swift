@@ -11,6 +11,12 @@ public final class ChildProcess: @unchecked Sendable {
     /// The `attest` binary `swift build` made next to the tests: on Linux in the running test
     /// executable's directory, wherever the build directory is (`--scratch-path`); elsewhere
     /// in this package's `.build/debug`.
+    /// One key-encryption key for every `attest` this test process starts (base64, 32 bytes).
+    public static let testKEK: String = {
+        var generator = SystemRandomNumberGenerator()
+        return Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString()
+    }()
+
     public static var attestBinary: String {
         let beside = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appending(path: "attest").path
@@ -26,6 +32,8 @@ public final class ChildProcess: @unchecked Sendable {
         stdoutPath = base + ".out"
         stderrPath = base + ".err"
         var merged = ProcessInfo.processInfo.environment
+        // The key-encryption key `serve` and campus creation need, unless a test says otherwise.
+        if merged["ATTEST_KEK"] == nil, merged["ATTEST_KEK_FILE"] == nil { merged["ATTEST_KEK"] = Self.testKEK }
         for (key, value) in environment { merged[key] = value }
         var command = arguments
         if let directory {

@@ -15,12 +15,16 @@ import Testing
             .deletingLastPathComponent().appending(path: ".build/debug/campus-attest").path
     }()
 
+    static let kek = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+
     /// Runs `arguments` to completion; returns the exit status and what it printed.
     static func run(_ arguments: [String], database: String? = nil) throws -> (status: Int32, output: String) {
         let outputPath = FileManager.default.temporaryDirectory.appending(path: "campus-attest-\(UUID().uuidString.prefix(8)).out").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         var environment = ProcessInfo.processInfo.environment
         if let database { environment["DATABASE_URL"] = "dbname=\(database)" }
+        // The key-encryption key a campus's first badge key is sealed with.
+        if environment["ATTEST_KEK"] == nil { environment["ATTEST_KEK"] = Self.kek }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

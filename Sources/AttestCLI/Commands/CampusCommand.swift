@@ -24,9 +24,11 @@ extension CampusCommand {
         var emailDomains: [String] = []
         @Flag(help: "Print the campus as JSON.") var json = false
         @OptionGroup var database: DatabaseOptions
+        @OptionGroup var keys: KeyOptions
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
+            let kek = try keys.require()  // the campus's first badge key is sealed with it
             guard let minute = CampusFormats.minute(fromClock: deadline) else {
                 throw CampusError.invalidTime(key: "--deadline", value: deadline)
             }
@@ -36,7 +38,8 @@ extension CampusCommand {
             // Checked before touching the database, so bad input never waits on a connection.
             try CampusStore.validate(new)
             let campus = try await TenantContext.run(database: database, logging: logging) { context in
-                try await context.campuses.create(new, actor: TenantContext.actor, setUp: BadgeKeyStore.provision)
+                try await context.campuses.create(
+                    new, actor: TenantContext.actor, setUp: BadgeKeyStore(client: context.client, kek: kek).provision)
             }
             if json { printJSONObject(campus.jsonObject) } else { say("Created campus \(campus.slug) (\(campus.name)).") }
         }
@@ -117,12 +120,14 @@ extension CampusCommand {
         @Argument var slug: String
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var database: DatabaseOptions
+        @OptionGroup var keys: KeyOptions
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
+            let kek = try keys.require()
             let (kid, retired) = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: slug)
-                return try await BadgeKeyStore(client: context.client).rotate(campus: campus, actor: TenantContext.actor)
+                return try await BadgeKeyStore(client: context.client, kek: kek).rotate(campus: campus, actor: TenantContext.actor)
             }
             if json { return printJSONObject(["kid": kid, "retired": retired]) }
             say("New badge key \(kid) for \(slug)" + (retired.isEmpty ? "." : "; retired \(retired.joined(separator: ", ")) (verifies for two more days)."))

@@ -66,16 +66,17 @@ struct DevCommand: AsyncParsableCommand {
             try await ServerLogin.ensureRole(Self.serverRole, owner: owner)
         }
         try Data((url + "\n").utf8).write(to: cluster.directory.appending(path: "database-url"))
+        let kek = try Self.keyEncryptionKey(in: cluster.directory)
         var database = try DatabaseOptions.parse([])
         database.databaseURL = cluster.connectionURL(database: "attest", user: Self.serverRole)
         database.dbPoolSize = dbPoolSize
         let host = self.host
         let tokens = Mutex<[(email: String, role: Role, token: String)]>([])
         try await migrateThenServe(
-            database: database, migrateURL: nil, server: ServerConfiguration(host: host, port: port), logger: logger,
+            database: database, migrateURL: nil, kek: kek, server: ServerConfiguration(host: host, port: port), logger: logger,
             afterMigration: {
                 let client = try database.applicationClient(logger: logger)
-                let issued = try await withShutdown(client) { try await DemoCampus.ensure(client: client) }
+                let issued = try await withShutdown(client) { try await DemoCampus.ensure(client: client, kek: kek) }
                 tokens.withLock { $0 = issued }
             },
             onServerRunning: { port in
@@ -100,6 +101,22 @@ struct DevCommand: AsyncParsableCommand {
                 say("Try: curl -H 'Authorization: Bearer <token>' \(base)/v1/campuses/\(DemoCampus.slug)/me")
                 say("")
             })
+    }
+
+    /// The dev cluster's own key-encryption key, `DIR/kek` (made on first run, readable by
+    /// its owner only), as an operator keeps theirs for `serve`.
+    static func keyEncryptionKey(in directory: URL) throws -> KeyEncryptionKey {
+        let file = directory.appending(path: "kek")
+        if let data = FileManager.default.contents(atPath: file.path) {
+            guard let key = KeyEncryptionKey(text: String(decoding: data, as: UTF8.self)) else {
+                throw CLIError("\(file.path) does not hold a key-encryption key: restore it, or remove the data directory to start over")
+            }
+            return key
+        }
+        let (key, text) = KeyEncryptionKey.generate()
+        guard FileManager.default.createFile(atPath: file.path, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        else { throw CLIError("cannot write \(file.path): check that this user may write to the data directory") }
+        return key
     }
 
     private func createDatabaseIfMissing(cluster: EmbeddedPostgres, name: String, logger: Logger) async throws {
@@ -142,23 +159,23 @@ enum DemoCampus {
 
     /// Creates the campus and its people when missing, and returns a fresh session token
     /// for each person (valid for the campus's session lifetime).
-    static func ensure(client: PostgresClient) async throws -> [(email: String, role: Role, token: String)] {
+    static func ensure(client: PostgresClient, kek: KeyEncryptionKey) async throws -> [(email: String, role: Role, token: String)] {
         let campuses = CampusStore(client: client)
         let users = UserStore(client: client)
         let sessions = SessionStore(client: client)
         let actor = "attest dev"
+        let badgeKeys = BadgeKeyStore(client: client, kek: kek)
         var campus = try await campuses.find(slug: slug)
         if campus == nil {
             campus = try await campuses.create(
                 NewCampus(slug: slug, name: "Demo University", timeZone: timeZone, deadlineMinute: 600, emailDomains: [domain]),
-                actor: actor, setUp: BadgeKeyStore.provision)
+                actor: actor, setUp: badgeKeys.provision)
         }
         guard let campus else { return [] }
         let locations = TestingLocationStore(client: client)
         if try await locations.list(campus: campus.id).isEmpty {
             _ = try await locations.add(campus: campus, demoLocations, actor: actor)
         }
-        let badgeKeys = BadgeKeyStore(client: client)
         if try await badgeKeys.keys(campus: campus.id).isEmpty { _ = try await badgeKeys.rotate(campus: campus, actor: actor) }
         let questionnaires = QuestionnaireStore(client: client)
         if try await questionnaires.active(campus: campus.id) == nil {

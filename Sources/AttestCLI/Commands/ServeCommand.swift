@@ -4,6 +4,8 @@ import AttestPostgres
 import AttestSchema
 import Hummingbird
 import Logging
+import Surveys
+import Tenancy
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -37,6 +39,7 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "host"))
     var outboundHosts: [String] = []
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var keys: KeyOptions
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -54,8 +57,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = logging.makeLogger(label: "attest")
+        let kek = try keys.require()
         try await migrateThenServe(
-            database: database, migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, server: ServerConfiguration(
+            database: database, migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek, server: ServerConfiguration(
                 host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort, trustedProxies: Swift.Set(trustedProxies),
                 outbound: .init(allowedHosts: Swift.Set(outboundHosts))), logger: logger
         ) { port in
@@ -67,7 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
 /// What `serve` and `dev` share: migrate as the owner (when given its URL), check the
 /// server's own login (`ServerLogin`), then serve as the application role.
 func migrateThenServe(
-    database: DatabaseOptions, migrateURL: String?, server: ServerConfiguration, logger: Logger,
+    database: DatabaseOptions, migrateURL: String?, kek: KeyEncryptionKey, server: ServerConfiguration, logger: Logger,
     afterMigration: (() async throws -> Void)? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void
 ) async throws {
@@ -86,8 +90,19 @@ func migrateThenServe(
     }
     if let afterMigration { try await afterMigration() }
     let pool = try database.applicationClient(logger: logger)
+    do {
+        // Every campus's badge keys open with this key-encryption key (older plain ones are sealed now).
+        let keys = BadgeKeyStore(client: pool, kek: kek)
+        for campus in try await CampusStore(client: pool).list() {
+            let sealed = try await keys.prepare(campus: campus.id)
+            if sealed > 0 { logger.notice("sealed badge keys stored before keys were encrypted", metadata: ["campus": "\(campus.slug)", "keys": "\(sealed)"]) }
+        }
+    } catch let error as KeyEncryptionError {
+        await pool.shutdown()
+        throw CLIError("cannot serve: \(error)")
+    }
     let app = AttestServer.buildApplication(
-        configuration: server, database: pool, logger: logger, onServerRunning: onServerRunning)
+        configuration: server, database: pool, kek: kek, logger: logger, onServerRunning: onServerRunning)
     do {
         try await app.runService()
     } catch where "\(error)".contains("Address already in use") {
