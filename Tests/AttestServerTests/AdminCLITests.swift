@@ -173,7 +173,15 @@ struct AdminCLITests {
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", "{}"), "sink webhook refused these settings: url is required")
         Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "testing-locations", "atlas"), "no testing-locations provider \"atlas\" in this build: available are json-feed, static")
         let hook = #"{"url": "https://hooks.example.edu/attest", "secret": "hook-secret-0123456789", "events": ["badge.red"]}"#
-        #expect(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", hook).status == 0)
+        // A secret is never taken from the command line, only from a file or standard input.
+        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", hook), "holds \"secret\" on the command line")
+        let hookFile = directory.appending(path: "hook.json")
+        try Data(hook.utf8).write(to: hookFile)
+        let piped = try await ChildProcess.run(
+            ["/bin/sh", "-c", #""$0" plugin enable plug-u sink webhook --settings - < "$1""#, ChildProcess.attestBinary, hookFile.path],
+            environment: ["DATABASE_URL": TestDatabase.url(database: cli.database)])
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", "@" + hookFile.path).status == 0)
         let sinks = try await cli.run("plugin", "list", "plug-u")
         #expect(sinks.stdout.contains("sink webhook") && sinks.stdout.contains("(hidden)") && !sinks.stdout.contains("hook-secret"), "\(sinks.stdout)")
         #expect(try await cli.run("plugin", "disable", "plug-u", "sink", "webhook").status == 0)

@@ -79,13 +79,19 @@ extension PluginCommand {
                 Settings are checked before anything is stored. A campus has one badge rule: enabling \
                 one replaces the last. Servers pick the change up within 5 seconds. Examples:
                   attest plugin enable demo badge-rule standard --settings rules.json
-                  attest plugin enable demo sink webhook --settings '{"url": "https://hooks.example.edu/attest", "secret": "…", "events": ["badge.red"]}'
-                A sink receives the events written after it is enabled.
+                  attest plugin enable demo sink webhook --settings - < webhook.json
+                  attest plugin enable demo testing-locations json-feed --settings '{"url": "https://health.example.edu/sites.json"}'
+                Settings that hold a secret (a member named secret, password, token or apiKey) come \
+                from a file or standard input, never the command line, where anyone on the machine can \
+                read them. A sink receives the events written after it is enabled.
                 """)
         @Argument(help: "The campus slug.") var campus: String
         @Argument(help: "badge-rule, testing-locations or sink.") var kind: PluginKind
         @Argument(help: "The plugin id (`attest plugin list` shows them).") var id: String
-        @Option(help: "A JSON file with the plugin's settings, or the JSON itself ('{…}'). Without it, the plugin's defaults.")
+        @Option(
+            help: ArgumentHelp(
+                "A JSON file with the plugin's settings, - for standard input, or the JSON itself ('{…}', no secrets). Without it, the plugin's defaults.",
+                valueName: "file"))
         var settings: String?
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var logging: LoggingOptions
@@ -116,19 +122,45 @@ extension PluginCommand {
             say("Enabled \(kind.rawValue) \(id) for \(campus).")
         }
 
-        func readSettings() throws -> JSONValue {
+        func readSettings(standardInput: () -> Data? = { try? FileHandle.standardInput.readToEnd() }) throws -> JSONValue {
             guard let settings else { return .null }
             let trimmed = settings.trimmingCharacters(in: .whitespacesAndNewlines)
+            let inline = trimmed.hasPrefix("{") || trimmed.hasPrefix("[")
             let data: Data
-            if trimmed.hasPrefix("{") || trimmed.hasPrefix("[") {
+            if inline {
                 data = Data(trimmed.utf8)
+            } else if settings == "-" {
+                guard let read = standardInput() else { throw CLIError("cannot read --settings - from standard input") }
+                data = read
             } else {
-                do { data = try Data(contentsOf: URL(fileURLWithPath: settings)) } catch {
-                    throw CLIError("cannot read --settings \(settings): give a JSON file or the JSON itself")
+                let path = settings.hasPrefix("@") ? String(settings.dropFirst()) : settings
+                do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+                    throw CLIError("cannot read --settings \(path): give a JSON file, - for standard input, or the JSON itself")
                 }
             }
-            do { return try JSONValue(parsing: data) } catch {
+            let value: JSONValue
+            do { value = try JSONValue(parsing: data) } catch {
                 throw CLIError("--settings is not valid JSON (\(error)): check the file")
+            }
+            if inline, let name = Self.secretMember(in: value) {
+                throw CLIError(
+                    "--settings holds \"\(name)\" on the command line, where anyone on this machine can read it: put the settings in a file (--settings FILE) or pass them on standard input (--settings -)")
+            }
+            return value
+        }
+
+        /// The name of a member that holds a secret, anywhere in `value`.
+        static func secretMember(in value: JSONValue) -> String? {
+            switch value {
+            case .object(let members):
+                for (name, member) in members.sorted(by: { $0.key < $1.key }) {
+                    let lowered = name.lowercased()
+                    if ["secret", "password", "token", "apikey", "api_key"].contains(where: lowered.contains) { return name }
+                    if let nested = secretMember(in: member) { return nested }
+                }
+                return nil
+            case .array(let items): return items.lazy.compactMap(secretMember(in:)).first
+            default: return nil
             }
         }
     }
