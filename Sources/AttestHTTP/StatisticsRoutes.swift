@@ -167,14 +167,18 @@ struct StatisticsRoutes: Sendable {
                         date: day.date.description, suppressed: true, submitted: nil, colors: ColorShares(),
                         symptoms: Dictionary(uniqueKeysWithValues: symptoms.map { ($0, nil) }))
                 }
-                // A count of 1 to minCount − 1 could single people out: it is shown as null.
-                func share(_ count: Int) -> Double? {
-                    count > 0 && count < minCount ? nil : Self.percent(count, of: day.submitted)
+                // A count of 1 to minCount − 1 could single people out: it is shown as null, and so
+                // is what would give it back by subtraction (SmallCounts).
+                let colors = [day.green, day.yellow, day.red]
+                let hidden = SmallCounts.hidden(colors, minCount: minCount)
+                func color(_ index: Int) -> Double? { hidden.contains(index) ? nil : Self.percent(colors[index], of: day.submitted) }
+                func symptom(_ yes: Int) -> Double? {
+                    SmallCounts.hidesYes(yes, of: day.submitted, minCount: minCount) ? nil : Self.percent(yes, of: day.submitted)
                 }
                 return StatsDay(
                     date: day.date.description, suppressed: false, submitted: day.submitted,
-                    colors: ColorShares(green: share(day.green), yellow: share(day.yellow), red: share(day.red)),
-                    symptoms: Dictionary(uniqueKeysWithValues: symptoms.map { ($0, share(day.answers[$0]?["true"] ?? 0)) }))
+                    colors: ColorShares(green: color(0), yellow: color(1), red: color(2)),
+                    symptoms: Dictionary(uniqueKeysWithValues: symptoms.map { ($0, symptom(day.answers[$0]?["true"] ?? 0)) }))
             })
     }
 

@@ -38,6 +38,33 @@ public struct DayFigures: Sendable, Equatable {
     public var complianceRate: Double? { active > 0 ? min(Double(onTime) / Double(active), 1) : nil }
 }
 
+/// Which counts a member-visible table hides so that no small count (1 to `minCount` − 1) can
+/// be read off it, not even by subtraction.
+public enum SmallCounts {
+    /// The indices of `counts` (which add up to the day's total, as the colours do) to hide:
+    /// every small count; when that is one cell, the smallest other too (else the total minus
+    /// the rest gives it back); and when the hidden cells together are still fewer than
+    /// `minCount`, every cell (their sum would single out as many people).
+    public static func hidden(_ counts: [Int], minCount: Int) -> Set<Int> {
+        func small(_ count: Int) -> Bool { count > 0 && count < minCount }
+        var hidden = Set(counts.indices.filter { small(counts[$0]) })
+        guard !hidden.isEmpty else { return [] }
+        if hidden.count == 1,
+            let complement = counts.indices.filter({ !hidden.contains($0) }).min(by: { (counts[$0], $0) < (counts[$1], $1) })
+        {
+            hidden.insert(complement)
+        }
+        if hidden.reduce(0, { $0 + counts[$1] }) < minCount { return Set(counts.indices) }
+        return hidden
+    }
+
+    /// Whether a yes/no count is hidden: its yeses or its noes (the total minus the yeses)
+    /// are small.
+    public static func hidesYes(_ yes: Int, of total: Int, minCount: Int) -> Bool {
+        (yes > 0 && yes < minCount) || (total - yes > 0 && total - yes < minCount)
+    }
+}
+
 /// A range's figures added up.
 public struct RangeTotals: Sendable, Equatable {
     /// Members active at the end of the last day.

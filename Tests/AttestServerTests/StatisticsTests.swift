@@ -155,9 +155,7 @@ struct StatisticsTests {
             let statsDays = try #require(stats.json["days"] as? [[String: Any]])
             for (day, figures) in zip(range, statsDays) {
                 let expected = try #require(counted[day])
-                func share(_ count: Int) -> Double? {
-                    count > 0 && count < 3 ? nil : (Double(count) * 1000 / Double(expected.submitted)).rounded() / 10
-                }
+                func share(_ count: Int) -> Double { (Double(count) * 1000 / Double(expected.submitted)).rounded() / 10 }
                 guard expected.submitted >= 3 else {
                     #expect(figures["suppressed"] as? Bool == true, "\(day)")
                     #expect(figures["submitted"] is NSNull, "\(day)")
@@ -165,13 +163,31 @@ struct StatisticsTests {
                 }
                 #expect(figures["suppressed"] as? Bool == false)
                 #expect(figures["submitted"] as? Int == expected.submitted)
+                // A shown share is the recount's; what is hidden leaves no count of 1 or 2 to be
+                // read off or subtracted: every such count hidden, never one cell alone, and the
+                // hidden cells together none or at least 3.
                 let colors = try #require(figures["colors"] as? [String: Any])
-                #expect(colors["green"] as? Double == share(expected.green), "\(day)")
-                #expect(colors["yellow"] as? Double == share(expected.yellow), "\(day)")
-                #expect(colors["red"] as? Double == share(expected.red), "\(day)")
+                let counts = [("green", expected.green), ("yellow", expected.yellow), ("red", expected.red)]
+                var hiddenTotal = 0, hiddenCells = 0
+                for (name, count) in counts {
+                    if colors[name] is NSNull {
+                        hiddenTotal += count
+                        hiddenCells += 1
+                    } else {
+                        #expect(colors[name] as? Double == share(count), "\(day) \(name)")
+                        #expect(!(1...2).contains(count), "\(day): \(name) \(count) shown")
+                    }
+                }
+                #expect(hiddenCells != 1 && (hiddenCells == 0 || hiddenCells == 3 || hiddenTotal >= 3), "\(day): \(counts) \(colors)")
                 let symptoms = try #require(figures["symptoms"] as? [String: Any])
-                #expect(symptoms["fever"] as? Double == share(expected.answers["fever"]?["true"] ?? 0), "\(day)")
-                #expect(symptoms["cough"] as? Double == share(expected.answers["cough"]?["true"] ?? 0), "\(day)")
+                for name in ["fever", "cough"] {
+                    let yes = expected.answers[name]?["true"] ?? 0
+                    if (1...2).contains(yes) || (1...2).contains(expected.submitted - yes) {
+                        #expect(symptoms[name] is NSNull, "\(day) \(name)")
+                    } else {
+                        #expect(symptoms[name] as? Double == share(yes), "\(day) \(name)")
+                    }
+                }
                 #expect(symptoms["positive_test"] == nil, "positive_test is not a symptom question")
             }
 
@@ -252,13 +268,15 @@ struct StatisticsTests {
             let busyDay = days[0], quietDay = days[1]
             #expect(busyDay["suppressed"] as? Bool == false)
             #expect(busyDay["submitted"] as? Int == 12)
+            // 2 yellow could be singled out, and so could they be by subtraction: 100 − green − red.
+            // Red is hidden with them, and since yellow and red together are still 2, green too.
             let colors = try #require(busyDay["colors"] as? [String: Any])
-            #expect(colors["green"] as? Double == 83.3)
-            #expect(colors["yellow"] is NSNull)  // 2 people: could be singled out
-            #expect(colors["red"] as? Double == 0)  // nobody: nothing to single out
+            #expect(colors["yellow"] is NSNull)
+            #expect(colors["red"] is NSNull)
+            #expect(colors["green"] is NSNull)
             let symptoms = try #require(busyDay["symptoms"] as? [String: Any])
             #expect(symptoms["fever"] is NSNull)
-            #expect(symptoms["cough"] as? Double == 0)
+            #expect(symptoms["cough"] as? Double == 0)  // nobody coughed, and 12 did not: nothing to single out
             #expect(quietDay["suppressed"] as? Bool == true)
             #expect(quietDay["submitted"] is NSNull)
             #expect((quietDay["colors"] as? [String: Any])?["green"] is NSNull)
@@ -747,5 +765,29 @@ struct StatisticsTests {
         #expect(nowhere.stderr.contains("cannot write") && nowhere.stderr.contains("check the directory exists"), "\(nowhere.stderr)")
         let entries = try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "report.identifiable" }
         #expect(entries.count == 3)  // the store's, the JSON's and the CSV's; none for the refused one
+    }
+
+    /// What stays hidden so that no count from 1 to minCount − 1 can be read off a day, alone
+    /// or by subtracting what is shown from the total.
+    @Test func suppressionLeavesNoSmallCountToSubtract() {
+        #expect(SmallCounts.hidden([90, 0, 12], minCount: 10) == [])
+        #expect(SmallCounts.hidden([95, 3, 12], minCount: 10) == [1, 2])  // yellow, and red with it
+        #expect(SmallCounts.hidden([100, 3, 0], minCount: 10) == [0, 1, 2])  // red 0 with yellow 3: still 3 in all
+        #expect(SmallCounts.hidden([80, 4, 7], minCount: 10) == [1, 2])  // two small ones that make 11
+        #expect(SmallCounts.hidden([2, 3, 4], minCount: 10) == [0, 1, 2])
+        #expect(SmallCounts.hidden([5, 0, 0], minCount: 0) == [])
+        // Whatever the counts, the shown cells never let a hidden small count be worked out.
+        var generator = SeededGenerator(seed: Fuzz.seed)
+        for _ in 0..<5_000 {
+            let minCount = Int.random(in: 1...12, using: &generator)
+            let counts = (0..<3).map { _ in Int.random(in: 0...25, using: &generator) }
+            let hidden = SmallCounts.hidden(counts, minCount: minCount)
+            let gap = counts.indices.filter(hidden.contains).reduce(0) { $0 + counts[$1] }
+            #expect(hidden.isEmpty || hidden.count == counts.count || gap >= minCount, "\(counts) min \(minCount) hides \(hidden)")
+            #expect(hidden.count != 1, "\(counts) min \(minCount): one hidden cell is the total minus the rest")
+            #expect(counts.indices.allSatisfy { hidden.contains($0) || !(1..<minCount).contains(counts[$0]) }, "\(counts)")
+        }
+        #expect(SmallCounts.hidesYes(2, of: 12, minCount: 10) && SmallCounts.hidesYes(10, of: 12, minCount: 10))
+        #expect(!SmallCounts.hidesYes(0, of: 12, minCount: 10) && !SmallCounts.hidesYes(12, of: 12, minCount: 10))
     }
 }
