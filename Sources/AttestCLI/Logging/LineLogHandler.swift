@@ -39,10 +39,41 @@ struct LineLogHandler: LogHandler {
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
             line = String(decoding: data, as: UTF8.self)
         case .text:
-            let pairs = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            line = "\(timestamp) \(event.level) \(label): \(event.message)" + (pairs.isEmpty ? "" : " " + pairs)
+            line = Self.textLine(
+                timestamp: timestamp, level: event.level, label: label, message: "\(event.message)", metadata: merged)
         }
         Self.output.withLock { _ in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+    }
+
+    /// `time level label: message key=value …`, one line whatever the values hold: line
+    /// breaks, other control characters and backslashes are escaped (`\n`, `\u{1B}`, `\\`),
+    /// and a value with a space or `=` is quoted, so no value can forge a line or a field.
+    static func textLine(timestamp: String, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) -> String {
+        let pairs = metadata.sorted { $0.key < $1.key }.map { key, value -> String in
+            let text = escaped("\(value)")
+            let quoted = text.isEmpty || text.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" })
+            return escaped(key) + "=" + (quoted ? "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\"" : text)
+        }
+        return "\(timestamp) \(level) \(escaped(label)): \(escaped(message))" + (pairs.isEmpty ? "" : " " + pairs.joined(separator: " "))
+    }
+
+    /// `text` with control characters (C0, DEL, C1, line and paragraph separators) and
+    /// backslashes written as escapes.
+    static func escaped(_ text: String) -> String {
+        var output = ""
+        output.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029:
+                output += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output
     }
 
     private static func jsonValue(_ value: Logger.Metadata.Value) -> Any {
