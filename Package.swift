@@ -97,6 +97,8 @@ let package = Package(
             dependencies: [
                 "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Identity", "Surveys", "Notifications",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

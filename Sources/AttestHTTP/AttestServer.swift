@@ -3,6 +3,8 @@ import AttestPlugins
 import AttestPostgres
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import NIOCore
 import Identity
 import Logging
 import Notifications
@@ -80,14 +82,19 @@ public struct ServerConfiguration: Sendable {
     /// What outbound requests (identity providers' keys, webhooks, feeds) may reach beyond
     /// https on public addresses: hosts allowed by name. Default none.
     public var outbound: AsyncPluginHTTPClient.Policy
+    /// A connection must deliver a request's whole head within this of opening or of its
+    /// last response (a slow client's trickle does not count), and an idle keep-alive
+    /// connection is closed after it. Default 10 s.
+    public var idleTimeout: Duration
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, readinessTimeout: Duration = .seconds(2),
         campusCacheTTL: Duration = .seconds(5), writeWorkers: Int = 1, metricsPort: Int? = nil,
         rateLimits: RateLimits = RateLimits(), trustedProxies: Set<String> = [],
-        outbound: AsyncPluginHTTPClient.Policy = .init()
+        outbound: AsyncPluginHTTPClient.Policy = .init(), idleTimeout: Duration = .seconds(10)
     ) {
         self.outbound = outbound
+        self.idleTimeout = idleTimeout
         self.rateLimits = rateLimits
         self.trustedProxies = trustedProxies
         self.host = host
@@ -96,6 +103,15 @@ public struct ServerConfiguration: Sendable {
         self.readinessTimeout = readinessTimeout
         self.campusCacheTTL = campusCacheTTL
         self.writeWorkers = max(1, writeWorkers)
+    }
+}
+
+extension ServerConfiguration {
+    /// HTTP/1.1 with the idle and slow-client timeout.
+    var httpServer: HTTPServerBuilder {
+        let nanoseconds = idleTimeout.components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let timeout: TimeAmount = nanoseconds.overflow ? .hours(1) : .nanoseconds(nanoseconds.partialValue)
+        return .http1(configuration: .init(idleTimeout: timeout))
     }
 }
 
@@ -181,11 +197,11 @@ public enum AttestServer {
             services.metrics.register(on: metricsRouter, pool: services.database)
             background.append(
                 Application(
-                    router: metricsRouter, configuration: .init(address: .hostname(configuration.host, port: metricsPort), serverName: nil),
-                    logger: logger))
+                    router: metricsRouter, server: configuration.httpServer,
+                    configuration: .init(address: .hostname(configuration.host, port: metricsPort), serverName: nil), logger: logger))
         }
         return Application(
-            router: router,
+            router: router, server: configuration.httpServer,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             services: background,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },

@@ -38,6 +38,11 @@ struct ServeCommand: AsyncParsableCommand {
             "A host the server may reach over plain http and at private, loopback or link-local addresses (repeatable): an internal webhook receiver or feed. Everything else is https to public addresses only.",
             valueName: "host"))
     var outboundHosts: [String] = []
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a connection has to send a request's whole head (after opening, or after its last response); an idle keep-alive connection closes after it.",
+            valueName: "seconds"))
+    var idleTimeout = 10
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var keys: KeyOptions
     @OptionGroup var logging: LoggingOptions
@@ -48,6 +53,7 @@ struct ServeCommand: AsyncParsableCommand {
             guard (1...65535).contains(metricsPort) else { throw ValidationError("--metrics-port must be between 1 and 65535") }
             guard metricsPort != port else { throw ValidationError("--metrics-port must differ from --port: pass another port, or leave it out to serve /metrics with the API") }
         }
+        guard (1...3_600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be from 1 to 3600 seconds") }
         guard (1...64).contains(writeWorkers) else { throw ValidationError("--write-workers must be from 1 to 64") }
         guard writeWorkers < database.dbPoolSize else {
             throw ValidationError(
@@ -61,7 +67,7 @@ struct ServeCommand: AsyncParsableCommand {
         try await migrateThenServe(
             database: database, migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek, server: ServerConfiguration(
                 host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort, trustedProxies: Swift.Set(trustedProxies),
-                outbound: .init(allowedHosts: Swift.Set(outboundHosts))), logger: logger
+                outbound: .init(allowedHosts: Swift.Set(outboundHosts)), idleTimeout: .seconds(idleTimeout)), logger: logger
         ) { port in
             logger.info("listening", metadata: ["url": "http://\(host):\(port)/"])
         }

@@ -1,0 +1,74 @@
+@testable import AttestHTTP
+import AttestTestSupport
+import Foundation
+import Hummingbird
+import Testing
+
+/// A client that opens connections and sends nothing, or trickles its headers, or keeps an
+/// idle connection open, holds it for the idle timeout at most.
+@Suite("Slow clients")
+struct SlowClientTests {
+    /// A connected socket to 127.0.0.1:`port`.
+    static func connect(_ port: Int) throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw TestEnvironmentError("socket() failed") }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw TestEnvironmentError("cannot connect") }
+        return descriptor
+    }
+
+    static func write(_ descriptor: Int32, _ text: String) { _ = Array(text.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+
+    /// Reads until the server closes the connection (or 5 s pass); what it sent.
+    static func readUntilClosed(_ descriptor: Int32) -> (text: String, closed: Bool) {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count == 0 { return (String(decoding: received, as: UTF8.self), true) }
+            if count < 0 { return (String(decoding: received, as: UTF8.self), false) }
+            received.append(contentsOf: buffer[0..<count])
+        }
+    }
+
+    @Test func headersThatDoNotArriveAndIdleKeepAliveConnectionsAreClosed() async throws {
+        let server = try await TestServer.make()
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = AttestServer.buildApplication(
+            configuration: ServerConfiguration(port: 0, idleTimeout: .seconds(1)), services: server.services, logger: TestDatabase.testLogger,
+            onServerRunning: { continuation.yield($0) })
+        let running = Task { try await app.runService(gracefulShutdownSignals: []) }
+        defer { running.cancel() }
+        var iterator = ports.makeAsyncIterator()
+        let port = try #require(await iterator.next())
+
+        // Headers trickled a byte at a time, never finished: closed after about a second.
+        let trickle = try Self.connect(port)
+        defer { close(trickle) }
+        let started = ContinuousClock.now
+        for byte in "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ".map(String.init) {
+            Self.write(trickle, byte)
+            if ContinuousClock.now - started > .milliseconds(800) { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let slow = Self.readUntilClosed(trickle)
+        #expect(slow.closed && slow.text.isEmpty, "\(slow)")
+        #expect(ContinuousClock.now - started < .seconds(4))
+
+        // A keep-alive connection is served, then closed once idle.
+        let idle = try Self.connect(port)
+        defer { close(idle) }
+        Self.write(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        let served = Self.readUntilClosed(idle)
+        #expect(served.closed && served.text.hasPrefix("HTTP/1.1 200"), "\(served)")
+        await server.pool.shutdown()
+    }
+}
