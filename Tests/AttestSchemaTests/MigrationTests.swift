@@ -70,6 +70,59 @@ struct MigrationTests {
         await owner.shutdown()
     }
 
+    /// A database at version 2 (before the security review) gets version 3 alone and ends
+    /// with the tables, columns, policies, functions and grants `schema.sql` makes.
+    @Test func aVersion2DatabaseGetsVersion3AndEndsAsSchemaSQLBuildsIt() async throws {
+        let name = try await TestDatabase.create(migrated: false)
+        let owner = TestDatabase.client(database: name, role: nil)
+        let migrator = SchemaMigrator(logger: TestDatabase.testLogger)
+        _ = try await migrator.migrate(owner)
+        let fresh = try await Self.catalog(owner)
+        #expect(fresh.contains { $0.hasPrefix("policy campuses.campus_isolation") })
+        #expect(fresh.contains("function attest_campus_by_slug true"))
+        try await owner.withConnection {
+            try await $0.runScript(
+                unsafeSQL: """
+                    DROP POLICY campus_isolation ON campuses;
+                    ALTER TABLE campuses DISABLE ROW LEVEL SECURITY;
+                    GRANT DELETE ON campuses TO attest_app;
+                    DROP FUNCTION attest_campus_by_slug(text), attest_campus_directory();
+                    ALTER TABLE campus_oidc_issuers DROP COLUMN allow_any_domain;
+                    ALTER TABLE badge_keys DROP COLUMN kek_id;
+                    DROP TABLE id_token_uses, sign_in_nonces, badge_subject_keys;
+                    DELETE FROM schema_migrations WHERE version > 2;
+                    """)
+        }
+        #expect(try await Self.catalog(owner) != fresh)
+        let report = try await migrator.migrate(owner)
+        #expect(report.applied == [3])
+        let migrated = try await Self.catalog(owner)
+        #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
+        await owner.shutdown()
+    }
+
+    /// What the security review changed, as lines: columns of every public table, row-level
+    /// security and policies, functions, and the application role's table privileges.
+    static func catalog(_ client: PostgresClient) async throws -> [String] {
+        try await client.query(
+            """
+            SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable AS line
+            FROM information_schema.columns WHERE table_schema = 'public'
+            UNION ALL
+            SELECT 'rls ' || relname || ' ' || relrowsecurity || ' ' || relforcerowsecurity FROM pg_class
+            WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'
+            UNION ALL
+            SELECT 'policy ' || tablename || '.' || policyname || ' ' || coalesce(qual, '') || ' ' || coalesce(with_check, '') FROM pg_policies
+            UNION ALL
+            SELECT 'function ' || proname || ' ' || prosecdef FROM pg_proc WHERE pronamespace = 'public'::regnamespace
+            UNION ALL
+            SELECT 'grant ' || table_name || ' ' || privilege_type FROM information_schema.role_table_grants
+            WHERE grantee = 'attest_app'
+            ORDER BY line
+            """
+        ).map { try $0.decode("line") }
+    }
+
     /// The indexes of `attestations` as `name: definition`, sorted.
     static func attestationKeys(_ client: PostgresClient) async throws -> [String] {
         try await client.query(

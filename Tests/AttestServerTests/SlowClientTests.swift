@@ -12,7 +12,7 @@ struct SlowClientTests {
     static func connect(_ port: Int) throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestEnvironmentError("socket() failed") }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: 15, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -27,7 +27,7 @@ struct SlowClientTests {
 
     static func write(_ descriptor: Int32, _ text: String) { _ = Array(text.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
 
-    /// Reads until the server closes the connection (or 5 s pass); what it sent.
+    /// Reads until the server closes the connection (or 15 s pass); what it sent.
     static func readUntilClosed(_ descriptor: Int32) -> (text: String, closed: Bool) {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -61,7 +61,7 @@ struct SlowClientTests {
         }
         let slow = Self.readUntilClosed(trickle)
         #expect(slow.closed && slow.text.isEmpty, "\(slow)")
-        #expect(ContinuousClock.now - started < .seconds(4))
+        #expect(ContinuousClock.now - started < .seconds(12))  // 1 s, but a loaded machine runs timers late
 
         // A keep-alive connection is served, then closed once idle.
         let idle = try Self.connect(port)
