@@ -53,10 +53,18 @@ extension Request {
 }
 
 extension Problem {
-    /// 422 listing each invalid field.
+    /// The most field errors one response lists: a request with thousands of stray fields
+    /// gets a short answer, not one a hundred times its size.
+    static let maxFieldErrors = 20
+
+    /// 422 listing each invalid field (the first `maxFieldErrors`, then how many more).
     static func validation(_ errors: [FieldError]) -> Problem {
-        Problem(
+        var listed = Array(errors.prefix(maxFieldErrors))
+        if errors.count > maxFieldErrors {
+            listed.append(.init(field: "(more)", message: "and \(errors.count - maxFieldErrors) more problems of the same request"))
+        }
+        return Problem(
             .unprocessableContent, slug: "validation", title: "Invalid request",
-            detail: errors.map { "\($0.field): \($0.message)" }.joined(separator: "; "), errors: errors)
+            detail: listed.map { "\($0.field): \($0.message)" }.joined(separator: "; "), errors: listed)
     }
 }

@@ -92,4 +92,22 @@ struct QueryStringTests {
     static func auditCount(_ server: TestServer, _ campus: Campus) async throws -> Int {
         try await AuditLog(client: server.pool).entries(campus: campus.id).count
     }
+
+    /// Thousands of stray parameters get a short answer: the first problems and a count of the
+    /// rest, not a response a hundred times the request's size.
+    @Test func aFloodOfStrayParametersGetsAShortAnswer() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        let (_, token) = try await server.user("m@example.edu", at: north)
+        try await server.run { api in
+            let flood = (0..<3_000).map { "p\($0)=1" }.joined(separator: "&")
+            let reply = try await api.send(
+                .get, "/v1/campuses/north/stats?from=2026-11-20&to=2026-11-20&" + flood, template: "/v1/campuses/{campus}/stats", token: token)
+            #expect(reply.status == 422)
+            #expect(reply.problem.fields.count == Problem.maxFieldErrors + 1)
+            #expect(reply.problem.fields.last == "(more)")
+            #expect(reply.problem.detail.contains("and 2980 more problems"))
+            #expect(reply.body.utf8.count < 8_000, "\(reply.body.utf8.count) bytes")
+        }
+    }
 }
