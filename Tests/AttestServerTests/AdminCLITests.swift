@@ -249,7 +249,16 @@ struct AdminCLITests {
     @Test func oidcIssuersAddListRemove() async throws {
         let cli = try await Self.cli()
         #expect(try await cli.run("campus", "create", "idp-u", "--name", "IdP U", "--timezone", "UTC").status == 0)
+        // Without email domains nobody can sign in, and `campus show` says so, until an issuer
+        // is added with --allow-any-domain.
+        #expect(try await cli.run("campus", "show", "idp-u").stdout.contains("nobody can sign in"))
         #expect(try await cli.run("campus", "oidc", "add", "idp-u", "--google", "--audience", "123.apps.googleusercontent.com").status == 0)
+        #expect(try await cli.run("campus", "show", "idp-u").stdout.contains("nobody can sign in"))
+        #expect(try await cli.run("campus", "oidc", "add", "idp-u", "--google", "--audience", "123.apps.googleusercontent.com", "--allow-any-domain").status == 0)
+        let shown = try await cli.run("campus", "show", "idp-u")
+        #expect(shown.stdout.contains("https://accounts.google.com (any email domain)") && !shown.stdout.contains("nobody can sign in"), "\(shown.stdout)")
+        let json = try JSONSerialization.jsonObject(with: Data(try await cli.run("campus", "show", "idp-u", "--json").stdout.utf8)) as? [String: Any]
+        #expect(((json?["oidcIssuers"] as? [[String: Any]])?.first?["allowAnyDomain"] as? Bool) == true)
         let badURL = try await cli.run("campus", "oidc", "add", "idp-u", "--issuer", "http://idp.example", "--audience", "a", "--jwks-url", "http://idp.example/keys")
         Self.expectFailure(badURL, "use an https:// URL")
         let directory = FileManager.default.temporaryDirectory.appending(path: "attest-jwks-\(UUID().uuidString.prefix(6)).json")
