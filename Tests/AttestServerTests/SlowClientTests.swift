@@ -8,22 +8,7 @@ import Testing
 /// idle connection open, holds it for the idle timeout at most.
 @Suite("Slow clients")
 struct SlowClientTests {
-    /// A connected socket to 127.0.0.1:`port`.
-    static func connect(_ port: Int) throws -> Int32 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TestEnvironmentError("socket() failed") }
-        var timeout = timeval(tv_sec: 15, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw TestEnvironmentError("cannot connect") }
-        return descriptor
-    }
+    static func connect(_ port: Int) throws -> Int32 { try LoopbackHTTP.connect(port: port, receiveTimeout: 15) }
 
     static func write(_ descriptor: Int32, _ text: String) { _ = Array(text.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
 

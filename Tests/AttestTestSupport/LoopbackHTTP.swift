@@ -9,14 +9,12 @@ public enum LoopbackHTTP {
         public var body: String
     }
 
-    /// Sends a request to 127.0.0.1:`port`; throws when nothing listens there.
-    public static func request(
-        _ method: String = "GET", port: Int, path: String, headers: [String: String] = [:], body: String? = nil
-    ) throws -> Response {
+    /// A TCP connection to 127.0.0.1:`port` whose reads give up after `receiveTimeout` seconds;
+    /// throws when nothing listens there. The caller closes it.
+    public static func connect(port: Int, receiveTimeout: Int) throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestEnvironmentError("socket() failed") }
-        defer { close(descriptor) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -24,10 +22,22 @@ public enum LoopbackHTTP {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard connected == 0 else { throw TestEnvironmentError("nothing listens on 127.0.0.1:\(port)") }
+        guard connected == 0 else {
+            close(descriptor)
+            throw TestEnvironmentError("nothing listens on 127.0.0.1:\(port)")
+        }
+        return descriptor
+    }
+
+    /// Sends a request to 127.0.0.1:`port`; throws when nothing listens there.
+    public static func request(
+        _ method: String = "GET", port: Int, path: String, headers: [String: String] = [:], body: String? = nil
+    ) throws -> Response {
+        let descriptor = try connect(port: port, receiveTimeout: 10)
+        defer { close(descriptor) }
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         if let body { text += "Content-Length: \(body.utf8.count)\r\n" }
