@@ -57,7 +57,10 @@ let package = Package(
             name: "AttestPluginHTTP",
             dependencies: ["AttestPlugins", .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
-        .target(name: "Tenancy", dependencies: ["AttestPlugins", "AttestPostgres"]),
+        .target(
+            name: "Tenancy",
+            dependencies: ["AttestPlugins", "AttestPostgres", .product(name: "Logging", package: "swift-log")]
+        ),
         .target(
             name: "Identity",
             dependencies: [

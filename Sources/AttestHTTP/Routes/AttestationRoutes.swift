@@ -178,15 +178,3 @@ struct AttestationRoutes: Sendable {
         return key
     }
 }
-
-/// Active questionnaires by campus, kept 5 s: every submission needs one.
-public final class ActiveQuestionnaires: Sendable {
-    let store: QuestionnaireStore
-    private let cache = ExpiringCache<CampusID, Questionnaire?>(ttl: .seconds(5))
-
-    public init(store: QuestionnaireStore) { self.store = store }
-
-    public func active(campus: CampusID) async throws -> Questionnaire? {
-        try await cache.value(for: campus) { [store] in try await store.active(campus: campus) }
-    }
-}

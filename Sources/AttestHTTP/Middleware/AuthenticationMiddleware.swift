@@ -1,41 +1,6 @@
-import AttestPostgres
-import Foundation
 import Hummingbird
 import Identity
 import Tenancy
-
-/// Campuses by slug, each kept for a few seconds: every campus route resolves its slug,
-/// and campuses change rarely. Unknown slugs are remembered too, so probing costs no queries.
-public final class CampusDirectory: Sendable {
-    let store: CampusStore
-    private let cache: ExpiringCache<String, Campus?>
-
-    public init(store: CampusStore, ttl: Duration) {
-        self.store = store
-        self.cache = ExpiringCache(ttl: ttl)
-    }
-
-    public func campus(slug: String) async throws -> Campus? {
-        try await cache.value(for: slug) { [store] in try await store.find(slug: slug) }
-    }
-}
-
-/// Resolves `{campus}` on every campus route; an unknown slug is a 404.
-struct CampusMiddleware: RouterMiddleware {
-    typealias Context = AttestRequestContext
-    let directory: CampusDirectory
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let slug = context.parameters.get("campus") ?? ""
-        guard let campus = try await directory.campus(slug: slug) else {
-            throw Problem.notFound("There is no campus \"\(slug)\". Check the campus slug in the URL.")
-        }
-        var context = context
-        context.campus = campus
-        context.logger[metadataKey: "campus"] = "\(campus.slug)"
-        return try await next(request, context)
-    }
-}
 
 /// Requires `Authorization: Bearer <session token>` valid at this campus; otherwise 401
 /// with `WWW-Authenticate: Bearer`. With `roles`, the user must hold one of them (else 403).

@@ -1,0 +1,47 @@
+import AttestPostgres
+import Foundation
+import Hummingbird
+
+/// The one place errors become responses: `Problem`s pass through, Hummingbird's own errors
+/// (unknown route, wrong method, body too large) and database outages are mapped, anything
+/// else is logged and answered with a bare 500 that leaks nothing.
+public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
+    public init() {}
+
+    public func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let problem as Problem {
+            throw problem
+        } catch let error as HTTPError {
+            throw Self.problem(for: error, request: request)
+        } catch let error as PostgresError where error.isConnectionError || error.code == .poolTimeout || error.code == .poolClosed {
+            context.logger.warning("database unavailable", metadata: ["error": "\(error)"])
+            throw Problem.databaseUnavailable
+        } catch {
+            context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: type(of: error))): \(error)"])
+            throw Problem.internalError
+        }
+    }
+
+    static func problem(for error: HTTPError, request: Request) -> Problem {
+        switch error.status {
+        case .notFound:
+            return .notFound("Nothing is served at \(request.uri.path). The API lives under /v1; see /openapi.yaml.")
+        case .methodNotAllowed:
+            return Problem(
+                .methodNotAllowed, slug: "method-not-allowed", title: "Method not allowed",
+                detail: "\(request.method) is not supported on \(request.uri.path).", headers: error.headers)
+        case .contentTooLarge:
+            return Problem(
+                .contentTooLarge, slug: "body-too-large", title: "Request body too large",
+                detail: "The request body is larger than this server accepts. Send a smaller body.")
+        default:
+            return Problem(
+                error.status, slug: "http-\(error.status.code)", title: error.status.reasonPhrase,
+                detail: error.body ?? error.status.reasonPhrase, headers: error.headers)
+        }
+    }
+}

@@ -1,0 +1,19 @@
+import Hummingbird
+import Tenancy
+
+/// Resolves `{campus}` on every campus route; an unknown slug is a 404.
+struct CampusMiddleware: RouterMiddleware {
+    typealias Context = AttestRequestContext
+    let directory: CampusDirectory
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let slug = context.parameters.get("campus") ?? ""
+        guard let campus = try await directory.campus(slug: slug) else {
+            throw Problem.notFound("There is no campus \"\(slug)\". Check the campus slug in the URL.")
+        }
+        var context = context
+        context.campus = campus
+        context.logger[metadataKey: "campus"] = "\(campus.slug)"
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,69 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Hummingbird
+import Logging
+import Synchronization
+import Tenancy
+
+/// `GET /v1/campuses/{campus}/testing-locations?lat=&lon=&limit=`: every enabled provider's
+/// locations merged, nearest first (by name without a point). A provider that fails or takes
+/// longer than `providerBudget` is left out and named in `unavailable`.
+struct TestingLocationRoutes: Sendable {
+    let services: AttestServices
+
+    struct Item: Encodable {
+        var name: String
+        var address: String
+        var lat: Double
+        var lon: Double
+        var hours: String
+        var phone: String
+        var url: String
+        var notes: String
+        var distanceKm: Double?
+        var provider: String
+        var stale: Bool
+    }
+
+    struct Body: ResponseEncodable {
+        var locations: [Item]
+        var unavailable: [String]
+    }
+
+    func register(on signedIn: RouterGroup<AttestRequestContext>) {
+        signedIn.get("testing-locations") { request, context -> Body in
+            let campus = try context.requireCampus()
+            let query = try Self.parse(QueryParameters(request, accepting: ["lat", "lon", "limit"]))
+            let found = try await services.testingLocations.locations(campus: campus)
+            var items = found.locations.map { provider, location, stale in
+                Item(
+                    name: location.name, address: location.address, lat: location.latitude, lon: location.longitude,
+                    hours: location.hours, phone: location.phone, url: location.url, notes: location.notes,
+                    distanceKm: query.point.map { (location.distance(toLatitude: $0.lat, longitude: $0.lon) * 100).rounded() / 100 },
+                    provider: provider, stale: stale)
+            }
+            items.sort { ($0.distanceKm ?? 0, $0.name) < ($1.distanceKm ?? 0, $1.name) }
+            return Body(locations: Array(items.prefix(query.limit)), unavailable: found.unavailable)
+        }
+    }
+
+    static func parse(_ parameters: QueryParameters) throws -> (point: (lat: Double, lon: Double)?, limit: Int) {
+        var problems = parameters.problems
+        func number(_ name: String, _ range: ClosedRange<Double>) -> Double? {
+            guard let text = parameters[name] else { return nil }
+            guard let value = Double(text), value.isFinite, range.contains(value) else {
+                problems.append(.init(field: name, message: "must be a number from \(Int(range.lowerBound)) to \(Int(range.upperBound))"))
+                return nil
+            }
+            return value
+        }
+        let lat = number("lat", -90...90), lon = number("lon", -180...180)
+        if (parameters["lat"] == nil) != (parameters["lon"] == nil) {
+            problems.append(.init(field: parameters["lat"] == nil ? "lat" : "lon", message: "give lat and lon together, or neither"))
+        }
+        let limit = parameters.limit(default: 20, most: 100, problems: &problems)
+        guard problems.isEmpty else { throw Problem.validation(problems) }
+        return (lat.flatMap { lat in lon.map { (lat, $0) } }, limit)
+    }
+}

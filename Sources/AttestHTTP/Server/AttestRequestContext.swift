@@ -1,0 +1,47 @@
+import Foundation
+import Hummingbird
+import Identity
+import Tenancy
+
+/// The request context of every route: the campus and session once middleware found them.
+public struct AttestRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// Set by `CampusMiddleware` on every `/v1/campuses/{campus}` route.
+    public var campus: Campus?
+    /// Set by `AuthenticationMiddleware` on routes that need a signed-in user.
+    public var session: SessionStore.Session?
+    /// The address the connection came from (the proxy's, behind one).
+    public let peerAddress: String?
+    /// The client's address: the peer's, or behind a trusted proxy the one it names in
+    /// `X-Forwarded-For` (set by `ClientAddressMiddleware`). What rate limits count by.
+    public var clientAddress: String?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        peerAddress = source.channel.remoteAddress?.ipAddress
+        clientAddress = peerAddress
+    }
+
+    /// The largest request body any route accepts (64 KiB); more is a 413.
+    public var maxUploadSize: Int { 64 * 1024 }
+
+    /// JSON responses without escaped slashes ("America/New_York").
+    public var responseEncoder: JSONEncoder { Self.encoder }
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return encoder
+    }()
+
+    /// The resolved campus (middleware guarantees it on campus routes).
+    public func requireCampus() throws -> Campus {
+        guard let campus else { throw Problem.internalError }
+        return campus
+    }
+
+    /// The signed-in user's session (middleware guarantees it on authenticated routes).
+    public func requireSession() throws -> SessionStore.Session {
+        guard let session else { throw Problem.unauthorized("Sign in first.") }
+        return session
+    }
+}

@@ -1,0 +1,72 @@
+import AttestPluginHTTP
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Hummingbird
+import Identity
+import Logging
+import Notifications
+import ServiceLifecycle
+import Surveys
+import Tenancy
+
+/// Everything the routes use, built once per server.
+public struct AttestServices: Sendable {
+    public var database: PostgresClient
+    public var campuses: CampusDirectory
+    public var users: UserStore
+    public var sessions: SessionStore
+    public var issuers: OIDCIssuerStore
+    public var idTokens: IDTokenVerifier
+    /// One sign-in per ID token; the nonces of sign-ins the server starts.
+    public var signIns: SignInGuard
+    public var questionnaires: QuestionnaireStore
+    public var activeQuestionnaires: ActiveQuestionnaires
+    /// The batched attestation writer: a `Service` the application runs.
+    public var writer: AttestationWriter
+    public var attestations: AttestationService
+    public var badges: BadgeService
+    public var testingLocations: TestingLocationDirectory
+    /// Delivers the notification outbox: a `Service` the application runs.
+    public var outbox: OutboxWorker
+    public var statistics: StatisticsStore
+    /// The daily retention purge: a `Service` the application runs.
+    public var retention: RetentionService
+    /// The time "now" (tests set it to probe deadlines and date changes).
+    public var clock: @Sendable () -> Date
+    /// What `GET /metrics` shows: this server's own registry.
+    public var metrics: ServerMetrics
+    /// Sign-in and unknown-token rate limits (this server's own counts).
+    public var limiters: RequestLimiters
+
+    public init(
+        database: PostgresClient, configuration: ServerConfiguration, registry: PluginRegistry = PluginSystem.registry,
+        kek: KeyEncryptionKey? = nil, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
+        metrics: ServerMetrics = ServerMetrics()
+    ) {
+        self.database = database
+        self.metrics = metrics
+        self.limiters = RequestLimiters(configuration.rateLimits)
+        self.campuses = CampusDirectory(store: CampusStore(client: database), ttl: configuration.campusCacheTTL)
+        self.users = UserStore(client: database)
+        self.sessions = SessionStore(client: database)
+        self.issuers = OIDCIssuerStore(client: database)
+        let http = AsyncPluginHTTPClient(policy: configuration.outbound)
+        self.idTokens = IDTokenVerifier(keys: JWKSCache(http: http, logger: logger))
+        self.questionnaires = QuestionnaireStore(client: database)
+        self.activeQuestionnaires = ActiveQuestionnaires(store: questionnaires)
+        self.writer = AttestationWriter(
+            client: database, workers: configuration.writeWorkers, logger: logger, metrics: SubmissionMetrics(factory: metrics.factory))
+        self.attestations = AttestationService(client: database, writer: writer, registry: registry, logger: logger)
+        self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database, kek: kek))
+        self.testingLocations = TestingLocationDirectory(
+            client: database, registry: registry, http: http, logger: logger)
+        self.outbox = OutboxWorker(
+            client: database, registry: registry, http: http, logger: logger, clock: clock,
+            metrics: metrics.factory)
+        self.statistics = StatisticsStore(client: database)
+        self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database)])
+        self.signIns = SignInGuard(client: database)
+        self.clock = clock
+    }
+}
