@@ -134,7 +134,7 @@ struct KeyOptions: ParsableArguments {
 
     /// The key; without one, the error says how to make and pass one.
     func require() throws -> KeyEncryptionKey {
-        guard let key = try load() else { throw CLIError(KeyEncryptionError.noKey.description) }
+        guard let key = try load() else { throw CLIError(SurveysError.noKeyEncryptionKey.description) }
         return key
     }
 }

@@ -95,7 +95,7 @@ public enum BadgeVerification: Sendable, Equatable {
 public enum BadgeToken {
     /// Header and claims are JSON with sorted keys and no spaces, written directly.
     public static func sign(_ claims: BadgeClaims, with key: BadgeKey) throws -> String {
-        guard let privateKey = key.privateKey else { throw KeyEncryptionError.noKey }
+        guard let privateKey = key.privateKey else { throw SurveysError.noKeyEncryptionKey }
         let input = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8))
         let signature = try privateKey.signature(for: Array(input.utf8))
         return input + "." + Base64URL.encode(signature.rawRepresentation)
@@ -153,7 +153,7 @@ public struct BadgeService: Sendable {
     public func today(campus: Campus, user: UserID, now: Date) async throws -> Badge {
         let date = campus.localDate(at: now)
         guard let member = try await lookups.value(for: user, in: BadgeDay(campus: campus.id, date: date)) else {
-            throw BadgeError.unknownUser
+            throw SurveysError.unknownUser
         }
         var color = BadgeColor.gray, reason = Self.notSubmitted, validUntil = campus.nextWindow(after: now)
         if let stored = member.attestation {
@@ -161,7 +161,7 @@ public struct BadgeService: Sendable {
             (reason, validUntil) = (stored.reason, stored.validUntil)
         }
         guard let key = try await keys.keys(campus: campus.id).first(where: { $0.retiredAt == nil }) else {
-            throw BadgeError.noSigningKey(campus: campus.slug)
+            throw SurveysError.noSigningKey(campus: campus.slug)
         }
         let subject = BadgeKeyStore.subject(pseudonym: member.pseudonym, date: date, key: try await keys.subjectKey(campus: campus.id))
         let claims = BadgeClaims(
@@ -192,17 +192,5 @@ public struct BadgeService: Sendable {
     /// Checks a token presented at `campus`'s door.
     public func verify(token: String, campus: Campus, now: Date) async throws -> BadgeVerification {
         BadgeToken.verify(token, campus: campus.slug, keys: try await keys.keys(campus: campus.id), now: now)
-    }
-}
-
-public enum BadgeError: Error, CustomStringConvertible {
-    case unknownUser
-    case noSigningKey(campus: String)
-
-    public var description: String {
-        switch self {
-        case .unknownUser: "the signed-in user no longer exists at this campus"
-        case .noSigningKey(let campus): "campus \(campus) has no badge-signing key: run `attest campus rotate-badge-key \(campus)`"
-        }
     }
 }

@@ -105,7 +105,7 @@ public struct HistorySeeder: Sendable {
         return Outcome(members: members, attestations: attestations, from: first, to: last, checkedReferences: !trusted)
     }
 
-    /// Whether the seed may skip the per-row foreign-key checks; throws `SeedError` when it
+    /// Whether the seed may skip the per-row foreign-key checks; throws `SurveysError.temporaryTablesRefused` when it
     /// cannot run at all. Call it before storing anything else for the seed (`seed` asks too).
     ///
     /// Connected as a superuser (the dev cluster's), the slices skip the per-row foreign-key
@@ -123,7 +123,7 @@ public struct HistorySeeder: Sendable {
             """)[0]
         let trusted = try access.decode("trusted", as: Bool?.self) ?? false
         if !trusted, try !access.decode("temporary", as: Bool.self) {
-            throw SeedError.temporaryTablesRefused(role: try access.decode("role"), database: try access.decode("database"))
+            throw SurveysError.temporaryTablesRefused(role: try access.decode("role"), database: try access.decode("database"))
         }
         return trusted
     }
@@ -149,21 +149,5 @@ public struct HistorySeeder: Sendable {
     static func counterID(prefix: UInt64, _ counter: SQL) -> SQL {
         let hex = String(prefix, radix: 16)
         return "(\(String(repeating: "0", count: 12 - hex.count) + hex)::text || lpad(to_hex(\(counter)), 20, '0'))::uuid"
-    }
-}
-
-/// Why a seed did not start. Nothing was stored.
-public enum SeedError: Error, Equatable, CustomStringConvertible {
-    /// Not connected as a superuser, the seed stages its rows in a temporary table, and the
-    /// role it works as may not create one in this database.
-    case temporaryTablesRefused(role: String, database: String)
-
-    public var description: String {
-        switch self {
-        case .temporaryTablesRefused(let role, let database):
-            "role \"\(role)\" may not create temporary tables in database \"\(database)\", which a seed needs when it is not "
-                + "connected as a superuser; nothing was stored. Grant it as the database's owner "
-                + "(GRANT TEMPORARY ON DATABASE \"\(database)\" TO \"\(role)\"), or seed as a superuser (as on the dev cluster)."
-        }
     }
 }

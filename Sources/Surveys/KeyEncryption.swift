@@ -36,23 +36,6 @@ public struct KeyEncryptionKey: Sendable {
     }
 }
 
-/// Why a sealed secret cannot be opened; each says what to do.
-public enum KeyEncryptionError: Error, Equatable, CustomStringConvertible {
-    case noKey
-    case otherKey(sealedWith: String, given: String)
-    case damaged
-
-    public var description: String {
-        switch self {
-        case .noKey:
-            "no key-encryption key: make one with `attest keys new-kek > FILE` (then chmod 600 FILE) and pass --kek-file FILE or set ATTEST_KEK_FILE"
-        case .otherKey(let sealedWith, let given):
-            "the badge keys are sealed under key-encryption key \(sealedWith), not the one given (\(given)): pass that key, or re-wrap with `attest keys rotate-kek`"
-        case .damaged: "a sealed badge key does not open: it was altered, or belongs to another campus"
-        }
-    }
-}
-
 /// An envelope (AES-256-GCM): the secret sealed under a random data key, the data key sealed
 /// under the KEK, both bound to what the secret is for (`context`: campus and key id), so a
 /// sealed value copied to another row does not open. Re-wrapping under a new KEK re-seals
@@ -70,7 +53,7 @@ public enum SealedSecret {
         let wrapped = try AES.GCM.seal(dataKey.withUnsafeBytes { Data($0) }, using: kek.key, authenticating: aad)
         let sealed = try AES.GCM.seal(Data(secret), using: dataKey, authenticating: aad)
         guard let wrappedBytes = wrapped.combined, let sealedBytes = sealed.combined, let kekID = Data(hex: kek.id) else {
-            throw KeyEncryptionError.damaged
+            throw SurveysError.sealedKeyDamaged
         }
         return Data([version]) + kekID + wrappedBytes + sealedBytes
     }
@@ -82,8 +65,8 @@ public enum SealedSecret {
     }
 
     public static func open(_ envelope: Data, with kek: KeyEncryptionKey, context: String) throws -> Data {
-        guard let sealedWith = kekID(of: envelope) else { throw KeyEncryptionError.damaged }
-        guard sealedWith == kek.id else { throw KeyEncryptionError.otherKey(sealedWith: sealedWith, given: kek.id) }
+        guard let sealedWith = kekID(of: envelope) else { throw SurveysError.sealedKeyDamaged }
+        guard sealedWith == kek.id else { throw SurveysError.otherKeyEncryptionKey(sealedWith: sealedWith, given: kek.id) }
         let aad = Data(context.utf8)
         let body = envelope.dropFirst(9)
         do {
@@ -91,24 +74,24 @@ public enum SealedSecret {
             return try AES.GCM.open(
                 AES.GCM.SealedBox(combined: body.dropFirst(wrappedKeySize)), using: SymmetricKey(data: dataKey), authenticating: aad)
         } catch {
-            throw KeyEncryptionError.damaged
+            throw SurveysError.sealedKeyDamaged
         }
     }
 
     /// The same secret under `new`: only the data key is re-sealed.
     public static func rewrap(_ envelope: Data, from old: KeyEncryptionKey, to new: KeyEncryptionKey, context: String) throws -> Data {
-        guard let sealedWith = kekID(of: envelope) else { throw KeyEncryptionError.damaged }
-        guard sealedWith == old.id else { throw KeyEncryptionError.otherKey(sealedWith: sealedWith, given: old.id) }
+        guard let sealedWith = kekID(of: envelope) else { throw SurveysError.sealedKeyDamaged }
+        guard sealedWith == old.id else { throw SurveysError.otherKeyEncryptionKey(sealedWith: sealedWith, given: old.id) }
         let aad = Data(context.utf8)
         let body = envelope.dropFirst(9)
         let dataKey: Data
         do {
             dataKey = try AES.GCM.open(AES.GCM.SealedBox(combined: body.prefix(wrappedKeySize)), using: old.key, authenticating: aad)
         } catch {
-            throw KeyEncryptionError.damaged
+            throw SurveysError.sealedKeyDamaged
         }
         guard let wrapped = try AES.GCM.seal(dataKey, using: new.key, authenticating: aad).combined, let kekID = Data(hex: new.id) else {
-            throw KeyEncryptionError.damaged
+            throw SurveysError.sealedKeyDamaged
         }
         return Data([version]) + kekID + wrapped + body.dropFirst(wrappedKeySize)
     }

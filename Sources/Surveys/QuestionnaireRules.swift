@@ -2,7 +2,7 @@ import AttestPlugins
 import Foundation
 
 /// One thing wrong with a questionnaire or with answers: where, and what.
-public struct FieldProblem: Error, Sendable, Equatable, CustomStringConvertible {
+public struct FieldProblem: Sendable, Equatable, CustomStringConvertible {
     public var field: String
     public var message: String
     public init(_ field: String, _ message: String) {
@@ -14,14 +14,6 @@ public struct FieldProblem: Error, Sendable, Equatable, CustomStringConvertible 
     /// How a JSON member is named in a problem: as sent, or `""` for the empty name, which
     /// would otherwise name nothing.
     public static func name(_ key: String) -> String { key.isEmpty ? #""""# : key }
-}
-
-/// A questionnaire that cannot be published; lists every problem found.
-public struct QuestionnaireError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var problems: [FieldProblem]
-    public var description: String {
-        "the questionnaire cannot be published: " + problems.map(\.description).joined(separator: "; ")
-    }
 }
 
 /// The checks a questionnaire passes before it is published, and that answers pass before
@@ -40,21 +32,21 @@ public enum QuestionnaireRules {
         }
     }
 
-    /// Parses and checks a draft; throws `QuestionnaireError` listing every problem.
+    /// Parses and checks a draft; throws `SurveysError.invalidQuestionnaire` listing every problem.
     public static func parse(_ data: Data) throws -> Draft {
         // The strict parser first: it says where the text stops being JSON, and refuses a key
         // given twice, of which JSONDecoder would silently keep one.
         do { _ = try JSONValue(parsing: data) } catch {
-            throw QuestionnaireError(problems: [FieldProblem("questionnaire", "is not valid JSON: \(error)")])
+            throw SurveysError.invalidQuestionnaire([FieldProblem("questionnaire", "is not valid JSON: \(error)")])
         }
         let draft: Draft
         do {
             draft = try JSONDecoder().decode(Draft.self, from: data)
         } catch let error as DecodingError {
-            throw QuestionnaireError(problems: [FieldProblem(path(of: error), describe(error))])
+            throw SurveysError.invalidQuestionnaire([FieldProblem(path(of: error), describe(error))])
         }
         let problems = check(draft)
-        guard problems.isEmpty else { throw QuestionnaireError(problems: problems) }
+        guard problems.isEmpty else { throw SurveysError.invalidQuestionnaire(problems) }
         return draft
     }
 

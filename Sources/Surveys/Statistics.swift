@@ -107,22 +107,18 @@ public struct DateRange: Sendable, Equatable {
     public var to: LocalDate
     public static let maxDays = 366
 
-    /// What is wrong with a requested range, by field (`from`, `to`).
-    public struct Invalid: Error, Sendable {
-        public var problems: [(field: String, message: String)]
-    }
-
-    /// Parses `from` and `to` (query parameters or CLI options); throws `Invalid`. A message
-    /// that mentions the other field spells it with `name` (the CLI's `--from`).
-    public static func parse(from: String?, to: String?, name: (String) -> String = { $0 }) throws(Invalid) -> DateRange {
-        var problems: [(String, String)] = []
+    /// Parses `from` and `to` (query parameters or CLI options); throws
+    /// `SurveysError.invalidRange` naming each field. A message that mentions the other field
+    /// spells it with `name` (the CLI's `--from`).
+    public static func parse(from: String?, to: String?, name: (String) -> String = { $0 }) throws(SurveysError) -> DateRange {
+        var problems: [FieldProblem] = []
         func date(_ text: String?, field: String) -> LocalDate? {
             guard let text else {
-                problems.append((field, "is required: a date as YYYY-MM-DD"))
+                problems.append(FieldProblem(field, "is required: a date as YYYY-MM-DD"))
                 return nil
             }
             guard let date = LocalDate(text) else {
-                problems.append((field, "must be a date as YYYY-MM-DD, got \"\(text.prefix(40))\""))
+                problems.append(FieldProblem(field, "must be a date as YYYY-MM-DD, got \"\(text.prefix(40))\""))
                 return nil
             }
             return date
@@ -130,13 +126,13 @@ public struct DateRange: Sendable, Equatable {
         let start = date(from, field: "from"), end = date(to, field: "to")
         if let start, let end {
             if end < start {
-                problems.append(("to", "must not be before \(name("from")) (\(start))"))
+                problems.append(FieldProblem("to", "must not be before \(name("from")) (\(start))"))
             } else if start.days(until: end) + 1 > maxDays {
                 problems.append(
-                    ("to", "must be at most \(maxDays - 1) days after \(name("from")) (\(start)): a range spans at most \(maxDays) days, this one \(start.days(until: end) + 1)"))
+                    FieldProblem("to", "must be at most \(maxDays - 1) days after \(name("from")) (\(start)): a range spans at most \(maxDays) days, this one \(start.days(until: end) + 1)"))
             }
         }
-        guard problems.isEmpty, let start, let end else { throw Invalid(problems: problems) }
+        guard problems.isEmpty, let start, let end else { throw .invalidRange(problems) }
         return DateRange(from: start, to: end)
     }
 

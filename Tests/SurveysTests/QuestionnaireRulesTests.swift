@@ -9,8 +9,8 @@ struct QuestionnaireRulesTests {
         do {
             _ = try QuestionnaireRules.parse(Data(json.utf8))
             return []
-        } catch let error as QuestionnaireError {
-            return error.problems.map(\.description)
+        } catch SurveysError.invalidQuestionnaire(let problems) {
+            return problems.map(\.description)
         } catch {
             return ["\(error)"]
         }

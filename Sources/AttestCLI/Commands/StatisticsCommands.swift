@@ -30,9 +30,10 @@ struct ReportCommand: AsyncParsableCommand {
 
     func run() async throws {
         let range: DateRange
-        do { range = try DateRange.parse(from: from, to: to, name: { "--\($0)" }) } catch {
-            let problem = error.problems[0]
-            throw CLIError("--\(problem.field) \(problem.message)")
+        do { range = try DateRange.parse(from: from, to: to, name: { "--\($0)" }) } catch .invalidRange(let problems) {
+            throw CLIError(problems.map { "--\($0.field) \($0.message)" }.joined(separator: "; "))
+        } catch {
+            throw error
         }
         guard pageSize > 0 else { throw CLIError("--page-size must be at least 1") }
         let output = try ReportOutput(path: out, ownerOnly: identifiable)

@@ -1,10 +1,12 @@
 import AttestPostgres
 import Foundation
 import Hummingbird
+import Surveys
 
-/// The one place errors become responses: `Problem`s pass through, Hummingbird's own errors
-/// (unknown route, wrong method, body too large) and database outages are mapped, anything
-/// else is logged and answered with a bare 500 that leaks nothing.
+/// The one place errors become responses: `Problem`s pass through, the core modules' errors
+/// are mapped by `Problem+Core`, Hummingbird's own errors (unknown route, wrong method, body
+/// too large) and database outages are mapped here, anything else is logged and answered
+/// with a bare 500 that leaks nothing.
 public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     public init() {}
 
@@ -17,6 +19,10 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             throw problem
         } catch let error as HTTPError {
             throw Self.problem(for: error, request: request)
+        } catch let error as SurveysError {
+            let problem = Problem(error)
+            if problem.status.code >= 500 { context.logger.error("request failed", metadata: ["error": "\(error)"]) }
+            throw problem
         } catch let error as PostgresError where error.isConnectionError || error.code == .poolTimeout || error.code == .poolClosed {
             context.logger.warning("database unavailable", metadata: ["error": "\(error)"])
             throw Problem.databaseUnavailable

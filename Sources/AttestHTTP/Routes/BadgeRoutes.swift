@@ -33,18 +33,7 @@ struct BadgeRoutes: Sendable {
         signedIn.get("me/badge") { request, context -> Response in
             let campus = try context.requireCampus()
             let user = try context.requireSession().user
-            let badge: Badge
-            do {
-                badge = try await services.badges.today(campus: campus, user: user.id, now: services.clock())
-            } catch BadgeError.unknownUser {
-                // Deleted since this server cached the session (for at most a few seconds).
-                throw Problem.unauthorized(
-                    "The signed-in member no longer exists at this campus: sign in again, or ask a campus administrator.",
-                    error: "invalid_token")
-            } catch let error as BadgeError {
-                context.logger.error("no badge", metadata: ["error": "\(error)"])
-                throw Problem(.serviceUnavailable, slug: "badge-unavailable", title: "Badge unavailable", detail: "\(error).")
-            }
+            let badge = try await services.badges.today(campus: campus, user: user.id, now: services.clock())
             var response = try BadgeBody(
                 color: badge.color.rawValue, date: badge.date.description, validUntil: badge.validUntil.ISO8601Format(),
                 reason: badge.reason, token: badge.token

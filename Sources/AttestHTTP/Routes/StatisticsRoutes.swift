@@ -138,8 +138,10 @@ struct StatisticsRoutes: Sendable {
         let range: DateRange
         do {
             range = try DateRange.parse(from: query["from"], to: query["to"])
+        } catch .invalidRange(let problems) {
+            throw Problem.validation(query.problems + problems.map { .init(field: $0.field, message: $0.message) })
         } catch {
-            throw Problem.validation(query.problems + error.problems.map { .init(field: $0.field, message: $0.message) })
+            throw Problem(error)
         }
         guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
         return range

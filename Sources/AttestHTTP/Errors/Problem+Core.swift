@@ -1,0 +1,34 @@
+import Hummingbird
+import Surveys
+
+/// The one mapping of the core modules' errors to responses: a route lets them pass, and
+/// `ProblemMiddleware` turns each into its problem here.
+extension Problem {
+    /// Surveys' errors: what a submission, a badge or a statistics request can meet.
+    init(_ error: SurveysError) {
+        switch error {
+        case .noSurvey:
+            self.init(.conflict, slug: "no-survey", title: "No survey yet", detail: Self.sentence(error))
+        case .surveyChanged:
+            self.init(.conflict, slug: "survey-version", title: "Survey changed", detail: Self.sentence(error))
+        case .invalidAnswers(let problems), .invalidQuestionnaire(let problems), .invalidRange(let problems):
+            self = .validation(problems.map { .init(field: $0.field, message: $0.message) })
+        case .unknownUser:
+            // Deleted since this server cached the session (for at most a few seconds).
+            self = .unauthorized(
+                "The signed-in member no longer exists at this campus: sign in again, or ask a campus administrator.",
+                error: "invalid_token")
+        case .noSigningKey, .noKeyEncryptionKey, .otherKeyEncryptionKey, .sealedKeyDamaged:
+            self.init(.serviceUnavailable, slug: "badge-unavailable", title: "Badge unavailable", detail: Self.sentence(error))
+        case .temporaryTablesRefused:
+            self = .internalError
+        }
+    }
+
+    /// An error's description as a sentence: capitalised, with a full stop.
+    static func sentence(_ error: some CustomStringConvertible) -> String {
+        let text = error.description
+        guard let first = text.first else { return text }
+        return first.uppercased() + text.dropFirst() + (text.hasSuffix(".") ? "" : ".")
+    }
+}
