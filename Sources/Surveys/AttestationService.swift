@@ -4,12 +4,13 @@ import Foundation
 import Logging
 import Tenancy
 
-/// Turns checked answers into a stored attestation: today's campus-local date and
-/// punctuality, the member's recent history, the campus's badge rule (within a time budget),
-/// then the batched write.
+/// The submission use case, one call from a route or a form: the active questionnaire, the
+/// answers checked against it, today's campus-local date and punctuality, the member's recent
+/// history, the campus's badge rule (within a time budget), then the batched write.
 public struct AttestationService: Sendable {
     let client: PostgresClient
     let writer: AttestationWriter
+    let questionnaires: ActiveQuestionnaires
     let registry: PluginRegistry
     let logger: Logger
     /// How long a badge rule may take before the badge is yellow "needs review". Default 100 ms.
@@ -17,9 +18,13 @@ public struct AttestationService: Sendable {
     /// Built rules by campus and questionnaire version, for a few seconds.
     private let rules = ExpiringCache<String, (id: String, rule: any BadgeRule)>(ttl: .seconds(5))
 
-    public init(client: PostgresClient, writer: AttestationWriter, registry: PluginRegistry, logger: Logger, ruleBudget: Duration = .milliseconds(100)) {
+    public init(
+        client: PostgresClient, writer: AttestationWriter, questionnaires: ActiveQuestionnaires, registry: PluginRegistry, logger: Logger,
+        ruleBudget: Duration = .milliseconds(100)
+    ) {
         self.client = client
         self.writer = writer
+        self.questionnaires = questionnaires
         self.registry = registry
         self.logger = logger
         self.ruleBudget = ruleBudget
@@ -29,7 +34,22 @@ public struct AttestationService: Sendable {
     /// The badge a rule gives when it fails or overruns: never a 500.
     static let needsReview = "Needs review: the campus's badge rule could not decide; a health officer will follow up"
 
+    /// Submits `user`'s answers to questionnaire `surveyVersion` at `now`: created, replayed
+    /// (the same `idempotencyKey`) or already submitted that day; throws `SurveysError`
+    /// `.noSurvey`, `.surveyChanged` or `.invalidAnswers` (every problem), storing nothing.
     public func submit(
+        campus: Campus, user: UserID, surveyVersion: Int, answers raw: [String: JSONValue], idempotencyKey: String?, at now: Date
+    ) async throws -> WriteOutcome {
+        guard let questionnaire = try await questionnaires.active(campus: campus.id) else { throw SurveysError.noSurvey(campus: campus.name) }
+        guard surveyVersion == questionnaire.version else {
+            throw SurveysError.surveyChanged(active: questionnaire.version, given: surveyVersion)
+        }
+        let (answers, problems) = QuestionnaireRules.check(raw, against: questionnaire)
+        guard problems.isEmpty else { throw SurveysError.invalidAnswers(problems) }
+        return try await submit(campus: campus, user: user, questionnaire: questionnaire, answers: answers, idempotencyKey: idempotencyKey, at: now)
+    }
+
+    func submit(
         campus: Campus, user: UserID, questionnaire: Questionnaire, answers: SurveyAnswers, idempotencyKey: String?, at now: Date
     ) async throws -> WriteOutcome {
         let date = campus.localDate(at: now)

@@ -138,24 +138,9 @@ struct AttestationRoutes: Sendable {
             problems.append(.init(field: FieldProblem.name(field), message: "is not a field of an attestation"))
         }
         guard problems.isEmpty, let version else { throw Problem.validation(problems) }
-
-        guard let questionnaire = try await services.activeQuestionnaires.active(campus: campus.id) else {
-            throw Problem(
-                .conflict, slug: "no-survey", title: "No survey yet",
-                detail: "\(campus.name) has not published a survey yet, so there is nothing to answer.")
-        }
-        guard version == questionnaire.version else {
-            throw Problem(
-                .conflict, slug: "survey-version", title: "Survey changed",
-                detail: "The active survey is version \(questionnaire.version), not \(version): load it again (GET …/survey) and answer that one.")
-        }
-        let (answers, answerProblems) = QuestionnaireRules.check(raw, against: questionnaire)
-        guard answerProblems.isEmpty else {
-            throw Problem.validation(answerProblems.map { .init(field: $0.field, message: $0.message) })
-        }
         let now = services.clock()
         let outcome = try await services.attestations.submit(
-            campus: campus, user: user.id, questionnaire: questionnaire, answers: answers, idempotencyKey: key, at: now)
+            campus: campus, user: user.id, surveyVersion: version, answers: raw, idempotencyKey: key, at: now)
         switch outcome {
         case .created(let attestation):
             return AttestationBody(attestation).created(replayed: false)
