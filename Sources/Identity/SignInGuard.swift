@@ -25,7 +25,7 @@ public struct SignInGuard: Sendable {
     }
 
     /// Records that `identity`'s token signed in, and spends `nonce` when one is given, in one
-    /// transaction; throws `SignInError.replayed` when the token was used already and
+    /// transaction; throws `IdentityError.replayed` when the token was used already and
     /// `.nonceMismatch` when the nonce is not a live one of this campus.
     public func admit(_ identity: VerifiedIdentity, campus: CampusID, nonce: String?) async throws {
         try await client.withTransaction(campus: campus.rawValue) { connection in
@@ -36,7 +36,7 @@ public struct SignInGuard: Sendable {
                     WHERE campus_id = \(campus) AND nonce_hash = \(SessionStore.hash(nonce)) AND expires_at > now()
                     RETURNING expires_at
                     """)
-                guard !spent.isEmpty else { throw SignInError.nonceMismatch }
+                guard !spent.isEmpty else { throw IdentityError.nonceMismatch }
             }
             let recorded = try await connection.query(
                 """
@@ -44,7 +44,7 @@ public struct SignInGuard: Sendable {
                 VALUES (\(campus), \(identity.tokenID), \(identity.expiresAt))
                 ON CONFLICT DO NOTHING RETURNING token_id
                 """)
-            guard !recorded.isEmpty else { throw SignInError.replayed }
+            guard !recorded.isEmpty else { throw IdentityError.replayed }
         }
     }
 }

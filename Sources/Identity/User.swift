@@ -12,8 +12,11 @@ public struct User: Sendable, Codable, Equatable {
 
 }
 
-/// Why an identity operation failed; each says how to mend it.
+/// Why an Identity use case failed (users, roles, issuers, sign-in): the module's one error
+/// vocabulary. Each description says what is wrong and how to mend it; a sign-in refusal's
+/// names the check that failed, never the token.
 public enum IdentityError: Error, Equatable, CustomStringConvertible {
+    // MARK: Users and roles
     case invalidEmail(String)
     case emailDomainNotAllowed(email: String, allowed: [String])
     case userExists(String)
@@ -23,6 +26,46 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
     case invalidDisplayName
     case importFailed(line: Int, reason: String)
     case invalidTTL(String)
+
+    // MARK: Issuers
+    case invalidURL(field: String, value: String)
+    case noAudience
+    case keysNeeded
+    case invalidJWKS(String)
+    case notConfigured(String)
+
+    // MARK: Sign-in refusals
+    /// The campus accepts no issuer yet.
+    case noIssuer
+    case malformed
+    case unsupportedAlgorithm(String)
+    case issuerNotAccepted(String)
+    case unknownKey
+    case badSignature
+    case wrongAudience
+    case expired
+    case notYetValid
+    case issuedInTheFuture
+    case emailMissing
+    case emailNotVerified
+    case domainNotAllowed(String)
+    case noDomainAllowed
+    case nonceMismatch
+    case replayed
+    case keysUnavailable(String)
+    case identityConflict
+
+    /// Whether this refuses a sign-in (an ID token or the campus's issuers), as opposed to an
+    /// operator's request.
+    public var refusesSignIn: Bool {
+        switch self {
+        case .noIssuer, .malformed, .unsupportedAlgorithm, .issuerNotAccepted, .unknownKey, .badSignature, .wrongAudience, .expired,
+            .notYetValid, .issuedInTheFuture, .emailMissing, .emailNotVerified, .domainNotAllowed, .noDomainAllowed, .nonceMismatch,
+            .replayed, .keysUnavailable, .identityConflict:
+            true
+        default: false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -45,6 +88,31 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
             "line \(line): \(reason); nothing was imported"
         case .invalidTTL(let text):
             "invalid --ttl \"\(text)\": use a duration such as 90m, 12h or 30d (at most 366d)"
+        case .invalidURL(let field, let value):
+            "invalid \(field) \"\(value)\": use an https:// URL (http:// only for 127.0.0.1 or localhost)"
+        case .noAudience: "give at least one --audience (the OAuth client ID the tokens are issued to)"
+        case .keysNeeded: "give exactly one of --jwks-url and --jwks-file (or --google)"
+        case .invalidJWKS(let reason): "the JWKS file is not a usable key set: \(reason)"
+        case .notConfigured(let issuer): "issuer \(issuer) is not configured for this campus: `attest campus oidc list` shows them"
+        case .noIssuer: "this campus accepts no sign-in provider yet; an operator adds one with `attest campus oidc add`"
+        case .malformed: "the ID token is not a well-formed JWT"
+        case .unsupportedAlgorithm(let alg): "the ID token's algorithm \(alg) is not accepted (RS256 or ES256 only)"
+        case .issuerNotAccepted(let issuer): "tokens from issuer \(issuer) are not accepted at this campus"
+        case .unknownKey: "the ID token is signed with a key its issuer does not publish"
+        case .badSignature: "the ID token's signature does not verify"
+        case .wrongAudience: "the ID token was issued to another client (aud)"
+        case .expired: "the ID token has expired; sign in again"
+        case .notYetValid: "the ID token is not valid yet (nbf)"
+        case .issuedInTheFuture: "the ID token's issue time is in the future (iat); check the clocks"
+        case .emailMissing: "the ID token carries no email address"
+        case .emailNotVerified: "the email address is not verified by the issuer"
+        case .domainNotAllowed(let domain): "accounts of \(domain) cannot sign in at this campus"
+        case .noDomainAllowed:
+            "this campus admits no email domain yet: an operator lists them with `attest campus set SLUG email-domains …`, or admits any with `attest campus oidc add … --allow-any-domain`"
+        case .nonceMismatch: "the ID token's nonce is not the one this sign-in was started with, or it was used already; start again"
+        case .replayed: "this ID token was used to sign in already; sign in again for a new one"
+        case .keysUnavailable: "the issuer's signing keys cannot be fetched right now; retry shortly"
+        case .identityConflict: "this email address is already linked to another sign-in identity at this campus"
         }
     }
 }

@@ -170,7 +170,7 @@ public struct UserStore: Sendable {
                             "SELECT id, oidc_subject FROM users WHERE campus_id = \(campus.id) AND email = \(identity.email)")
                         if let row = byEmail.first {
                             guard try row.decode("oidc_subject", as: String?.self) == nil else {
-                                throw SignInError.identityConflict
+                                throw IdentityError.identityConflict
                             }
                             userID = try row.decode("id")
                             try await connection.query(

@@ -237,10 +237,10 @@ struct ParserFuzzTests {
                 // Only the signed header and payload verify (a signature may be spelt twice).
                 #expect(token.split(separator: ".").prefix(2) == genuine.split(separator: ".").prefix(2), "\(token)")
                 #expect(accepted == identity)
-            } catch let error as SignInError {
+            } catch let error as IdentityError {
                 refusals["\(error)".prefix(24).description, default: 0] += 1
             } catch {
-                Issue.record("not a SignInError: \(error) for \(token)")
+                Issue.record("not a IdentityError: \(error) for \(token)")
             }
         }
         #expect(refusals.count >= 3, "\(refusals)")

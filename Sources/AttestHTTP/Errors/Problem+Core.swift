@@ -1,5 +1,7 @@
 import Hummingbird
+import Identity
 import Surveys
+import Tenancy
 
 /// The one mapping of the core modules' errors to responses: a route lets them pass, and
 /// `ProblemMiddleware` turns each into its problem here.
@@ -22,6 +24,36 @@ extension Problem {
             self.init(.serviceUnavailable, slug: "badge-unavailable", title: "Badge unavailable", detail: Self.sentence(error))
         case .temporaryTablesRefused:
             self = .internalError
+        }
+    }
+
+    /// Identity's errors: sign-in refusals are 401 (503 while the issuer's keys cannot be
+    /// fetched); an operator's request's errors do not reach the API but map sensibly.
+    init(_ error: IdentityError) {
+        switch error {
+        case .keysUnavailable:
+            self.init(
+                .serviceUnavailable, slug: "identity-provider-unavailable", title: "Identity provider unavailable",
+                detail: Self.sentence(error), headers: [.retryAfter: "5"])
+        case .noIssuer:
+            self = .unauthorized(Self.sentence(error), error: "invalid_token")
+        case _ where error.refusesSignIn:
+            self = .unauthorized("Sign-in refused: \(error).", error: "invalid_token")
+        case .userExists:
+            self.init(.conflict, slug: "conflict", title: "Conflict", detail: Self.sentence(error))
+        case .userNotFound, .notConfigured:
+            self = .notFound(Self.sentence(error))
+        default:
+            self.init(.unprocessableContent, slug: "validation", title: "Invalid request", detail: Self.sentence(error))
+        }
+    }
+
+    /// Tenancy's errors.
+    init(_ error: CampusError) {
+        switch error {
+        case .notFound: self = .notFound(Self.sentence(error))
+        case .duplicateSlug: self.init(.conflict, slug: "conflict", title: "Conflict", detail: Self.sentence(error))
+        default: self.init(.unprocessableContent, slug: "validation", title: "Invalid request", detail: Self.sentence(error))
         }
     }
 

@@ -1,7 +1,9 @@
 import AttestPostgres
 import Foundation
 import Hummingbird
+import Identity
 import Surveys
+import Tenancy
 
 /// The one place errors become responses: `Problem`s pass through, the core modules' errors
 /// are mapped by `Problem+Core`, Hummingbird's own errors (unknown route, wrong method, body
@@ -23,6 +25,11 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             let problem = Problem(error)
             if problem.status.code >= 500 { context.logger.error("request failed", metadata: ["error": "\(error)"]) }
             throw problem
+        } catch let error as IdentityError {
+            if error.refusesSignIn { context.logger.info("sign-in refused", metadata: ["reason": "\(error)"]) }
+            throw Problem(error)
+        } catch let error as CampusError {
+            throw Problem(error)
         } catch let error as PostgresError where error.isConnectionError || error.code == .poolTimeout || error.code == .poolClosed {
             context.logger.warning("database unavailable", metadata: ["error": "\(error)"])
             throw Problem.databaseUnavailable

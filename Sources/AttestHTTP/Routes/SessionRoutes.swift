@@ -95,29 +95,9 @@ struct SessionRoutes: Sendable {
         case .string(let text)? where SessionStore.isWellFormed(text): nonce = text
         default: throw Problem.validation([.init(field: "nonce", message: "must be a nonce from POST …/sessions/nonces, unchanged")])
         }
-        let issuers = try await services.issuers.list(campus: campus.id)
-        guard !issuers.isEmpty else {
-            throw Problem.unauthorized(
-                "This campus accepts no sign-in provider yet; an operator adds one with `attest campus oidc add`.",
-                error: "invalid_token")
-        }
-        let user: User
-        do {
-            let identity = try await services.idTokens.verify(idToken: idToken, campus: campus, issuers: issuers, nonce: nonce)
-            try await services.signIns.admit(identity, campus: campus.id, nonce: nonce)
-            user = try await services.users.onboard(campus: campus, identity: identity)
-        } catch let error as SignInError {
-            if case .keysUnavailable = error {
-                throw Problem(
-                    .serviceUnavailable, slug: "identity-provider-unavailable", title: "Identity provider unavailable",
-                    detail: error.description, headers: [.retryAfter: "5"])
-            }
-            context.logger.info("sign-in refused", metadata: ["reason": "\(error)"])
-            throw Problem.unauthorized("Sign-in refused: \(error).", error: "invalid_token")
-        }
-        let issued = try await services.sessions.issue(campus: campus, user: user.id)
+        let session = try await services.signIn.signIn(campus: campus, idToken: idToken, nonce: nonce)
         return EditedResponse(
             status: .created,
-            response: SessionCreated(token: issued.token, expiresAt: issued.expiresAt.ISO8601Format(), user: UserBody(user)))
+            response: SessionCreated(token: session.token, expiresAt: session.expiresAt.ISO8601Format(), user: UserBody(session.user)))
     }
 }

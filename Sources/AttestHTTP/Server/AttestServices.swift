@@ -20,6 +20,8 @@ public struct AttestServices: Sendable {
     public var idTokens: IDTokenVerifier
     /// One sign-in per ID token; the nonces of sign-ins the server starts.
     public var signIns: SignInGuard
+    /// The sign-in use case (issuers, verification, one use per token, onboarding, session).
+    public var signIn: SignInService
     public var questionnaires: QuestionnaireStore
     public var activeQuestionnaires: ActiveQuestionnaires
     /// The batched attestation writer: a `Service` the application runs.
@@ -68,6 +70,7 @@ public struct AttestServices: Sendable {
         self.statistics = StatisticsStore(client: database)
         self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database)])
         self.signIns = SignInGuard(client: database)
+        self.signIn = SignInService(issuers: issuers, verifier: idTokens, guardian: signIns, users: users, sessions: sessions)
         self.clock = clock
     }
 }

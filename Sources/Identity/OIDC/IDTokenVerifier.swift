@@ -51,50 +51,6 @@ public struct VerifiedIdentity: Sendable, Equatable {
     }
 }
 
-/// Why an ID token was refused. The description is safe to show the client: it names the
-/// check that failed, never the token.
-public enum SignInError: Error, Equatable, CustomStringConvertible {
-    case malformed
-    case unsupportedAlgorithm(String)
-    case issuerNotAccepted(String)
-    case unknownKey
-    case badSignature
-    case wrongAudience
-    case expired
-    case notYetValid
-    case issuedInTheFuture
-    case emailMissing
-    case emailNotVerified
-    case domainNotAllowed(String)
-    case noDomainAllowed
-    case nonceMismatch
-    case replayed
-    case keysUnavailable(String)
-    case identityConflict
-
-    public var description: String {
-        switch self {
-        case .malformed: "the ID token is not a well-formed JWT"
-        case .unsupportedAlgorithm(let alg): "the ID token's algorithm \(alg) is not accepted (RS256 or ES256 only)"
-        case .issuerNotAccepted(let issuer): "tokens from issuer \(issuer) are not accepted at this campus"
-        case .unknownKey: "the ID token is signed with a key its issuer does not publish"
-        case .badSignature: "the ID token's signature does not verify"
-        case .wrongAudience: "the ID token was issued to another client (aud)"
-        case .expired: "the ID token has expired; sign in again"
-        case .notYetValid: "the ID token is not valid yet (nbf)"
-        case .issuedInTheFuture: "the ID token's issue time is in the future (iat); check the clocks"
-        case .emailMissing: "the ID token carries no email address"
-        case .emailNotVerified: "the email address is not verified by the issuer"
-        case .domainNotAllowed(let domain): "accounts of \(domain) cannot sign in at this campus"
-        case .noDomainAllowed:
-            "this campus admits no email domain yet: an operator lists them with `attest campus set SLUG email-domains …`, or admits any with `attest campus oidc add … --allow-any-domain`"
-        case .nonceMismatch: "the ID token's nonce is not the one this sign-in was started with, or it was used already; start again"
-        case .replayed: "this ID token was used to sign in already; sign in again for a new one"
-        case .keysUnavailable: "the issuer's signing keys cannot be fetched right now; retry shortly"
-        case .identityConflict: "this email address is already linked to another sign-in identity at this campus"
-        }
-    }
-}
 
 /// Verifies OpenID Connect ID tokens for a campus: signature against the issuer's JWKS
 /// (RS256 or ES256 only; `none`, HS* and anything else refused before any key is touched),
@@ -174,48 +130,48 @@ public struct IDTokenVerifier: Sendable {
             let headerData = Data(base64URLEncoded: parts[0]), let payloadData = Data(base64URLEncoded: parts[1]),
             let header = try? JSONDecoder().decode(Header.self, from: headerData),
             let unverified = try? JSONDecoder().decode(UnverifiedIssuer.self, from: payloadData)
-        else { throw SignInError.malformed }
+        else { throw IdentityError.malformed }
         guard let alg = header.alg, alg == "RS256" || alg == "ES256" else {
-            throw SignInError.unsupportedAlgorithm(header.alg ?? "none")
+            throw IdentityError.unsupportedAlgorithm(header.alg ?? "none")
         }
         guard let issuer = issuers.first(where: { $0.accepts(iss: unverified.iss) }) else {
-            throw SignInError.issuerNotAccepted(unverified.iss)
+            throw IdentityError.issuerNotAccepted(unverified.iss)
         }
         var keySet = try await keySet(for: issuer, refreshing: false)
         if let kid = header.kid, !keySet.keyIDs.contains(kid), issuer.jwksURL != nil {
             keySet = try await self.keySet(for: issuer, refreshing: true)
         }
         if let kid = header.kid {
-            guard keySet.keyIDs.contains(kid) else { throw SignInError.unknownKey }
+            guard keySet.keyIDs.contains(kid) else { throw IdentityError.unknownKey }
         } else {
             // Without a key id only a single-key set is unambiguous.
-            guard keySet.count == 1 else { throw SignInError.unknownKey }
+            guard keySet.count == 1 else { throw IdentityError.unknownKey }
         }
         let claims: Claims
         do {
             claims = try await keySet.collection.verify(idToken, as: Claims.self)
         } catch {
-            throw SignInError.badSignature
+            throw IdentityError.badSignature
         }
         let accepted = Set(issuer.audiences)
-        guard claims.aud.values.contains(where: accepted.contains) else { throw SignInError.wrongAudience }
-        if claims.aud.values.count > 1, let azp = claims.azp, !accepted.contains(azp) { throw SignInError.wrongAudience }
+        guard claims.aud.values.contains(where: accepted.contains) else { throw IdentityError.wrongAudience }
+        if claims.aud.values.count > 1, let azp = claims.azp, !accepted.contains(azp) { throw IdentityError.wrongAudience }
         let time = now.timeIntervalSince1970
-        guard claims.exp + leeway > time else { throw SignInError.expired }
-        if let nbf = claims.nbf, nbf - leeway > time { throw SignInError.notYetValid }
-        if let iat = claims.iat, iat - leeway > time { throw SignInError.issuedInTheFuture }
-        guard let rawEmail = claims.email, let email = UserStore.normalizedEmail(rawEmail) else { throw SignInError.emailMissing }
-        guard claims.email_verified?.value == true else { throw SignInError.emailNotVerified }
-        if let expectedNonce, claims.nonce != expectedNonce { throw SignInError.nonceMismatch }
+        guard claims.exp + leeway > time else { throw IdentityError.expired }
+        if let nbf = claims.nbf, nbf - leeway > time { throw IdentityError.notYetValid }
+        if let iat = claims.iat, iat - leeway > time { throw IdentityError.issuedInTheFuture }
+        guard let rawEmail = claims.email, let email = UserStore.normalizedEmail(rawEmail) else { throw IdentityError.emailMissing }
+        guard claims.email_verified?.value == true else { throw IdentityError.emailNotVerified }
+        if let expectedNonce, claims.nonce != expectedNonce { throw IdentityError.nonceMismatch }
         let domain = String(email.drop { $0 != "@" }.dropFirst())
         if campus.emailDomains.isEmpty {
-            guard issuer.allowAnyDomain else { throw SignInError.noDomainAllowed }
+            guard issuer.allowAnyDomain else { throw IdentityError.noDomainAllowed }
         } else {
-            guard campus.emailDomains.contains(domain) else { throw SignInError.domainNotAllowed(domain) }
+            guard campus.emailDomains.contains(domain) else { throw IdentityError.domainNotAllowed(domain) }
             // A Google account of the campus's Workspace carries hd; a consumer account does not.
             if issuer.isGoogle || claims.hd != nil {
                 guard let hd = claims.hd?.lowercased(), campus.emailDomains.contains(hd) else {
-                    throw SignInError.domainNotAllowed(claims.hd ?? domain)
+                    throw IdentityError.domainNotAllowed(claims.hd ?? domain)
                 }
             }
         }
@@ -229,9 +185,9 @@ public struct IDTokenVerifier: Sendable {
 
     private func keySet(for issuer: OIDCIssuer, refreshing: Bool) async throws -> KeySet {
         if let inline = issuer.jwks {
-            do { return try await keys.inlineKeys(inline) } catch { throw SignInError.keysUnavailable("\(error)") }
+            do { return try await keys.inlineKeys(inline) } catch { throw IdentityError.keysUnavailable("\(error)") }
         }
-        guard let url = issuer.jwksURL else { throw SignInError.keysUnavailable("no key set configured") }
+        guard let url = issuer.jwksURL else { throw IdentityError.keysUnavailable("no key set configured") }
         return refreshing ? try await keys.keysAfterUnknownKey(url: url) : try await keys.keys(url: url)
     }
 }

@@ -109,10 +109,10 @@ public final class JWKSCache: Sendable {
 
     private func fetch(url: String) async throws -> KeySet {
         do {
-            guard let target = URL(string: url) else { throw SignInError.keysUnavailable("\(url) is not a URL") }
+            guard let target = URL(string: url) else { throw IdentityError.keysUnavailable("\(url) is not a URL") }
             let response = try await http.send(PluginHTTPRequest(url: target, headers: [("Accept", "application/json")], timeout: .seconds(5)))
-            guard response.status == 200 else { throw SignInError.keysUnavailable("the key set answered HTTP \(response.status)") }
-            guard response.body.count <= Self.maxBytes else { throw SignInError.keysUnavailable("the key set is larger than 1 MiB") }
+            guard response.status == 200 else { throw IdentityError.keysUnavailable("the key set answered HTTP \(response.status)") }
+            guard response.body.count <= Self.maxBytes else { throw IdentityError.keysUnavailable("the key set is larger than 1 MiB") }
             let keys = try await KeySet.parse(response.body).keys
             let maxAge = Self.maxAge(response.header("Cache-Control"))
             state.withLock { $0.entries[url] = Entry(keys: keys, fetchedAt: .now, maxAge: maxAge) }
@@ -124,8 +124,8 @@ public final class JWKSCache: Sendable {
                 return stale
             }
             logger.error("cannot fetch signing keys", metadata: ["url": "\(url)", "error": "\(error)"])
-            if let error = error as? SignInError { throw error }
-            throw SignInError.keysUnavailable("\(error)")
+            if let error = error as? IdentityError { throw error }
+            throw IdentityError.keysUnavailable("\(error)")
         }
     }
 

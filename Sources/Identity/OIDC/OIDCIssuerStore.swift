@@ -40,25 +40,6 @@ public struct OIDCIssuer: Sendable, Codable, Equatable {
     func accepts(iss: String) -> Bool { iss == issuer || (isGoogle && iss == "accounts.google.com") }
 }
 
-/// Why an issuer could not be added or removed.
-public enum OIDCConfigurationError: Error, Equatable, CustomStringConvertible {
-    case invalidURL(field: String, value: String)
-    case noAudience
-    case keysNeeded
-    case invalidJWKS(String)
-    case notConfigured(String)
-
-    public var description: String {
-        switch self {
-        case .invalidURL(let field, let value):
-            "invalid \(field) \"\(value)\": use an https:// URL (http:// only for 127.0.0.1 or localhost)"
-        case .noAudience: "give at least one --audience (the OAuth client ID the tokens are issued to)"
-        case .keysNeeded: "give exactly one of --jwks-url and --jwks-file (or --google)"
-        case .invalidJWKS(let reason): "the JWKS file is not a usable key set: \(reason)"
-        case .notConfigured(let issuer): "issuer \(issuer) is not configured for this campus: `attest campus oidc list` shows them"
-        }
-    }
-}
 
 /// The OIDC issuers of each campus (`campus_oidc_issuers`).
 public struct OIDCIssuerStore: Sendable {
@@ -105,31 +86,31 @@ public struct OIDCIssuerStore: Sendable {
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
             let removed = try await connection.query(
                 "DELETE FROM campus_oidc_issuers WHERE campus_id = \(campus.id) AND issuer = \(issuer)")
-            guard removed.affectedRows > 0 else { throw OIDCConfigurationError.notConfigured(issuer) }
+            guard removed.affectedRows > 0 else { throw IdentityError.notConfigured(issuer) }
             try await AuditLog.record(connection, campus: campus.id, actor: actor, action: "oidc.remove", target: issuer)
         }
     }
 
     static func validate(_ issuer: OIDCIssuer) async throws {
-        guard isAcceptableURL(issuer.issuer) else { throw OIDCConfigurationError.invalidURL(field: "--issuer", value: issuer.issuer) }
-        guard !issuer.audiences.isEmpty, issuer.audiences.allSatisfy({ !$0.isEmpty }) else { throw OIDCConfigurationError.noAudience }
+        guard isAcceptableURL(issuer.issuer) else { throw IdentityError.invalidURL(field: "--issuer", value: issuer.issuer) }
+        guard !issuer.audiences.isEmpty, issuer.audiences.allSatisfy({ !$0.isEmpty }) else { throw IdentityError.noAudience }
         switch (issuer.jwksURL, issuer.jwks) {
         case (let url?, nil):
-            guard isAcceptableURL(url) else { throw OIDCConfigurationError.invalidURL(field: "--jwks-url", value: url) }
+            guard isAcceptableURL(url) else { throw IdentityError.invalidURL(field: "--jwks-url", value: url) }
         case (nil, let jwks?):
             let parsed: (keys: KeySet, rejected: [String])
             do {
                 parsed = try await KeySet.parse(Data(jwks.utf8))
             } catch {
-                throw OIDCConfigurationError.invalidJWKS("it is not JSON of the form {\"keys\": [...]}")
+                throw IdentityError.invalidJWKS("it is not JSON of the form {\"keys\": [...]}")
             }
             guard parsed.rejected.isEmpty else {
-                throw OIDCConfigurationError.invalidJWKS(
+                throw IdentityError.invalidJWKS(
                     "\(parsed.rejected.joined(separator: ", ")) cannot verify RS256 or ES256 signatures")
             }
-            guard parsed.keys.count > 0 else { throw OIDCConfigurationError.invalidJWKS("it holds no keys") }
+            guard parsed.keys.count > 0 else { throw IdentityError.invalidJWKS("it holds no keys") }
         default:
-            throw OIDCConfigurationError.keysNeeded
+            throw IdentityError.keysNeeded
         }
     }
 
