@@ -21,6 +21,31 @@ public final class TestingLocationDirectory: Sendable {
         self.providerBudget = providerBudget
     }
 
+    /// A location as the look-up answers it: where from, whether that copy is stale, and how
+    /// far from the point asked about (km, two decimals), when one was.
+    public struct Found: Sendable {
+        public var provider: String
+        public var location: TestingLocation
+        public var stale: Bool
+        public var distanceKm: Double?
+    }
+
+    /// The testing-locations use case: every enabled provider's locations merged, nearest to
+    /// `point` first (by name without one), at most `limit`, and the providers that failed or
+    /// overran their budget.
+    public func nearest(
+        campus: Campus, to point: (latitude: Double, longitude: Double)?, limit: Int
+    ) async throws -> (locations: [Found], unavailable: [String]) {
+        let found = try await locations(campus: campus)
+        var items = found.locations.map { provider, location, stale in
+            Found(
+                provider: provider, location: location, stale: stale,
+                distanceKm: point.map { (location.distance(toLatitude: $0.latitude, longitude: $0.longitude) * 100).rounded() / 100 })
+        }
+        items.sort { ($0.distanceKm ?? 0, $0.location.name) < ($1.distanceKm ?? 0, $1.location.name) }
+        return (Array(items.prefix(max(0, limit))), found.unavailable)
+    }
+
     /// Every enabled provider's locations (provider id, location, stale), and the providers
     /// that failed or overran. A campus that enabled none is served by `static`.
     public func locations(campus: Campus) async throws -> (locations: [(String, TestingLocation, Bool)], unavailable: [String]) {

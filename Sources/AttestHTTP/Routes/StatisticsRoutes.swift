@@ -147,52 +147,27 @@ struct StatisticsRoutes: Sendable {
         return range
     }
 
-    /// The boolean questions the active survey marks as symptoms, in survey order.
-    private func symptomIDs(_ campus: CampusID) async throws -> [String] {
-        try await services.activeQuestionnaires.active(campus: campus)?.questions.filter { $0.kind == .boolean && $0.symptom }.map(\.id) ?? []
-    }
-
-    /// Percent with one decimal.
-    static func percent(_ count: Int, of total: Int) -> Double { (Double(count) * 1000 / Double(total)).rounded() / 10 }
-
     private func stats(_ request: Request, _ context: AttestRequestContext) async throws -> StatsBody {
         let campus = try context.requireCampus()
         let range = try range(request)
-        let days = try await services.statistics.days(campus: campus.id, range: range)
-        let symptoms = try await symptomIDs(campus.id)
-        let minCount = campus.statsMinCount
+        let days = try await services.statisticsService.memberDays(campus: campus, range: range)
         return StatsBody(
-            from: range.from.description, to: range.to.description, minCount: minCount,
+            from: range.from.description, to: range.to.description, minCount: campus.statsMinCount,
             days: days.map { day in
-                guard day.submitted >= max(minCount, 1) else {
-                    return StatsDay(
-                        date: day.date.description, suppressed: true, submitted: nil, colors: ColorShares(),
-                        symptoms: Dictionary(uniqueKeysWithValues: symptoms.map { ($0, nil) }))
-                }
-                // A count of 1 to minCount − 1 could single people out: it is shown as null, and so
-                // is what would give it back by subtraction (SmallCounts).
-                let colors = [day.green, day.yellow, day.red]
-                let hidden = SmallCounts.hidden(colors, minCount: minCount)
-                func color(_ index: Int) -> Double? { hidden.contains(index) ? nil : Self.percent(colors[index], of: day.submitted) }
-                func symptom(_ yes: Int) -> Double? {
-                    SmallCounts.hidesYes(yes, of: day.submitted, minCount: minCount) ? nil : Self.percent(yes, of: day.submitted)
-                }
-                return StatsDay(
-                    date: day.date.description, suppressed: false, submitted: day.submitted,
-                    colors: ColorShares(green: color(0), yellow: color(1), red: color(2)),
-                    symptoms: Dictionary(uniqueKeysWithValues: symptoms.map { ($0, symptom(day.answers[$0]?["true"] ?? 0)) }))
+                StatsDay(
+                    date: day.date.description, suppressed: day.suppressed, submitted: day.submitted,
+                    colors: ColorShares(green: day.green, yellow: day.yellow, red: day.red),
+                    symptoms: Dictionary(uniqueKeysWithValues: day.symptoms.map { ($0.id, $0.percent) }))
             })
     }
 
     private func dashboard(_ request: Request, _ context: AttestRequestContext) async throws -> DashboardBody {
         let campus = try context.requireCampus()
         let range = try range(request)
-        let days = try await services.statistics.days(campus: campus.id, range: range)
-        let symptoms = try await symptomIDs(campus.id)
+        let (days, total, symptoms) = try await services.statisticsService.dashboard(campus: campus.id, range: range)
         func symptomCounts(_ answers: [String: [String: Int]]) -> [String: Int] {
             Dictionary(uniqueKeysWithValues: symptoms.map { ($0, answers[$0]?["true"] ?? 0) })
         }
-        let total = RangeTotals(days)
         return DashboardBody(
             from: range.from.description, to: range.to.description,
             days: days.map { day in
@@ -232,7 +207,7 @@ struct StatisticsRoutes: Sendable {
             if cursor == nil { problems.append(QueryParameters.unknownCursor) }
         }
         guard problems.isEmpty, let date else { throw Problem.validation(problems) }
-        let page = try await services.statistics.followUps(
+        let page = try await services.statisticsService.followUps(
             campus: campus.id, date: date, colors: colors, after: cursor, limit: limit, actor: "user:\(user.email)")
         var response = try FollowUpsBody(
             date: date.description, colors: colors.map(\.rawValue),

@@ -35,16 +35,17 @@ struct TestingLocationRoutes: Sendable {
         signedIn.get("testing-locations") { request, context -> Body in
             let campus = try context.requireCampus()
             let query = try Self.parse(QueryParameters(request, accepting: ["lat", "lon", "limit"]))
-            let found = try await services.testingLocations.locations(campus: campus)
-            var items = found.locations.map { provider, location, stale in
-                Item(
-                    name: location.name, address: location.address, lat: location.latitude, lon: location.longitude,
-                    hours: location.hours, phone: location.phone, url: location.url, notes: location.notes,
-                    distanceKm: query.point.map { (location.distance(toLatitude: $0.lat, longitude: $0.lon) * 100).rounded() / 100 },
-                    provider: provider, stale: stale)
-            }
-            items.sort { ($0.distanceKm ?? 0, $0.name) < ($1.distanceKm ?? 0, $1.name) }
-            return Body(locations: Array(items.prefix(query.limit)), unavailable: found.unavailable)
+            let found = try await services.testingLocations.nearest(
+                campus: campus, to: query.point.map { ($0.lat, $0.lon) }, limit: query.limit)
+            return Body(
+                locations: found.locations.map { item in
+                    let location = item.location
+                    return Item(
+                        name: location.name, address: location.address, lat: location.latitude, lon: location.longitude,
+                        hours: location.hours, phone: location.phone, url: location.url, notes: location.notes,
+                        distanceKm: item.distanceKm, provider: item.provider, stale: item.stale)
+                },
+                unavailable: found.unavailable)
         }
     }
 

@@ -32,6 +32,8 @@ public struct AttestServices: Sendable {
     /// Delivers the notification outbox: a `Service` the application runs.
     public var outbox: OutboxWorker
     public var statistics: StatisticsStore
+    /// The statistics use cases: members' shares, the dashboard, follow-ups.
+    public var statisticsService: StatisticsService
     /// The daily retention purge: a `Service` the application runs.
     public var retention: RetentionService
     /// The time "now" (tests set it to probe deadlines and date changes).
@@ -68,6 +70,7 @@ public struct AttestServices: Sendable {
             client: database, registry: registry, http: http, logger: logger, clock: clock,
             metrics: metrics.factory)
         self.statistics = StatisticsStore(client: database)
+        self.statisticsService = StatisticsService(store: statistics, questionnaires: activeQuestionnaires)
         self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database)])
         self.signIns = SignInGuard(client: database)
         self.signIn = SignInService(issuers: issuers, verifier: idTokens, guardian: signIns, users: users, sessions: sessions)
