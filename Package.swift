@@ -74,7 +74,7 @@ let package = Package(
         .target(
             name: "Surveys",
             dependencies: [
-                "AttestPlugins", "AttestPostgres", "Tenancy",
+                "AttestPlugins", "AttestPostgres", "Tenancy", "Notifications",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -46,22 +46,19 @@ public struct Reminders: Sendable {
             let rows = try await connection.query(
                 """
                 WITH due AS (
-                    SELECT u.id AS user_id, gen_random_uuid() AS event_id
+                    SELECT u.id AS user_id
                     FROM users u
                     WHERE u.campus_id = \(campus.id) AND u.active
                       AND NOT EXISTS (
                           SELECT 1 FROM attestations a
                           WHERE a.campus_id = u.campus_id AND a.user_id = u.id AND a.local_date = \(date))
-                ), written AS (
-                    INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload)
-                    SELECT \(campus.id), d.event_id, \(event), p.plugin_id,
-                           jsonb_build_object(
-                               'id', d.event_id::text, 'event', \(event), 'campus', \(campus.slug),
-                               'occurredAt', \(now.ISO8601Format()), 'userId', d.user_id::text, 'date', \(date.description),
-                               'links', jsonb_build_object('survey', \("/v1/campuses/\(campus.slug)/survey")))
+                ), events AS (
+                    SELECT gen_random_uuid() AS id, \(event)::text AS event, \(OutboxEvents.payload(
+                               event: "\(event)::text", campus: "\(campus.slug)::text", occurredAt: "\(now)::timestamptz", userId: "d.user_id",
+                               date: "\(date)::date", links: "jsonb_build_object('survey', \("/v1/campuses/\(campus.slug)/survey")::text)")) AS payload
                     FROM due d
-                    JOIN campus_plugins p ON p.campus_id = \(campus.id) AND p.kind = 'sink'
-                        AND (NOT p.settings ? 'events' OR p.settings -> 'events' ? \(event))
+                ), written AS (
+                    \(OutboxEvents.insert(campus: campus.id))
                 )
                 SELECT count(*)::int AS reminded FROM due
                 """)

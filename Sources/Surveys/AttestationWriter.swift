@@ -3,6 +3,7 @@ import AttestPostgres
 import Foundation
 import Logging
 import Metrics
+import Notifications
 import ServiceLifecycle
 import Synchronization
 import Tenancy
@@ -301,11 +302,9 @@ public final class AttestationWriter: Service, Sendable {
                 ON CONFLICT DO NOTHING
                 RETURNING id, user_id, local_date, submitted_at, on_time, color
             ), events AS (
-                SELECT gen_random_uuid() AS id, k.event, jsonb_build_object(
-                           'event', k.event, 'campus', \(slug)::text,
-                           'occurredAt', to_char(m.submitted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-                           'userId', m.user_id::text, 'attestationId', m.id::text, 'date', m.local_date::text,
-                           'color', m.color, 'onTime', m.on_time, 'links', k.links) AS payload
+                SELECT gen_random_uuid() AS id, k.event, \(OutboxEvents.payload(
+                           event: "k.event", campus: "\(slug)::text", occurredAt: "m.submitted_at", userId: "m.user_id",
+                           attestationId: "m.id", date: "m.local_date", color: "m.color", onTime: "m.on_time", links: "k.links")) AS payload
                 FROM inserted m
                 CROSS JOIN LATERAL (VALUES
                     ('attestation.submitted', '{}'::jsonb, true),
@@ -314,13 +313,9 @@ public final class AttestationWriter: Service, Sendable {
                         'followUps', '/v1/campuses/' || \(slug)::text || '/admin/follow-ups?date=' || m.local_date::text || '&color=red'),
                      m.color = 'red')
                 ) AS k(event, links, announced)
-                WHERE k.announced AND EXISTS (SELECT 1 FROM campus_plugins WHERE campus_id = \(campus) AND kind = 'sink')
+                WHERE k.announced AND \(OutboxEvents.anySink(campus: campus))
             ), announced AS (
-                INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload)
-                SELECT \(campus), e.id, e.event, p.plugin_id, e.payload || jsonb_build_object('id', e.id::text)
-                FROM events e
-                JOIN campus_plugins p ON p.campus_id = \(campus) AND p.kind = 'sink'
-                    AND (NOT p.settings ? 'events' OR p.settings -> 'events' ? e.event)
+                \(OutboxEvents.insert(campus: campus))
             ), stats AS (
                 INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
                 SELECT \(campus), local_date, \(shard), count(*), count(*) FILTER (WHERE on_time), count(*) FILTER (WHERE NOT on_time),

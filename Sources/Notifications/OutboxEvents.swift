@@ -1,0 +1,42 @@
+import AttestPlugins
+import AttestPostgres
+import Tenancy
+
+/// How events enter the outbox: Notifications owns `notification_outbox`, and whoever causes
+/// an event splices these fragments into its own statement, so the event is written in the
+/// same transaction as its cause and one statement still writes a whole batch.
+public enum OutboxEvents {
+    /// The one definition of an event's JSON payload (`AttestNotification`'s shape) in SQL,
+    /// from SQL expressions for each field (`NULL` for those an event lacks, which are left
+    /// out). The event id is added by `insert`.
+    public static func payload(
+        event: SQL, campus: SQL, occurredAt: SQL, userId: SQL = "NULL", attestationId: SQL = "NULL", date: SQL = "NULL",
+        color: SQL = "NULL", onTime: SQL = "NULL", links: SQL = "'{}'::jsonb"
+    ) -> SQL {
+        """
+        jsonb_strip_nulls(jsonb_build_object(
+            'event', \(event), 'campus', \(campus),
+            'occurredAt', to_char((\(occurredAt)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+            'userId', (\(userId))::text, 'attestationId', (\(attestationId))::text, 'date', (\(date))::text,
+            'color', \(color), 'onTime', \(onTime), 'links', \(links)))
+        """
+    }
+
+    /// An `INSERT` of the events of the CTE `events` (columns `id uuid`, `event text`,
+    /// `payload jsonb`) for every sink of `campus` that subscribes to each: one row per event
+    /// and sink, the same event id for all of them.
+    public static func insert(campus: CampusID, fromCTE events: StaticString = "events") -> SQL {
+        """
+        INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload)
+        SELECT \(campus), e.id, e.event, p.plugin_id, e.payload || jsonb_build_object('id', e.id::text)
+        FROM \(unsafeRaw: "\(events)") e
+        JOIN campus_plugins p ON p.campus_id = \(campus) AND p.kind = 'sink'
+            AND (NOT p.settings ? 'events' OR p.settings -> 'events' ? e.event)
+        """
+    }
+
+    /// A condition true when `campus` has a sink enabled: events are made only then.
+    public static func anySink(campus: CampusID) -> SQL {
+        "EXISTS (SELECT 1 FROM campus_plugins WHERE campus_id = \(campus) AND kind = 'sink')"
+    }
+}
