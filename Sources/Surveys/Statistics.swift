@@ -147,14 +147,14 @@ public struct DateRange: Sendable, Equatable {
 
 /// The upsert clauses every rollup writer ends with (the writer, the seed, compaction): a
 /// row that exists gets the new counts added. The tables must be aliased `s` and `c`.
-enum Rollups {
-    static let addToStats: SQL = """
+public enum Rollups {
+    public static let addToStats: SQL = """
         ON CONFLICT (campus_id, local_date, shard) DO UPDATE SET
             submitted = s.submitted + EXCLUDED.submitted, on_time = s.on_time + EXCLUDED.on_time,
             late = s.late + EXCLUDED.late, green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow,
             red = s.red + EXCLUDED.red
         """
-    static let addToAnswerCounts: SQL = "ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count"
+    public static let addToAnswerCounts: SQL = "ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count"
 }
 
 /// Reads the rollups and the identifiable follow-up list; every identifiable read is audited.

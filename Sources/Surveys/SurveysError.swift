@@ -1,7 +1,7 @@
 import AttestPlugins
 
-/// Why a use case of Surveys (submitting, badges, questionnaires, statistics, badge keys, the
-/// seed) could not do what was asked: the module's one error vocabulary. Each description says
+/// Why a use case of Surveys (submitting, badges, questionnaires, statistics, badge keys)
+/// could not do what was asked: the module's one error vocabulary. Each description says
 /// what went wrong and how to mend it; the HTTP layer maps each case to one response.
 public enum SurveysError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The campus has no questionnaire yet.
@@ -24,8 +24,6 @@ public enum SurveysError: Error, Sendable, Equatable, CustomStringConvertible {
     case otherKeyEncryptionKey(sealedWith: String, given: String)
     /// A sealed badge key does not open: altered, or copied from another campus or key.
     case sealedKeyDamaged
-    /// A seed not connected as a superuser needs a temporary table the role may not create.
-    case temporaryTablesRefused(role: String, database: String)
 
     public var description: String {
         switch self {
@@ -43,10 +41,6 @@ public enum SurveysError: Error, Sendable, Equatable, CustomStringConvertible {
         case .otherKeyEncryptionKey(let sealedWith, let given):
             "the badge keys are sealed under key-encryption key \(sealedWith), not the one given (\(given)): pass that key, or re-wrap with `attest keys rotate-kek`"
         case .sealedKeyDamaged: "a sealed badge key does not open: it was altered, or belongs to another campus"
-        case .temporaryTablesRefused(let role, let database):
-            "role \"\(role)\" may not create temporary tables in database \"\(database)\", which a seed needs when it is not "
-                + "connected as a superuser; nothing was stored. Grant it as the database's owner "
-                + "(GRANT TEMPORARY ON DATABASE \"\(database)\" TO \"\(role)\"), or seed as a superuser (as on the dev cluster)."
         }
     }
 }

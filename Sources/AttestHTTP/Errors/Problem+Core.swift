@@ -22,8 +22,6 @@ extension Problem {
                 error: "invalid_token")
         case .noSigningKey, .noKeyEncryptionKey, .otherKeyEncryptionKey, .sealedKeyDamaged:
             self.init(.serviceUnavailable, slug: "badge-unavailable", title: "Badge unavailable", detail: Self.sentence(error))
-        case .temporaryTablesRefused:
-            self = .internalError
         }
     }
 

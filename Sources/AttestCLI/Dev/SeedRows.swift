@@ -1,6 +1,7 @@
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Surveys
 import Tenancy
 
 /// What every slice of a seed shares, encoded once: the days' instants and the fields many

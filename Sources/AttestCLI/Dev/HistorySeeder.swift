@@ -1,10 +1,17 @@
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Surveys
 import Tenancy
 
 /// Made-up history for trying things out and for benchmarks (`attest dev seed`): members and
-/// a past of daily attestations with their rollups. The attestations are made here and sent
+/// a past of daily attestations with their rollups.
+///
+/// It lives with the CLI's dev tooling, not in a core module, because it writes several
+/// modules' tables at once (Identity's `users`, Surveys' `attestations` and rollups) in bulk:
+/// it makes test data, no use case of the product, so it may bypass the stores that own
+/// those tables, and does so only through `COPY` and set-based inserts of the same rows they
+/// would write. The attestations are made here and sent
 /// with binary `COPY`, a slice of members per transaction on concurrent connections.
 ///
 /// Each member attests on about 92% of days, 90% of those on time; badges are about 85%
@@ -105,7 +112,7 @@ public struct HistorySeeder: Sendable {
         return Outcome(members: members, attestations: attestations, from: first, to: last, checkedReferences: !trusted)
     }
 
-    /// Whether the seed may skip the per-row foreign-key checks; throws `SurveysError.temporaryTablesRefused` when it
+    /// Whether the seed may skip the per-row foreign-key checks; throws a `CLIError` when it
     /// cannot run at all. Call it before storing anything else for the seed (`seed` asks too).
     ///
     /// Connected as a superuser (the dev cluster's), the slices skip the per-row foreign-key
@@ -123,7 +130,11 @@ public struct HistorySeeder: Sendable {
             """)[0]
         let trusted = try access.decode("trusted", as: Bool?.self) ?? false
         if !trusted, try !access.decode("temporary", as: Bool.self) {
-            throw SurveysError.temporaryTablesRefused(role: try access.decode("role"), database: try access.decode("database"))
+            let role: String = try access.decode("role"), database: String = try access.decode("database")
+            throw CLIError(
+                "role \"\(role)\" may not create temporary tables in database \"\(database)\", which a seed needs when it is not "
+                    + "connected as a superuser; nothing was stored. Grant it as the database's owner "
+                    + "(GRANT TEMPORARY ON DATABASE \"\(database)\" TO \"\(role)\"), or seed as a superuser (as on the dev cluster).")
         }
         return trusted
     }
