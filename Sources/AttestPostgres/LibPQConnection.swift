@@ -302,8 +302,8 @@ final class LibPQConnection: @unchecked Sendable {
                 if let failure {
                     outcomes[index] = .failure(failure)
                 } else {
-                    // Drop the campus setting's row: callers see their own statements only.
-                    outcomes[index] = .success(Array(results.dropFirst(units[index].campus == nil ? 0 : 1)))
+                    // Drop the settings' row: callers see their own statements only.
+                    outcomes[index] = .success(Array(results.dropFirst(units[index].settings.statement == nil ? 0 : 1)))
                 }
             }
         } catch {
@@ -459,26 +459,46 @@ final class LibPQConnection: @unchecked Sendable {
     }
 }
 
+/// Settings a transaction makes before its statements, with `set_config(name, value, true)`:
+/// they last until the transaction ends, like `SET LOCAL` (what row-level security policies
+/// read). The wrapper does not know what they mean.
+public struct TransactionSettings: Sendable, Equatable {
+    public var values: [(name: String, value: String)]
+
+    public init(_ values: [(name: String, value: String)] = []) { self.values = values }
+
+    public static let none = TransactionSettings()
+
+    public static func == (lhs: TransactionSettings, rhs: TransactionSettings) -> Bool {
+        lhs.values.map(\.name) == rhs.values.map(\.name) && lhs.values.map(\.value) == rhs.values.map(\.value)
+    }
+
+    /// One statement setting them all; nil when there are none.
+    var statement: SQL? {
+        guard !values.isEmpty else { return nil }
+        var sql: SQL = "SELECT "
+        for (index, setting) in values.enumerated() {
+            sql = sql + (index == 0 ? "" : ", ") + "set_config(\(setting.name), \(setting.value), true)"
+        }
+        return sql
+    }
+}
+
 /// Statements sent together in a pipeline and committed (or rolled back) as one.
 public struct PipelineUnit: Sendable {
-    /// When set, the unit first sets the campus for row-level security (`SET LOCAL` semantics).
-    public var campus: UUID?
+    /// Set first, in the unit's transaction.
+    public var settings: TransactionSettings
     public var statements: [SQL]
 
-    public init(campus: UUID? = nil, statements: [SQL]) {
-        self.campus = campus
+    public init(settings: TransactionSettings = .none, statements: [SQL]) {
+        self.settings = settings
         self.statements = statements
     }
 
     var statementsToSend: [SQL] {
-        guard let campus else { return statements }
-        return [setCampusStatement(campus)] + statements
+        guard let set = settings.statement else { return statements }
+        return [set] + statements
     }
-}
-
-/// `set_config(…, true)` lasts until the end of the current transaction, like `SET LOCAL`.
-func setCampusStatement(_ campus: UUID) -> SQL {
-    "SELECT set_config(\(campusSettingName), \(campus.uuidString.lowercased()), true)"
 }
 
 /// Lays out a statement's parameters for libpq and keeps every pointer alive for the call.

@@ -84,23 +84,23 @@ public final class PostgresClient: Service, Sendable {
         return try await body(PostgresConnection(raw: raw, threadPool: threadPool))
     }
 
-    /// Runs `body` inside `BEGIN … COMMIT`, rolling back if it throws. With `campus`, the
-    /// transaction first sets the campus that row-level security admits (`SET LOCAL`).
+    /// Runs `body` inside `BEGIN … COMMIT`, rolling back if it throws; `settings` are made
+    /// first (`SET LOCAL` semantics).
     public func withTransaction<Result: Sendable>(
-        campus: UUID? = nil, _ body: (PostgresConnection) async throws -> Result
+        settings: TransactionSettings = .none, _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await withConnection { connection in
-            try await connection.transaction(campus: campus, body)
+            try await connection.transaction(settings: settings, body)
         }
     }
 
-    /// Runs one statement. With `campus`, it runs in a transaction scoped to that campus,
+    /// Runs one statement. With `settings`, it runs in a transaction that makes them first,
     /// in the same round trip.
     @discardableResult
-    public func query(_ sql: SQL, campus: UUID? = nil) async throws -> PostgresRows {
+    public func query(_ sql: SQL, settings: TransactionSettings = .none) async throws -> PostgresRows {
         try await withConnection { connection in
-            guard let campus else { return try await connection.query(sql) }
-            let outcome = try await connection.pipeline([PipelineUnit(campus: campus, statements: [sql])])
+            guard settings.statement != nil else { return try await connection.query(sql) }
+            let outcome = try await connection.pipeline([PipelineUnit(settings: settings, statements: [sql])])
             return try outcome[0].get()[0]
         }
     }

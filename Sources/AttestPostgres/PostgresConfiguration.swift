@@ -35,5 +35,3 @@ public struct PostgresConfiguration: Sendable {
     }
 }
 
-/// The name of the per-transaction setting that row-level security policies read.
-public let campusSettingName = "attest.campus_id"

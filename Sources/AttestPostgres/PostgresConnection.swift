@@ -45,14 +45,14 @@ public struct PostgresConnection: Sendable {
         try await run { try $0.copyIn(table: table, columns: columns, produce: produce) }
     }
 
-    /// `BEGIN` (and the campus setting, in the same round trip), `body`, `COMMIT`;
-    /// `ROLLBACK` when `body` throws.
+    /// `BEGIN` (and `settings`, in the same round trip), `body`, `COMMIT`; `ROLLBACK` when
+    /// `body` throws.
     public func transaction<Result: Sendable>(
-        campus: UUID? = nil, _ body: (PostgresConnection) async throws -> Result
+        settings: TransactionSettings = .none, _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await run { raw in
-            if let campus {
-                let outcome = try raw.pipeline([PipelineUnit(statements: ["BEGIN", setCampusStatement(campus)])])
+            if let set = settings.statement {
+                let outcome = try raw.pipeline([PipelineUnit(statements: ["BEGIN", set])])
                 _ = try outcome[0].get()
             } else {
                 try raw.runScript("BEGIN")

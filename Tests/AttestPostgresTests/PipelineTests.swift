@@ -57,18 +57,19 @@ struct PipelineTests {
         }
     }
 
-    @Test func unitsWithACampusSeeTheirOwnSetting() async throws {
+    @Test func unitsWithSettingsSeeTheirOwn() async throws {
         try await withFreshDatabase { client async throws in
-            let first = UUID(), second = UUID()
             let outcomes = try await client.withConnection { connection in
                 try await connection.pipeline([
-                    PipelineUnit(campus: first, statements: ["SELECT current_setting('attest.campus_id') AS campus"]),
-                    PipelineUnit(campus: second, statements: ["SELECT current_setting('attest.campus_id') AS campus"]),
-                    PipelineUnit(statements: ["SELECT coalesce(current_setting('attest.campus_id', true), '') AS campus"]),
+                    PipelineUnit(
+                        settings: TransactionSettings([("test.first", "a"), ("test.second", "b'; DROP")]),
+                        statements: ["SELECT current_setting('test.first') || '|' || current_setting('test.second') AS seen"]),
+                    PipelineUnit(settings: TransactionSettings([("test.first", "c")]), statements: ["SELECT current_setting('test.first') AS seen"]),
+                    PipelineUnit(statements: ["SELECT coalesce(current_setting('test.first', true), '') AS seen"]),
                 ])
             }
-            let seen = try outcomes.map { try $0.get()[0][0].decode("campus", as: String.self) }
-            #expect(seen == [first.uuidString.lowercased(), second.uuidString.lowercased(), ""])
+            let seen = try outcomes.map { try $0.get()[0][0].decode("seen", as: String.self) }
+            #expect(seen == ["a|b'; DROP", "c", ""])
         }
     }
 }

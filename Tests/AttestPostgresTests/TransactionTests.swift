@@ -39,19 +39,18 @@ struct TransactionTests {
         }
     }
 
-    @Test func theCampusSettingLastsForTheTransactionOnly() async throws {
+    @Test func transactionSettingsLastForTheTransactionOnly() async throws {
         try await withFreshDatabase(maxConnections: 1) { client async throws in
-            let campus = UUID()
-            let inside = try await client.withTransaction(campus: campus) { connection in
-                try await connection.query("SELECT current_setting('attest.campus_id', true) AS campus")[0]
-                    .decode("campus", as: String?.self)
+            let settings = TransactionSettings([("test.scope", "inside")])
+            let inside = try await client.withTransaction(settings: settings) { connection in
+                try await connection.query("SELECT current_setting('test.scope', true) AS scope")[0].decode("scope", as: String?.self)
             }
-            #expect(inside == campus.uuidString.lowercased())
+            #expect(inside == "inside")
             // Same (only) connection afterwards: the setting is gone.
-            let after = try await client.query("SELECT coalesce(current_setting('attest.campus_id', true), '') AS campus")
-            #expect(try after[0].decode("campus", as: String.self) == "")
-            let single = try await client.query("SELECT current_setting('attest.campus_id') AS campus", campus: campus)
-            #expect(try single[0].decode("campus", as: String.self) == campus.uuidString.lowercased())
+            let after = try await client.query("SELECT coalesce(current_setting('test.scope', true), '') AS scope")
+            #expect(try after[0].decode("scope", as: String.self) == "")
+            let single = try await client.query("SELECT current_setting('test.scope') AS scope", settings: settings)
+            #expect(try single[0].decode("scope", as: String.self) == "inside")
         }
     }
 }
