@@ -13,6 +13,24 @@ func withShutdown<Result: Sendable>(_ client: PostgresClient, _ body: () async t
     }
 }
 
+/// Runs `body` while `client` runs as a service (as in the server's service group), then
+/// stops the service, which closes the client's connections, whether or not `body` threw.
+func runningService<Result: Sendable>(_ client: PostgresClient, _ body: () async throws -> Result) async throws -> Result {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await client.run() }
+        do {
+            let result = try await body()
+            group.cancelAll()
+            try await group.waitForAll()
+            return result
+        } catch {
+            group.cancelAll()
+            try? await group.waitForAll()
+            throw error
+        }
+    }
+}
+
 /// Prints a JSON value (sorted keys) on one line.
 func printJSON(_ value: some Encodable) {
     let encoder = JSONEncoder()

@@ -30,7 +30,7 @@ struct TenantContext {
             client: client, campuses: CampusStore(client: client), users: UserStore(client: client),
             sessions: SessionStore(client: client), issuers: OIDCIssuerStore(client: client), audit: AuditLog(client: client),
             logger: logger)
-        return try await withShutdown(client) { try await body(context) }
+        return try await runningService(client) { try await body(context) }
     }
 }
 

@@ -44,19 +44,31 @@ public final class PostgresClient: Service, Sendable {
     private let logger: Logger
     private let threadPool: NIOThreadPool
     private let state = Mutex(State())
+    /// Whether the threads that run blocking libpq calls have been started.
+    private let threadsStarted = Atomic<Bool>(false)
 
+    /// Makes a client; it starts nothing (no thread, no connection) until it runs or is used.
     public init(configuration: PostgresConfiguration, options: Options = Options(), logger: Logger) {
         self.configuration = configuration
         self.options = options
         self.logger = logger
         self.threadPool = NIOThreadPool(numberOfThreads: options.maxConnections)
-        threadPool.start()
     }
 
-    /// Keeps the pool until graceful shutdown or cancellation, then closes every connection.
+    /// Starts the pool's threads, keeps the pool until graceful shutdown or cancellation,
+    /// then closes every connection.
     public func run() async throws {
+        startThreadsIfNeeded()
         try? await gracefulShutdown()
         await shutdown()
+    }
+
+    /// A client used before its service runs (a test, a one-off read) starts its threads at
+    /// its first connection.
+    private func startThreadsIfNeeded() {
+        if threadsStarted.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+            threadPool.start()
+        }
     }
 
     /// Closes idle connections, fails waiting callers, and closes leased ones as they return.
@@ -146,6 +158,7 @@ public final class PostgresClient: Service, Sendable {
         do {
             let configuration = self.configuration
             let logger = self.logger
+            startThreadsIfNeeded()
             return try await threadPool.runIfActive { try LibPQConnection.connect(configuration, logger: logger) }
         } catch {
             releaseSlot()

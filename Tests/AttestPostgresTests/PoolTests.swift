@@ -109,3 +109,17 @@ struct PoolTests {
         #expect(capture.messages.contains { $0.contains("careful") })
     }
 }
+
+extension PoolTests {
+    /// A service starts its work in `run()`, not in `init`: making clients starts no thread
+    /// (each would otherwise start one per connection it may open).
+    @Test func makingAClientStartsNoThread() async throws {
+        func threads() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count }
+        let before = try threads()
+        let clients = (0..<20).map { _ in
+            PostgresClient(configuration: PostgresConfiguration(connectionString: ""), options: .init(maxConnections: 10), logger: TestDatabase.testLogger)
+        }
+        #expect(try threads() - before < 50, "20 clients of 10 connections started threads in init")
+        for client in clients { await client.shutdown() }
+    }
+}
