@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "AttestCLI", targets: ["AttestCLI"]),
         .library(name: "BuiltinPlugins", targets: ["BuiltinPlugins"]),
         .library(name: "AttestPluginHTTP", targets: ["AttestPluginHTTP"]),
+        // For plugin authors' tests (like swift-metrics' MetricsTestKit).
+        .library(name: "AttestPluginsTesting", targets: ["AttestPluginsTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -56,6 +58,17 @@ let package = Package(
         .target(
             name: "AttestPluginHTTP",
             dependencies: ["AttestPlugins", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
+        // A test kit for plugins: a recording sink, a settable clock, a loopback HTTP server,
+        // questionnaire and rule-input builders, and the badge-rule conformance check.
+        .target(
+            name: "AttestPluginsTesting",
+            dependencies: [
+                "AttestPlugins", "AttestPluginHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "Tenancy",
@@ -143,7 +156,7 @@ let package = Package(
             name: "AttestPostgresTests",
             dependencies: ["AttestPostgres", "AttestTestSupport"]
         ),
-        .testTarget(name: "BuiltinPluginsTests", dependencies: ["BuiltinPlugins", "AttestPlugins"]),
+        .testTarget(name: "BuiltinPluginsTests", dependencies: ["BuiltinPlugins", "AttestPlugins", "AttestPluginsTesting"]),
         .testTarget(name: "SurveysTests", dependencies: ["Surveys", "AttestPlugins", "Tenancy"]),
         .testTarget(
             name: "AttestSchemaTests",
@@ -163,7 +176,7 @@ let package = Package(
             name: "AttestServerTests",
             dependencies: [
                 "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins", "BuiltinPlugins",
-                "Notifications", "AttestPluginHTTP",
+                "Notifications", "AttestPluginHTTP", "AttestPluginsTesting",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -19,8 +19,6 @@ let package = Package(
     ],
     dependencies: [
         .package(path: ".."),
-        // Only for the tests: a loopback SMS gateway to deliver to.
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         // The plugins: a badge rule, a testing-location provider and a notification sink.
@@ -42,9 +40,9 @@ let package = Package(
             dependencies: [
                 "ExamplePlugins",
                 .product(name: "AttestPlugins", package: campusAttest),
-                // The HTTP client the platform lends plugins, to test the sink with the real thing.
-                .product(name: "AttestPluginHTTP", package: campusAttest),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                // The plugin test kit: a loopback server to deliver to (reached through the real
+                // client the platform lends plugins), builders, and the badge-rule conformance check.
+                .product(name: "AttestPluginsTesting", package: campusAttest),
             ]
         ),
     ]

@@ -10,16 +10,7 @@ import Hummingbird
 import Synchronization
 import Tenancy
 import Testing
-
-/// A clock a test moves by hand.
-final class TestClock: Sendable {
-    private let now: Mutex<Date>
-    init(_ text: String) throws { now = Mutex(try Date(text, strategy: .iso8601)) }
-    init(_ date: Date) { now = Mutex(date) }
-    func set(_ text: String) throws { let date = try Date(text, strategy: .iso8601); now.withLock { $0 = date } }
-    func set(_ date: Date) { now.withLock { $0 = date } }
-    var read: @Sendable () -> Date { { self.now.withLock { $0 } } }
-}
+import AttestPluginsTesting
 
 @Suite("Attestations")
 struct AttestationTests {

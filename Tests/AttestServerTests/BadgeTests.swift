@@ -8,6 +8,7 @@ import JWTKit
 @testable import Surveys
 import Tenancy
 import Testing
+import AttestPluginsTesting
 
 /// What a door scanner decodes, with jwt-kit, from a badge token.
 struct ScannedBadge: JWTPayload {

@@ -12,6 +12,7 @@ import Surveys
 import Synchronization
 import Tenancy
 import Testing
+import AttestPluginsTesting
 
 @Suite("Faults")
 struct FaultTests {

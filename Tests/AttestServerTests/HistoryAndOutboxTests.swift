@@ -6,6 +6,7 @@ import Foundation
 import Surveys
 import Tenancy
 import Testing
+import AttestPluginsTesting
 
 @Suite("History, outbox events and configured rules")
 struct HistoryAndOutboxTests {

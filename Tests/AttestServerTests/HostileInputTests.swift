@@ -6,6 +6,7 @@ import HTTPTypes
 @testable import Surveys
 import Tenancy
 import Testing
+import AttestPluginsTesting
 
 /// DESIGN §9, bad input, tried at random rather than case by case: malformed and hostile
 /// requests to every operation of the API document, made by a seeded generator so a failure

@@ -4,6 +4,7 @@ import AttestTestSupport
 import Foundation
 import HTTPTypes
 import Testing
+import AttestPluginsTesting
 
 /// The value of one series in Prometheus text: `attest_submissions_total{outcome="created"}`.
 /// Nil when the series is not there.

@@ -13,9 +13,11 @@ import Surveys
 import Synchronization
 import Tenancy
 import Testing
+import AttestPluginsTesting
 
-/// A webhook receiver on loopback: answers from a script of statuses (then 200), records
-/// every request, and counts the events it acknowledged with a 2xx.
+/// A webhook receiver on loopback (the plugin test kit's `LoopbackServer`): answers from a
+/// script of statuses (then 200), a redirect naming `/elsewhere`, and counts the events it
+/// acknowledged with a 2xx.
 final class WebhookReceiver: Sendable {
     struct Received: Sendable {
         var event: String
@@ -25,56 +27,38 @@ final class WebhookReceiver: Sendable {
         var status: Int
     }
 
-    final class State: Sendable {
-        let script: Mutex<[Int]>
-        let log = Mutex<[Received]>([])
-        init(_ statuses: [Int]) { script = Mutex(statuses) }
+    let server: LoopbackServer
+    var port: Int { server.port }
+
+    /// What reached `/hook` and was answered (a followed redirect would show as a request
+    /// elsewhere).
+    var received: [Received] {
+        server.requests.filter { $0.path == "/hook" }.compactMap {
+            guard let status = $0.answeredStatus else { return nil }
+            return Received(
+                event: $0.header("X-Attest-Event") ?? "", idempotencyKey: $0.header("Idempotency-Key") ?? "",
+                signature: $0.header("X-Attest-Signature") ?? "", body: $0.body, status: status)
+        }
     }
-
-    let port: Int
-    private let state: State
-    private let task: Task<Void, any Error>
-
-    var received: [Received] { state.log.withLock { $0 } }
+    /// Every path requested, in order.
+    var paths: [String] { server.requests.map(\.path) }
     /// Event ids acknowledged with a 2xx, with how many times each was.
     var acknowledged: [String: Int] {
         received.filter { (200..<300).contains($0.status) }.reduce(into: [:]) { $0[$1.idempotencyKey, default: 0] += 1 }
     }
 
-    private init(port: Int, state: State, task: Task<Void, any Error>) {
-        self.port = port
-        self.state = state
-        self.task = task
-    }
+    private init(server: LoopbackServer) { self.server = server }
 
-    /// Starts on `port` (0: any free one); answers `statuses` in turn, then 200, each after
-    /// `delay`; a 3xx names `/elsewhere` in `Location`, which records what reaches it.
+    /// Starts on `port` (0: any free one); answers `statuses` in turn, then 200, each after `delay`.
     static func start(port: Int = 0, statuses: [Int] = [], delay: Duration = .zero) async throws -> WebhookReceiver {
-        let state = State(statuses)
-        let router = Router()
-        router.post("elsewhere") { request, _ -> Response in
-            state.log.withLock { $0.append(Received(event: "redirected", idempotencyKey: "", signature: "", body: Data(), status: 200)) }
-            return Response(status: .ok)
+        let server = try await LoopbackServer.start(port: port, fallback: .init(delay: delay))
+        for status in statuses {
+            server.answer(.init(status: status, headers: (300..<400).contains(status) ? [("Location", "/elsewhere")] : [], delay: delay))
         }
-        router.post("hook") { request, _ -> Response in
-            if delay > .zero { try await Task.sleep(for: delay) }
-            var request = request
-            let body = try await request.collectBody(upTo: 1 << 20)
-            let status = state.script.withLock { $0.isEmpty ? 200 : $0.removeFirst() }
-            let received = Received(
-                event: request.headers[.init("X-Attest-Event")!] ?? "", idempotencyKey: request.headers[.init("Idempotency-Key")!] ?? "",
-                signature: request.headers[.init("X-Attest-Signature")!] ?? "", body: Data(body.readableBytesView), status: status)
-            state.log.withLock { $0.append(received) }
-            return Response(status: .init(code: status), headers: (300..<400).contains(status) ? [.location: "/elsewhere"] : [:])
-        }
-        let (bound, task) = try await startLoopbackServer(router, port: port)
-        return WebhookReceiver(port: bound, state: state, task: task)
+        return WebhookReceiver(server: server)
     }
 
-    func stop() async {
-        task.cancel()
-        _ = try? await task.value
-    }
+    func stop() async { await server.stop() }
 
     /// What a receiver does with `X-Attest-Signature: t=…,v1=…`, as the README shows it:
     /// HMAC-SHA256 of "t.body" with the shared secret, compared in constant time, and a `t`
@@ -388,6 +372,7 @@ struct NotificationTests {
             #expect(try await OutboxStore(client: server.pool).retry(campus: campus.id) == 1)
             try await Self.quickWorker(server).runOnce()
             #expect(receiver.received.map(\.status) == [302])  // reached once, and /elsewhere never
+            #expect(receiver.paths == ["/hook"])
             let redirected = try await Self.outbox(server, campus, .dead)
             #expect(redirected.first?.lastError?.contains("302") == true, "\(redirected)")
         }
@@ -428,5 +413,30 @@ struct NotificationTests {
         }
         await slow.stop()
         await fast.stop()
+    }
+
+    /// A third party's sink, registered by id, gets each event once through the outbox (the
+    /// test kit's recording sink), and one that asks for a retry gets the event again.
+    @Test func aRegisteredSinkReceivesEachEventThroughTheOutbox() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let recorder = RecordingSink()
+        recorder.answer(.retry("not yet"))
+        var registry = PluginRegistry.builtin
+        registry.registerSink(id: "recording") { _ in recorder }
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: campus, kind: .sink, id: "recording", settings: .object(["events": .array([.string("badge.red")])]), actor: "test")
+        var configuration = OutboxWorker.Configuration()
+        configuration.baseDelay = .milliseconds(5)
+        configuration.maxDelay = .milliseconds(20)
+        let worker = OutboxWorker(client: server.pool, registry: registry, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger)
+        let (_, member) = try await server.user("m@example.edu", at: campus)
+        try await server.run { api in
+            try await Self.submitRed(api, token: member)
+            try await Self.deliver([worker]) { try await Self.outbox(server, campus, .pending).isEmpty }
+            #expect(recorder.received.map(\.event) == [.badgeRed, .badgeRed])
+            #expect(Set(recorder.received.map(\.id)).count == 1)
+            #expect(recorder.received.first?.campus == "north" && recorder.received.first?.color == .red)
+        }
     }
 }

@@ -6,6 +6,7 @@ import Identity
 import Surveys
 import Tenancy
 import Testing
+import AttestPluginsTesting
 
 @Suite("Query strings")
 struct QueryStringTests {

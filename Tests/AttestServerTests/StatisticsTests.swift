@@ -7,6 +7,7 @@ import Identity
 @testable import Surveys
 import Tenancy
 import Testing
+import AttestPluginsTesting
 
 /// Statistics, the dashboard, follow-ups, reports and retention, each checked against a
 /// brute-force recount over the attestations table.

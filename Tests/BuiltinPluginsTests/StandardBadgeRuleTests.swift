@@ -1,4 +1,5 @@
 import AttestPlugins
+import AttestPluginsTesting
 import BuiltinPlugins
 import Foundation
 import Testing
@@ -152,5 +153,53 @@ struct StandardBadgeRuleTests {
         #expect(registry.badgeRuleIDs == ["standard"])
         _ = try registry.makeBadgeRule(id: "standard", settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: nil)
         #expect(throws: PluginSettingsError.self) { try registry.makeBadgeRule(id: "nope", settings: .null, questionnaire: nil) }
+    }
+}
+
+/// The plugin test kit's conformance check: the built-in rule passes it, and each thing it
+/// looks for is found in a rule made to get it wrong.
+@Suite("Badge rule conformance")
+struct BadgeRuleConformanceTests {
+    static let survey = Questionnaire.testing(.yesNo("fever"), .number("temperature", min: 34, max: 43))
+    static let inputs: [BadgeRuleInput] = [
+        .testing(["fever": .bool(false)], questionnaire: survey), .testing(["fever": .bool(true)], questionnaire: survey),
+        .testing(["fever": .bool(false), "temperature": .number(38.5)], questionnaire: survey),
+    ]
+
+    struct Faulty: BadgeRule {
+        enum Fault { case random, gray, lateExpiry, silent, slow, throwing }
+        let fault: Fault
+        var version: String { "faulty" }
+        func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
+            switch fault {
+            case .random: return BadgeDecision(color: Bool.random() ? .green : .red, reason: "coin", validUntil: input.endOfDay)
+            case .gray: return BadgeDecision(color: .gray, reason: "none", validUntil: input.endOfDay)
+            case .lateExpiry: return BadgeDecision(color: .green, reason: "ok", validUntil: input.endOfDay.addingTimeInterval(1))
+            case .silent: return BadgeDecision(color: .green, reason: "", validUntil: input.endOfDay)
+            case .slow:
+                Thread.sleep(forTimeInterval: 0.15)
+                return BadgeDecision(color: .green, reason: "slow", validUntil: input.endOfDay)
+            case .throwing: throw PluginSettingsError("broken")
+            }
+        }
+    }
+
+    @Test func theStandardRuleConforms() throws {
+        let rule = try StandardBadgeRule(settings: .null, questionnaire: Self.survey)
+        #expect(BadgeRuleConformance.problems(rule, inputs: Self.inputs) == [])
+    }
+
+    @Test func eachFaultIsFound() {
+        func problems(_ fault: Faulty.Fault) -> String { BadgeRuleConformance.problems(Faulty(fault: fault), inputs: Self.inputs).joined(separator: " | ") }
+        // A coin flip agrees with itself now and then: over three inputs, twice each, it is caught
+        // unless all six flips land alike, one time in 32.
+        var caught = false
+        for _ in 0..<5 where !caught { caught = problems(.random).contains("deterministic") }
+        #expect(caught)
+        #expect(problems(.gray).contains("answered gray"))
+        #expect(problems(.lateExpiry).contains("valid past the end of the day"))
+        #expect(problems(.silent).contains("gave no reason"))
+        #expect(problems(.slow).contains("over the"))
+        #expect(problems(.throwing).contains("threw"))
     }
 }

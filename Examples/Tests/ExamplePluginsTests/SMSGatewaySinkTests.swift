@@ -1,59 +1,30 @@
-import AttestPluginHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import ExamplePlugins
 import Foundation
-import Hummingbird
 import Logging
-import Synchronization
 import Testing
 
-/// A pretend SMS gateway on loopback: it records what it is sent and answers the statuses it
-/// is told to, in order (200 once the list runs out).
-final class LoopbackGateway: Sendable {
-    struct Received: Sendable {
+/// A pretend SMS gateway on loopback (the test kit's `LoopbackServer`): what it was sent.
+extension LoopbackServer {
+    struct Message {
         var authorization: String?
         var idempotencyKey: String?
-        var message: [String: String]
+        var fields: [String: String]
     }
-    private let state = Mutex<(received: [Received], statuses: [Int])>(([], []))
-    private let server = Mutex<Task<Void, any Error>?>(nil)
 
-    var received: [Received] { state.withLock { $0.received } }
-    func answer(_ statuses: Int...) { state.withLock { $0.statuses = statuses } }
-
-    /// Starts the gateway and returns its port.
-    func start() async throws -> Int {
-        let router = Router()
-        router.post("/v1/messages") { request, context -> Response in
-            let body = try await request.body.collect(upTo: 1 << 16)
-            let message = try JSONDecoder().decode([String: String].self, from: Data(buffer: body))
-            let status = self.state.withLock { state in
-                state.received.append(
-                    Received(authorization: request.headers[.authorization], idempotencyKey: request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value,
-                        message: message))
-                return state.statuses.isEmpty ? 200 : state.statuses.removeFirst()
-            }
-            return Response(status: .init(code: status))
+    var messages: [Message] {
+        requests.filter { $0.path == "/v1/messages" }.map {
+            Message(
+                authorization: $0.header("Authorization"), idempotencyKey: $0.header("Idempotency-Key"),
+                fields: (try? JSONDecoder().decode([String: String].self, from: $0.body)) ?? [:])
         }
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        var logger = Logger(label: "gateway")
-        logger.logLevel = .critical
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
-        server.withLock { $0 = Task { try await app.runService(gracefulShutdownSignals: []) } }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else { throw CancellationError() }
-        return port
     }
-
-    func stop() { server.withLock { $0?.cancel() } }
 }
 
 @Suite struct SMSGatewaySinkTests {
     // The gateway of these tests runs on loopback, which the platform reaches only when allowed.
-    let context = PluginContext(
-        http: AsyncPluginHTTPClient(policy: .init(allowedHosts: ["127.0.0.1"])), logger: Logger(label: "sms-test"))
+    let context = PluginContext(http: LoopbackServer.http, logger: Logger(label: "sms-test"))
     let red = AttestNotification(
         event: .badgeRed, campus: "north", occurredAt: Date(), userId: UserID(UUID()), attestationId: UUID(),
         date: LocalDate(year: 2026, month: 11, day: 21), color: .red, onTime: true,
@@ -69,30 +40,27 @@ final class LoopbackGateway: Sendable {
     }
 
     @Test func aRedBadgeBecomesOneTextWithoutWhoItIs() async throws {
-        let gateway = LoopbackGateway()
-        let port = try await gateway.start()
-        defer { gateway.stop() }
-        let sink = try sink(port: port, extra: ["baseURL": .string("https://attest.example.edu/")])
+        let gateway = try await LoopbackServer.start()
+        let sink = try sink(port: gateway.port, extra: ["baseURL": .string("https://attest.example.edu/")])
         let result = await sink.deliver(red, payload: Data(), context: context)
         #expect(result == .delivered)
-        let received = try #require(gateway.received.first)
-        #expect(gateway.received.count == 1)
+        let received = try #require(gateway.messages.first)
+        #expect(gateway.messages.count == 1)
         #expect(received.authorization == "Bearer key-123")
         #expect(received.idempotencyKey == red.id)
-        #expect(received.message["to"] == "+15551234567")
-        #expect(received.message["reference"] == red.id)
-        let text = try #require(received.message["text"])
+        #expect(received.fields["to"] == "+15551234567")
+        #expect(received.fields["reference"] == red.id)
+        let text = try #require(received.fields["text"])
         #expect(text.hasPrefix("Campus Attest north: a red badge on 2026-11-21."))
         #expect(text.hasSuffix("Follow up: https://attest.example.edu/v1/campuses/north/admin/follow-ups?date=2026-11-21&color=red"))
-        #expect(!text.contains(red.userId!))
+        #expect(!text.contains(red.userId ?? "no user"))
+        await gateway.stop()
     }
 
     @Test func gatewayAnswersMapToRetryOrReject() async throws {
-        let gateway = LoopbackGateway()
-        let port = try await gateway.start()
-        defer { gateway.stop() }
-        let sink = try sink(port: port)
-        gateway.answer(503, 429, 401, 400)
+        let gateway = try await LoopbackServer.start()
+        let sink = try sink(port: gateway.port)
+        gateway.answer(.init(status: 503), .init(status: 429), .init(status: 401), .init(status: 400))
         guard case .retry = await sink.deliver(red, payload: Data(), context: context) else { Issue.record("503 not retried"); return }
         guard case .retry = await sink.deliver(red, payload: Data(), context: context) else { Issue.record("429 not retried"); return }
         guard case .reject(let why) = await sink.deliver(red, payload: Data(), context: context) else { Issue.record("401 not rejected"); return }
@@ -100,16 +68,15 @@ final class LoopbackGateway: Sendable {
         guard case .reject = await sink.deliver(red, payload: Data(), context: context) else { Issue.record("400 not rejected"); return }
         #expect(await sink.deliver(red, payload: Data(), context: context) == .delivered)
         // Every attempt carried the same event id for the gateway to drop repeats.
-        #expect(Set(gateway.received.map(\.idempotencyKey)) == [red.id])
-        #expect(gateway.received.count == 5)
+        #expect(Set(gateway.messages.map(\.idempotencyKey)) == [red.id])
+        #expect(gateway.messages.count == 5)
+        await gateway.stop()
     }
 
     @Test func aGatewayThatIsDownIsRetried() async throws {
-        let gateway = LoopbackGateway()
-        let port = try await gateway.start()
-        gateway.stop()
-        try await Task.sleep(for: .milliseconds(200))
-        let sink = try sink(port: port, extra: ["timeoutSeconds": .number(1)])
+        let gateway = try await LoopbackServer.start()
+        await gateway.stop()
+        let sink = try sink(port: gateway.port, extra: ["timeoutSeconds": .number(1)])
         guard case .retry = await sink.deliver(red, payload: Data(), context: context) else {
             Issue.record("a refused connection was not retried")
             return

@@ -1,15 +1,11 @@
 import AttestPlugins
+import AttestPluginsTesting
 import ExamplePlugins
 import Foundation
 import Testing
 
 @Suite struct TemperatureRuleTests {
-    static let survey = Questionnaire(
-        version: 3, title: "Daily check",
-        questions: [
-            Question(id: "fever", kind: .boolean, prompt: "Fever?", symptom: true),
-            Question(id: "temperature", kind: .number, required: false, prompt: "Temperature", min: 34, max: 43, unit: "°C"),
-        ])
+    static let survey = Questionnaire.testing(version: 3, .yesNo("fever", "Fever?"), .number("temperature", min: 34, max: 43, unit: "°C"))
     static let endOfDay = Date(timeIntervalSince1970: 1_800_000_000)
 
     func decide(_ temperature: Double?, settings: JSONValue = .object([:])) throws -> BadgeDecision {
@@ -72,5 +68,17 @@ import Testing
         #expect(registry.testingLocationProviderIDs == ["csv-file", "static"])
         let rule = try registry.makeBadgeRule(id: "temperature-only", settings: .object([:]), questionnaire: Self.survey)
         #expect(rule is TemperatureRule)
+    }
+
+    /// What the platform expects of every rule (the test kit's conformance check), over the
+    /// answers that matter to this one.
+    @Test func theRuleConformsToWhatThePlatformExpects() throws {
+        let rule = try TemperatureRule(settings: .object([:]), questionnaire: Self.survey)
+        let inputs = [nil, 35.0, 37.5, 38.0, 42.9].map { temperature -> BadgeRuleInput in
+            var answers: SurveyAnswers = ["fever": .bool(false)]
+            if let temperature { answers["temperature"] = .number(temperature) }
+            return .testing(answers, questionnaire: Self.survey)
+        }
+        #expect(BadgeRuleConformance.problems(rule, inputs: inputs) == [])
     }
 }
