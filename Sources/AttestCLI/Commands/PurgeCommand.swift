@@ -1,0 +1,46 @@
+import ArgumentParser
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Surveys
+import Tenancy
+
+struct PurgeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "purge",
+        abstract: "Remove attestation answers older than each campus's retention (rollups and badges stay).",
+        discussion: """
+            Answers of campus-local dates before today minus the campus's retention-days are set to \
+            null, a day per transaction, oldest first; a purge that stops resumes where it stopped. \
+            Every server also does this once a day per campus.
+            """)
+
+    @Option(help: "Only this campus (default: every campus).") var campus: String?
+    @Flag(help: "Count what would be purged; change nothing.") var dryRun = false
+    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let dryRun = self.dryRun
+        let outcomes = try await TenantContext.run(database: database, logging: logging) { context in
+            let campuses: [Campus]
+            if let campus { campuses = [try await context.campuses.require(slug: campus)] } else { campuses = try await context.campuses.list() }
+            var outcomes: [RetentionPurger.Outcome] = []
+            for found in campuses {
+                outcomes.append(
+                    try await RetentionPurger(client: context.client).purge(campus: found, now: Date(), dryRun: dryRun, actor: TenantContext.actor))
+            }
+            return outcomes
+        }
+        if json {
+            return printJSONObject(outcomes.map { ["campus": $0.campus, "before": $0.cutoff.description, "attestations": $0.purged, "dryRun": $0.dryRun] })
+        }
+        for outcome in outcomes {
+            let what = "\(outcome.purged) attestation\(outcome.purged == 1 ? "" : "s")"
+            say(outcome.dryRun
+                ? "\(outcome.campus): would remove the answers of \(what) from before \(outcome.cutoff)."
+                : "\(outcome.campus): removed the answers of \(what) from before \(outcome.cutoff).")
+        }
+    }
+}
