@@ -7,19 +7,22 @@ import Tenancy
 /// same transaction as its cause and one statement still writes a whole batch.
 public enum OutboxEvents {
     /// The one definition of an event's JSON payload (`AttestNotification`'s shape) in SQL,
-    /// from SQL expressions for each field (`NULL` for those an event lacks, which are left
-    /// out). The event id is added by `insert`.
+    /// from SQL expressions for each field an event has (those it lacks are left out, as the
+    /// JSON leaves them out). The event id is added by `insert`.
     public static func payload(
-        event: SQL, campus: SQL, occurredAt: SQL, userId: SQL = "NULL", attestationId: SQL = "NULL", date: SQL = "NULL",
-        color: SQL = "NULL", onTime: SQL = "NULL", links: SQL = "'{}'::jsonb"
+        event: SQL, campus: SQL, occurredAt: SQL, userId: SQL? = nil, attestationId: SQL? = nil, date: SQL? = nil,
+        color: SQL? = nil, onTime: SQL? = nil, links: SQL = "'{}'::jsonb"
     ) -> SQL {
-        """
-        jsonb_strip_nulls(jsonb_build_object(
+        var fields: SQL = """
             'event', \(event), 'campus', \(campus),
-            'occurredAt', to_char((\(occurredAt)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-            'userId', (\(userId))::text, 'attestationId', (\(attestationId))::text, 'date', (\(date))::text,
-            'color', \(color), 'onTime', \(onTime), 'links', \(links)))
-        """
+            'occurredAt', to_char((\(occurredAt)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), 'links', \(links)
+            """
+        if let userId { fields = fields + ", 'userId', (\(userId))::text" }
+        if let attestationId { fields = fields + ", 'attestationId', (\(attestationId))::text" }
+        if let date { fields = fields + ", 'date', (\(date))::text" }
+        if let color { fields = fields + ", 'color', \(color)" }
+        if let onTime { fields = fields + ", 'onTime', \(onTime)" }
+        return "jsonb_build_object(\(fields))"
     }
 
     /// An `INSERT` of the events of the CTE `events` (columns `id uuid`, `event text`,

@@ -439,4 +439,30 @@ struct NotificationTests {
             #expect(recorder.received.first?.campus == "north" && recorder.received.first?.color == .red)
         }
     }
+
+    /// One payload definition (`OutboxEvents.payload`) for every event: an attestation's events
+    /// and a reminder carry the fields `AttestNotification` names, and no others.
+    @Test func everyEventHasTheOnePayloadShape() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")  // 09:00 in New York: reminders (08:00) are due
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        try await CampusPluginStore(client: server.pool).enable(campus: campus, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        let (_, member) = try await server.user("m@example.edu", at: campus)
+        _ = try await server.user("quiet@example.edu", at: campus)
+        try await server.run { api in
+            try await Self.submitRed(api, token: member)
+            _ = try await Reminders(client: server.pool).run(campuses: [campus], at: clock.read())
+            let rows = try await server.pool.query(
+                "SELECT event, payload::text AS payload FROM notification_outbox ORDER BY event", campus: campus.id.rawValue)
+            var keys: [String: Set<String>] = [:]
+            for row in rows {
+                let payload = try #require(try JSONSerialization.jsonObject(with: Data(try row.decode("payload", as: String.self).utf8)) as? [String: Any])
+                keys[try row.decode("event")] = Set(payload.keys)
+                _ = try JSONDecoder().decode(AttestNotification.self, from: Data(try row.decode("payload", as: String.self).utf8))
+            }
+            let attestation: Set<String> = ["id", "event", "campus", "occurredAt", "userId", "attestationId", "date", "color", "onTime", "links"]
+            #expect(keys["attestation.submitted"] == attestation)
+            #expect(keys["badge.red"] == attestation)
+            #expect(keys["reminder.due"] == ["id", "event", "campus", "occurredAt", "userId", "date", "links"])
+        }
+    }
 }
