@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         // libpq, found through pkg-config (Debian: libpq-dev).
@@ -72,7 +73,10 @@ let package = Package(
         ),
         .target(
             name: "Tenancy",
-            dependencies: ["AttestPlugins", "AttestPostgres", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "AttestPlugins", "AttestPostgres", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .target(
             name: "Identity",
@@ -121,7 +125,18 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                "CQREncode",
+            ],
+            exclude: ["Web/Resources"],
+            plugins: ["EmbedWebPlugin"]
+        ),
+        // libqrencode, for the badge's QR code drawn by the server (Debian: libqrencode-dev).
+        .systemLibrary(
+            name: "CQREncode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]
         ),
         .target(
             name: "AttestCLI",
@@ -145,6 +160,9 @@ let package = Package(
         // Build tool: turns schema.sql into a Swift string so the binary carries its schema.
         .executableTarget(name: "EmbedSQL", path: "Sources/EmbedSQL"),
         .plugin(name: "EmbedSchemaPlugin", capability: .buildTool(), dependencies: ["EmbedSQL"]),
+        // Build tool: the web pages' templates and static files, embedded in the binary.
+        .executableTarget(name: "EmbedFiles", path: "Sources/EmbedFiles"),
+        .plugin(name: "EmbedWebPlugin", capability: .buildTool(), dependencies: ["EmbedFiles"]),
 
         // Shared by the test targets: the throwaway database each test gets.
         .target(

@@ -4,6 +4,7 @@ import AttestSchema
 import Foundation
 import Logging
 import Surveys
+import Tenancy
 
 /// `--database-url`, with the fallbacks every command shares.
 struct DatabaseOptions: ParsableArguments {
@@ -134,7 +135,7 @@ struct KeyOptions: ParsableArguments {
 
     /// The key; without one, the error says how to make and pass one.
     func require() throws -> KeyEncryptionKey {
-        guard let key = try load() else { throw CLIError(SurveysError.noKeyEncryptionKey.description) }
+        guard let key = try load() else { throw CLIError(CampusError.noKeyEncryptionKey.description) }
         return key
     }
 }

@@ -95,7 +95,7 @@ public enum BadgeVerification: Sendable, Equatable {
 public enum BadgeToken {
     /// Header and claims are JSON with sorted keys and no spaces, written directly.
     public static func sign(_ claims: BadgeClaims, with key: BadgeKey) throws -> String {
-        guard let privateKey = key.privateKey else { throw SurveysError.noKeyEncryptionKey }
+        guard let privateKey = key.privateKey else { throw CampusError.noKeyEncryptionKey }
         let input = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8))
         let signature = try privateKey.signature(for: Array(input.utf8))
         return input + "." + Base64URL.encode(signature.rawRepresentation)

@@ -69,7 +69,7 @@ public struct BadgeKeyStore: Sendable {
     }
 
     func requireKEK() throws -> KeyEncryptionKey {
-        guard let kek else { throw SurveysError.noKeyEncryptionKey }
+        guard let kek else { throw CampusError.noKeyEncryptionKey }
         return kek
     }
 
@@ -128,7 +128,7 @@ public struct BadgeKeyStore: Sendable {
             let jwk = try row.decode("public_jwk", as: PostgresJSON.self).decode(as: [String: String].self)
             guard let x = jwk["x"].flatMap({ Base64URL.decode(Substring($0)) }), let y = jwk["y"].flatMap({ Base64URL.decode(Substring($0)) }),
                 let publicKey = try? P256.Signing.PublicKey(rawRepresentation: x + y)
-            else { throw SurveysError.sealedKeyDamaged }
+            else { throw CampusError.sealedSecretDamaged }
             var privateKey: P256.Signing.PrivateKey?
             if let kek {
                 let stored: Data = try row.decode("private_key")
@@ -165,7 +165,7 @@ public struct BadgeKeyStore: Sendable {
                     try await Self.makeSubjectKey(connection, campus: campus, kek: kek)
                     rows = try await connection.query("SELECT sealed FROM badge_subject_keys WHERE campus_id = \(campus)")
                 }
-                guard let row = rows.first else { throw SurveysError.sealedKeyDamaged }
+                guard let row = rows.first else { throw CampusError.sealedSecretDamaged }
                 return SymmetricKey(data: try SealedSecret.open(try row.decode("sealed"), with: kek, context: Self.subjectContext(campus: campus)))
             }
         }
@@ -193,7 +193,7 @@ public struct BadgeKeyStore: Sendable {
             LIMIT 1
             """)
         if let other = try foreign.first?.decode("kek_id", as: String.self) {
-            throw SurveysError.otherKeyEncryptionKey(sealedWith: other, given: kek.id)
+            throw CampusError.otherKeyEncryptionKey(sealedWith: other, given: kek.id)
         }
     }
 
@@ -249,7 +249,7 @@ public struct BadgeKeyStore: Sendable {
                      + (SELECT count(*) FROM badge_subject_keys WHERE campus_id = \(campus) AND kek_id <> \(new.id)) AS n
                 """)
             let left: Int = try stale.first?.decode("n") ?? 0
-            guard left == 0 else { throw SurveysError.otherKeyEncryptionKey(sealedWith: "another key", given: old.id) }
+            guard left == 0 else { throw CampusError.otherKeyEncryptionKey(sealedWith: "another key", given: old.id) }
             if changed > 0 {
                 try await AuditLog.record(
                     connection, campus: campus, actor: actor, action: "kek.rotate", target: new.id,

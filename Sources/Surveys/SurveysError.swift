@@ -1,6 +1,6 @@
 import AttestPlugins
 
-/// Why a use case of Surveys (submitting, badges, questionnaires, statistics, badge keys)
+/// Why a use case of Surveys (submitting, badges, questionnaires, statistics)
 /// could not do what was asked: the module's one error vocabulary. Each description says
 /// what went wrong and how to mend it; the HTTP layer maps each case to one response.
 public enum SurveysError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -18,12 +18,6 @@ public enum SurveysError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownUser
     /// The campus has no current badge-signing key.
     case noSigningKey(campus: String)
-    /// Badge keys are needed and no key-encryption key was given.
-    case noKeyEncryptionKey
-    /// The campus's badge keys are sealed under another key-encryption key.
-    case otherKeyEncryptionKey(sealedWith: String, given: String)
-    /// A sealed badge key does not open: altered, or copied from another campus or key.
-    case sealedKeyDamaged
 
     public var description: String {
         switch self {
@@ -36,11 +30,6 @@ public enum SurveysError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidRange(let problems): problems.map(\.description).joined(separator: "; ")
         case .unknownUser: "the signed-in user no longer exists at this campus"
         case .noSigningKey(let campus): "campus \(campus) has no badge-signing key: run `attest campus rotate-badge-key \(campus)`"
-        case .noKeyEncryptionKey:
-            "no key-encryption key: make one with `attest keys new-kek > FILE` (then chmod 600 FILE) and pass --kek-file FILE or set ATTEST_KEK_FILE"
-        case .otherKeyEncryptionKey(let sealedWith, let given):
-            "the badge keys are sealed under key-encryption key \(sealedWith), not the one given (\(given)): pass that key, or re-wrap with `attest keys rotate-kek`"
-        case .sealedKeyDamaged: "a sealed badge key does not open: it was altered, or belongs to another campus"
         }
     }
 }

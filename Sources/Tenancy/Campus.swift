@@ -53,6 +53,12 @@ public struct NewCampus: Sendable {
 
 /// Why a campus could not be created, changed or found; each says how to mend it.
 public enum CampusError: Error, Equatable, CustomStringConvertible {
+    /// Secrets are needed and no key-encryption key was given.
+    case noKeyEncryptionKey
+    /// The campus's secrets are sealed under another key-encryption key.
+    case otherKeyEncryptionKey(sealedWith: String, given: String)
+    /// A sealed secret does not open: altered, or copied from another campus or key.
+    case sealedSecretDamaged
     case invalidSlug(String)
     case unknownTimeZone(String)
     case invalidTime(key: String, value: String)
@@ -65,6 +71,11 @@ public enum CampusError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
+        case .noKeyEncryptionKey:
+            "no key-encryption key: make one with `attest keys new-kek > FILE` (then chmod 600 FILE) and pass --kek-file FILE or set ATTEST_KEK_FILE"
+        case .otherKeyEncryptionKey(let sealedWith, let given):
+            "the campus's secrets are sealed under key-encryption key \(sealedWith), not the one given (\(given)): pass that key, or re-wrap with `attest keys rotate-kek`"
+        case .sealedSecretDamaged: "a sealed secret does not open: it was altered, or belongs to another campus"
         case .invalidSlug(let slug):
             "invalid campus slug \"\(slug)\": use 2 to 40 characters of a-z, 0-9 and '-', not starting or ending with '-'"
         case .unknownTimeZone(let zone):

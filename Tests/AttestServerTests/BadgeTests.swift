@@ -206,13 +206,13 @@ struct BadgeTests {
         #expect(sealed.range(of: signing.rawRepresentation) == nil && sealed.count == 129)
 
         let other = BadgeKeyStore(client: server.pool, kek: KeyEncryptionKey.generate().key)
-        await #expect(throws: SurveysError.self) { try await other.keys(campus: campus.id) }
-        await #expect(throws: SurveysError.self) { try await other.prepare(campus: campus.id) }
+        await #expect(throws: CampusError.self) { try await other.keys(campus: campus.id) }
+        await #expect(throws: CampusError.self) { try await other.prepare(campus: campus.id) }
 
         let verifyOnly = BadgeService(client: server.pool, keys: BadgeKeyStore(client: server.pool, kek: nil))
         let published = try await verifyOnly.keys.keys(campus: campus.id)
         #expect(published.map(\.kid) == [kid] && published[0].privateKey == nil)
-        await #expect(throws: SurveysError.noKeyEncryptionKey) { try await verifyOnly.today(campus: campus, user: member.id, now: clock.read()) }
+        await #expect(throws: CampusError.noKeyEncryptionKey) { try await verifyOnly.today(campus: campus, user: member.id, now: clock.read()) }
         try await server.run { api in
             let badge = try #require(try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: token).json["token"] as? String)
             #expect(try await verifyOnly.verify(token: badge, campus: campus, now: clock.read()) != .invalid(.badSignature))

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import Surveys
+@testable import Tenancy
 
 @Suite("Sealed badge keys")
 struct KeyEncryptionTests {
@@ -15,19 +16,19 @@ struct KeyEncryptionTests {
         #expect(sealed.range(of: secret) == nil)  // the secret is nowhere in the clear
         #expect(SealedSecret.kekID(of: sealed) == kek.id)
         #expect(try SealedSecret.open(sealed, with: kek, context: "attest badge key campus-a k1") == secret)
-        #expect(throws: SurveysError.otherKeyEncryptionKey(sealedWith: kek.id, given: other.id)) {
+        #expect(throws: CampusError.otherKeyEncryptionKey(sealedWith: kek.id, given: other.id)) {
             try SealedSecret.open(sealed, with: other, context: "attest badge key campus-a k1")
         }
         // Copied to another campus's row, it does not open.
-        #expect(throws: SurveysError.sealedKeyDamaged) { try SealedSecret.open(sealed, with: kek, context: "attest badge key campus-b k1") }
+        #expect(throws: CampusError.sealedSecretDamaged) { try SealedSecret.open(sealed, with: kek, context: "attest badge key campus-b k1") }
         for index in [9, 40, 80, sealed.count - 1] {
             var altered = sealed
             altered[index] ^= 0x01
-            #expect(throws: SurveysError.sealedKeyDamaged, "byte \(index)") {
+            #expect(throws: CampusError.sealedSecretDamaged, "byte \(index)") {
                 try SealedSecret.open(altered, with: kek, context: "attest badge key campus-a k1")
             }
         }
-        #expect(throws: SurveysError.sealedKeyDamaged) { try SealedSecret.open(Data([1, 2, 3]), with: kek, context: "x") }
+        #expect(throws: CampusError.sealedSecretDamaged) { try SealedSecret.open(Data([1, 2, 3]), with: kek, context: "x") }
     }
 
     @Test func rewrappingChangesOnlyTheDataKeysSeal() throws {
@@ -36,9 +37,9 @@ struct KeyEncryptionTests {
         let sealed = try SealedSecret.seal(secret, under: old, context: "c")
         let rewrapped = try SealedSecret.rewrap(sealed, from: old, to: new, context: "c")
         #expect(try SealedSecret.open(rewrapped, with: new, context: "c") == secret)
-        #expect(throws: SurveysError.self) { try SealedSecret.open(rewrapped, with: old, context: "c") }
+        #expect(throws: CampusError.self) { try SealedSecret.open(rewrapped, with: old, context: "c") }
         #expect(rewrapped.suffix(60) == sealed.suffix(60))  // the secret's own ciphertext is untouched
-        #expect(throws: SurveysError.otherKeyEncryptionKey(sealedWith: new.id, given: old.id)) {
+        #expect(throws: CampusError.otherKeyEncryptionKey(sealedWith: new.id, given: old.id)) {
             try SealedSecret.rewrap(rewrapped, from: old, to: new, context: "c")
         }
     }

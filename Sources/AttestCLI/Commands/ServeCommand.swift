@@ -103,7 +103,7 @@ func migrateThenServe(
             let sealed = try await keys.prepare(campus: campus.id)
             if sealed > 0 { logger.notice("sealed badge keys stored before keys were encrypted", metadata: ["campus": "\(campus.slug)", "keys": "\(sealed)"]) }
         }
-    } catch let error as SurveysError {
+    } catch let error as CampusError {
         await pool.shutdown()
         throw CLIError("cannot serve: \(error)")
     }

@@ -20,7 +20,7 @@ extension Problem {
             self = .unauthorized(
                 "The signed-in member no longer exists at this campus: sign in again, or ask a campus administrator.",
                 error: "invalid_token")
-        case .noSigningKey, .noKeyEncryptionKey, .otherKeyEncryptionKey, .sealedKeyDamaged:
+        case .noSigningKey:
             self.init(.serviceUnavailable, slug: "badge-unavailable", title: "Badge unavailable", detail: Self.sentence(error))
         }
     }
@@ -51,6 +51,8 @@ extension Problem {
         switch error {
         case .notFound: self = .notFound(Self.sentence(error))
         case .duplicateSlug: self.init(.conflict, slug: "conflict", title: "Conflict", detail: Self.sentence(error))
+        case .noKeyEncryptionKey, .otherKeyEncryptionKey, .sealedSecretDamaged:
+            self.init(.serviceUnavailable, slug: "keys-unavailable", title: "Keys unavailable", detail: Self.sentence(error))
         default: self.init(.unprocessableContent, slug: "validation", title: "Invalid request", detail: Self.sentence(error))
         }
     }

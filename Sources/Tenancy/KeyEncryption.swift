@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
 
-/// The operator's key-encryption key (KEK): 256 bits that seal every campus's badge-signing
-/// key and badge-subject key at rest. It never enters the database; the database holds only
-/// its fingerprint next to what it sealed.
+/// The operator's key-encryption key (KEK): 256 bits that seal every campus's secrets at rest
+/// (badge-signing keys, the badge-subject key, identity providers' client secrets). It never
+/// enters the database; the database holds only its fingerprint next to what it sealed.
 public struct KeyEncryptionKey: Sendable {
     let key: SymmetricKey
     /// The first 8 bytes of the key's SHA-256, hex: names it without revealing it.
@@ -53,7 +53,7 @@ public enum SealedSecret {
         let wrapped = try AES.GCM.seal(dataKey.withUnsafeBytes { Data($0) }, using: kek.key, authenticating: aad)
         let sealed = try AES.GCM.seal(Data(secret), using: dataKey, authenticating: aad)
         guard let wrappedBytes = wrapped.combined, let sealedBytes = sealed.combined, let kekID = Data(hex: kek.id) else {
-            throw SurveysError.sealedKeyDamaged
+            throw CampusError.sealedSecretDamaged
         }
         return Data([version]) + kekID + wrappedBytes + sealedBytes
     }
@@ -65,8 +65,8 @@ public enum SealedSecret {
     }
 
     public static func open(_ envelope: Data, with kek: KeyEncryptionKey, context: String) throws -> Data {
-        guard let sealedWith = kekID(of: envelope) else { throw SurveysError.sealedKeyDamaged }
-        guard sealedWith == kek.id else { throw SurveysError.otherKeyEncryptionKey(sealedWith: sealedWith, given: kek.id) }
+        guard let sealedWith = kekID(of: envelope) else { throw CampusError.sealedSecretDamaged }
+        guard sealedWith == kek.id else { throw CampusError.otherKeyEncryptionKey(sealedWith: sealedWith, given: kek.id) }
         let aad = Data(context.utf8)
         let body = envelope.dropFirst(9)
         do {
@@ -74,24 +74,24 @@ public enum SealedSecret {
             return try AES.GCM.open(
                 AES.GCM.SealedBox(combined: body.dropFirst(wrappedKeySize)), using: SymmetricKey(data: dataKey), authenticating: aad)
         } catch {
-            throw SurveysError.sealedKeyDamaged
+            throw CampusError.sealedSecretDamaged
         }
     }
 
     /// The same secret under `new`: only the data key is re-sealed.
     public static func rewrap(_ envelope: Data, from old: KeyEncryptionKey, to new: KeyEncryptionKey, context: String) throws -> Data {
-        guard let sealedWith = kekID(of: envelope) else { throw SurveysError.sealedKeyDamaged }
-        guard sealedWith == old.id else { throw SurveysError.otherKeyEncryptionKey(sealedWith: sealedWith, given: old.id) }
+        guard let sealedWith = kekID(of: envelope) else { throw CampusError.sealedSecretDamaged }
+        guard sealedWith == old.id else { throw CampusError.otherKeyEncryptionKey(sealedWith: sealedWith, given: old.id) }
         let aad = Data(context.utf8)
         let body = envelope.dropFirst(9)
         let dataKey: Data
         do {
             dataKey = try AES.GCM.open(AES.GCM.SealedBox(combined: body.prefix(wrappedKeySize)), using: old.key, authenticating: aad)
         } catch {
-            throw SurveysError.sealedKeyDamaged
+            throw CampusError.sealedSecretDamaged
         }
         guard let wrapped = try AES.GCM.seal(dataKey, using: new.key, authenticating: aad).combined, let kekID = Data(hex: new.id) else {
-            throw SurveysError.sealedKeyDamaged
+            throw CampusError.sealedSecretDamaged
         }
         return Data([version]) + kekID + wrapped + body.dropFirst(wrappedKeySize)
     }
