@@ -9,6 +9,15 @@ public enum CSV {
         public let line: Int
     }
 
+    /// One field written for RFC 4180, with a leading quote for text a spreadsheet would
+    /// run as a formula (`=`, `+`, `-`, `@` …) unless it is a number.
+    public static func escape(_ field: String) -> String {
+        var text = field
+        if let first = text.first, "=+-@\t\r".contains(first), Double(text) == nil { text = "'" + text }
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
     public static func records(_ text: String) throws -> [(line: Int, fields: [String])] {
         var records: [(Int, [String])] = []
         var fields: [String] = []

@@ -117,7 +117,7 @@ public final class SessionStore: Sendable {
     // MARK: Tokens
 
     /// 32 bytes from the system's CSPRNG, base64url without padding (43 characters).
-    static func newToken() -> String {
+    public static func newToken() -> String {
         SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64URLEncoded()
     }
 
@@ -131,7 +131,8 @@ public final class SessionStore: Sendable {
 }
 
 extension Data {
-    func base64URLEncoded() -> String {
+    /// base64url without padding (RFC 4648 §5), as JWS and these tokens use.
+    public func base64URLEncoded() -> String {
         base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }

@@ -12,6 +12,8 @@ public struct Badge: Sendable, Equatable {
     public var reason: String
     /// A compact JWS (ES256) a door scanner can check offline against `GET …/badge-keys`.
     public var token: String
+    /// Whether the member submitted today's attestation (false: the gray "not submitted" badge).
+    public var submitted: Bool
 }
 
 /// What a badge token says: campus slug, the member's pseudonym for the day (never the
@@ -167,7 +169,8 @@ public struct BadgeService: Sendable {
         let claims = BadgeClaims(
             campus: campus.slug, sub: subject, date: date.description, color: color.rawValue,
             iat: Int(now.timeIntervalSince1970), exp: Int(validUntil.timeIntervalSince1970.rounded(.up)))
-        return Badge(color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key))
+        return Badge(color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key),
+            submitted: member.attestation != nil)
     }
 
     static func members(_ client: PostgresClient, day: BadgeDay, users: [UserID]) async throws -> [UserID: Member] {

@@ -410,3 +410,29 @@ extension StatisticsStore.FollowUpCursor {
         self.init(red: parts[0] == "r", submittedMicroseconds: micros, user: UserID(id))
     }
 }
+
+/// The aggregate report of a date range as CSV (`attest report`, the dashboard's download):
+/// one row per campus-local day (active members, submitted, on time, late, missing, each
+/// colour, compliance), then one column per answer counted (`question:answer`). Counts
+/// only: no member appears in it.
+public enum AggregateReport {
+    public static func csv(_ days: [DayFigures]) -> String {
+        let answerColumns = Set(days.flatMap { day in day.answers.flatMap { question, counts in counts.keys.map { "\(question):\($0)" } } }).sorted()
+        func count(_ day: DayFigures, _ column: String) -> Int {
+            guard let colon = column.firstIndex(of: ":") else { return 0 }
+            return day.answers[String(column[..<colon])]?[String(column[column.index(after: colon)...])] ?? 0
+        }
+        var lines = [
+            (["date", "active_members", "submitted", "on_time", "late", "missing", "green", "yellow", "red", "compliance_rate"]
+                + answerColumns).map(CSV.escape).joined(separator: ",")
+        ]
+        for day in days {
+            let fields = [
+                day.date.description, "\(day.active)", "\(day.submitted)", "\(day.onTime)", "\(day.late)", "\(day.missing)",
+                "\(day.green)", "\(day.yellow)", "\(day.red)", day.complianceRate.map { String(format: "%.4f", $0) } ?? "",
+            ] + answerColumns.map { "\(count(day, $0))" }
+            lines.append(fields.map(CSV.escape).joined(separator: ","))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -73,7 +73,12 @@ struct DevCommand: AsyncParsableCommand {
         let host = self.host
         let tokens = Mutex<[(email: String, role: Role, token: String)]>([])
         try await migrateThenServe(
-            database: database, migrateURL: nil, kek: kek, server: ServerConfiguration(host: host, port: port), logger: logger,
+            database: database, migrateURL: nil, kek: kek,
+            server: ServerConfiguration(
+                host: host, port: port,
+                // The demo sign-in is offered here alone; with a fixed port the pages know their address.
+                web: WebConfiguration(publicURL: port == 0 ? nil : URL(string: "http://\(host):\(port)"), demoSignIn: true)),
+            logger: logger,
             afterMigration: {
                 let client = try database.applicationClient(logger: logger)
                 let issued = try await withShutdown(client) { try await DemoCampus.ensure(client: client, kek: kek) }
@@ -88,6 +93,7 @@ struct DevCommand: AsyncParsableCommand {
                       Health:       \(base)/healthz
                       Readiness:    \(base)/readyz
                       Demo campus:  \(DemoCampus.slug) (\(DemoCampus.timeZone), daily deadline 10:00)
+                      Web pages:    \(base)/c/\(DemoCampus.slug)/  (sign in as any demo person there)
                       Database:     \(url)
                                     (saved in \(cluster.directory.path)/database-url; other attest commands here use it)
                       Server log:   \(cluster.logFile.path)

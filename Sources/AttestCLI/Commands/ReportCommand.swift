@@ -61,26 +61,9 @@ struct ReportCommand: AsyncParsableCommand {
     }
 
     static func render(days: [DayFigures], format: Format) -> String {
-        let answerColumns = Set(days.flatMap { day in day.answers.flatMap { question, counts in counts.keys.map { "\(question):\($0)" } } }).sorted()
-        func count(_ day: DayFigures, _ column: String) -> Int {
-            guard let colon = column.firstIndex(of: ":") else { return 0 }
-            return day.answers[String(column[..<colon])]?[String(column[column.index(after: colon)...])] ?? 0
-        }
-        func rate(_ value: Double?) -> String { value.map { String(format: "%.4f", $0) } ?? "" }
         switch format {
         case .csv:
-            var lines = [
-                (["date", "active_members", "submitted", "on_time", "late", "missing", "green", "yellow", "red", "compliance_rate"]
-                    + answerColumns).map(CSVField.escape).joined(separator: ",")
-            ]
-            for day in days {
-                let fields = [
-                    day.date.description, "\(day.active)", "\(day.submitted)", "\(day.onTime)", "\(day.late)", "\(day.missing)",
-                    "\(day.green)", "\(day.yellow)", "\(day.red)", rate(day.complianceRate),
-                ] + answerColumns.map { "\(count(day, $0))" }
-                lines.append(fields.map(CSVField.escape).joined(separator: ","))
-            }
-            return lines.joined(separator: "\n") + "\n"
+            return AggregateReport.csv(days)
         case .json:
             let objects: [[String: Any]] = days.map { day in
                 [
@@ -102,7 +85,7 @@ struct ReportCommand: AsyncParsableCommand {
             switch format {
             case .csv:
                 text += [row.date.description, row.email, row.name, row.color.rawValue, row.reason, "\(row.onTime)", submittedAt]
-                    .map(CSVField.escape).joined(separator: ",")
+                    .map(CSV.escape).joined(separator: ",")
                 text += "\n"
             case .json:
                 // The keys in sorted order, as the aggregate report writes them.
@@ -177,15 +160,5 @@ final class ReportOutput {
         guard let partial else { return }
         try? handle.close()
         try? FileManager.default.removeItem(atPath: partial)
-    }
-}
-
-/// RFC 4180 quoting, and a leading quote for text a spreadsheet would run as a formula.
-enum CSVField {
-    static func escape(_ field: String) -> String {
-        var text = field
-        if let first = text.first, "=+-@\t\r".contains(first), Double(text) == nil { text = "'" + text }
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

@@ -43,6 +43,11 @@ struct ServeCommand: AsyncParsableCommand {
             "Seconds a connection has to send a request's whole head (after opening, or after its last response); an idle keep-alive connection closes after it.",
             valueName: "seconds"))
     var idleTimeout = 10
+    @Option(
+        help: ArgumentHelp(
+            "Where browsers reach the web pages, e.g. https://attest.example.edu (behind the proxy that ends TLS): the address identity providers send people back to after sign-in. Over https the session cookie is __Host- and Secure.",
+            valueName: "url"))
+    var publicURL: String?
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var keys: KeyOptions
     @OptionGroup var logging: LoggingOptions
@@ -52,6 +57,9 @@ struct ServeCommand: AsyncParsableCommand {
         if let metricsPort {
             guard (1...65535).contains(metricsPort) else { throw ValidationError("--metrics-port must be between 1 and 65535") }
             guard metricsPort != port else { throw ValidationError("--metrics-port must differ from --port: pass another port, or leave it out to serve /metrics with the API") }
+        }
+        if let publicURL, WebConfiguration.parsePublicURL(publicURL) == nil {
+            throw ValidationError("--public-url must be an absolute http or https URL without query or fragment, such as https://attest.example.edu")
         }
         guard (1...3_600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be from 1 to 3600 seconds") }
         guard (1...64).contains(writeWorkers) else { throw ValidationError("--write-workers must be from 1 to 64") }
@@ -67,7 +75,8 @@ struct ServeCommand: AsyncParsableCommand {
         try await migrateThenServe(
             database: database, migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek, server: ServerConfiguration(
                 host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort, trustedProxies: Swift.Set(trustedProxies),
-                outbound: .init(allowedHosts: Swift.Set(outboundHosts)), idleTimeout: .seconds(idleTimeout)), logger: logger
+                outbound: .init(allowedHosts: Swift.Set(outboundHosts)), idleTimeout: .seconds(idleTimeout),
+                web: WebConfiguration(publicURL: publicURL.flatMap(WebConfiguration.parsePublicURL))), logger: logger
         ) { port in
             logger.info("listening", metadata: ["url": "http://\(host):\(port)/"])
         }

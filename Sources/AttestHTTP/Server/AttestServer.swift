@@ -62,6 +62,7 @@ public enum AttestServer {
         BadgeRoutes(services: services).register(campus: campus, signedIn: signedIn)
         TestingLocationRoutes(services: services).register(on: signedIn)
         StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
+        WebRoutes(services: services, settings: configuration.web).register(on: router)
         return router
     }
 }

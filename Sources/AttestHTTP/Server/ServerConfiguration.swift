@@ -35,13 +35,17 @@ public struct ServerConfiguration: Sendable {
     /// last response (a slow client's trickle does not count), and an idle keep-alive
     /// connection is closed after it. Default 10 s.
     public var idleTimeout: Duration
+    /// The web pages: their public address, and whether the demo sign-in is offered.
+    public var web: WebConfiguration
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, readinessTimeout: Duration = .seconds(2),
         campusCacheTTL: Duration = .seconds(5), writeWorkers: Int = 1, metricsPort: Int? = nil,
         rateLimits: RateLimits = RateLimits(), trustedProxies: Set<String> = [],
-        outbound: AsyncPluginHTTPClient.Policy = .init(), idleTimeout: Duration = .seconds(10)
+        outbound: AsyncPluginHTTPClient.Policy = .init(), idleTimeout: Duration = .seconds(10),
+        web: WebConfiguration = WebConfiguration()
     ) {
+        self.web = web
         self.outbound = outbound
         self.idleTimeout = idleTimeout
         self.rateLimits = rateLimits

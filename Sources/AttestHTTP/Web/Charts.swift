@@ -1,0 +1,173 @@
+import AttestPlugins
+import Foundation
+import Surveys
+import Tenancy
+
+/// Server-made SVG charts, each with a `<title>`, a `<desc>` and a data table beside it
+/// (colour never carries a figure alone), as template data for `chart` and `table`.
+enum Charts {
+    static let fills = ["green": "#00703c", "yellow": "#ffdd00", "red": "#d4351c", "gray": "#6f777b",
+                        "ontime": "#00703c", "late": "#f47738", "missing": "#b1b4b6"]
+    /// Line colours and dash patterns, so lines differ by more than colour.
+    static let strokes = ["#1d70b8", "#d4351c", "#00703c", "#912b88", "#f47738", "#0b0c0c", "#5694ca", "#85994b", "#b58840", "#6f72af", "#28a197", "#f499be"]
+    static let dashes = ["", "6 3", "2 2", "8 3 2 3", "1 3"]
+
+    struct Plot {
+        var width = 720.0, height = 280.0, left = 44.0, right = 16.0, top = 12.0, bottom = 44.0
+        var innerWidth: Double { width - left - right }
+        var innerHeight: Double { height - top - bottom }
+    }
+
+    static func number(_ value: Double) -> String { String(format: "%.1f", value) }
+
+    /// The y axis (0 to `top`) with a few labelled ticks, and the x axis.
+    static func axes(_ plot: Plot, top: Double, suffix: String = "") -> (axis: [[String: Any]], labels: [[String: Any]]) {
+        var axis: [[String: Any]] = [
+            ["x1": number(plot.left), "y1": number(plot.top), "x2": number(plot.left), "y2": number(plot.top + plot.innerHeight)],
+            ["x1": number(plot.left), "y1": number(plot.top + plot.innerHeight), "x2": number(plot.left + plot.innerWidth), "y2": number(plot.top + plot.innerHeight)],
+        ]
+        var labels: [[String: Any]] = []
+        for step in 0...4 {
+            let value = top * Double(step) / 4, y = plot.top + plot.innerHeight * (1 - Double(step) / 4)
+            labels.append(["x": number(plot.left - 4), "y": number(y + 4), "anchor": "end", "text": WebFormat.percent(value) + suffix])
+            if step > 0 { axis.append(["x1": number(plot.left - 3), "y1": number(y), "x2": number(plot.left), "y2": number(y)]) }
+        }
+        return (axis, labels)
+    }
+
+    /// Day labels under the x axis: every day when few, else about eight.
+    static func dayLabels(_ dates: [LocalDate], plot: Plot, slot: Double) -> [[String: Any]] {
+        let every = max(1, Int((Double(dates.count) / 8).rounded(.up)))
+        return dates.enumerated().compactMap { index, date in
+            guard index % every == 0 || index == dates.count - 1 else { return nil }
+            let text = String(date.description.dropFirst(5))  // MM-DD
+            return ["x": number(plot.left + slot * (Double(index) + 0.5)), "y": number(plot.top + plot.innerHeight + 16), "anchor": "middle", "text": text]
+        }
+    }
+
+    /// Stacked bars: per day, segments of (key, value, label), scaled to `top`.
+    static func stackedBars(
+        id: String, title: String, desc: String, dates: [LocalDate], segments: [[(key: String, value: Double, label: String)]], top: Double,
+        suffix: String, legend: [(swatch: String, label: String)]
+    ) -> [String: Any] {
+        let plot = Plot()
+        let slot = plot.innerWidth / Double(max(dates.count, 1)), barWidth = max(2, slot * 0.7)
+        var rects: [[String: Any]] = []
+        for (index, day) in segments.enumerated() {
+            var y = plot.top + plot.innerHeight
+            for segment in day where segment.value > 0 && top > 0 {
+                let height = plot.innerHeight * min(segment.value / top, 1)
+                y -= height
+                rects.append([
+                    "x": number(plot.left + slot * Double(index) + (slot - barWidth) / 2), "y": number(y), "w": number(barWidth), "h": number(height),
+                    "fill": fills[segment.key] ?? "#6f777b", "pattern": segment.key == "yellow" || segment.key == "missing",
+                    "tip": "\(dates[index]): \(segment.label) \(WebFormat.percent(segment.value))\(suffix)",
+                ])
+            }
+        }
+        let (axis, labels) = axes(plot, top: top, suffix: suffix)
+        return [
+            "id": id, "title": title, "desc": desc, "width": number(plot.width), "height": number(plot.height),
+            "axis": axis, "labels": labels + dayLabels(dates, plot: plot, slot: slot), "rects": rects,
+            "legend": ["items": legend.map { ["swatch": $0.swatch, "label": $0.label] }],
+        ]
+    }
+
+    /// A pie of (key, count, label) with a slice per non-zero count.
+    static func pie(id: String, title: String, desc: String, slices: [(key: String, count: Int, label: String)]) -> [String: Any] {
+        let total = slices.reduce(0) { $0 + $1.count }
+        let cx = 140.0, cy = 140.0, r = 120.0
+        var paths: [[String: Any]] = []
+        var angle = -Double.pi / 2
+        for slice in slices where slice.count > 0 && total > 0 {
+            let share = Double(slice.count) / Double(total)
+            let tip = "\(slice.label): \(slice.count) (\(WebFormat.percent(share * 100))%)"
+            if slice.count == total {
+                paths.append(["d": "M\(number(cx - r)) \(number(cy))a\(number(r)) \(number(r)) 0 1 0 \(number(2 * r)) 0a\(number(r)) \(number(r)) 0 1 0 \(number(-2 * r)) 0Z", "fill": fills[slice.key] ?? "#6f777b", "tip": tip])
+                break
+            }
+            let end = angle + share * 2 * Double.pi
+            let large = share > 0.5 ? 1 : 0
+            let d = "M\(number(cx)) \(number(cy))L\(number(cx + r * cos(angle))) \(number(cy + r * sin(angle)))"
+                + "A\(number(r)) \(number(r)) 0 \(large) 1 \(number(cx + r * cos(end))) \(number(cy + r * sin(end)))Z"
+            paths.append(["d": d, "fill": fills[slice.key] ?? "#6f777b", "tip": tip])
+            angle = end
+        }
+        var labels: [[String: Any]] = []
+        if total == 0 { labels.append(["x": "140", "y": "140", "anchor": "middle", "text": desc]) }
+        return [
+            "id": id, "title": title, "desc": desc, "width": "280", "height": "280", "slices": paths, "labels": labels,
+            "legend": ["items": slices.map { ["swatch": $0.key, "label": "\($0.label): \($0.count)"] }],
+        ]
+    }
+
+    /// Lines of (name, values per day; nil leaves a gap), on 0…`top`, with a legend in the SVG.
+    static func lines(id: String, title: String, desc: String, dates: [LocalDate], series: [(name: String, values: [Double?])], top: Double, suffix: String) -> [String: Any] {
+        var plot = Plot()
+        plot.right = 200
+        let slot = plot.innerWidth / Double(max(dates.count, 1))
+        var polylines: [[String: Any]] = []
+        var labels: [[String: Any]] = []
+        for (index, line) in series.enumerated() {
+            let points = line.values.enumerated().compactMap { day, value -> String? in
+                guard let value, top > 0 else { return nil }
+                let y = plot.top + plot.innerHeight * (1 - min(value / top, 1))
+                return number(plot.left + slot * (Double(day) + 0.5)) + "," + number(y)
+            }
+            let stroke = strokes[index % strokes.count], dash = dashes[index % dashes.count]
+            var item: [String: Any] = ["points": points.joined(separator: " "), "stroke": stroke, "tip": line.name]
+            if !dash.isEmpty { item["dash"] = dash }
+            polylines.append(item)
+            let y = plot.top + 6 + Double(index) * 18
+            var key: [String: Any] = ["points": "\(number(plot.width - 190)),\(number(y)) \(number(plot.width - 166)),\(number(y))", "stroke": stroke, "tip": line.name]
+            if !dash.isEmpty { key["dash"] = dash }
+            polylines.append(key)
+            labels.append(["x": number(plot.width - 160), "y": number(y + 4), "anchor": "start", "text": line.name])
+        }
+        let (axis, axisLabels) = axes(plot, top: top, suffix: suffix)
+        return [
+            "id": id, "title": title, "desc": desc, "width": number(plot.width), "height": number(max(plot.height, 24 + Double(series.count) * 18)),
+            "axis": axis, "labels": axisLabels + dayLabels(dates, plot: plot, slot: slot) + labels, "lines": polylines,
+        ]
+    }
+
+    /// A table: the first column a row header.
+    static func table(caption: String, columns: [(label: String, num: Bool)], rows: [[String]]) -> [String: Any] {
+        [
+            "caption": caption, "columns": columns.map { ["label": $0.label, "num": $0.num] },
+            "rows": rows.map { row in
+                ["cells": row.enumerated().map { index, text in ["text": text, "header": index == 0, "num": index > 0 && (columns.indices.contains(index) ? columns[index].num : false)] }]
+            },
+        ]
+    }
+
+    // MARK: The pages' charts
+
+    static func memberStats(days: [StatisticsService.MemberDay], visit: WebVisit, range: DateRange) -> [String: Any] {
+        let dates = days.map(\.date)
+        let colors: [(key: String, label: String)] = [("green", visit["colorGreen"]), ("yellow", visit["colorYellow"]), ("red", visit["colorRed"])]
+        let bars = stackedBars(
+            id: "colors", title: visit["colorShares"], desc: visit.format("barsDesc", "\(days.count)", range.from.description, range.to.description),
+            dates: dates,
+            segments: days.map { day in
+                day.suppressed ? [] : [("green", day.green ?? 0, colors[0].label), ("yellow", day.yellow ?? 0, colors[1].label), ("red", day.red ?? 0, colors[2].label)]
+            },
+            top: 100, suffix: "%", legend: colors.map { ($0.key, $0.label) })
+        func cell(_ value: Double?, _ suppressed: Bool) -> String { suppressed || value == nil ? visit["hiddenDay"] : WebFormat.percent(value ?? 0) + "%" }
+        let colorTable = table(
+            caption: visit["colorShares"],
+            columns: [(visit["date"], false), (visit["submitted"], true)] + colors.map { ($0.label, true) },
+            rows: days.map { day in
+                [day.date.description, day.suppressed ? visit["hiddenDay"] : day.submitted.map { String($0) } ?? visit["hiddenDay"]]
+                    + [day.green, day.yellow, day.red].map { cell($0, day.suppressed) }
+            })
+        let symptomIDs = days.first?.symptoms.map(\.id) ?? []
+        let symptomTable = table(
+            caption: visit["symptomShares"], columns: [(visit["date"], false)] + symptomIDs.map { (WebFormat.words($0), true) },
+            rows: days.map { day in [day.date.description] + day.symptoms.map { cell($0.percent, day.suppressed) } })
+        return [
+            "intro": visit.format("statsIntro", "\(days.count)", visit.campus.name, "\(visit.campus.statsMinCount)"),
+            "charts": [bars], "tables": [colorTable, symptomTable],
+        ]
+    }
+}
