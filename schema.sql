@@ -62,6 +62,11 @@ CREATE TABLE IF NOT EXISTS campus_oidc_issuers (
     jwks        jsonb,
     -- A campus that lists no email domains admits only issuers added with this set.
     allow_any_domain boolean NOT NULL DEFAULT false,
+    -- The browser sign-in's web client: what the sign-in button says, the client ID, and the
+    -- client secret sealed under the key-encryption key (SealedSecret).
+    label       text CHECK (length(label) BETWEEN 1 AND 100),
+    client_id   text CHECK (length(client_id) BETWEEN 1 AND 500),
+    client_secret bytea,
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (campus_id, issuer),
     CHECK (jwks_url IS NOT NULL OR jwks IS NOT NULL)

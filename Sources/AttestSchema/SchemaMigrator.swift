@@ -34,6 +34,13 @@ public struct SchemaMigrator: Sendable {
         Migration(
             version: 3, name: "security review: campuses behind row-level security, sign-in replay and nonces, sealed badge keys",
             sql: version3),
+        Migration(
+            version: 4, name: "web pages: identity providers' web clients for the browser sign-in",
+            sql: """
+                ALTER TABLE campus_oidc_issuers ADD COLUMN IF NOT EXISTS label text CHECK (length(label) BETWEEN 1 AND 100);
+                ALTER TABLE campus_oidc_issuers ADD COLUMN IF NOT EXISTS client_id text CHECK (length(client_id) BETWEEN 1 AND 500);
+                ALTER TABLE campus_oidc_issuers ADD COLUMN IF NOT EXISTS client_secret bytea;
+                """),
     ]
 
     /// Issue 29's changes; `schema.sql` holds the same, in place.

@@ -137,7 +137,7 @@ extension Data {
             .replacingOccurrences(of: "=", with: "")
     }
 
-    init?(base64URLEncoded text: some StringProtocol) {
+    public init?(base64URLEncoded text: some StringProtocol) {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         self.init(base64Encoded: base64)

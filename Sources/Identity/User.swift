@@ -54,6 +54,13 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
     case replayed
     case keysUnavailable(String)
     case identityConflict
+    /// The issuer has no web client (client ID and secret) for the browser sign-in.
+    case noWebClient(String)
+    /// The issuer's discovery document or token endpoint failed; what went wrong.
+    case providerFailed(String)
+    /// The browser came back without the sign-in this server started (state), or with the
+    /// provider's refusal.
+    case signInAbandoned(String)
 
     /// Whether this refuses a sign-in (an ID token or the campus's issuers), as opposed to an
     /// operator's request.
@@ -61,7 +68,7 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .noIssuer, .malformed, .unsupportedAlgorithm, .issuerNotAccepted, .unknownKey, .badSignature, .wrongAudience, .expired,
             .notYetValid, .issuedInTheFuture, .emailMissing, .emailNotVerified, .domainNotAllowed, .noDomainAllowed, .nonceMismatch,
-            .replayed, .keysUnavailable, .identityConflict:
+            .replayed, .keysUnavailable, .identityConflict, .providerFailed, .signInAbandoned:
             true
         default: false
         }
@@ -113,6 +120,10 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
         case .replayed: "this ID token was used to sign in already; sign in again for a new one"
         case .keysUnavailable: "the issuer's signing keys cannot be fetched right now; retry shortly"
         case .identityConflict: "this email address is already linked to another sign-in identity at this campus"
+        case .noWebClient(let issuer):
+            "issuer \(issuer) has no web client for the browser sign-in: add it again with --client-id and --client-secret-file"
+        case .providerFailed(let reason): "the sign-in provider could not be used: \(reason)"
+        case .signInAbandoned(let reason): "the sign-in was not completed: \(reason)"
         }
     }
 }

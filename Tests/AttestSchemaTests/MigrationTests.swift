@@ -65,7 +65,7 @@ struct MigrationTests {
         }
         #expect(try await Self.attestationKeys(owner) != fresh)
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [2, 3])
+        #expect(report.applied == [2, 3, 4])
         #expect(try await Self.attestationKeys(owner) == fresh)
         await owner.shutdown()
     }
@@ -87,7 +87,7 @@ struct MigrationTests {
                     ALTER TABLE campuses DISABLE ROW LEVEL SECURITY;
                     GRANT DELETE ON campuses TO attest_app;
                     DROP FUNCTION attest_campus_by_slug(text), attest_campus_directory();
-                    ALTER TABLE campus_oidc_issuers DROP COLUMN allow_any_domain;
+                    ALTER TABLE campus_oidc_issuers DROP COLUMN allow_any_domain, DROP COLUMN label, DROP COLUMN client_id, DROP COLUMN client_secret;
                     ALTER TABLE badge_keys DROP COLUMN kek_id;
                     DROP TABLE id_token_uses, sign_in_nonces, badge_subject_keys;
                     DELETE FROM schema_migrations WHERE version > 2;
@@ -95,7 +95,7 @@ struct MigrationTests {
         }
         #expect(try await Self.catalog(owner) != fresh)
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [3])
+        #expect(report.applied == [3, 4])
         let migrated = try await Self.catalog(owner)
         #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
         await owner.shutdown()

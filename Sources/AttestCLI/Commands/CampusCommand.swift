@@ -145,7 +145,12 @@ extension CampusCommand.OIDC {
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Accept ID tokens from an issuer (adding it again replaces it).",
-            discussion: "Google: attest campus oidc add SLUG --google --audience CLIENT_ID.apps.googleusercontent.com")
+            discussion: """
+                Google: attest campus oidc add SLUG --google --audience CLIENT_ID.apps.googleusercontent.com. \
+                For the web pages' sign-in, add the web client too: --client-id ID --client-secret-file FILE \
+                (the secret is sealed under the key-encryption key, so --kek-file or $ATTEST_KEK_FILE is needed), \
+                and register {public URL}/c/SLUG/signin/callback as its redirect URI at the provider.
+                """)
         @Argument var slug: String
         @Option(help: "The issuer's exact `iss`.") var issuer: String?
         @Option(help: "An OAuth client ID tokens must be issued to (repeatable).") var audience: [String] = []
@@ -158,11 +163,23 @@ extension CampusCommand.OIDC {
                 Without it, a campus with no email domains admits nobody.
                 """)
         var allowAnyDomain = false
+        @Option(help: "The web sign-in's OAuth client ID (joins the audiences).") var clientId: String?
+        @Option(
+            help: ArgumentHelp(
+                "A file holding the web client's secret (never the secret itself on the command line); - reads standard input.",
+                valueName: "file"))
+        var clientSecretFile: String?
+        @Option(help: "What the sign-in button names, e.g. \"University account\" (default: the issuer's host; Google: Google).") var label: String?
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var database: DatabaseOptions
+        @OptionGroup var keys: KeyOptions
         @OptionGroup var logging: LoggingOptions
 
         func validate() throws {
+            guard (clientId == nil) == (clientSecretFile == nil) else {
+                throw ValidationError("give --client-id and --client-secret-file together (the web sign-in needs both), or neither")
+            }
+            if let label, !(1...100).contains(label.count) { throw ValidationError("--label must be 1 to 100 characters") }
             if google {
                 guard issuer == nil, jwksUrl == nil, jwksFile == nil else {
                     throw ValidationError("--google sets the issuer and keys itself; give only --audience with it")
@@ -171,11 +188,11 @@ extension CampusCommand.OIDC {
                 guard issuer != nil else { throw ValidationError("give --issuer URL (or --google)") }
                 guard (jwksUrl == nil) != (jwksFile == nil) else { throw ValidationError("give exactly one of --jwks-url and --jwks-file") }
             }
-            guard !audience.isEmpty else { throw ValidationError("give at least one --audience (the OAuth client ID)") }
+            guard !audience.isEmpty || clientId != nil else { throw ValidationError("give at least one --audience (the OAuth client ID)") }
         }
 
         func run() async throws {
-            let entry: OIDCIssuer
+            var entry: OIDCIssuer
             if google {
                 entry = .google(audiences: audience, allowAnyDomain: allowAnyDomain)
             } else {
@@ -188,10 +205,15 @@ extension CampusCommand.OIDC {
                 guard let issuer else { throw ValidationError("give --issuer URL (or --google)") }
                 entry = OIDCIssuer(issuer: issuer, audiences: audience, jwksURL: jwksUrl, jwks: inline, allowAnyDomain: allowAnyDomain)
             }
+            if let label { entry.label = label }
+            entry.clientID = clientId
+            let secret = try clientSecretFile.map { try Secret.read("@" + $0, option: "--client-secret-file") }
+            let kek = secret == nil ? nil : try keys.require()
             try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: slug)
-                try await context.issuers.add(campus: campus, entry, actor: TenantContext.actor)
+                try await context.issuers.add(campus: campus, entry, actor: TenantContext.actor, clientSecret: secret, kek: kek)
             }
+            if let clientId, !entry.audiences.contains(clientId) { entry.audiences.append(clientId) }
             if json { printJSONObject(entry.jsonObject) } else { say("\(slug) now accepts ID tokens from \(entry.issuer).") }
         }
     }
@@ -212,7 +234,8 @@ extension CampusCommand.OIDC {
             for issuer in issuers {
                 say(
                     "\(issuer.issuer)\taudiences \(issuer.audiences.joined(separator: ","))\tkeys \(issuer.jwksURL ?? "inline")"
-                        + (issuer.allowAnyDomain ? "\tany email domain" : ""))
+                        + (issuer.allowAnyDomain ? "\tany email domain" : "")
+                        + (issuer.offersWebSignIn ? "\tweb sign-in \"\(issuer.displayName)\" (client \(issuer.clientID ?? ""))" : ""))
             }
         }
     }
@@ -236,7 +259,10 @@ extension CampusCommand.OIDC {
 
 extension OIDCIssuer {
     var jsonObject: [String: Any] {
-        ["issuer": issuer, "audiences": audiences, "jwksUrl": jwksURL ?? NSNull(), "inlineKeys": jwks != nil, "allowAnyDomain": allowAnyDomain]
+        [
+            "issuer": issuer, "audiences": audiences, "jwksUrl": jwksURL ?? NSNull(), "inlineKeys": jwks != nil, "allowAnyDomain": allowAnyDomain,
+            "label": displayName, "webClientId": clientID ?? NSNull(), "webSignIn": offersWebSignIn || (clientID != nil),
+        ]
     }
 
     /// How `campus show` names it.

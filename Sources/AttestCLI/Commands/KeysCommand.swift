@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Identity
 import Surveys
 import Tenancy
 
@@ -57,6 +58,7 @@ extension KeysCommand {
                 for campus in try await context.campuses.list() {
                     counts[campus.slug] = try await BadgeKeyStore.rewrap(
                         client: context.client, campus: campus.id, from: old, to: new, actor: TenantContext.actor)
+                        + OIDCIssuerStore.rewrap(client: context.client, campus: campus.id, from: old, to: new)
                 }
                 return counts
             }

@@ -29,7 +29,7 @@ extension Problem {
     /// fetched); an operator's request's errors do not reach the API but map sensibly.
     init(_ error: IdentityError) {
         switch error {
-        case .keysUnavailable:
+        case .keysUnavailable, .providerFailed:
             self.init(
                 .serviceUnavailable, slug: "identity-provider-unavailable", title: "Identity provider unavailable",
                 detail: Self.sentence(error), headers: [.retryAfter: "5"])
@@ -39,7 +39,7 @@ extension Problem {
             self = .unauthorized("Sign-in refused: \(error).", error: "invalid_token")
         case .userExists:
             self.init(.conflict, slug: "conflict", title: "Conflict", detail: Self.sentence(error))
-        case .userNotFound, .notConfigured:
+        case .userNotFound, .notConfigured, .noWebClient:
             self = .notFound(Self.sentence(error))
         default:
             self.init(.unprocessableContent, slug: "validation", title: "Invalid request", detail: Self.sentence(error))

@@ -22,6 +22,8 @@ public struct AttestServices: Sendable {
     public var signIns: SignInGuard
     /// The sign-in use case (issuers, verification, one use per token, onboarding, session).
     public var signIn: SignInService
+    /// The browser's sign-in with an identity provider (authorization code, PKCE).
+    public var browserSignIn: BrowserSignIn
     public var questionnaires: QuestionnaireStore
     public var activeQuestionnaires: ActiveQuestionnaires
     /// The batched attestation writer: a `Service` the application runs.
@@ -74,6 +76,7 @@ public struct AttestServices: Sendable {
         self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database)])
         self.signIns = SignInGuard(client: database)
         self.signIn = SignInService(issuers: issuers, verifier: idTokens, guardian: signIns, users: users, sessions: sessions)
+        self.browserSignIn = BrowserSignIn(issuers: issuers, guardian: signIns, signIn: signIn, http: http, kek: kek)
         self.clock = clock
     }
 }

@@ -36,6 +36,48 @@ struct SignInPages: Sendable {
                 WebRoutes.sameCampusPath(form["next"], base: visit.base),
                 cookies: [session(visit.campus, token: issued.token, expiresAt: issued.expiresAt)])
         }
+        pages.get("signin/start") { request, context -> Response in
+            let visit = try await web.visit(request, context, signIn: false)
+            try services.limiters.admitSignIn(address: context.clientAddress, campus: visit.campus.slug)
+            guard let redirect = redirectURI(visit.campus) else {
+                throw Problem.notFound("Sign-in with an identity provider needs the server's public address: start it with --public-url.")
+            }
+            let issuer = request.uri.queryParameters.get("issuer").map { String($0) } ?? ""
+            let next = WebRoutes.sameCampusPath(request.uri.queryParameters.get("next").map { String($0) }, base: visit.base)
+            let (url, pending) = try await services.browserSignIn.start(campus: visit.campus, issuer: issuer, redirectURI: redirect)
+            throw WebOutcome.redirect(
+                url.absoluteString,
+                cookies: [
+                    pendingCookie(visit.campus, value: pending.encoded, maxAge: 600),
+                    Cookie(name: Self.nextCookie(visit.campus), value: Data(next.utf8).base64URLEncoded(), maxAge: 600, path: visit.base + "signin", secure: settings.secure, httpOnly: true, sameSite: .lax),
+                ])
+        }
+        pages.get("signin/callback") { request, context -> Response in
+            let visit = try await web.visit(request, context, signIn: false)
+            let query = request.uri.queryParameters
+            let cleared = [pendingCookie(visit.campus, value: "", maxAge: 0)]
+            let next = request.cookies[Self.nextCookie(visit.campus)].flatMap { Data(base64URLEncoded: $0.value) }
+                .map { WebRoutes.sameCampusPath(String(decoding: $0, as: UTF8.self), base: visit.base) } ?? visit.base
+            do {
+                guard let redirect = redirectURI(visit.campus) else { throw IdentityError.signInAbandoned("this server has no --public-url") }
+                if let error = query.get("error") {
+                    throw IdentityError.signInAbandoned("the provider answered \(String(error.prefix(60)))")
+                }
+                guard let pending = request.cookies[Self.pendingCookie(visit.campus)].flatMap({ BrowserSignIn.Pending(encoded: $0.value) }) else {
+                    throw IdentityError.signInAbandoned("this browser did not start it here, or took longer than ten minutes")
+                }
+                try services.limiters.admitSignIn(address: context.clientAddress, campus: visit.campus.slug)
+                let session = try await services.browserSignIn.finish(
+                    campus: visit.campus, pending: pending, state: query.get("state").map { String($0) } ?? "",
+                    code: query.get("code").map { String($0) } ?? "", redirectURI: redirect)
+                throw WebOutcome.redirect(next, cookies: cleared + [self.session(visit.campus, token: session.token, expiresAt: session.expiresAt)])
+            } catch let error as IdentityError {
+                context.logger.info("web sign-in refused", metadata: ["reason": "\(error)"])
+                return try await signInPage(
+                    visit: visit, next: next, message: visit.format("signInFailed", Problem.sentence(error)), status: .unauthorized,
+                    cookies: cleared)
+            }
+        }
         pages.post("signout") { request, context -> Response in
             let visit = try await web.visit(request, context, signIn: false)
             let form = try await WebForm.read(request, context: context)
@@ -57,6 +99,21 @@ struct SignInPages: Sendable {
         }
     }
 
+    /// Where the provider sends the browser back: `{public URL}/c/{campus}/signin/callback`.
+    func redirectURI(_ campus: Campus) -> String? {
+        settings.origin.map { $0 + "/c/\(campus.slug)/signin/callback" }
+    }
+
+    static func pendingCookie(_ campus: Campus) -> String { "attest-signin-\(campus.slug)" }
+    static func nextCookie(_ campus: Campus) -> String { "attest-next-\(campus.slug)" }
+
+    /// The sign-in in progress, for the callback only; ten minutes.
+    func pendingCookie(_ campus: Campus, value: String, maxAge: Int) -> Cookie {
+        Cookie(
+            name: Self.pendingCookie(campus), value: value, maxAge: maxAge, path: "/c/\(campus.slug)/signin", secure: settings.secure,
+            httpOnly: true, sameSite: .lax)
+    }
+
     func session(_ campus: Campus, token: String, expiresAt: Date) -> Cookie {
         let maxAge = Int(expiresAt.timeIntervalSinceNow.clamped(to: 0...(400 * 86_400)))
         return WebSession.sessionCookie(campus: campus.slug, token: token, maxAge: maxAge, secure: settings.secure)
@@ -64,6 +121,16 @@ struct SignInPages: Sendable {
 
     func signInPage(visit: WebVisit, next: String, message: String?, status: HTTPResponse.Status = .ok, cookies: [Cookie] = []) async throws -> Response {
         var data: [String: Any] = ["hasProviders": false, "demo": settings.demoSignIn]
+        if settings.origin != nil {
+            let providers = try await services.browserSignIn.providers(campus: visit.campus.id)
+            data["hasProviders"] = !providers.isEmpty
+            data["providers"] = providers.map { provider -> [String: Any] in
+                [
+                    "label": visit.format("signInWith", provider.displayName),
+                    "href": visit.base + "signin/start" + WebRoutes.query([("issuer", provider.issuer), ("next", next)]),
+                ]
+            }
+        }
         if let message { data["message"] = message }
         if settings.demoSignIn {
             let users = try await services.users.list(campus: visit.campus.id).prefix(50)

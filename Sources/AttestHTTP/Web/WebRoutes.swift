@@ -114,7 +114,8 @@ struct WebResponseMiddleware: RouterMiddleware {
             for cookie in cookies { response.setCookie(cookie) }
             return response
         case .forbidden(let roles):
-            let visit = try await web.visit(request, context, signIn: false)
+            guard let inCampus = await withCampus(context) else { throw Problem.internalError }
+            let visit = try await web.visit(request, inCampus, signIn: false)
             let names = roles.map(\.rawValue).sorted().joined(separator: " / ")
             return try web.renderer.render(
                 .init(
@@ -127,10 +128,7 @@ struct WebResponseMiddleware: RouterMiddleware {
 
     /// The problem as a page in the campus's layout (a bare page when the campus is unknown).
     private func errorPage(_ problem: Problem, request: Request, context: Context) async -> Response {
-        let slug = context.parameters.get("campus") ?? ""
-        if !slug.isEmpty, let campus = (try? await web.services.campuses.campus(slug: slug)) ?? nil {
-            var inCampus = context
-            inCampus.campus = campus
+        if let inCampus = await withCampus(context) {
             if let visit = try? await web.visit(request, inCampus, signIn: false) {
                 let heading = problem.status == .notFound ? visit["notFoundTitle"] : problem.status.code >= 500 ? visit["errorTitle"] : problem.title
                 var data: [String: Any] = ["heading": heading, "detail": problem.detail, "homeHref": visit.base]
@@ -148,6 +146,16 @@ struct WebResponseMiddleware: RouterMiddleware {
             <p>\(Self.escape(problem.detail))</p></main></body></html>
             """
         return Response(status: problem.status, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// The context with its campus, which `CampusMiddleware` (inside this one) had found.
+    private func withCampus(_ context: Context) async -> Context? {
+        guard let slug = context.parameters.get("campus"), let campus = (try? await web.services.campuses.campus(slug: slug)) ?? nil else {
+            return nil
+        }
+        var inCampus = context
+        inCampus.campus = campus
+        return inCampus
     }
 
     static func escape(_ text: String) -> String {
