@@ -9,6 +9,12 @@ import _CryptoExtras
 
 /// An OpenID Connect issuer for tests: its own keys, a JWKS served on loopback by a real
 /// Hummingbird server (counting how often it is fetched), and ID tokens signed with jwt-kit.
+///
+/// It also runs the browser's authorization-code flow as a provider does: a discovery
+/// document, `/authorize` (a page asking which email to sign in as, or straight back with
+/// `login_hint`), and `/token`, which checks the client's credentials (Basic), the code (once,
+/// for its redirect URI) and the PKCE verifier against the S256 challenge, and answers an ID
+/// token carrying the nonce. Sign in once with `addES256Key(kid: "web")` published.
 final class TestIdentityProvider: Sendable {
     struct Claims: JWTPayload {
         var iss: String
@@ -43,10 +49,49 @@ final class TestIdentityProvider: Sendable {
         serverTask = task
     }
 
+    /// The web client the browser flow accepts.
+    let webClientID = "campus-attest-web"
+    let webClientSecret = "test-secret-\(UUID().uuidString)"
+    /// Codes issued and not yet redeemed: what each stands for.
+    struct Grant: Sendable {
+        var email: String
+        var nonce: String
+        var challenge: String
+        var redirectURI: String
+        var clientID: String
+    }
+    let grants = Mutex<[String: Grant]>([:])
+    /// The `/authorize` requests received, as query dictionaries (what the server sent).
+    let authorizeRequests = Mutex<[[String: String]]>([])
+    /// Token requests refused, with why.
+    let tokenRefusals = Mutex<[String]>([])
+
     static func start() async throws -> TestIdentityProvider {
         let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let holder = Mutex<TestIdentityProvider?>(nil)
         let router = Router()
+        router.get(".well-known/openid-configuration") { _, _ -> Response in
+            guard let provider = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
+            let document: [String: Any] = [
+                "issuer": provider.issuer, "authorization_endpoint": provider.issuer + "/authorize", "token_endpoint": provider.issuer + "/token",
+                "jwks_uri": provider.jwksURL, "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+                "id_token_signing_alg_values_supported": ["ES256", "RS256"], "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+            ]
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: document))))
+        }
+        router.get("authorize") { request, _ -> Response in
+            guard let provider = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
+            var query: [String: String] = [:]
+            for (name, value) in request.uri.queryParameters { query[String(name)] = String(value) }
+            return provider.authorize(query)
+        }
+        router.post("token") { request, _ -> Response in
+            guard let provider = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
+            let body = try await request.body.collect(upTo: 65_536)
+            return try await provider.token(form: String(buffer: body), authorization: request.headers[.authorization])
+        }
         router.get("jwks") { _, _ -> Response in
             guard let provider = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
             provider.fetches.add(1, ordering: .relaxed)
@@ -74,6 +119,62 @@ final class TestIdentityProvider: Sendable {
     }
 
     func stop() { serverTask.cancel() }
+
+    /// `/authorize`: without `login_hint`, a page asking for the email (a GET form back here
+    /// with every parameter); with it, a code and a redirect to `redirect_uri`.
+    func authorize(_ query: [String: String]) -> Response {
+        authorizeRequests.withLock { $0.append(query) }
+        guard query["response_type"] == "code", query["client_id"] == webClientID, let redirect = query["redirect_uri"],
+            let state = query["state"], let nonce = query["nonce"], let challenge = query["code_challenge"], query["code_challenge_method"] == "S256"
+        else { return Response(status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "bad authorization request"))) }
+        guard let email = query["login_hint"], !email.isEmpty else {
+            let hidden = query.filter { $0.key != "login_hint" }.sorted { $0.key < $1.key }.map { name, value in
+                "<input type=\"hidden\" name=\"\(Self.escape(name))\" value=\"\(Self.escape(value))\">"
+            }.joined()
+            let page = """
+                <!doctype html><html lang="en"><head><meta charset="utf-8"><title>Test identity provider</title></head><body><main>\
+                <h1>Test identity provider</h1><form method="get" action="/authorize">\(hidden)\
+                <label for="login_hint">Email</label> <input id="login_hint" name="login_hint" type="email">\
+                <button type="submit" id="continue">Continue</button></form></main></body></html>
+                """
+            return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: page)))
+        }
+        let code = UUID().uuidString
+        grants.withLock { $0[code] = Grant(email: email, nonce: nonce, challenge: challenge, redirectURI: redirect, clientID: webClientID) }
+        var components = URLComponents(string: redirect)
+        components?.queryItems = [URLQueryItem(name: "code", value: code), URLQueryItem(name: "state", value: state)]
+        return Response(status: .found, headers: [.location: components?.url?.absoluteString ?? redirect])
+    }
+
+    /// `/token`: the code (once), its redirect URI, the client (Basic) and the PKCE verifier.
+    func token(form: String, authorization: String?) async throws -> Response {
+        var fields: [String: String] = [:]
+        for pair in form.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            if parts.count == 2 { fields[parts[0]] = parts[1] }
+        }
+        func refuse(_ reason: String) -> Response {
+            tokenRefusals.withLock { $0.append(reason) }
+            return Response(
+                status: .badRequest, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"error":"invalid_grant","error_description":"\#(reason)"}"#)))
+        }
+        let expected = "Basic " + Data("\(webClientID):\(webClientSecret)".utf8).base64EncodedString()
+        guard authorization == expected else { return refuse("client authentication failed") }
+        guard fields["grant_type"] == "authorization_code", let code = fields["code"] else { return refuse("no code") }
+        guard let grant = grants.withLock({ $0.removeValue(forKey: code) }) else { return refuse("unknown or used code") }
+        guard fields["redirect_uri"] == grant.redirectURI else { return refuse("redirect_uri differs") }
+        guard let verifier = fields["code_verifier"], Data(SHA256.hash(data: Data(verifier.utf8))).base64URL == grant.challenge else {
+            return refuse("PKCE verifier does not match")
+        }
+        let idToken = try await sign(claims(email: grant.email, name: grant.email, audience: [webClientID], nonce: grant.nonce), kid: "web")
+        let body = try JSONSerialization.data(withJSONObject: ["id_token": idToken, "token_type": "Bearer", "access_token": "unused", "expires_in": 600])
+        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "<", with: "&lt;")
+    }
 
     /// Makes a new ES256 key; `publish` puts it in the served JWKS.
     @discardableResult

@@ -1,0 +1,381 @@
+@testable import AttestHTTP
+import AttestPlugins
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import HTTPTypes
+import Identity
+import Surveys
+import Tenancy
+import Testing
+
+@Suite("Web pages over HTTP")
+struct WebPageTests {
+    /// A server with the demo sign-in, one campus with the every-kind survey, and its people.
+    static func setUp(web: WebConfiguration = WebConfiguration(demoSignIn: true)) async throws -> (TestServer, Campus) {
+        var server = try await TestServer.make()
+        server.configuration.web = web
+        let campus = try await server.campus("north")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: WebSurvey.draft, actor: "test")
+        _ = try await server.user("ana@example.edu", at: campus)
+        _ = try await server.user("ada@example.edu", at: campus, roles: [.admin])
+        _ = try await server.user("hana@example.edu", at: campus, roles: [.healthOfficer])
+        _ = try await server.user("sam@example.edu", at: campus, roles: [.screener])
+        return (server, campus)
+    }
+
+    static func attestations(_ server: TestServer, _ campus: Campus) async throws -> Int {
+        try await server.pool.query("SELECT count(*) AS n FROM attestations WHERE campus_id = \(campus.id)", campus: campus.id.rawValue)
+            .first?.decode("n", as: Int.self) ?? -1
+    }
+
+    @Test func everyPageNeedsSignInAndCarriesTheSecurityHeaders() async throws {
+        let (server, _) = try await Self.setUp()
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            for path in ["/c/north/", "/c/north/badge", "/c/north/history", "/c/north/admin", "/c/north/scan"] {
+                let page = try await browser.get(path)
+                #expect(page.status == 303, "\(path)")
+                #expect(page.location == "/c/north/signin?next=" + WebRenderer.queryEscape(path))
+            }
+            let signIn = try await browser.get("/c/north/signin")
+            #expect(signIn.status == 200)
+            let csp = try #require(signIn.headers[.contentSecurityPolicy])
+            #expect(csp.contains("script-src 'self';") && csp.contains("frame-ancestors 'none'") && !csp.contains("unsafe-inline"))
+            #expect(signIn.headers[HTTPField.Name("Referrer-Policy")!] == "no-referrer")
+            #expect(signIn.headers[.cacheControl] == "no-store")
+            #expect(signIn.headers[.strictTransportSecurity] == nil, "no HSTS over plain http")
+            #expect(!signIn.body.contains("<script>") && !signIn.body.contains("style="), "no inline script or style")
+            // Static files: hashed names, cached for a year; an unknown name is a 404.
+            let css = try #require(signIn.body.firstMatch(of: /href="(\/static\/site\.[0-9a-f]{10}\.css)"/)?.1)
+            let sheet = try await browser.get(String(css))
+            #expect(sheet.status == 200)
+            #expect(sheet.headers[.cacheControl] == "public, max-age=31536000, immutable")
+            #expect(sheet.headers[.contentType] == "text/css; charset=utf-8")
+            #expect(try await browser.get("/static/site.0000000000.css").status == 404)
+            // An unknown campus is a 404 page, not JSON.
+            let unknown = try await browser.get("/c/nowhere/")
+            #expect(unknown.status == 404)
+            #expect(unknown.headers[.contentType] == "text/html; charset=utf-8")
+        }
+    }
+
+    @Test func everyTemplateParsesAndAPageWithItsFilesStaysUnder60KB() throws {
+        let assets = try WebAssets.shared.get()
+        for name in ["layout", "error", "signin", "survey", "badge", "history", "locations", "chart", "table", "stats", "admin", "followups", "scan"] {
+            #expect(assets.library.getTemplate(named: name) != nil, "\(name).mustache")
+        }
+        let shared = (assets.sizes["site.css"] ?? 0)
+        #expect(shared + (assets.sizes["scan.js"] ?? 0) < 30_000)
+        #expect(shared + (assets.sizes["badge.js"] ?? 0) < 30_000)
+    }
+
+    @Test func theDemoSignInIsOfferedOnlyWhenTheServerSaysSo() async throws {
+        let (server, _) = try await Self.setUp(web: WebConfiguration())
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            let page = try await browser.get("/c/north/signin")
+            #expect(!page.body.contains("signin/demo"))
+            let csrf = try #require(browser.cookie("attest-csrf"))
+            let refused = try await browser.post("/c/north/signin/demo", form: [("csrf", csrf), ("email", "ana@example.edu")])
+            #expect(refused.status == 404)
+            #expect(refused.setCookies.allSatisfy { !$0.hasPrefix("attest-north=") })
+        }
+    }
+
+    @Test func theSessionCookieIsHttpOnlyLaxAndOverHttpsHostPrefixedAndSecure() async throws {
+        let (server, _) = try await Self.setUp(web: WebConfiguration(publicURL: URL(string: "https://attest.example.edu"), demoSignIn: true))
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            let page = try await browser.get("/c/north/signin")
+            #expect(page.headers[.strictTransportSecurity] == "max-age=31536000")
+            let csrf = try #require(page.csrf)
+            #expect(page.setCookies.contains { $0.hasPrefix("__Host-attest-csrf=") && $0.contains("Secure") })
+            let done = try await browser.post("/c/north/signin/demo", form: [("csrf", csrf), ("email", "ana@example.edu"), ("next", "https://evil.example/")])
+            #expect(done.status == 303)
+            #expect(done.location == "/c/north/", "a foreign next is the campus's home")
+            let cookie = try #require(done.setCookies.first { $0.hasPrefix("__Host-attest-north=") })
+            for attribute in ["HttpOnly", "Secure", "SameSite=Lax", "Path=/"] { #expect(cookie.contains(attribute), "\(attribute)") }
+            #expect(!cookie.contains("Domain="))
+        }
+    }
+
+    @Test func theSurveyFormShowsEachProblemByItsFieldStoresNothingThenTheBadge() async throws {
+        let (server, campus) = try await Self.setUp()
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            try await browser.demoSignIn(campus: "north", email: "ana@example.edu")
+            let form = try await browser.get("/c/north/")
+            #expect(form.status == 200)
+            for kind in ["type=\"radio\" name=\"answers.fever\"", "inputmode=\"decimal\" name=\"answers.temperature\"", "name=\"answers.where_today\" value=\"remote\"", "<textarea name=\"answers.notes\""] {
+                #expect(form.body.contains(kind), "\(kind)")
+            }
+            #expect(form.body.contains("°C") && form.body.contains("A number from 34 to 43"))
+            let csrf = try #require(form.csrf)
+            let version = try #require(form.field("surveyVersion"))
+
+            let bad = try await browser.post(
+                "/c/north/", form: [("csrf", csrf), ("surveyVersion", version), ("answers.cough", "no"), ("answers.temperature", "98.6"), ("answers.where_today", "mars")])
+            #expect(bad.status == 422)
+            #expect(bad.body.contains("There is a problem"))
+            for id in ["fever", "temperature", "where_today"] {
+                #expect(bad.body.contains("<a href=\"#q-\(id)\">"), "summary links \(id)")
+                #expect(bad.body.contains("id=\"q-\(id)-error\""), "message by \(id)")
+            }
+            #expect(!bad.body.contains("q-cough-error"))
+            #expect(bad.body.contains("aria-describedby=\"q-temperature-hint q-temperature-error\""))
+            #expect(bad.count(" autofocus") == 1 && bad.body.contains("id=\"q-fever\" autofocus"), "focus on the first field in error")
+            #expect(bad.body.contains("value=\"98.6\""), "what was typed stays")
+            #expect(try await Self.attestations(server, campus) == 0)
+
+            let good = try await browser.post("/c/north/", form: [("csrf", csrf), ("surveyVersion", version), ("key", form.field("key") ?? "")] + WebSurvey.healthy)
+            #expect(good.status == 303)
+            #expect(good.location == "/c/north/badge")
+            #expect(try await Self.attestations(server, campus) == 1)
+            let badge = try await browser.get("/c/north/badge")
+            #expect(badge.status == 200)
+            #expect(badge.body.contains("class=\"badge green\"") && badge.body.contains(">Green</p>"))
+            #expect(badge.body.contains("<svg") && badge.body.contains("class=\"qr\""))
+            #expect(badge.body.contains("id=\"countdown\"") && badge.body.contains("id=\"clock\""))
+            // Today's page now shows the badge; a second submission says it is in already.
+            let today = try await browser.get("/c/north/")
+            #expect(today.body.contains("class=\"badge green\""))
+            let again = try await browser.post("/c/north/", form: [("csrf", csrf), ("surveyVersion", version)] + WebSurvey.healthy)
+            #expect(again.location == "/c/north/badge?already=1")
+            #expect(try await browser.get("/c/north/badge?already=1").body.contains("You already submitted today"))
+            #expect(try await Self.attestations(server, campus) == 1)
+        }
+    }
+
+    @Test func aMemberWithoutASubmissionSeesTheGrayBadgeWithTheDeadlineAndNoCode() async throws {
+        let (server, _) = try await Self.setUp()
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            try await browser.demoSignIn(campus: "north", email: "ana@example.edu")
+            let badge = try await browser.get("/c/north/badge")
+            #expect(badge.body.contains("class=\"badge gray\"") && badge.body.contains("Not submitted"))
+            #expect(badge.body.contains("Submit before 10:00") && badge.body.contains("href=\"/c/north/\""))
+            #expect(!badge.body.contains("class=\"qr\""))
+        }
+    }
+
+    @Test func everyPostNeedsTheFormsCSRFTokenAndNoneMayComeFromAnotherSite() async throws {
+        let (server, campus) = try await Self.setUp()
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            try await browser.demoSignIn(campus: "north", email: "ana@example.edu")
+            let form = try await browser.get("/c/north/")
+            let csrf = try #require(form.csrf)
+            let version = try #require(form.field("surveyVersion"))
+            let missing = try await browser.post("/c/north/", form: [("surveyVersion", version)] + WebSurvey.healthy)
+            #expect(missing.status == 403)
+            #expect(missing.body.contains("This form expired or came from another site"))
+            let wrong = try await browser.post("/c/north/", form: [("csrf", String(csrf.reversed())), ("surveyVersion", version)] + WebSurvey.healthy)
+            #expect(wrong.status == 403)
+            let crossSite = try await browser.post(
+                "/c/north/", form: [("csrf", csrf), ("surveyVersion", version)] + WebSurvey.healthy, headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"])
+            #expect(crossSite.status == 403)
+            let signOut = try await browser.post("/c/north/signout", form: [("csrf", "nope")])
+            #expect(signOut.status == 403, "sign-out needs the token too")
+            #expect(try await Self.attestations(server, campus) == 0)
+        }
+    }
+
+    @Test func signingOutRevokesTheSessionTheAPIShares() async throws {
+        let (server, _) = try await Self.setUp()
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            try await browser.demoSignIn(campus: "north", email: "ana@example.edu")
+            let token = try #require(browser.cookie("attest-north"))
+            #expect(try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: token).status == 200)
+            let page = try await browser.get("/c/north/history")
+            let out = try await browser.post("/c/north/signout", form: [("csrf", try #require(page.csrf))])
+            #expect(out.status == 303)
+            #expect(browser.cookie("attest-north") == nil)
+            #expect(try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: token).status == 401)
+            #expect(try await browser.get("/c/north/").status == 303)
+        }
+    }
+
+    @Test func aCampusCookieIsWorthNothingAtAnotherCampus() async throws {
+        let (server, _) = try await Self.setUp()
+        let south = try await server.campus("south")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: south, draft: WebSurvey.draft, actor: "test")
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            try await browser.demoSignIn(campus: "north", email: "ada@example.edu")
+            let token = try #require(browser.cookie("attest-north"))
+            #expect(try await browser.get("/c/north/admin").status == 200)
+            #expect(try await browser.get("/c/south/").status == 303)
+            // The same token under the other campus's cookie name is unknown there.
+            let forged = try await browser.get("/c/south/admin", headers: [.cookie: "attest-south=\(token)"])
+            #expect(forged.status == 303)
+            #expect(forged.location?.hasPrefix("/c/south/signin") == true)
+        }
+    }
+
+    @Test func roleGatedPagesRefuseOthersWithA403Page() async throws {
+        let (server, _) = try await Self.setUp()
+        try await server.run { api in
+            let member = WebClient(api.client)
+            try await member.demoSignIn(campus: "north", email: "ana@example.edu")
+            for path in ["/c/north/admin", "/c/north/admin/report.csv", "/c/north/admin/follow-ups", "/c/north/scan"] {
+                let page = try await member.get(path)
+                #expect(page.status == 403, "\(path)")
+                #expect(page.body.contains("This page needs the role"))
+            }
+            #expect(!(try await member.get("/c/north/history")).body.contains("/c/north/admin\""), "no admin link for members")
+            let screener = WebClient(api.client)
+            try await screener.demoSignIn(campus: "north", email: "sam@example.edu")
+            #expect(try await screener.get("/c/north/scan").status == 200)
+            #expect(try await screener.get("/c/north/admin").status == 403)
+        }
+    }
+
+    @Test func theDashboardShowsTheAPIsFiguresAndItsCSVHoldsAggregatesOnly() async throws {
+        let (server, campus) = try await Self.setUp()
+        let ana = try await server.user("ben@example.edu", at: campus)
+        try await server.run { api in
+            let member = WebClient(api.client)
+            try await member.demoSignIn(campus: "north", email: "ben@example.edu")
+            let form = try await member.get("/c/north/")
+            _ = try await member.post(
+                "/c/north/", form: [("csrf", try #require(form.csrf)), ("surveyVersion", try #require(form.field("surveyVersion")))]
+                    + [("answers.fever", "yes"), ("answers.cough", "no"), ("answers.where_today", "remote")])
+            let admin = WebClient(api.client)
+            try await admin.demoSignIn(campus: "north", email: "ada@example.edu")
+            let (_, adminToken) = (ana, try #require(admin.cookie("attest-north")))
+            let today = campus.localDate(at: Date())
+            let json = try await api.send(
+                .get, "/v1/campuses/north/admin/dashboard?from=\(today)&to=\(today)", template: "/v1/campuses/{campus}/admin/dashboard", token: adminToken)
+            let total = try #require(json.json["total"] as? [String: Any])
+            let page = try await admin.get("/c/north/admin?from=\(today)&to=\(today)")
+            #expect(page.status == 200)
+            let submitted = try #require(total["submitted"] as? Int)
+            #expect(submitted == 1)
+            #expect(page.body.contains("\(submitted) submitted, \(total["onTime"] as? Int ?? -1) on time"))
+            let rate = (total["complianceRate"] as? Double).map { WebFormat.percent($0 * 100) + "%" } ?? "no data"
+            #expect(page.body.contains("<span id=\"compliance\">\(rate)</span>"))
+            #expect(page.body.contains("<title id=\"pie-title\">") && page.body.contains("<desc id=\"pie-desc\">"))
+            #expect(page.body.contains("<caption>On time, late and missing per day</caption>"))
+            let csv = try await admin.get("/c/north/admin/report.csv?from=\(today)&to=\(today)")
+            #expect(csv.headers[.contentType] == "text/csv; charset=utf-8")
+            #expect(csv.body.hasPrefix("date,active_members,submitted,on_time,late,missing,green,yellow,red,compliance_rate"))
+            #expect(!csv.body.contains("@example.edu"), "aggregates only")
+        }
+    }
+
+    @Test func everyViewOfTheFollowUpsPageIsAudited() async throws {
+        let (server, campus) = try await Self.setUp()
+        try await server.run { api in
+            let officer = WebClient(api.client)
+            try await officer.demoSignIn(campus: "north", email: "hana@example.edu")
+            let before = try await server.pool.query(
+                "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(campus.id) AND action = 'follow-ups.read'", campus: campus.id.rawValue
+            ).first?.decode("n", as: Int.self) ?? 0
+            #expect(try await officer.get("/c/north/admin/follow-ups").status == 200)
+            #expect(try await officer.get("/c/north/admin/follow-ups").status == 200)
+            let after = try await server.pool.query(
+                "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(campus.id) AND action = 'follow-ups.read'", campus: campus.id.rawValue
+            ).first?.decode("n", as: Int.self) ?? 0
+            #expect(after == before + 2)
+        }
+    }
+
+    @Test func theScannerFormSaysWhetherABadgeIsGenuine() async throws {
+        let (server, campus) = try await Self.setUp()
+        try await server.run { api in
+            let screener = WebClient(api.client)
+            try await screener.demoSignIn(campus: "north", email: "sam@example.edu")
+            let (user, _) = try await server.user("zoe@example.edu", at: campus)
+            let badge = try await server.services.badges.today(campus: campus, user: user.id, now: Date())
+            let page = try await screener.get("/c/north/scan")
+            let csrf = try #require(page.csrf)
+            let genuine = try await screener.post("/c/north/scan", form: [("csrf", csrf), ("token", badge.token)])
+            #expect(genuine.body.contains("Genuine, today"))
+            var forgedToken = badge.token
+            forgedToken.removeLast(2)
+            forgedToken += forgedToken.hasSuffix("AA") ? "BB" : "AA"
+            let forged = try await screener.post("/c/north/scan", form: [("csrf", csrf), ("token", forgedToken)])
+            #expect(forged.body.contains("Not valid: forged"))
+            let junk = try await screener.post("/c/north/scan", form: [("csrf", csrf), ("token", "hello")])
+            #expect(junk.body.contains("Not valid: not a badge code"))
+        }
+    }
+
+    @Test func pagesSpeakSpanishWhenAskedAndThePickerRemembersIt() async throws {
+        let (server, _) = try await Self.setUp()
+        try await server.run { api in
+            let browser = WebClient(api.client, acceptLanguage: "es-MX,es;q=0.9,en;q=0.5")
+            try await browser.demoSignIn(campus: "north", email: "ana@example.edu")
+            let form = try await browser.get("/c/north/")
+            #expect(form.body.contains("<html lang=\"es\">") && form.body.contains("¿Fiebre?") && form.body.contains("Enviar mis respuestas"))
+            let switched = try await browser.get("/c/north/language?lang=en&next=%2Fc%2Fnorth%2Fhistory")
+            #expect(switched.location == "/c/north/history")
+            #expect(try await browser.get("/c/north/").body.contains("<html lang=\"en\">"))
+            let offsite = try await browser.get("/c/north/language?lang=es&next=https%3A%2F%2Fevil.example%2F")
+            #expect(offsite.location == "/c/north/")
+        }
+    }
+
+    @Test func theBrowserSignInRunsTheCodeFlowWithPKCEStateAndNonce() async throws {
+        let (server, campus) = try await Self.setUp(web: WebConfiguration(publicURL: URL(string: "http://127.0.0.1:9")))
+        let provider = try await TestIdentityProvider.start()
+        defer { provider.stop() }
+        try await provider.addES256Key(kid: "web")
+        try await OIDCIssuerStore(client: server.pool).add(
+            campus: campus,
+            OIDCIssuer(issuer: provider.issuer, audiences: [], jwksURL: provider.jwksURL, label: "Test IdP", clientID: provider.webClientID),
+            actor: "test", clientSecret: provider.webClientSecret, kek: TestServer.kek)
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            let signIn = try await browser.get("/c/north/signin?next=%2Fc%2Fnorth%2Fhistory")
+            #expect(signIn.body.contains("Sign in with Test IdP"))
+            let start = try await browser.get("/c/north/signin/start?issuer=\(WebClient.escape(provider.issuer))&next=%2Fc%2Fnorth%2Fhistory")
+            #expect(start.status == 303)
+            let location = try #require(start.location.flatMap { URLComponents(string: $0) })
+            #expect(location.path == "/authorize" && location.port == URLComponents(string: provider.issuer)?.port)
+            var query: [String: String] = [:]
+            for item in location.queryItems ?? [] { query[item.name] = item.value }
+            #expect(query["code_challenge_method"] == "S256" && query["code_challenge"]?.count == 43)
+            #expect(query["redirect_uri"] == "http://127.0.0.1:9/c/north/signin/callback")
+            #expect(query["scope"] == "openid email profile" && query["client_id"] == provider.webClientID)
+            let pending = try #require(start.setCookies.first { $0.hasPrefix("attest-signin-north=") })
+            #expect(pending.contains("Path=/c/north/signin") && pending.contains("HttpOnly") && pending.contains("Max-Age=600"))
+            #expect(!pending.contains(query["code_challenge"] ?? "-"), "the cookie holds the verifier, never sent to the provider")
+
+            // The provider sends the browser back with a code and the state.
+            query["login_hint"] = "ana@example.edu"
+            let back = try #require(provider.authorize(query).headers[.location].flatMap { URLComponents(string: $0) })
+            let callback = "/c/north/signin/callback?" + (back.percentEncodedQuery ?? "")
+            let done = try await browser.get(callback)
+            #expect(done.status == 303)
+            #expect(done.location == "/c/north/history")
+            #expect(browser.cookie("attest-north") != nil && browser.cookie("attest-signin-north") == nil)
+            #expect(try await browser.get("/c/north/history").status == 200)
+            #expect(provider.tokenRefusals.withLock { $0 }.isEmpty)
+
+            // Coming back again with the same code is refused (no sign-in in progress).
+            let replay = try await WebClient(api.client).get(callback)
+            #expect(replay.status == 401)
+            #expect(replay.body.contains("Sign-in did not work"))
+
+            // Another sign-in's state is refused before the code is spent.
+            let other = WebClient(api.client)
+            let second = try #require(try await other.get("/c/north/signin/start?issuer=\(WebClient.escape(provider.issuer))").location.flatMap { URLComponents(string: $0) })
+            var secondQuery: [String: String] = ["login_hint": "ana@example.edu"]
+            for item in second.queryItems ?? [] { secondQuery[item.name] = item.value }
+            let code = try #require(
+                provider.authorize(secondQuery).headers[.location].flatMap { URLComponents(string: $0)?.queryItems?.first { $0.name == "code" }?.value })
+            let wrongState = try await other.get("/c/north/signin/callback?code=\(code)&state=\(String(repeating: "A", count: 43))")
+            #expect(wrongState.status == 401)
+            #expect(wrongState.body.contains("another sign-in"))
+            #expect(other.cookie("attest-north") == nil)
+            #expect(provider.grants.withLock { $0[code] } != nil, "the code was never redeemed")
+
+            // The provider's own refusal shows as such.
+            let denied = try await WebClient(api.client).get("/c/north/signin/callback?error=access_denied&state=x")
+            #expect(denied.status == 401 && denied.body.contains("access_denied"))
+        }
+    }
+}
