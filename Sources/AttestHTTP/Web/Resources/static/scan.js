@@ -60,6 +60,8 @@
       signature = b64urlBytes(parts[2]);
     } catch (e) { return Promise.resolve({ valid: false, reason: 'malformed' }); }
     if (header.alg !== 'ES256' || signature.length !== 64) return Promise.resolve({ valid: false, reason: 'malformed' });
+    // Another campus's badge is named as such (its key is not in this campus's set either).
+    if (claims.campus !== campus) return Promise.resolve({ valid: false, reason: 'other-campus' });
     if (!entry || Date.now() - entry.at > maxAge) return Promise.resolve({ valid: false, reason: 'keys-old' });
     var jwk = entry.keys.filter(function (key) { return key.kid === header.kid; })[0];
     if (!jwk) return Promise.resolve({ valid: false, reason: 'unknown-key' });

@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""Campus Attest's web pages in a real browser: Debian's Chromium driven by selenium.
+
+Run by the Swift test BrowserTests, which starts the server, the test identity provider and
+the campus, and passes their addresses and a few badge tokens in a JSON file:
+
+    python3 Tests/Browser/browser_test.py CONFIG.json
+
+Every page is checked with axe-core (no serious or critical violation) and photographed, in
+English and Spanish, under the config's screenshots directory.
+"""
+import base64
+import datetime
+import io
+import json
+import os
+import sys
+import time
+import unittest
+import urllib.request
+
+from axe_selenium_python import Axe
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+from PIL import Image
+from pyzbar import pyzbar
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+CONFIG = {}
+AXE_REPORT = []
+
+
+def make_driver(javascript=True):
+    options = webdriver.ChromeOptions()
+    options.binary_location = '/usr/bin/chromium'
+    for argument in ('--headless=new', '--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', '--window-size=1100,1400',
+                     '--lang=en-US', '--disable-extensions', '--no-first-run'):
+        options.add_argument(argument)
+    prefs = {'intl.accept_languages': 'en-US,en'}
+    if not javascript:
+        prefs['profile.managed_default_content_settings.javascript'] = 2
+    options.add_experimental_option('prefs', prefs)
+    driver = webdriver.Chrome(service=Service(executable_path='/usr/bin/chromedriver'), options=options)
+    driver.set_page_load_timeout(30)
+    return driver
+
+
+def url(path):
+    return CONFIG['base'] + '/c/' + CONFIG['campus'] + path
+
+
+def wait_for(driver, condition, seconds=10):
+    return WebDriverWait(driver, seconds).until(condition)
+
+
+def b64url(text):
+    return base64.urlsafe_b64decode(text + '=' * (-len(text) % 4))
+
+
+def sign_in(driver, email, path='/'):
+    """The whole redirect flow: the campus page, its sign-in page, the provider, and back."""
+    driver.get(url(path))
+    wait_for(driver, lambda d: '/signin' in d.current_url)
+    driver.find_element(By.PARTIAL_LINK_TEXT, 'Test IdP').click()
+    wait_for(driver, lambda d: d.find_elements(By.ID, 'login_hint'))
+    driver.find_element(By.ID, 'login_hint').send_keys(email)
+    driver.find_element(By.ID, 'continue').click()
+    wait_for(driver, lambda d: d.current_url.startswith(CONFIG['base'] + '/c/') and '/signin' not in d.current_url)
+
+
+def check_page(driver, name):
+    """axe-core on the page (no serious or critical violation), then a full-page screenshot."""
+    axe = Axe(driver)
+    axe.inject()
+    results = axe.run()
+    serious = [v for v in results['violations'] if v.get('impact') in ('serious', 'critical')]
+    AXE_REPORT.append((name, len(results['violations']), len(serious)))
+    assert not serious, '%s: %s' % (name, json.dumps([(v['id'], v['help'], [n['target'] for n in v['nodes']][:3]) for v in serious], indent=1))
+    height = driver.execute_script('return Math.max(document.body.scrollHeight, 800)')
+    driver.set_window_size(1100, min(height + 120, 6000))
+    driver.save_screenshot(os.path.join(CONFIG['screenshots'], name + '.png'))
+    driver.set_window_size(1100, 1400)
+
+
+def check_both_languages(driver, name):
+    """The page in English, then in Spanish through the picker, then back to English."""
+    check_page(driver, name + '-en')
+    driver.find_element(By.CSS_SELECTOR, 'a[hreflang="es"]').click()
+    wait_for(driver, lambda d: d.find_element(By.TAG_NAME, 'html').get_attribute('lang') == 'es')
+    check_page(driver, name + '-es')
+    driver.find_element(By.CSS_SELECTOR, 'a[hreflang="en"]').click()
+    wait_for(driver, lambda d: d.find_element(By.TAG_NAME, 'html').get_attribute('lang') == 'en')
+
+
+def answer_survey(driver, fever='no'):
+    driver.find_element(By.CSS_SELECTOR, 'input[name="answers.fever"][value="%s"]' % fever).click()
+    driver.find_element(By.CSS_SELECTOR, 'input[name="answers.cough"][value="no"]').click()
+    driver.find_element(By.ID, 'q-temperature').send_keys('36.7')
+    driver.find_element(By.CSS_SELECTOR, 'input[name="answers.where_today"][value="on_campus"]').click()
+    driver.find_element(By.CSS_SELECTOR, 'main button[type="submit"]').click()
+
+
+def api(path, token=None, body=None):
+    request = urllib.request.Request(CONFIG['base'] + path, data=None if body is None else json.dumps(body).encode(),
+                                     headers={'Content-Type': 'application/json', **({'Authorization': 'Bearer ' + token} if token else {})})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def verify_with_jwks(token):
+    """Checks an ES256 badge token against the campus's published keys, as a door scanner would."""
+    header, payload, signature = token.split('.')
+    keys = api('/v1/campuses/%s/badge-keys' % CONFIG['campus'])['keys']
+    kid = json.loads(b64url(header))['kid']
+    jwk = next(key for key in keys if key['kid'] == kid)
+    public = ec.EllipticCurvePublicNumbers(int.from_bytes(b64url(jwk['x']), 'big'), int.from_bytes(b64url(jwk['y']), 'big'), ec.SECP256R1()).public_key()
+    raw = b64url(signature)
+    der = encode_dss_signature(int.from_bytes(raw[:32], 'big'), int.from_bytes(raw[32:], 'big'))
+    public.verify(der, (header + '.' + payload).encode(), ec.ECDSA(hashes.SHA256()))
+    return json.loads(b64url(payload))
+
+
+class MemberPages(unittest.TestCase):
+    """A member signs in through the identity provider, answers, and shows the badge."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.driver = make_driver()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+
+    def test_1_invalid_answer_then_badge_then_already_submitted(self):
+        d = self.driver
+        sign_in(d, CONFIG['member'])
+        self.assertIn('Daily check', d.find_element(By.TAG_NAME, 'h1').text)
+        check_both_languages(d, 'survey')
+        # An invalid answer: the form comes back with the message by its field and focus there.
+        d.find_element(By.CSS_SELECTOR, 'input[name="answers.cough"][value="no"]').click()
+        d.find_element(By.ID, 'q-temperature').send_keys('98.6')
+        d.find_element(By.CSS_SELECTOR, 'main button[type="submit"]').click()
+        wait_for(d, lambda d: d.find_elements(By.CLASS_NAME, 'error-summary'))
+        self.assertEqual(d.switch_to.active_element.get_attribute('id'), 'q-fever')
+        summary = d.find_element(By.CLASS_NAME, 'error-summary').text
+        self.assertIn('Choose yes or no', summary)
+        self.assertIn('Enter a valid number', summary)
+        self.assertEqual(d.find_element(By.ID, 'q-temperature').get_attribute('aria-describedby'), 'q-temperature-hint q-temperature-error')
+        check_page(d, 'survey-errors-en')
+        d.find_element(By.ID, 'q-temperature').clear()
+        answer_survey(d)
+        wait_for(d, lambda d: d.current_url.endswith('/badge'))
+        badge = d.find_element(By.CSS_SELECTOR, 'section.badge')
+        self.assertIn('green', badge.get_attribute('class'))
+        self.assertIn('green', badge.text.lower())
+        # The clock ticks: a screenshot would not.
+        first = d.find_element(By.ID, 'clock').text
+        time.sleep(1.3)
+        self.assertNotEqual(first, d.find_element(By.ID, 'clock').text)
+        self.assertRegex(d.find_element(By.ID, 'countdown').text, r'^\d+:\d\d:\d\d$')
+        # The QR code, read back from a screenshot, is a badge token the campus's keys verify.
+        qr = d.find_element(By.CSS_SELECTOR, 'svg.qr')
+        image = Image.open(io.BytesIO(qr.screenshot_as_png)).convert('L')
+        image = image.resize((image.width * 2, image.height * 2), Image.NEAREST)
+        codes = pyzbar.decode(image)
+        self.assertEqual(len(codes), 1, 'one QR code in the screenshot')
+        claims = verify_with_jwks(codes[0].data.decode())
+        self.assertEqual(claims['campus'], CONFIG['campus'])
+        self.assertEqual(claims['color'], 'green')
+        check_both_languages(d, 'badge')
+        # Already submitted: today's page is the badge.
+        d.get(url('/'))
+        self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'section.badge.green'))
+
+    def test_2_history_locations_stats(self):
+        d = self.driver
+        d.get(url('/history'))
+        rows = d.find_elements(By.CSS_SELECTOR, 'main tbody tr')
+        self.assertEqual(len(rows), 1)
+        self.assertIn('Green', rows[0].text)
+        check_both_languages(d, 'history')
+        d.get(url('/locations'))
+        names = [e.text for e in d.find_elements(By.CSS_SELECTOR, '.locations h2')]
+        self.assertEqual(names, ['Field House', 'Student Health Center'])
+        self.assertTrue(d.find_elements(By.PARTIAL_LINK_TEXT, 'Map'))
+        check_both_languages(d, 'locations')
+        d.get(url('/locations?lat=40.87&lon=-73.91'))
+        self.assertIn('km', d.find_element(By.CSS_SELECTOR, '.locations li').text)
+        d.get(url('/stats'))
+        self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'svg.chart title'))
+        self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'main table caption'))
+        check_both_languages(d, 'stats')
+
+    def test_3_refused_the_admin_pages(self):
+        d = self.driver
+        d.get(url('/admin'))
+        self.assertEqual(d.find_element(By.TAG_NAME, 'h1').text, 'Not allowed')
+        self.assertIn('needs the role admin', d.find_element(By.TAG_NAME, 'main').text)
+        check_page(d, 'forbidden-en')
+
+    def test_4_sign_out(self):
+        d = self.driver
+        d.get(url('/history'))
+        d.find_element(By.CSS_SELECTOR, 'header form button').click()
+        wait_for(d, lambda d: '/signin' in d.current_url)
+        check_both_languages(d, 'signin')
+        d.get(url('/history'))
+        wait_for(d, lambda d: '/signin' in d.current_url)
+
+
+class WithoutJavaScript(unittest.TestCase):
+    """The member flow with JavaScript off: plain links, redirects and form posts."""
+
+    def test_sign_in_answer_and_badge(self):
+        d = make_driver(javascript=False)
+        try:
+            sign_in(d, CONFIG['noScriptMember'])
+            self.assertFalse(d.execute_script('return 1') is None and False)  # selenium itself may still run scripts
+            answer_survey(d, fever='yes')
+            wait_for(d, lambda d: d.current_url.endswith('/badge'))
+            badge = d.find_element(By.CSS_SELECTOR, 'section.badge')
+            self.assertNotIn('green', badge.get_attribute('class'))
+            self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'svg.qr'))
+            # The countdown shows the server's figure when no script ticks it.
+            self.assertRegex(d.find_element(By.ID, 'countdown').text, r'^\d+:\d\d:\d\d$')
+        finally:
+            d.quit()
+
+
+class KeyboardOnly(unittest.TestCase):
+    """Every step with the keyboard alone: the skip link, the sign-in, the form."""
+
+    def tab_to(self, d, predicate, limit=120):
+        for _ in range(limit):
+            ActionChains(d).send_keys(Keys.TAB).perform()
+            element = d.switch_to.active_element
+            if predicate(element):
+                return element
+        self.fail('no focusable element matched after %d tabs' % limit)
+
+    def test_answer_with_the_keyboard(self):
+        d = make_driver()
+        try:
+            d.get(url('/'))
+            wait_for(d, lambda d: '/signin' in d.current_url)
+            skip = self.tab_to(d, lambda e: True)
+            self.assertEqual(skip.get_attribute('class'), 'skip')
+            self.tab_to(d, lambda e: 'Test IdP' in e.text).send_keys(Keys.ENTER)
+            wait_for(d, lambda d: d.find_elements(By.ID, 'login_hint'))
+            self.tab_to(d, lambda e: e.get_attribute('id') == 'login_hint').send_keys(CONFIG['keyboardMember'] + Keys.ENTER)
+            wait_for(d, lambda d: d.find_elements(By.NAME, 'answers.fever'))
+            for name in ('answers.fever', 'answers.cough'):
+                self.tab_to(d, lambda e, n=name: e.get_attribute('name') == n)
+                ActionChains(d).send_keys(Keys.ARROW_RIGHT).perform()  # moves to and selects "No"
+            self.tab_to(d, lambda e: e.get_attribute('id') == 'q-temperature').send_keys('37.1')
+            self.tab_to(d, lambda e: e.get_attribute('name') == 'answers.where_today')
+            ActionChains(d).send_keys(Keys.SPACE).perform()
+            self.tab_to(d, lambda e: e.tag_name == 'button' and e.get_attribute('type') == 'submit' and 'answers' in e.text.lower() or e.text == 'Submit my answers').send_keys(Keys.ENTER)
+            wait_for(d, lambda d: d.current_url.endswith('/badge'))
+            self.assertIn('green', d.find_element(By.CSS_SELECTOR, 'section.badge').get_attribute('class'))
+        finally:
+            d.quit()
+
+
+class DoorScanner(unittest.TestCase):
+    """A screener checks good, expired, forged and other campuses' badges, online and offline."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.driver = make_driver()
+        sign_in(cls.driver, CONFIG['screener'], '/scan')
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+
+    def check(self, token):
+        d = self.driver
+        field = d.find_element(By.ID, 'token')
+        field.clear()
+        field.send_keys(token)
+        d.find_element(By.CSS_SELECTOR, '#paste-form button[type="submit"]').click()
+        wait_for(d, lambda d: 'wait' not in d.find_element(By.ID, 'verdict').get_attribute('class'))
+        return d.find_element(By.ID, 'verdict')
+
+    def test_verdicts(self):
+        d = self.driver
+        d.get(url('/scan'))
+        wait_for(d, lambda d: d.execute_script("return localStorage.getItem('attest-keys-%s')" % CONFIG['campus']))
+        check_both_languages(d, 'scan')
+        good = self.check(CONFIG['goodToken'])
+        self.assertIn('Genuine', good.text)
+        self.assertIn('server', good.text)
+        check_page(d, 'scan-verdict-en')
+        self.assertIn('expired', self.check(CONFIG['expiredToken']).text)
+        self.assertIn('forged', self.check(CONFIG['forgedToken']).text)
+        self.assertIn('another campus', self.check(CONFIG['otherCampusToken']).text)
+        self.assertIn('not a badge code', self.check('not-a-badge').text)
+
+    def test_offline(self):
+        d = self.driver
+        d.get(url('/scan'))
+        wait_for(d, lambda d: d.execute_script("return localStorage.getItem('attest-keys-%s')" % CONFIG['campus']))
+        d.set_network_conditions(offline=True, latency=0, download_throughput=0, upload_throughput=0)
+        try:
+            good = self.check(CONFIG['goodToken'])
+            self.assertIn('Genuine', good.text)
+            self.assertIn('offline', good.text)
+            self.assertIn('forged', self.check(CONFIG['forgedToken']).text)
+        finally:
+            d.delete_network_conditions()
+
+
+class AdminAndHealthOfficer(unittest.TestCase):
+    def test_dashboard_equals_the_api(self):
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['admin'], '/admin')
+            start = d.find_element(By.ID, 'from').get_attribute('value')
+            end = d.find_element(By.ID, 'to').get_attribute('value')
+            figures = api('/v1/campuses/%s/admin/dashboard?from=%s&to=%s' % (CONFIG['campus'], start, end), CONFIG['adminToken'])
+            total = figures['total']
+            rate = total['complianceRate']
+            shown = d.find_element(By.ID, 'compliance').text
+            if rate is None:
+                self.assertEqual(shown, 'no data')
+            else:
+                self.assertAlmostEqual(float(shown.rstrip('%')), rate * 100, delta=0.051)
+            self.assertIn('%d submitted, %d on time, %d late, %d missing' % (total['submitted'], total['onTime'], total['late'], total['missing']),
+                          d.find_element(By.TAG_NAME, 'main').text)
+            today = figures['days'][-1]
+            rows = [r for r in d.find_elements(By.CSS_SELECTOR, 'table tbody tr') if r.find_elements(By.TAG_NAME, 'th') and r.find_element(By.TAG_NAME, 'th').text == today['date']]
+            self.assertTrue(rows, 'a row for %s' % today['date'])
+            cells = [c.text for c in rows[0].find_elements(By.TAG_NAME, 'td')]
+            self.assertEqual(cells[:5], [str(today['activeMembers']), str(today['submitted']), str(today['onTime']), str(today['late']), str(today['missing'])])
+            pie = d.find_element(By.CSS_SELECTOR, '#pie-desc').get_attribute('textContent')
+            self.assertIn('Green %d' % today['colors']['green'], pie)
+            self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'svg.chart polyline'))
+            check_both_languages(d, 'admin')
+        finally:
+            d.quit()
+
+    def test_follow_ups(self):
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['officer'], '/admin/follow-ups')
+            rows = d.find_elements(By.CSS_SELECTOR, 'main tbody tr')
+            self.assertTrue(rows, 'the red and yellow list')
+            self.assertTrue(all('@example.edu' in row.text for row in rows))
+            check_both_languages(d, 'follow-ups')
+        finally:
+            d.quit()
+
+
+if __name__ == '__main__':
+    with open(sys.argv[1]) as handle:
+        CONFIG.update(json.load(handle))
+    os.makedirs(CONFIG['screenshots'], exist_ok=True)
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    outcome = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(suite)
+    for name, violations, serious in AXE_REPORT:
+        sys.stderr.write('axe %-24s %d violations, %d serious or critical\n' % (name, violations, serious))
+    sys.exit(0 if outcome.wasSuccessful() else 1)
