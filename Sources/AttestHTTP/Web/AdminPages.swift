@@ -91,7 +91,7 @@ struct AdminPages: Sendable {
                     top: min(top, 100), suffix: "%"))
             tables.append(
                 Charts.table(
-                    caption: visit["linesTitle"], columns: [(visit["date"], false), (visit["submitted"], true)] + symptoms.map { (WebFormat.words($0), true) },
+                    caption: visit["symptomCounts"], columns: [(visit["date"], false), (visit["submitted"], true)] + symptoms.map { (WebFormat.words($0), true) },
                     rows: days.map { day in [day.date.description, "\(day.submitted)"] + symptoms.map { "\(day.answers[$0]?["true"] ?? 0)" } }))
         }
         let data: [String: Any] = [

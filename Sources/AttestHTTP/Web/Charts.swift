@@ -61,7 +61,7 @@ enum Charts {
                 rects.append([
                     "x": number(plot.left + slot * Double(index) + (slot - barWidth) / 2), "y": number(y), "w": number(barWidth), "h": number(height),
                     "fill": fills[segment.key] ?? "#6f777b", "pattern": segment.key == "yellow" || segment.key == "missing",
-                    "tip": "\(dates[index]): \(segment.label) \(WebFormat.percent(segment.value))\(suffix)",
+                    "tip": "\(index < dates.count ? dates[index].description : ""): \(segment.label) \(WebFormat.percent(segment.value))\(suffix)",
                 ])
             }
         }
@@ -115,7 +115,9 @@ enum Charts {
                 return number(plot.left + slot * (Double(day) + 0.5)) + "," + number(y)
             }
             let stroke = strokes[index % strokes.count], dash = dashes[index % dashes.count]
-            var item: [String: Any] = ["points": points.joined(separator: " "), "stroke": stroke, "tip": line.name]
+            // A lone point is drawn as a dot (a zero-length segment with round caps).
+            let drawn = points.count == 1 ? points + points : points
+            var item: [String: Any] = ["points": drawn.joined(separator: " "), "stroke": stroke, "tip": line.name]
             if !dash.isEmpty { item["dash"] = dash }
             polylines.append(item)
             let y = plot.top + 6 + Double(index) * 18

@@ -32,7 +32,7 @@ enum QRCode {
             }
         }
         return """
-            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(size) \(size)" role="img" aria-label="\(WebResponseMiddleware.escape(label))" \
+            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(size) \(size)" role="img" aria-label="\(WebHTML.escape(label))" \
             shape-rendering="crispEdges" class="qr"><rect width="\(size)" height="\(size)" fill="#fff"/><path d="\(path)" fill="#000"/></svg>
             """
     }

@@ -69,10 +69,13 @@ struct WebRenderer: Sendable {
     func render(_ page: Page, visit: WebVisit) throws -> Response {
         let assets = try WebAssets.shared.get()
         var data = page.data
-        data["t"] = visit.text.isEmpty ? WebText.english : visit.text.merging(WebText.english) { mine, _ in mine }
+        data["t"] = visit.text
         data["base"] = visit.base
         data["csrf"] = visit.csrf
         data["slug"] = visit.campus.slug
+        // Charts and tables are written directly (WebHTML): the dashboard's many elements.
+        if let charts = data["charts"] as? [[String: Any]] { data["chartsHTML"] = charts.map(WebHTML.chart).joined() }
+        if let tables = data["tables"] as? [[String: Any]] { data["tablesHTML"] = tables.map(WebHTML.table).joined() }
         guard let body = assets.library.render(data, withTemplate: page.template) else { throw WebAssetsError(file: page.template, reason: "no such template") }
         var layout: [String: Any] = [
             "lang": visit.language, "title": page.title, "siteName": visit.campus.name, "css": assets.paths["site.css"] ?? "",

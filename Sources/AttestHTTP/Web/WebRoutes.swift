@@ -142,8 +142,8 @@ struct WebResponseMiddleware: RouterMiddleware {
         }
         let html = """
             <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
-            <title>\(Self.escape(problem.title))</title></head><body><main><h1>\(Self.escape(problem.title))</h1>\
-            <p>\(Self.escape(problem.detail))</p></main></body></html>
+            <title>\(WebHTML.escape(problem.title))</title></head><body><main><h1>\(WebHTML.escape(problem.title))</h1>\
+            <p>\(WebHTML.escape(problem.detail))</p></main></body></html>
             """
         return Response(status: problem.status, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: html)))
     }
@@ -156,20 +156,5 @@ struct WebResponseMiddleware: RouterMiddleware {
         var inCampus = context
         inCampus.campus = campus
         return inCampus
-    }
-
-    static func escape(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            switch character {
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "&": result += "&amp;"
-            case "\"": result += "&quot;"
-            case "'": result += "&#39;"
-            default: result.append(character)
-            }
-        }
-        return result
     }
 }

@@ -26,9 +26,11 @@ enum WebText {
         return best?.code ?? "en"
     }
 
+    /// Every word in `language`, English where it has none.
     static func table(_ language: String) -> [String: String] {
-        language == "es" ? spanish : english
+        language == "es" ? spanishComplete : english
     }
+    private static let spanishComplete = spanish.merging(english) { mine, _ in mine }
 
     static func format(_ text: String, _ values: String...) -> String {
         var result = text
@@ -68,7 +70,7 @@ enum WebText {
         "totals": "{0} submitted, {1} on time, {2} late, {3} missing in the range.",
         "pieTitle": "Badge colours on {0}", "pieDesc": "Green {0}, yellow {1}, red {2}.", "pieEmpty": "No attestations on {0}.",
         "barsTitle": "On time, late and missing per day", "barsDesc": "Stacked bars for {0} days from {1} to {2}; the table below has every figure.",
-        "linesTitle": "Symptom trends (percent of attestations)", "linesDesc": "One line per symptom over {0} days; the table below has every figure.",
+        "linesTitle": "Symptom trends (percent of attestations)", "symptomCounts": "Symptoms reported per day (count)", "linesDesc": "One line per symptom over {0} days; the table below has every figure.",
         "onTime": "On time", "missing": "Missing", "submitted": "Submitted", "active": "Active members", "count": "Count", "percent": "Percent",
         "followUpsTitle": "Follow-ups", "followUpsAudited": "Every view of this list is recorded in the audit log.",
         "followUpsCaption": "Red and yellow badges on {0}", "name": "Name", "email": "Email",
@@ -124,7 +126,7 @@ enum WebText {
         "totals": "{0} enviadas, {1} a tiempo, {2} tarde, {3} faltantes en el período.",
         "pieTitle": "Colores de credencial el {0}", "pieDesc": "Verde {0}, amarillo {1}, rojo {2}.", "pieEmpty": "No hubo respuestas el {0}.",
         "barsTitle": "A tiempo, tarde y faltantes por día", "barsDesc": "Barras apiladas de {0} días del {1} al {2}; la tabla de abajo tiene todas las cifras.",
-        "linesTitle": "Tendencias de síntomas (porcentaje de respuestas)", "linesDesc": "Una línea por síntoma en {0} días; la tabla de abajo tiene todas las cifras.",
+        "linesTitle": "Tendencias de síntomas (porcentaje de respuestas)", "symptomCounts": "Síntomas informados por día (cantidad)", "linesDesc": "Una línea por síntoma en {0} días; la tabla de abajo tiene todas las cifras.",
         "onTime": "A tiempo", "missing": "Faltantes", "submitted": "Enviadas", "active": "Miembros activos", "count": "Cantidad", "percent": "Porcentaje",
         "followUpsTitle": "Seguimiento", "followUpsAudited": "Cada consulta de esta lista queda registrada en el registro de auditoría.",
         "followUpsCaption": "Credenciales rojas y amarillas del {0}", "name": "Nombre", "email": "Correo",
