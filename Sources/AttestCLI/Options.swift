@@ -38,6 +38,21 @@ struct DatabaseOptions: ParsableArguments {
                 + "or run `attest dev` here once to create a local one in ./.attest/")
     }
 
+    /// `--database-read-url`, else `DATABASE_READ_URL` (either may be @FILE): a streaming
+    /// standby for statistics reads, or nil.
+    func resolveReadURL(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
+        if let option, !option.isEmpty { return try Secret.read(option, option: "--database-read-url") }
+        if let url = environment["DATABASE_READ_URL"], !url.isEmpty { return try Secret.read(url, option: "DATABASE_READ_URL") }
+        return nil
+    }
+
+    /// The client the server reads statistics with from a standby: row-level security applies.
+    func readClient(url: String, logger: Logger) -> PostgresClient {
+        PostgresClient(
+            configuration: PostgresConfiguration(connectionString: url, role: SchemaMigrator.applicationRole),
+            options: .init(maxConnections: max(2, dbPoolSize / 2)), logger: logger)
+    }
+
     /// A client that works as the login role itself (migrations, cluster set-up, checks).
     func ownerClient(logger: Logger, maxConnections: Int = 2) throws -> PostgresClient {
         PostgresClient(

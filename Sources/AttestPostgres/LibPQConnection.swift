@@ -178,6 +178,17 @@ final class LibPQConnection: @unchecked Sendable {
         return String(cString: quoted)
     }
 
+    /// The password as the server stores it (SCRAM-SHA-256 with the server's default
+    /// `password_encryption`), computed here by libpq, so the clear text never reaches the
+    /// server or its statement log.
+    func encryptPassword(_ password: String, user: String) throws -> String {
+        guard let encrypted = PQencryptPasswordConn(handle, password, user, nil) else {
+            throw PostgresError(code: .server, message: "cannot encrypt the password: \(Self.errorMessage(handle))")
+        }
+        defer { PQfreemem(encrypted) }
+        return String(cString: encrypted)
+    }
+
     // MARK: Statements
 
     /// Runs one statement with bound parameters, results in binary.

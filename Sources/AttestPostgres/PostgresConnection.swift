@@ -14,6 +14,12 @@ public struct PostgresConnection: Sendable {
         try await run { try $0.execute(sql) }
     }
 
+    /// `password` as PostgreSQL stores it for `user` (SCRAM-SHA-256 by default), computed by
+    /// libpq on this side: for `ALTER ROLE … PASSWORD`, so no clear text is ever sent or logged.
+    public func encryptPassword(_ password: String, user: String) async throws -> String {
+        try await run { try $0.encryptPassword(password, user: user) }
+    }
+
     /// Runs SQL text holding any number of statements through the simple query protocol
     /// (text results, no parameters). For migrations and operator scripts only: never pass
     /// input from outside.

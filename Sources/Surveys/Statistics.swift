@@ -160,15 +160,30 @@ public enum Rollups {
 /// Reads the rollups and the identifiable follow-up list; every identifiable read is audited.
 public struct StatisticsStore: Sendable {
     let client: PostgresClient
+    /// Where the rollups are read (`days`): a streaming standby's pool when the server has
+    /// `DATABASE_READ_URL`, else `client`. Everything that writes or audits uses `client`.
+    let reader: PostgresClient
 
-    public init(client: PostgresClient) { self.client = client }
+    public init(client: PostgresClient, reader: PostgresClient? = nil) {
+        self.client = client
+        self.reader = reader ?? client
+    }
 
     /// Every day of `range`, in order (days without attestations have zero counts). Three
     /// index range scans over the rollups: the cost grows with days, not attestations.
     public func days(campus: CampusID, range: DateRange) async throws -> [DayFigures] {
         let (from, to) = (range.from, range.to)
         // One pipelined round trip, one transaction: the three reads see the same snapshot.
-        let results = try await client.withConnection { connection in
+        // From the standby when there is one; if it cannot be reached, from the primary.
+        do {
+            return try await days(campus: campus, from: from, to: to, range: range, on: reader)
+        } catch let error as PostgresError where error.isConnectionError && reader !== client {
+            return try await days(campus: campus, from: from, to: to, range: range, on: client)
+        }
+    }
+
+    private func days(campus: CampusID, from: LocalDate, to: LocalDate, range: DateRange, on pool: PostgresClient) async throws -> [DayFigures] {
+        let results = try await pool.withConnection { connection in
             try await connection.pipeline([
                 PipelineUnit(
                     campus: campus.rawValue,

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttestPostgres
 import AttestSchema
 import Foundation
 
@@ -12,17 +13,72 @@ struct MigrateCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
     @Flag(help: "Print the result as JSON.") var json = false
+    @Option(
+        help: ArgumentHelp(
+            "Also make the login `attest serve` uses: created if missing (LOGIN, owning nothing) and made a member of attest_app. Containers and units run this before the servers.",
+            valueName: "role"))
+    var serverLogin: String?
+    @Option(
+        help: ArgumentHelp(
+            "A file holding --server-login's password, set on every run (so rotating it is: change the file, run migrate).",
+            valueName: "file"))
+    var serverPasswordFile: String?
+
+    func validate() throws {
+        if let serverLogin {
+            guard !serverLogin.isEmpty, serverLogin.utf8.count <= 63,
+                serverLogin.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") })
+            else { throw ValidationError("--server-login must be a role name of letters, digits and _ (at most 63), such as attest_server") }
+            guard serverLogin != SchemaMigrator.applicationRole else {
+                throw ValidationError("--server-login must differ from \(SchemaMigrator.applicationRole), the group role it is made a member of")
+            }
+        } else if serverPasswordFile != nil {
+            throw ValidationError("--server-password-file needs --server-login: name the role the password is for")
+        }
+    }
 
     func run() async throws {
         let logger = logging.makeLogger(label: "attest.migrate")
+        let password = try serverPasswordFile.map { try Secret.read("@" + $0, option: "--server-password-file") }
         let client = try database.ownerClient(logger: logger, maxConnections: 1)
-        let report = try await withShutdown(client) { try await SchemaMigrator(logger: logger).migrate(client) }
+        let report = try await withShutdown(client) {
+            let report = try await SchemaMigrator(logger: logger).migrate(client)
+            if let serverLogin { try await Self.prepare(login: serverLogin, password: password, on: client) }
+            return report
+        }
         if json {
             printJSON(report)
         } else if report.applied.isEmpty {
             say("Schema is up to date (version \(report.version)).")
         } else {
             say("Applied schema version(s) \(report.applied.map(String.init).joined(separator: ", ")); now at version \(report.version).")
+        }
+        if let serverLogin, !json { say("The server's login \(serverLogin) is a member of \(SchemaMigrator.applicationRole).") }
+    }
+
+    /// Creates the server's login when missing and grants it attest_app; sets its password
+    /// when given: hashed by libpq here (SCRAM), so no clear text is sent or logged, and
+    /// quoted by PostgreSQL's own `format`, never by string pasting here.
+    static func prepare(login: String, password: String?, on client: PostgresClient) async throws {
+        let exists = try await client.query("SELECT count(*) AS n FROM pg_roles WHERE rolname = \(login)")
+        if try exists[0].decode("n", as: Int.self) == 0 {
+            do {
+                try await client.query("CREATE ROLE \(identifier: login) LOGIN")
+            } catch let error as PostgresError where error.sqlState == "42710" {
+                // Another migrate made it a moment ago.
+            }
+        }
+        let member = try await client.query(
+            "SELECT pg_has_role(\(login), \(SchemaMigrator.applicationRole), 'MEMBER') AS member")
+        if try !member[0].decode("member", as: Bool.self) {
+            try await client.query("GRANT \(identifier: SchemaMigrator.applicationRole) TO \(identifier: login)")
+        }
+        if let password {
+            try await client.withConnection { connection in
+                let verifier = try await connection.encryptPassword(password, user: login)
+                let statement = try await connection.query("SELECT format('ALTER ROLE %I PASSWORD %L', \(login)::text, \(verifier)::text) AS sql")
+                try await connection.query(SQL(unsafeSQL: try statement[0].decode("sql", as: String.self)))
+            }
         }
     }
 }

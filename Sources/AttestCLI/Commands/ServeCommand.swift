@@ -48,6 +48,11 @@ struct ServeCommand: AsyncParsableCommand {
             "Where browsers reach the web pages, e.g. https://attest.example.edu (behind the proxy that ends TLS): the address identity providers send people back to after sign-in. Over https the session cookie is __Host- and Secure.",
             valueName: "url"))
     var publicURL: String?
+    @Option(
+        help: ArgumentHelp(
+            "A streaming standby's libpq URI or conninfo (or @FILE), logged in as the same role: the statistics, dashboard and report reads go there (a standby is usually under a second behind). Default: $DATABASE_READ_URL; none: everything reads the primary.",
+            valueName: "url"))
+    var databaseReadURL: String?
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var keys: KeyOptions
     @OptionGroup var logging: LoggingOptions
@@ -73,7 +78,7 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = logging.makeLogger(label: "attest")
         let kek = try keys.require()
         try await migrateThenServe(
-            database: database, migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek, server: ServerConfiguration(
+            database: database, readURL: try database.resolveReadURL(databaseReadURL), migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek, server: ServerConfiguration(
                 host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort, trustedProxies: Swift.Set(trustedProxies),
                 outbound: .init(allowedHosts: Swift.Set(outboundHosts)), idleTimeout: .seconds(idleTimeout),
                 web: WebConfiguration(publicURL: publicURL.flatMap(WebConfiguration.parsePublicURL))), logger: logger
@@ -86,7 +91,7 @@ struct ServeCommand: AsyncParsableCommand {
 /// What `serve` and `dev` share: migrate as the owner (when given its URL), check the
 /// server's own login (`ServerLogin`), then serve as the application role.
 func migrateThenServe(
-    database: DatabaseOptions, migrateURL: String?, kek: KeyEncryptionKey, server: ServerConfiguration, logger: Logger,
+    database: DatabaseOptions, readURL: String? = nil, migrateURL: String?, kek: KeyEncryptionKey, server: ServerConfiguration, logger: Logger,
     afterMigration: (() async throws -> Void)? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void
 ) async throws {
@@ -116,8 +121,9 @@ func migrateThenServe(
         await pool.shutdown()
         throw CLIError("cannot serve: \(error)")
     }
+    let reader = readURL.map { database.readClient(url: $0, logger: logger) }
     let app = AttestServer.buildApplication(
-        configuration: server, database: pool, kek: kek, logger: logger, onServerRunning: onServerRunning)
+        configuration: server, database: pool, readDatabase: reader, kek: kek, logger: logger, onServerRunning: onServerRunning)
     do {
         try await app.runService()
     } catch where "\(error)".contains("Address already in use") {

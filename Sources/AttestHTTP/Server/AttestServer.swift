@@ -15,10 +15,12 @@ import Tenancy
 /// Builds the Hummingbird application: routes, middleware, and the services it runs.
 public enum AttestServer {
     public static func buildApplication(
-        configuration: ServerConfiguration, database: PostgresClient, kek: KeyEncryptionKey? = nil, logger: Logger,
+        configuration: ServerConfiguration, database: PostgresClient, readDatabase: PostgresClient? = nil,
+        kek: KeyEncryptionKey? = nil, logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let services = AttestServices(database: database, configuration: configuration, kek: kek, logger: logger)
+        let services = AttestServices(
+            database: database, readDatabase: readDatabase, configuration: configuration, kek: kek, logger: logger)
         return buildApplication(configuration: configuration, services: services, logger: logger, onServerRunning: onServerRunning)
     }
 
@@ -28,6 +30,7 @@ public enum AttestServer {
     ) -> some ApplicationProtocol {
         let router = buildRouter(configuration: configuration, services: services)
         var background: [any Service] = [services.database, services.writer, services.outbox, services.retention]
+        if let reader = services.readDatabase { background.append(reader) }
         if let metricsPort = configuration.metricsPort {
             let metricsRouter = Router()
             services.metrics.register(on: metricsRouter, pool: services.database)

@@ -13,6 +13,8 @@ import Tenancy
 /// Everything the routes use, built once per server.
 public struct AttestServices: Sendable {
     public var database: PostgresClient
+    /// A streaming standby's pool for statistics reads (`DATABASE_READ_URL`), when there is one.
+    public var readDatabase: PostgresClient?
     public var campuses: CampusDirectory
     public var users: UserStore
     public var sessions: SessionStore
@@ -46,11 +48,12 @@ public struct AttestServices: Sendable {
     public var limiters: RequestLimiters
 
     public init(
-        database: PostgresClient, configuration: ServerConfiguration, registry: PluginRegistry = PluginSystem.registry,
-        kek: KeyEncryptionKey? = nil, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
+        database: PostgresClient, readDatabase: PostgresClient? = nil, configuration: ServerConfiguration,
+        registry: PluginRegistry = PluginSystem.registry, kek: KeyEncryptionKey? = nil, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
         metrics: ServerMetrics = ServerMetrics()
     ) {
         self.database = database
+        self.readDatabase = readDatabase
         self.metrics = metrics
         self.limiters = RequestLimiters(configuration.rateLimits)
         self.campuses = CampusDirectory(store: CampusStore(client: database), ttl: configuration.campusCacheTTL)
@@ -71,7 +74,7 @@ public struct AttestServices: Sendable {
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
             metrics: metrics.factory)
-        self.statistics = StatisticsStore(client: database)
+        self.statistics = StatisticsStore(client: database, reader: readDatabase)
         self.statisticsService = StatisticsService(store: statistics, questionnaires: activeQuestionnaires)
         self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database)])
         self.signIns = SignInGuard(client: database)
