@@ -29,6 +29,8 @@ import tempfile
 import threading
 import time
 import uuid
+
+import yaml
 import zoneinfo
 
 ATTEST = os.environ["ATTEST_BINARY"]
@@ -555,10 +557,19 @@ def patroni(base):
         os.makedirs(node["dir"])
         if AS_ROOT:
             shutil.chown(node["dir"], "postgres", "postgres")
-        conf = (template.replace("name: node1", f"name: {name}").replace("127.0.0.1:2379", f"127.0.0.1:{etcd_client}")
-                .replace("127.0.0.1:8008", f"127.0.0.1:{node['api']}").replace("127.0.0.1:5432", f"127.0.0.1:{node['pg']}")
-                .replace("/var/lib/postgresql/attest", node["dir"] + "/data").replace("/usr/lib/postgresql/15/bin", PG_BIN)
-                .replace("/var/run/postgresql", node["dir"]).replace("/tmp/attest-patroni-pgpass", node["dir"] + "/pgpass"))
+        conf = yaml.safe_load(template)
+        conf["name"] = name
+        conf["etcd3"]["hosts"] = f"127.0.0.1:{etcd_client}"
+        conf["restapi"] = {"listen": f"127.0.0.1:{node['api']}", "connect_address": f"127.0.0.1:{node['api']}"}
+        trust = ["local all all trust", "host replication replicator 127.0.0.1/32 trust", "host all all 127.0.0.1/32 trust"]
+        conf["bootstrap"]["pg_hba"] = trust
+        postgresql = conf["postgresql"]
+        postgresql.update(listen=f"127.0.0.1:{node['pg']}", connect_address=f"127.0.0.1:{node['pg']}", data_dir=node["dir"] + "/data",
+                          bin_dir=PG_BIN, pgpass=node["dir"] + "/pgpass", pg_hba=trust)
+        postgresql["parameters"]["unix_socket_directories"] = node["dir"]
+        for account in postgresql["authentication"].values():
+            account.pop("password", None)
+        conf = yaml.safe_dump(conf)
         path = os.path.join(node["dir"], "patroni.yml")
         with open(path, "w") as f:
             f.write(conf)

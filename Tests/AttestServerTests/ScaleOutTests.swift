@@ -1,0 +1,48 @@
+import AttestTestSupport
+import Foundation
+import Testing
+
+/// deploy/ and scale-out with real engines on loopback (`Tests/ScaleOut/`): the deploy files
+/// checked by the tools that read them, then a streaming standby promoted under load, two
+/// servers behind nginx, and a Patroni failover, each counting every acknowledged attestation
+/// against the table afterwards. The scripts print their figures; the README's "Scaling out"
+/// section shows the latest. One at a time: each starts its own clusters and servers.
+@Suite("deploy/ and scale-out", .serialized)
+struct ScaleOutTests {
+    static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appending(path: "ScaleOut")
+
+    static func run(_ script: String, _ arguments: [String] = [], timeout: Duration) async throws -> (status: Int32, output: String) {
+        let environment: [String: String?] = [
+            "ATTEST_BINARY": ChildProcess.attestBinary,
+            "ATTEST_PG_BIN": ProcessInfo.processInfo.environment["ATTEST_PG_BIN"] ?? "/usr/lib/postgresql/15/bin",
+        ]
+        let result = try await ChildProcess.run(
+            ["/usr/bin/env", "python3", "-u", scripts.appending(path: script).path] + arguments, environment: environment, timeout: timeout)
+        return (result.status, result.stdout + result.stderr)
+    }
+
+    /// systemd-analyze, nginx -t, kubernetes-validate, Patroni's validator, the compose file.
+    @Test func theDeployFilesPassTheToolsThatReadThem() async throws {
+        let (status, output) = try await Self.run("check_deploy.py", timeout: .seconds(300))
+        print(output)
+        #expect(status == 0, "\(output)")
+        for check in ["systemd unit", "nginx.conf", "kubernetes", "compose.yaml", "patroni.yml", "Containerfile", "the options deploy/ uses exist"] {
+            #expect(output.contains("ok \(check)"), "no \"ok \(check)\" in \(output)")
+        }
+    }
+
+    @Test(arguments: ["replica", "servers", "patroni"])
+    func nothingAcknowledgedIsLost(_ scenario: String) async throws {
+        let (status, output) = try await Self.run("scaleout.py", [scenario], timeout: .seconds(600))
+        print(output)
+        #expect(status == 0, "\(output.suffix(6000))")
+        let result = try #require(output.split(separator: "\n").first { $0.hasPrefix("RESULT \(scenario) ") }, "no RESULT line")
+        let open = try #require(result.firstIndex(of: "{"))
+        let close = try #require(result.lastIndex(of: "}"))
+        let figures = try #require(try JSONSerialization.jsonObject(with: Data(result[open...close].utf8)) as? [String: Any])
+        #expect(figures["lost"] as? Int == 0)
+        #expect(figures["duplicates"] as? Int == 0)
+        #expect((figures["acknowledged"] as? Int ?? 0) > 0 && figures["acknowledged"] as? Int == figures["stored"] as? Int)
+    }
+}
