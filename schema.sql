@@ -241,7 +241,8 @@ CREATE TABLE IF NOT EXISTS daily_answer_counts (
 -- Active members per campus-local day, kept as changes: +1 when a member is added (on the
 -- local date of created_at) or reactivated, -1 when deactivated or deleted. A day's active
 -- count is the sum of the changes up to it: O(days) for dashboards, never O(members).
--- Statement triggers on users keep it, so every way of adding members counts.
+-- The statements that add users write it too (UserStore.countAddedMembers): no trigger,
+-- which Citus would refuse on a distributed table.
 CREATE TABLE IF NOT EXISTS member_changes (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     local_date  date NOT NULL,
@@ -307,8 +308,10 @@ CREATE TABLE IF NOT EXISTS reminder_runs (
 -- Append-only record of permission changes, imports, token issues and identifiable reads.
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
-    id          bigint GENERATED ALWAYS AS IDENTITY,
-    at          timestamptz NOT NULL DEFAULT now(),
+    -- No sequence (Citus distributes the log by campus); entries are ordered by at, then id,
+    -- and clock_timestamp() keeps the entries of one transaction in their order.
+    id          uuid NOT NULL DEFAULT gen_random_uuid(),
+    at          timestamptz NOT NULL DEFAULT clock_timestamp(),
     actor       text NOT NULL,
     action      text NOT NULL,
     target      text NOT NULL DEFAULT '',
@@ -316,45 +319,6 @@ CREATE TABLE IF NOT EXISTS audit_log (
     PRIMARY KEY (campus_id, id)
 );
 CREATE INDEX IF NOT EXISTS audit_log_by_time ON audit_log (campus_id, at);
-
--- member_changes from users, one statement at a time (a bulk import is one upsert per day).
-CREATE OR REPLACE FUNCTION count_member_changes() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO member_changes AS m (campus_id, local_date, change)
-        SELECT n.campus_id, (n.created_at AT TIME ZONE c.time_zone)::date, count(*)
-        FROM added n JOIN campuses c ON c.id = n.campus_id
-        WHERE n.active
-        GROUP BY 1, 2 ORDER BY 1, 2
-        ON CONFLICT (campus_id, local_date) DO UPDATE SET change = m.change + EXCLUDED.change;
-    ELSIF TG_OP = 'UPDATE' THEN
-        INSERT INTO member_changes AS m (campus_id, local_date, change)
-        SELECT n.campus_id, (now() AT TIME ZONE c.time_zone)::date, sum(CASE WHEN n.active THEN 1 ELSE -1 END)
-        FROM added n JOIN removed o ON o.campus_id = n.campus_id AND o.id = n.id
-        JOIN campuses c ON c.id = n.campus_id
-        WHERE n.active <> o.active
-        GROUP BY 1, 2 ORDER BY 1, 2
-        ON CONFLICT (campus_id, local_date) DO UPDATE SET change = m.change + EXCLUDED.change;
-    ELSE
-        -- A campus being deleted is gone from campuses already: nothing to count.
-        INSERT INTO member_changes AS m (campus_id, local_date, change)
-        SELECT o.campus_id, (now() AT TIME ZONE c.time_zone)::date, -count(*)
-        FROM removed o JOIN campuses c ON c.id = o.campus_id
-        WHERE o.active
-        GROUP BY 1, 2 ORDER BY 1, 2
-        ON CONFLICT (campus_id, local_date) DO UPDATE SET change = m.change + EXCLUDED.change;
-    END IF;
-    RETURN NULL;
-END $$;
-DROP TRIGGER IF EXISTS users_counted_on_insert ON users;
-CREATE TRIGGER users_counted_on_insert AFTER INSERT ON users
-    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION count_member_changes();
-DROP TRIGGER IF EXISTS users_counted_on_update ON users;
-CREATE TRIGGER users_counted_on_update AFTER UPDATE ON users
-    REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION count_member_changes();
-DROP TRIGGER IF EXISTS users_counted_on_delete ON users;
-CREATE TRIGGER users_counted_on_delete AFTER DELETE ON users
-    REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION count_member_changes();
 
 -- Row-level security: the second wall behind the application's own scoping.
 DO $$

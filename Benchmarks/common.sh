@@ -68,9 +68,16 @@ bench_members() {
   echo "Seeding $2 members with a session token each…"
   seed_start=$(date +%s.%N)
   "${psql[@]}" -d attest <<SQL
-INSERT INTO users (campus_id, id, email, display_name)
-SELECT c.id, gen_random_uuid(), 'member' || g || '@bench.example.edu', 'Member ' || g
-FROM campuses c, generate_series(1, $2) AS g WHERE c.slug = '$1';
+-- Counted in member_changes in the same statement, as the server's own inserts do.
+WITH added AS (
+  INSERT INTO users (campus_id, id, email, display_name)
+  SELECT c.id, gen_random_uuid(), 'member' || g || '@bench.example.edu', 'Member ' || g
+  FROM campuses c, generate_series(1, $2) AS g WHERE c.slug = '$1'
+  RETURNING campus_id, created_at
+)
+INSERT INTO member_changes AS m (campus_id, local_date, change)
+SELECT a.campus_id, (a.created_at AT TIME ZONE c.time_zone)::date, count(*) FROM added a JOIN campuses c ON c.id = a.campus_id
+GROUP BY 1, 2 ON CONFLICT (campus_id, local_date) DO UPDATE SET change = m.change + EXCLUDED.change;
 SQL
   bench_tokens "$1"
   echo "Seeded in $(calc %.1f "$(date +%s.%N) - $seed_start") s"

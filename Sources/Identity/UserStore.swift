@@ -115,10 +115,15 @@ public struct UserStore: Sendable {
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
             let upserted = try await connection.query(
                 """
-                INSERT INTO users (campus_id, id, email, display_name)
-                SELECT \(campus.id), gen_random_uuid(), e.email, e.name FROM unnest(\(emails), \(names)) AS e(email, name)
-                ON CONFLICT (campus_id, email) DO UPDATE SET display_name = EXCLUDED.display_name
-                RETURNING (xmax = 0) AS inserted
+                WITH upserted AS (
+                    INSERT INTO users (campus_id, id, email, display_name)
+                    SELECT \(campus.id), gen_random_uuid(), e.email, e.name FROM unnest(\(emails), \(names)) AS e(email, name)
+                    ON CONFLICT (campus_id, email) DO UPDATE SET display_name = EXCLUDED.display_name
+                    RETURNING campus_id, created_at, active, (xmax = 0) AS inserted
+                ), added AS (
+                    SELECT campus_id, created_at, active FROM upserted WHERE inserted
+                ), \(Self.countAddedMembers(campus: campus.id))
+                SELECT inserted FROM upserted
                 """)
             let created = try upserted.filter { try $0.decode("inserted", as: Bool.self) }.count
             try await connection.query(
@@ -202,6 +207,26 @@ public struct UserStore: Sendable {
 
     // MARK: Helpers
 
+    /// Counts members added by the same statement into `member_changes` (+1 on the campus-local
+    /// day of each active member's `created_at`): spliced as a CTE after a CTE named `added`
+    /// that returns `campus_id`, `created_at` and `active` of the rows it inserted. Every
+    /// statement that adds users carries it (the import, onboarding, the history seed), so the
+    /// dashboard's active counts need no trigger on `users` (Citus refuses triggers there).
+    /// A statement that deactivates, reactivates or deletes members must write its −1/+1 the
+    /// same way; none does today (members leave only with their campus).
+    public static func countAddedMembers(campus: CampusID) -> SQL {
+        """
+        counted AS (
+            INSERT INTO member_changes AS m (campus_id, local_date, change)
+            SELECT a.campus_id, (a.created_at AT TIME ZONE c.time_zone)::date, count(*)
+            FROM added a JOIN campuses c ON c.id = a.campus_id
+            WHERE a.active AND a.campus_id = \(campus) AND c.id = \(campus)
+            GROUP BY 1, 2 ORDER BY 1, 2
+            ON CONFLICT (campus_id, local_date) DO UPDATE SET change = m.change + EXCLUDED.change
+        )
+        """
+    }
+
     static func insert(
         _ connection: PostgresConnection, campus: CampusID, email: String, displayName: String,
         issuer: String? = nil, subject: String? = nil
@@ -209,9 +234,12 @@ public struct UserStore: Sendable {
         let id = UserID(UUID())
         let rows = try await connection.query(
             """
-            INSERT INTO users (campus_id, id, email, display_name, oidc_issuer, oidc_subject)
-            VALUES (\(campus), \(id), \(email), \(displayName), \(issuer), \(subject))
-            RETURNING created_at
+            WITH added AS (
+                INSERT INTO users (campus_id, id, email, display_name, oidc_issuer, oidc_subject)
+                VALUES (\(campus), \(id), \(email), \(displayName), \(issuer), \(subject))
+                RETURNING campus_id, created_at, active
+            ), \(Self.countAddedMembers(campus: campus))
+            SELECT created_at FROM added
             """)
         try await connection.query(
             "INSERT INTO user_roles (campus_id, user_id, role, granted_by) VALUES (\(campus), \(id), 'member', 'onboarding')")

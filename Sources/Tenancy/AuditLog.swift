@@ -4,7 +4,9 @@ import Foundation
 
 /// One entry of a campus's append-only audit log.
 public struct AuditEntry: Sendable, Codable, Equatable {
-    public var id: Int64
+    /// Random (no sequence: the log is distributed by campus under Citus); entries are ordered
+    /// by `at`, then `id`.
+    public var id: UUID
     public var at: Date
     /// Who did it: `cli:<os user>` for the admin CLI, `user:<email>` for the API.
     public var actor: String

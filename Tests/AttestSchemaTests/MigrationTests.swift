@@ -65,7 +65,7 @@ struct MigrationTests {
         }
         #expect(try await Self.attestationKeys(owner) != fresh)
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [2, 3, 4])
+        #expect(report.applied == [2, 3, 4, 5])
         #expect(try await Self.attestationKeys(owner) == fresh)
         await owner.shutdown()
     }
@@ -95,7 +95,7 @@ struct MigrationTests {
         }
         #expect(try await Self.catalog(owner) != fresh)
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [3, 4])
+        #expect(report.applied == [3, 4, 5])
         let migrated = try await Self.catalog(owner)
         #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
         await owner.shutdown()
@@ -106,8 +106,11 @@ struct MigrationTests {
     static func catalog(_ client: PostgresClient) async throws -> [String] {
         try await client.query(
             """
-            SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable AS line
+            SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' '
+                   || coalesce(column_default, '') || ' ' || is_identity AS line
             FROM information_schema.columns WHERE table_schema = 'public'
+            UNION ALL
+            SELECT 'trigger ' || tgrelid::regclass::text || '.' || tgname FROM pg_trigger WHERE NOT tgisinternal
             UNION ALL
             SELECT 'rls ' || relname || ' ' || relrowsecurity || ' ' || relforcerowsecurity FROM pg_class
             WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'

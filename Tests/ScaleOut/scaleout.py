@@ -154,9 +154,15 @@ def prepare_campus(primary, members):
     attest("campus", "create", CAMPUS, "--name", "North", "--timezone", "America/New_York", database_url=owner)
     attest("survey", "publish", CAMPUS, "--demo", database_url=owner)
     primary.sql(f"""
-        INSERT INTO users (campus_id, id, email, display_name)
-        SELECT c.id, gen_random_uuid(), 'm' || g || '@north.example.edu', 'Member ' || g
-        FROM campuses c, generate_series(1, {members}) AS g WHERE c.slug = '{CAMPUS}'""")
+        WITH added AS (
+            INSERT INTO users (campus_id, id, email, display_name)
+            SELECT c.id, gen_random_uuid(), 'm' || g || '@north.example.edu', 'Member ' || g
+            FROM campuses c, generate_series(1, {members}) AS g WHERE c.slug = '{CAMPUS}'
+            RETURNING campus_id, created_at
+        )
+        INSERT INTO member_changes AS m (campus_id, local_date, change)
+        SELECT a.campus_id, (a.created_at AT TIME ZONE c.time_zone)::date, count(*) FROM added a JOIN campuses c ON c.id = a.campus_id
+        GROUP BY 1, 2 ON CONFLICT (campus_id, local_date) DO UPDATE SET change = m.change + EXCLUDED.change""")
     tokens = primary.sql(f"""
         WITH t AS (
             SELECT campus_id, id AS user_id,

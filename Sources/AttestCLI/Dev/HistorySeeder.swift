@@ -1,6 +1,7 @@
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Identity
 import Surveys
 import Tenancy
 
@@ -63,13 +64,17 @@ public struct HistorySeeder: Sendable {
         let plan = try SeedPlan(campus: campus, questionnaire: questionnaire, first: first, days: days, keepFrom: keepFrom, now: now, idPrefix: idPrefix)
         let domain = campus.emailDomains.first ?? "seed.example.edu"
         let trusted = try await preflight()
-        // Members, created at the start of the first day (the trigger counts them active then).
+        // Members, created at the start of the first day (and counted active from then).
         try await client.query(
             """
-            INSERT INTO users (campus_id, id, email, display_name, created_at)
-            SELECT \(id), \(Self.counterID(prefix: userPrefix, "n")), format('seed-%s-%s@%s', \(tag)::text, n, \(domain)::text),
-                   format('Seed Member %s', n), \(first.start(in: campus.zone))
-            FROM generate_series(1, \(members)) AS n
+            WITH added AS (
+                INSERT INTO users (campus_id, id, email, display_name, created_at)
+                SELECT \(id), \(Self.counterID(prefix: userPrefix, "n")), format('seed-%s-%s@%s', \(tag)::text, n, \(domain)::text),
+                       format('Seed Member %s', n), \(first.start(in: campus.zone))
+                FROM generate_series(1, \(members)) AS n
+                RETURNING campus_id, created_at, active
+            ), \(UserStore.countAddedMembers(campus: id))
+            SELECT 1
             """, campus: id.rawValue)
         let slices = stride(from: 1, through: members, by: slice).map { $0...min($0 + slice - 1, members) }
         let attestations = try await withThrowingTaskGroup(of: Int.self) { group in

@@ -1,0 +1,105 @@
+import AttestPostgres
+import AttestSchema
+import AttestTestSupport
+import Testing
+
+/// The schema stays distributable by `campus_id` under Citus, by Citus's documented rules,
+/// read from the catalog of a migrated database (Citus itself has no package on this
+/// machine): no triggers on tenant tables, no identity or sequence columns there, every
+/// primary key, unique constraint and foreign key between tenant tables includes
+/// `campus_id`, policies without subqueries, functions with a fixed search_path.
+/// `campuses` and `schema_migrations` are the shared (reference) tables.
+@Suite("Citus readiness")
+struct CitusReadinessTests {
+    static let shared: Set<String> = ["campuses", "schema_migrations"]
+
+    @Test func theSchemaFollowsCitussRulesForDistributedTables() async throws {
+        let name = try await TestDatabase.create()
+        let owner = TestDatabase.client(database: name, role: nil)
+        defer { Task { await owner.shutdown() } }
+        let tables: [String] = try await owner.query(
+            "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p') ORDER BY relname"
+        ).map { try $0.decode("relname") }
+        let tenant = Set(tables).subtracting(Self.shared)
+        #expect(tenant.count >= 19, "\(tenant.sorted())")
+
+        // Every tenant table has campus_id.
+        let withCampus: Set<String> = Set(
+            try await owner.query(
+                """
+                SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+                WHERE c.relnamespace = 'public'::regnamespace AND a.attname = 'campus_id' AND NOT a.attisdropped
+                """
+            ).map { try $0.decode("relname") })
+        #expect(tenant.subtracting(withCampus).isEmpty, "tenant tables without campus_id: \(tenant.subtracting(withCampus).sorted())")
+
+        // No user triggers anywhere (Citus refuses them on distributed tables).
+        let triggers: [String] = try await owner.query(
+            "SELECT tgrelid::regclass::text || '.' || tgname AS t FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1"
+        ).map { try $0.decode("t") }
+        #expect(triggers.isEmpty, "triggers: \(triggers)")
+
+        // No identity columns and no sequence defaults on tenant tables.
+        let generated: [String] = try await owner.query(
+            """
+            SELECT c.relname || '.' || a.attname AS col FROM pg_attribute a
+            JOIN pg_class c ON c.oid = a.attrelid AND c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
+            LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+            WHERE a.attnum > 0 AND NOT a.attisdropped
+              AND (a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%')
+            """
+        ).map { try $0.decode("col") }
+        #expect(generated.filter { tenant.contains(String($0.prefix { $0 != "." })) }.isEmpty, "identity or serial columns: \(generated)")
+
+        // Keys and foreign keys: campus_id in every primary key and unique constraint of a
+        // tenant table, and on both sides of a foreign key between tenant tables (a foreign key
+        // to campuses, the reference table, is allowed).
+        let constraints = try await owner.query(
+            """
+            SELECT con.conrelid::regclass::text AS tbl, con.conname, con.contype::text AS kind,
+                   coalesce(con.confrelid::regclass::text, '') AS target,
+                   (SELECT array_agg(attname::text) FROM pg_attribute WHERE attrelid = con.conrelid AND attnum = ANY(con.conkey)) AS cols,
+                   coalesce((SELECT array_agg(attname::text) FROM pg_attribute WHERE attrelid = con.confrelid AND attnum = ANY(con.confkey)), '{}') AS target_cols
+            FROM pg_constraint con WHERE con.connamespace = 'public'::regnamespace AND con.contype IN ('p', 'u', 'f', 'x')
+            """)
+        var checked = 0
+        for row in constraints {
+            let table: String = try row.decode("tbl"), name: String = try row.decode("conname"), kind: String = try row.decode("kind")
+            let columns: [String] = try row.decode("cols"), target: String = try row.decode("target")
+            let targetColumns: [String] = try row.decode("target_cols")
+            guard tenant.contains(table) else { continue }
+            checked += 1
+            switch kind {
+            case "f" where target == "campuses":
+                #expect(columns == ["campus_id"] && targetColumns == ["id"], "\(name): \(columns) → campuses\(targetColumns)")
+            case "f":
+                #expect(tenant.contains(target), "\(name) points at \(target), which is neither a tenant table nor campuses")
+                #expect(columns.contains("campus_id") && targetColumns.contains("campus_id"), "\(name): \(columns) → \(target)\(targetColumns)")
+            default:
+                #expect(columns.contains("campus_id"), "\(name) on \(table) (\(kind)) lacks campus_id: \(columns)")
+            }
+        }
+        #expect(checked >= 30)
+
+        // Policies compare campus_id with the transaction's setting: no subqueries.
+        let policies: [String] = try await owner.query(
+            "SELECT tablename || ': ' || coalesce(qual, '') || ' ' || coalesce(with_check, '') AS p FROM pg_policies"
+        ).map { try $0.decode("p") }
+        #expect(policies.count == tenant.count + 1)
+        for policy in policies {
+            #expect(!policy.localizedCaseInsensitiveContains("select"), "a policy with a subquery: \(policy)")
+        }
+
+        // Functions run with a fixed search_path, so they resolve the same on every node.
+        let functions: [String] = try await owner.query(
+            """
+            SELECT proname || ' ' || coalesce(array_to_string(proconfig, ','), '') AS f
+            FROM pg_proc WHERE pronamespace = 'public'::regnamespace
+            """
+        ).map { try $0.decode("f") }
+        #expect(!functions.isEmpty)
+        for function in functions {
+            #expect(function.contains("search_path="), "a function without a fixed search_path: \(function)")
+        }
+    }
+}
