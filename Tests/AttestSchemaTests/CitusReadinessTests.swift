@@ -1,6 +1,7 @@
 import AttestPostgres
 import AttestSchema
 import AttestTestSupport
+import Foundation
 import Testing
 
 /// The schema stays distributable by `campus_id` under Citus, by Citus's documented rules,
@@ -101,5 +102,42 @@ struct CitusReadinessTests {
         for function in functions {
             #expect(function.contains("search_path="), "a function without a fixed search_path: \(function)")
         }
+    }
+
+    /// `CitusLayout` names every table once, shared tables as reference tables, and distributes
+    /// each tenant table after the tables its foreign keys point at; deploy/citus/distribute.sql
+    /// is its script, and `attest citus distribute` refuses a database without Citus.
+    @Test func theDistributionScriptCoversEveryTableInForeignKeyOrder() async throws {
+        let name = try await TestDatabase.create()
+        let owner = TestDatabase.client(database: name, role: nil)
+        defer { Task { await owner.shutdown() } }
+        let tables: Set<String> = Set(
+            try await owner.query("SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'")
+                .map { try $0.decode("relname") })
+        #expect(Set(CitusLayout.referenceTables) == Self.shared)
+        #expect(Set(CitusLayout.distributedTables) == tables.subtracting(Self.shared))
+        #expect(CitusLayout.distributedTables.count == Set(CitusLayout.distributedTables).count)
+        let references = try await owner.query(
+            """
+            SELECT conrelid::regclass::text AS source, confrelid::regclass::text AS target FROM pg_constraint
+            WHERE contype = 'f' AND connamespace = 'public'::regnamespace
+            """)
+        let laidOut = CitusLayout.referenceTables + CitusLayout.distributedTables
+        let order = Dictionary(uniqueKeysWithValues: laidOut.enumerated().map { ($1, $0) })
+        #expect(references.count >= 20)
+        for row in references {
+            let source: String = try row.decode("source"), target: String = try row.decode("target")
+            #expect((order[target] ?? .max) < (order[source] ?? .min), "\(source) → \(target) is laid out before its target")
+        }
+
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appending(path: "deploy/citus/distribute.sql")
+        #expect(try String(contentsOf: file, encoding: .utf8) == CitusLayout.script, "regenerate it: attest citus script > deploy/citus/distribute.sql")
+
+        await #expect(throws: CitusLayout.Refusal.self) { _ = try await CitusLayout.distribute(owner) }
+        let refused = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "citus", "distribute"], environment: ["DATABASE_URL": TestDatabase.url(database: name)])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("cannot distribute: this database has no citus extension: connect to a Citus coordinator"), "\(refused.stderr)")
     }
 }

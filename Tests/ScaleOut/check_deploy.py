@@ -158,3 +158,14 @@ for needle in ["--static-swift-stdlib", "USER 10001", "HEALTHCHECK", "/healthz",
                "ca-certificates", 'ENTRYPOINT ["/usr/local/bin/attest"]']:
     check(needle in containerfile, f"the Containerfile lacks {needle}")
 ok("Containerfile (two stages, static stdlib, non-root, HEALTHCHECK, ports)")
+
+# Citus: a coordinator and two workers pinned to Citus 13 on PostgreSQL 15, SET LOCAL propagated
+# (the campus setting row-level security reads), and the distribution script the binary prints.
+citus = yaml.safe_load(read("citus", "compose.yaml"))
+nodes = {name: service for name, service in citus["services"].items() if name != "register"}
+check(set(nodes) == {"coordinator", "worker-1", "worker-2"}, f"citus services: {sorted(citus['services'])}")
+for name, service in nodes.items():
+    check(re.fullmatch(r"docker\.io/citusdata/citus:13\.\d+\.\d+-pg15", service["image"]) is not None, f"{name}: {service['image']}")
+    check("citus.propagate_set_commands=local" in service["command"], f"{name} must propagate SET LOCAL to the workers")
+check(run([ATTEST, "citus", "script"]).stdout == read("citus", "distribute.sql"), "deploy/citus/distribute.sql differs from `attest citus script`")
+ok("citus/compose.yaml (Citus 13 on PostgreSQL 15, SET LOCAL propagated, the script the binary prints)")
