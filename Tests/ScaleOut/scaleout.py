@@ -569,6 +569,9 @@ def patroni(base):
         conf["restapi"] = {"listen": f"127.0.0.1:{node['api']}", "connect_address": f"127.0.0.1:{node['api']}"}
         trust = ["local all all trust", "host replication replicator 127.0.0.1/32 trust", "host all all 127.0.0.1/32 trust"]
         conf["bootstrap"]["pg_hba"] = trust
+        # A test cluster: no fsync (initdb's alone took over a minute on a busy CI machine).
+        conf["bootstrap"]["initdb"].append("no-sync")
+        conf["bootstrap"]["dcs"]["postgresql"]["parameters"]["fsync"] = "off"
         postgresql = conf["postgresql"]
         postgresql.update(listen=f"127.0.0.1:{node['pg']}", connect_address=f"127.0.0.1:{node['pg']}", data_dir=node["dir"] + "/data",
                           bin_dir=PG_BIN, pgpass=node["dir"] + "/pgpass", pg_hba=trust)
@@ -584,14 +587,14 @@ def patroni(base):
         node["process"] = start(["patroni", path], os.path.join(base, f"{name}.log"), user="postgres")
         nodes.append(node)
         if name == "node1":
-            wait_until("node1 to lead", lambda: request(node["api"], "GET", "/primary")[0] == 200, 60)
+            wait_until("node1 to lead", lambda: request(node["api"], "GET", "/primary")[0] == 200, 180)
 
     def role(node):
         status, reply = request(node["api"], "GET", "/patroni", timeout=2)
         return reply.get("role") if status == 200 else None
 
     wait_until("a synchronous standby", lambda: request(nodes[0]["api"], "GET", "/cluster", timeout=2)[1] and any(
-        m.get("role") == "sync_standby" for m in request(nodes[0]["api"], "GET", "/cluster", timeout=2)[1]["members"]), 90)
+        m.get("role") == "sync_standby" for m in request(nodes[0]["api"], "GET", "/cluster", timeout=2)[1]["members"]), 180)
     leader = Postgres(base, "node1", nodes[0]["pg"])
     leader.sql("CREATE DATABASE attest", database="postgres")
     tokens, admin = prepare_campus(leader, 600)
