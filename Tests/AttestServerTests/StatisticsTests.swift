@@ -597,6 +597,14 @@ struct StatisticsTests {
         let counted = try await Self.recount(server, campus, days: range)
         let days = try await StatisticsStore(client: server.pool).days(campus: campus.id, range: DateRange(from: range.first!, to: range.last!))
         #expect(days.count == 3)
+        // A standby that cannot be reached (DATABASE_READ_URL): the same figures, from the primary.
+        let unreachable = PostgresClient(
+            configuration: PostgresConfiguration(connectionString: "postgresql://127.0.0.1:1/attest?connect_timeout=2"),
+            options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
+        let fallback = try await StatisticsStore(client: server.pool, reader: unreachable)
+            .days(campus: campus.id, range: DateRange(from: range.first!, to: range.last!))
+        await unreachable.shutdown()
+        #expect(fallback == days)
         for day in days {
             let expected = try #require(counted[day.date])
             #expect(expected.submitted > 2_100, "\(day.date): about 92% of 2,600 attest")
