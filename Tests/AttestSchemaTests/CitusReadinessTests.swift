@@ -123,7 +123,7 @@ struct CitusReadinessTests {
             WHERE contype = 'f' AND connamespace = 'public'::regnamespace
             """)
         let laidOut = CitusLayout.referenceTables + CitusLayout.distributedTables
-        let order = Dictionary(uniqueKeysWithValues: laidOut.enumerated().map { ($1, $0) })
+        let order = Dictionary(laidOut.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         #expect(references.count >= 20)
         for row in references {
             let source: String = try row.decode("source"), target: String = try row.decode("target")
