@@ -57,11 +57,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start(argv, logfile, env=None, user=None):
+def start(argv, logfile, env=None, user=None, cwd=None):
+    """Starts a process in the background; with `user`, as that user (when running as root),
+    in `cwd`: PostgreSQL's programs refuse a working directory their user cannot enter (CI's
+    clone is private to root)."""
     full = (["runuser", "-u", user, "--"] if user and AS_ROOT else []) + argv
     out = open(logfile, "ab")
     process = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                               start_new_session=True)
+                               start_new_session=True, cwd=cwd)
     children.append(process)
     return process
 
@@ -584,7 +587,7 @@ def patroni(base):
             f.write(conf)
         if AS_ROOT:
             shutil.chown(path, "postgres", "postgres")
-        node["process"] = start(["patroni", path], os.path.join(base, f"{name}.log"), user="postgres")
+        node["process"] = start(["patroni", path], os.path.join(base, f"{name}.log"), user="postgres", cwd=node["dir"])
         nodes.append(node)
         if name == "node1":
             wait_until("node1 to lead", lambda: request(node["api"], "GET", "/primary")[0] == 200, 180)
