@@ -626,6 +626,8 @@ def patroni(base):
 
 
 def main():
+    # Stopped from outside (a test's timeout): stop everything started, as on any failure.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     scenario = sys.argv[1] if len(sys.argv) > 1 else ""
     scenarios = {"replica": replica, "servers": servers, "patroni": patroni}
     if scenario not in scenarios:
