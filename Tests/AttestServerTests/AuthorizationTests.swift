@@ -102,4 +102,33 @@ struct OpenAPITests {
             #expect(reply.body == OpenAPIDocument.yaml)
         }
     }
+
+    /// A documented path asked with a method it does not answer: 405 with `Allow` naming
+    /// exactly the documented methods (and HEAD beside GET), as problem+json; an unknown path
+    /// stays 404.
+    @Test func aPathAskedWithAnotherMethodIs405WithAllow() async throws {
+        let server = try await TestServer.make()
+        var expected: [(uri: String, allow: String)] = []
+        for path in OpenAPIDocument.value["paths"]?.members ?? [] {
+            var methods = Set(path.value.members.map(\.key).filter { $0 != "parameters" }.map { $0.uppercased() })
+            if methods.contains("GET") { methods.insert("HEAD") }
+            let uri = path.key.replacingOccurrences(of: #"\{[^}]+\}"#, with: "x", options: .regularExpression)
+            expected.append((uri, methods.sorted().joined(separator: ", ")))
+        }
+        #expect(expected.count >= 15)
+        let cases = expected
+        try await server.run { api in
+            for (uri, allow) in cases {
+                for method in [HTTPRequest.Method("TRACE")!, allow.contains("POST") ? .put : .post] {
+                    let response = try await api.client.execute(uri: uri, method: method, headers: [:], body: nil)
+                    #expect(response.status.code == 405, "\(method) \(uri): \(response.status.code)")
+                    #expect(response.headers[.allow] == allow, "\(method) \(uri)")
+                    #expect(response.headers[.contentType] == "application/problem+json")
+                    #expect(String(buffer: response.body).contains("/problems/method-not-allowed"))
+                }
+            }
+            let unknown = try await api.client.execute(uri: "/v1/nowhere", method: HTTPRequest.Method("TRACE")!, headers: [:], body: nil)
+            #expect(unknown.status.code == 404)
+        }
+    }
 }

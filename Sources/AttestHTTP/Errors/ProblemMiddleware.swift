@@ -10,7 +10,10 @@ import Tenancy
 /// too large) and database outages are mapped here, anything else is logged and answered
 /// with a bare 500 that leaks nothing.
 public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
-    public init() {}
+    /// The methods of each path, for 405 rather than 404 when only the method is wrong.
+    let routeMethods: RouteMethods
+
+    public init(routeMethods: RouteMethods = RouteMethods()) { self.routeMethods = routeMethods }
 
     public func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
@@ -20,6 +23,11 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let problem as Problem {
             throw problem
         } catch let error as HTTPError {
+            if error.status == .notFound, let allowed = routeMethods.allowed(path: request.uri.path),
+                !allowed.contains(request.method.rawValue)
+            {
+                throw Self.problem(for: HTTPError(.methodNotAllowed, headers: [.allow: allowed.joined(separator: ", ")]), request: request)
+            }
             throw Self.problem(for: error, request: request)
         } catch let error as SurveysError {
             let problem = Problem(error)
@@ -46,7 +54,8 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         case .methodNotAllowed:
             return Problem(
                 .methodNotAllowed, slug: "method-not-allowed", title: "Method not allowed",
-                detail: "\(request.method) is not supported on \(request.uri.path).", headers: error.headers)
+                detail: "\(request.method) is not supported on \(request.uri.path); it answers \(error.headers[.allow] ?? "other methods") (see /openapi.yaml).",
+                headers: error.headers)
         case .contentTooLarge:
             return Problem(
                 .contentTooLarge, slug: "body-too-large", title: "Request body too large",

@@ -52,7 +52,8 @@ public enum AttestServer {
         router.add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies))
         router.add(middleware: RequestLogMiddleware())
         router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))
-        router.add(middleware: ProblemMiddleware())
+        let routeMethods = RouteMethods()
+        router.add(middleware: ProblemMiddleware(routeMethods: routeMethods))
         HealthRoutes(database: services.database, readinessTimeout: configuration.readinessTimeout).register(on: router)
         OpenAPIRoute().register(on: router)
         if configuration.metricsPort == nil { services.metrics.register(on: router, pool: services.database) }
@@ -66,6 +67,7 @@ public enum AttestServer {
         TestingLocationRoutes(services: services).register(on: signedIn)
         StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
         WebRoutes(services: services, settings: configuration.web).register(on: router)
+        routeMethods.load(from: router)
         return router
     }
 }

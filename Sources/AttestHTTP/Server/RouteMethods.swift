@@ -1,0 +1,48 @@
+import Hummingbird
+import Synchronization
+
+/// The methods each registered path answers, read from the router once every route is
+/// registered: a request for a path that exists, with a method it does not answer, gets
+/// `405 Method Not Allowed` with `Allow` (RFC 9110 §15.5.6) instead of a 404.
+public final class RouteMethods: Sendable {
+    private struct Route: Sendable {
+        var path: RouterPath
+        var methods: Set<String>
+    }
+
+    private let routes = Mutex<[Route]>([])
+
+    public init() {}
+
+    /// Takes the router's routes (call after the last route is added). HEAD is allowed
+    /// wherever GET is (Hummingbird answers it).
+    public func load<Context>(from router: Router<Context>) {
+        var byPath: [String: Route] = [:]
+        for route in router.routes {
+            byPath[route.path.description, default: Route(path: route.path, methods: [])].methods.insert(route.method.rawValue)
+        }
+        let loaded = byPath.values.map { route in
+            Route(path: route.path, methods: route.methods.contains("GET") ? route.methods.union(["HEAD"]) : route.methods)
+        }
+        routes.withLock { $0 = loaded }
+    }
+
+    /// The methods `path` answers, sorted, or nil when no route has that path.
+    public func allowed(path: String) -> [String]? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true)
+        let methods = routes.withLock { routes in
+            routes.filter { Self.matches($0.path, segments) }.reduce(into: Set<String>()) { $0.formUnion($1.methods) }
+        }
+        return methods.isEmpty ? nil : methods.sorted()
+    }
+
+    static func matches(_ path: RouterPath, _ segments: [Substring]) -> Bool {
+        var index = 0
+        for component in path.components {
+            if component.description == "**" { return true }
+            guard index < segments.count, component ~= segments[index] else { return false }
+            index += 1
+        }
+        return index == segments.count
+    }
+}
