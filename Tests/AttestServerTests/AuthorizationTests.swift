@@ -1,6 +1,8 @@
 @testable import AttestHTTP
+import AttestPluginsTesting
 import AttestTestSupport
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Identity
 import Tenancy
@@ -129,6 +131,62 @@ struct OpenAPITests {
             }
             let unknown = try await api.client.execute(uri: "/v1/nowhere", method: HTTPRequest.Method("TRACE")!, headers: [:], body: nil)
             #expect(unknown.status.code == 404)
+        }
+    }
+}
+
+/// What the server refuses, the document says: each request below is refused with a 4xx
+/// problem naming its field, and the document's schema for that field excludes it too (so a
+/// client generated from /openapi.yaml, or a fuzzer reading it, does not send it expecting success).
+@Suite("The document states what the server enforces")
+struct DocumentedConstraintsTests {
+    /// The parameter `name` of an operation (not a shared `$ref` one).
+    static func parameterObject(_ path: String, _ method: String, _ name: String) -> OpenAPIValue? {
+        guard case .array(let parameters)? = OpenAPIDocument.value["paths"]?[path]?[method]?["parameters"] else { return nil }
+        return parameters.first { $0["name"]?.stringValue == name }
+    }
+
+    static func parameter(_ path: String, _ method: String, _ name: String) -> OpenAPIValue? {
+        parameterObject(path, method, name)?["schema"]
+    }
+
+    @Test func refusedInputsAreOutsideTheDocumentedSchemas() async throws {
+        let (server, campus) = try await AttestationTests.setUp(clock: try TestClock("2026-11-20T14:00:00Z"))
+        let (_, member) = try await server.user("m@example.edu", at: campus)
+        let (_, screener) = try await server.user("s@example.edu", at: campus, roles: [.screener])
+        let (_, admin) = try await server.user("a@example.edu", at: campus, roles: [.admin])
+
+        // The document's side.
+        #expect(Self.parameter("/v1/campuses/{campus}/me/attestations", "get", "cursor")?["minLength"] == .integer(1))
+        #expect(Self.parameter("/v1/campuses/{campus}/admin/follow-ups", "get", "cursor")?["minLength"] == .integer(1))
+        let key = try #require(Self.parameter("/v1/campuses/{campus}/attestations", "post", "Idempotency-Key"))
+        let pattern = try NSRegularExpression(pattern: try #require(key["pattern"]?.stringValue))
+        for bad in ["a b", "é", String(repeating: "k", count: 201)] {
+            #expect(pattern.firstMatch(in: bad, range: NSRange(bad.startIndex..., in: bad)) == nil, "\(bad)")
+        }
+        #expect(pattern.firstMatch(in: "3f1c-retry_1", range: NSRange(location: 0, length: 12)) != nil)
+        #expect(Self.parameterObject("/v1/campuses/{campus}/testing-locations", "get", "lat")?["description"]?.stringValue?.contains("together with lon") == true)
+        let verify = OpenAPIDocument.value["paths"]?["/v1/campuses/{campus}/badges/verify"]?["post"]?["requestBody"]?["content"]?["application/json"]?["schema"]
+        #expect(verify?["properties"]?["token"]?["minLength"] == .integer(1))
+
+        // The server's side.
+        try await server.run { api in
+            let empty = try await api.send(
+                .get, "/v1/campuses/north/me/attestations?cursor=", template: "/v1/campuses/{campus}/me/attestations", token: member)
+            #expect(empty.status == 422 && empty.problem.fields == ["cursor"], "\(empty.body)")
+            let badKey = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: AttestationTests.path, token: member, json: AttestationTests.body(AttestationTests.healthy),
+                headers: [HTTPField.Name("Idempotency-Key")!: "a b"])
+            #expect(badKey.status == 422 && badKey.problem.fields == ["Idempotency-Key"], "\(badKey.body)")
+            let noToken = try await api.send(
+                .post, "/v1/campuses/north/badges/verify", template: "/v1/campuses/{campus}/badges/verify", token: screener, json: #"{"token": ""}"#)
+            #expect((400..<500).contains(noToken.status), "\(noToken.body)")
+            let latAlone = try await api.send(
+                .get, "/v1/campuses/north/testing-locations?lat=40.7", template: "/v1/campuses/{campus}/testing-locations", token: member)
+            #expect(latAlone.status == 422, "\(latAlone.body)")
+            let backwards = try await api.send(
+                .get, "/v1/campuses/north/admin/dashboard?from=2026-11-20&to=2026-11-01", template: "/v1/campuses/{campus}/admin/dashboard", token: admin)
+            #expect(backwards.status == 422, "\(backwards.body)")
         }
     }
 }

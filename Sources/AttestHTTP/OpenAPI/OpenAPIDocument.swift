@@ -17,7 +17,7 @@ public enum OpenAPIDocument {
     private static let campusParameter: OpenAPIValue = ["$ref": "#/components/parameters/campus"]
     private static let bearer: OpenAPIValue = [["bearer": []]]
     private static let dateRangeParameters: OpenAPIValue = [
-        ["name": "from", "in": "query", "required": true, "schema": ["type": "string", "format": "date"]],
+        ["name": "from", "in": "query", "required": true, "description": "Not after to.", "schema": ["type": "string", "format": "date"]],
         [
             "name": "to", "in": "query", "required": true, "description": "Not before from; at most 366 days in all.",
             "schema": ["type": "string", "format": "date"],
@@ -173,8 +173,8 @@ public enum OpenAPIDocument {
                     "parameters": [
                         [
                             "name": "Idempotency-Key", "in": "header", "required": false,
-                            "description": "Retrying with the same key returns the original 201.",
-                            "schema": ["type": "string", "maxLength": 200],
+                            "description": "Retrying with the same key returns the original 201. 1 to 200 visible ASCII characters, such as a UUID.",
+                            "schema": ["type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[!-~]{1,200}$"],
                         ]
                     ],
                     "requestBody": ["required": true, "content": ["application/json": ["schema": ref("AttestationRequest")]]],
@@ -202,7 +202,7 @@ public enum OpenAPIDocument {
                         ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
                         [
                             "name": "cursor", "in": "query", "required": false,
-                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string"],
+                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string", "minLength": 1],
                         ],
                     ],
                     "responses": [
@@ -252,7 +252,7 @@ public enum OpenAPIDocument {
                             "application/json": [
                                 "schema": [
                                     "type": "object", "required": ["token"], "additionalProperties": false,
-                                    "properties": ["token": ["type": "string"]],
+                                    "properties": ["token": ["type": "string", "minLength": 1]],
                                 ]
                             ]
                         ],
@@ -277,8 +277,14 @@ public enum OpenAPIDocument {
                     "operationId": "listTestingLocations",
                     "security": bearer,
                     "parameters": [
-                        ["name": "lat", "in": "query", "required": false, "schema": ["type": "number", "minimum": -90, "maximum": 90]],
-                        ["name": "lon", "in": "query", "required": false, "schema": ["type": "number", "minimum": -180, "maximum": 180]],
+                        [
+                            "name": "lat", "in": "query", "required": false, "description": "Given together with lon, or neither.",
+                            "schema": ["type": "number", "minimum": -90, "maximum": 90],
+                        ],
+                        [
+                            "name": "lon", "in": "query", "required": false, "description": "Given together with lat, or neither.",
+                            "schema": ["type": "number", "minimum": -180, "maximum": 180],
+                        ],
                         ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
                     ],
                     "responses": [
@@ -342,7 +348,7 @@ public enum OpenAPIDocument {
                         ],
                         [
                             "name": "cursor", "in": "query", "required": false,
-                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string"],
+                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string", "minLength": 1],
                         ],
                     ],
                     "responses": [
