@@ -37,7 +37,7 @@ enum Charts {
 
     /// Day labels under the x axis: every day when few, else about eight.
     static func dayLabels(_ dates: [LocalDate], plot: Plot, slot: Double) -> [[String: Any]] {
-        let every = max(1, Int((Double(dates.count) / 8).rounded(.up)))
+        let every = max(1, (dates.count + 7) / 8)  // about eight labels, whatever the range
         return dates.enumerated().compactMap { index, date in
             guard index % every == 0 || index == dates.count - 1 else { return nil }
             let text = String(date.description.dropFirst(5))  // MM-DD

@@ -189,7 +189,7 @@ struct MemberPages: Sendable {
             "validUntilISO": badge.validUntil.ISO8601Format(), "dateText": WebFormat.date(badge.date, campus: campus, language: visit.language),
             "timeNow": WebFormat.time(now, campus: campus, seconds: true),
             "validUntilText": WebFormat.dateTime(badge.validUntil, campus: campus, language: visit.language),
-            "timeLeft": WebFormat.span(Int(badge.validUntil.timeIntervalSince(now).rounded(.down).clamped(to: 0...1e9))),
+            "timeLeft": WebFormat.span(Int(exactly: badge.validUntil.timeIntervalSince(now).rounded(.down).clamped(to: 0...1e9)) ?? 0),
             "submitted": badge.submitted,
             "deadlineText": visit.format("notSubmittedDeadline", CampusFormats.clock(fromMinute: campus.deadlineMinute) + " (\(campus.timeZone))"),
         ]

@@ -115,7 +115,7 @@ struct SignInPages: Sendable {
     }
 
     func session(_ campus: Campus, token: String, expiresAt: Date) -> Cookie {
-        let maxAge = Int(expiresAt.timeIntervalSinceNow.clamped(to: 0...(400 * 86_400)))
+        let maxAge = Int(exactly: expiresAt.timeIntervalSinceNow.clamped(to: 0...(400 * 86_400)).rounded(.down)) ?? 0
         return WebSession.sessionCookie(campus: campus.slug, token: token, maxAge: maxAge, secure: settings.secure)
     }
 
