@@ -47,10 +47,16 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     /// The client the server reads statistics with from a standby: row-level security applies.
-    func readClient(url: String, logger: Logger) -> PostgresClient {
-        PostgresClient(
-            configuration: PostgresConfiguration(connectionString: url, role: SchemaMigrator.applicationRole),
-            options: .init(maxConnections: max(2, dbPoolSize / 2)), logger: logger)
+    /// Its URL is checked now, though it connects only when statistics are read (a standby that
+    /// is down at start is not an error: those reads go to the primary meanwhile).
+    func readClient(url: String, logger: Logger) throws -> PostgresClient {
+        let configuration = PostgresConfiguration(connectionString: url, role: SchemaMigrator.applicationRole)
+        do {
+            try configuration.checkSyntax()
+        } catch let error as PostgresError {
+            throw CLIError("cannot serve: --database-read-url (or DATABASE_READ_URL): \(error.message)")
+        }
+        return PostgresClient(configuration: configuration, options: .init(maxConnections: max(2, dbPoolSize / 2)), logger: logger)
     }
 
     /// A client that works as the login role itself (migrations, cluster set-up, checks).

@@ -72,7 +72,7 @@ final class LibPQConnection: @unchecked Sendable {
 
     /// Checks the connection string's syntax so a typo gets its own message. A password
     /// the string holds is cut out of libpq's message.
-    private static func validate(_ connectionString: String) throws {
+    static func validate(_ connectionString: String) throws {
         var errorPointer: UnsafeMutablePointer<CChar>? = nil
         if let options = PQconninfoParse(connectionString, &errorPointer) {
             PQconninfoFree(options)

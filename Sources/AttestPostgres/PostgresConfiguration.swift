@@ -25,6 +25,10 @@ public struct PostgresConfiguration: Sendable {
         self.role = role
     }
 
+    /// Throws what a connection attempt would for a connection string libpq cannot parse,
+    /// without connecting: for a URL that is only used later (a standby's).
+    public func checkSyntax() throws { try LibPQConnection.validate(connectionString) }
+
     /// The keyword/value pairs for `PQconnectdbParams`, in the order libpq applies them: our
     /// defaults first, then the expanded connection string, then the overrides.
     var keywordValues: [(String, String)] {

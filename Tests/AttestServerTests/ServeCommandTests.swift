@@ -29,6 +29,12 @@ struct ServeCommandTests {
             environment: ["DATABASE_URL": try await TestDatabase.serverURL(database: migrated)])
         #expect(owning.status == 1)
         #expect(owning.stderr.contains("which owns 1 of the schema's tables and functions"), "\(owning.stderr)")
+        // A standby URL libpq cannot parse stops serve before it connects anywhere.
+        let badStandby = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "serve", "--port", "0"],
+            environment: ["DATABASE_URL": try await TestDatabase.serverURL(database: migrated), "DATABASE_READ_URL": "host=standby bogus"])
+        #expect(badStandby.status == 1)
+        #expect(badStandby.stderr.contains("cannot serve: --database-read-url (or DATABASE_READ_URL): the database URL is not a valid libpq URI"), "\(badStandby.stderr)")
     }
 
     @Test func servesOnLoopbackMigratesFirstAndStopsGracefullyOnSIGTERM() async throws {

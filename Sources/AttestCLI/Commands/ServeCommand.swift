@@ -95,6 +95,8 @@ func migrateThenServe(
     afterMigration: (() async throws -> Void)? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void
 ) async throws {
+    // The standby's URL is checked first, so a typo stops `serve` before it migrates or connects.
+    let reader = try readURL.map { try database.readClient(url: $0, logger: logger) }
     if let migrateURL {
         let owner = PostgresClient(
             configuration: PostgresConfiguration(connectionString: migrateURL), options: .init(maxConnections: 1), logger: logger)
@@ -121,7 +123,6 @@ func migrateThenServe(
         await pool.shutdown()
         throw CLIError("cannot serve: \(error)")
     }
-    let reader = readURL.map { database.readClient(url: $0, logger: logger) }
     let app = AttestServer.buildApplication(
         configuration: server, database: pool, readDatabase: reader, kek: kek, logger: logger, onServerRunning: onServerRunning)
     do {
