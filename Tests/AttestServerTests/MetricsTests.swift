@@ -83,14 +83,14 @@ struct MetricsTests {
             environment: ["DATABASE_URL": serverURL])
         try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(30), while: server)
         try await LoopbackHTTP.waitFor(port: metricsPort, path: "/metrics", timeout: .seconds(10), while: server)
-        #expect(try LoopbackHTTP.request(port: port, path: "/healthz").status == 200)
-        let metrics = try LoopbackHTTP.request(port: metricsPort, path: "/metrics")
+        #expect(try await LoopbackHTTP.request(port: port, path: "/healthz").status == 200)
+        let metrics = try await LoopbackHTTP.request(port: metricsPort, path: "/metrics")
         #expect(metrics.status == 200)
         #expect(metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
         // The API port's requests are counted; the metrics port serves nothing else.
         #expect(metric(metrics.body, #"attest_http_requests_total{method="GET",route="/healthz",status="200"}"#) ?? 0 >= 1)
-        #expect(try LoopbackHTTP.request(port: port, path: "/metrics").status == 404)
-        #expect(try LoopbackHTTP.request(port: metricsPort, path: "/healthz").status == 404)
+        #expect(try await LoopbackHTTP.request(port: port, path: "/metrics").status == 404)
+        #expect(try await LoopbackHTTP.request(port: metricsPort, path: "/healthz").status == 404)
         server.signal(SIGTERM)
         #expect(try await server.wait(timeout: .seconds(15)) == 0)
 

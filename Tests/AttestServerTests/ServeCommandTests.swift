@@ -48,10 +48,10 @@ struct ServeCommandTests {
             [ChildProcess.attestBinary, "serve", "--port", "\(port)", "--write-workers", "2", "--migrate-url", "@" + ownerFile],
             environment: ["DATABASE_URL": serverURL])
         try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(30), while: server)
-        let ready = try LoopbackHTTP.request(port: port, path: "/readyz")
+        let ready = try await LoopbackHTTP.request(port: port, path: "/readyz")
         #expect(ready.status == 200)
         #expect(ready.body == #"{"status":"ready"}"#)
-        let missing = try LoopbackHTTP.request(port: port, path: "/nowhere")
+        let missing = try await LoopbackHTTP.request(port: port, path: "/nowhere")
         #expect(missing.status == 404)
         #expect(missing.headers["content-type"] == "application/problem+json")
 
@@ -80,6 +80,6 @@ struct ServeCommandTests {
         }
         #expect(requests.contains { $0["path"] as? String == "/readyz" && $0["status"] as? String == "200" })
         #expect(lines.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) != nil })
-        #expect(throws: (any Error).self) { try LoopbackHTTP.request(port: port, path: "/healthz") }
+        await #expect(throws: (any Error).self) { try await LoopbackHTTP.request(port: port, path: "/healthz") }
     }
 }

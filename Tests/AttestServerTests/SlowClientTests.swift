@@ -12,16 +12,30 @@ struct SlowClientTests {
 
     static func write(_ descriptor: Int32, _ text: String) { _ = Array(text.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
 
-    /// Reads until the server closes the connection (or 15 s pass); what it sent.
-    static func readUntilClosed(_ descriptor: Int32) -> (text: String, closed: Bool) {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
-            if count == 0 { return (String(decoding: received, as: UTF8.self), true) }
-            // A reset is the server closing too (it does so when bytes it will not read remain).
-            if count < 0 { return (String(decoding: received, as: UTF8.self), errno == ECONNRESET) }
-            received.append(contentsOf: buffer[0..<count])
+    struct Outcome: Sendable, CustomStringConvertible {
+        var text: String
+        var closed: Bool
+        var error: Int32 = 0
+        var description: String { "text: \(text.debugDescription), closed: \(closed), errno: \(error)" }
+    }
+
+    /// Reads until the server closes the connection (or 15 s pass); what it sent. The read blocks
+    /// a thread of its own, never one the in-process server needs to answer.
+    static func readUntilClosed(_ descriptor: Int32) async throws -> Outcome {
+        try await LoopbackHTTP.offThePool {
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = recv(descriptor, &buffer, buffer.count, 0)
+                if count == 0 { return Outcome(text: String(decoding: received, as: UTF8.self), closed: true) }
+                if count < 0 {
+                    let error = errno
+                    if error == EINTR { continue }
+                    // A reset is the server closing too (it does so when bytes it will not read remain).
+                    return Outcome(text: String(decoding: received, as: UTF8.self), closed: error == ECONNRESET, error: error)
+                }
+                received.append(contentsOf: buffer[0..<count])
+            }
         }
     }
 
@@ -45,7 +59,7 @@ struct SlowClientTests {
             if ContinuousClock.now - started > .milliseconds(800) { break }
             try await Task.sleep(for: .milliseconds(20))
         }
-        let slow = Self.readUntilClosed(trickle)
+        let slow = try await Self.readUntilClosed(trickle)
         #expect(slow.closed && slow.text.isEmpty, "\(slow)")
         #expect(ContinuousClock.now - started < .seconds(12))  // 1 s, but a loaded machine runs timers late
 
@@ -53,7 +67,7 @@ struct SlowClientTests {
         let idle = try Self.connect(port)
         defer { close(idle) }
         Self.write(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        let served = Self.readUntilClosed(idle)
+        let served = try await Self.readUntilClosed(idle)
         #expect(served.closed && served.text.hasPrefix("HTTP/1.1 200"), "\(served)")
         await server.pool.shutdown()
     }

@@ -32,10 +32,24 @@ public enum LoopbackHTTP {
         return descriptor
     }
 
+    /// Runs blocking socket work on a thread of its own. Swift Testing runs tests on the
+    /// cooperative pool, which has one thread per core (two here): a test blocked in `recv` on one
+    /// of them, while another test blocks the other, leaves an in-process server no thread to
+    /// answer with, and the read waits out its timeout (it did, once, in CI).
+    public static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
+    }
+
     /// Sends a request to 127.0.0.1:`port`; throws when nothing listens there.
     public static func request(
         _ method: String = "GET", port: Int, path: String, headers: [String: String] = [:], body: String? = nil
-    ) throws -> Response {
+    ) async throws -> Response {
+        try await offThePool { try requestBlocking(method, port: port, path: path, headers: headers, body: body) }
+    }
+
+    static func requestBlocking(_ method: String, port: Int, path: String, headers: [String: String], body: String?) throws -> Response {
         let descriptor = try connect(port: port, receiveTimeout: 10)
         defer { close(descriptor) }
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
@@ -77,7 +91,7 @@ public enum LoopbackHTTP {
         let deadline = ContinuousClock.now + timeout
         var last = "no answer"
         while ContinuousClock.now < deadline {
-            if let response = try? request(port: port, path: path) {
+            if let response = try? await request(port: port, path: path) {
                 if response.status == status { return response }
                 last = "status \(response.status): \(response.body)"
             }
