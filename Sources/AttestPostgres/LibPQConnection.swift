@@ -16,6 +16,9 @@ final class LibPQConnection: @unchecked Sendable {
     /// statement the application runs again is parsed and planned once per connection; the
     /// server may then keep a generic plan, which matters most under row-level security.
     private var prepared: [PreparedKey: String] = [:]
+    /// How this connection makes transaction settings: `.setConfig` or `.setLocal`, resolved
+    /// when it opened.
+    private(set) var settingsStyle: TransactionSettings.Style = .setConfig
     /// Past this many, further statements run unprepared (text built from unbounded input
     /// must not grow the server's memory).
     static let maxPreparedStatements = 256
@@ -64,6 +67,19 @@ final class LibPQConnection: @unchecked Sendable {
                     code: .connectionFailed,
                     message: "connected to PostgreSQL (\(target)) but cannot switch to role \"\(role)\": \(error.message). "
                         + "Run `attest migrate` to create it, or grant it to the login role.",
+                    sqlState: error.sqlState)
+            }
+        }
+        switch configuration.settingsStyle {
+        case .setConfig, .setLocal: connection.settingsStyle = configuration.settingsStyle
+        case .automatic:
+            do {
+                let citus = try connection.runScript("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus'")
+                connection.settingsStyle = citus.count > 0 ? .setLocal : .setConfig
+            } catch let error as PostgresError {
+                connection.close()
+                throw PostgresError(
+                    code: .connectionFailed, message: "connected to PostgreSQL (\(target)) but cannot read its extensions: \(error.message)",
                     sqlState: error.sqlState)
             }
         }
@@ -256,11 +272,57 @@ final class LibPQConnection: @unchecked Sendable {
     /// back and skips the rest of its own unit only. Throws only when the connection broke,
     /// after which the outcome of the units is unknown.
     func pipeline(_ units: [PipelineUnit]) throws -> [Result<[PostgresRows], PostgresError>] {
+        guard settingsStyle == .setLocal else { return try pipelineOnce(units) }
+        // Units in explicit transaction blocks: one that fails leaves its block aborted, and
+        // every unit after it then fails at its BEGIN (25P02). Roll back and send those again.
+        var outcomes: [Result<[PostgresRows], PostgresError>] = []
+        var rest = units[...]
+        while !rest.isEmpty {
+            if PQtransactionStatus(handle) == PQTRANS_INERROR { try runScript("ROLLBACK") }
+            let sent = try pipelineOnce(Array(rest))
+            let poisoned = sent.firstIndex {
+                if case .failure(let error) = $0 { return error.sqlState == "25P02" }
+                return false
+            }
+            // The first unit of a batch starts clean, so it is never among the poisoned ones.
+            guard let poisoned, poisoned > 0 else {
+                outcomes.append(contentsOf: sent)
+                break
+            }
+            outcomes.append(contentsOf: sent[..<poisoned])
+            rest = rest.dropFirst(poisoned)
+        }
+        if PQtransactionStatus(handle) == PQTRANS_INERROR { try runScript("ROLLBACK") }
+        return outcomes
+    }
+
+    /// `BEGIN` and `settings`, in one round trip.
+    func begin(_ settings: TransactionSettings) throws {
+        let sets = settings.statements(settingsStyle)
+        if sets.isEmpty {
+            try runScript("BEGIN")
+            return
+        }
+        if let failure = sets.lazy.compactMap(\.encodingFailure).first { throw failure }
+        do {
+            if settingsStyle == .setLocal {
+                try runScript((["BEGIN"] + sets.map(\.text)).joined(separator: "; "))
+            } else {
+                _ = try pipelineOnce([PipelineUnit(statements: ["BEGIN"] + sets)])[0].get()
+            }
+        } catch let error as PostgresError {
+            // A setting the server refused leaves the block aborted.
+            if error.code != .connectionLost { _ = try? runScript("ROLLBACK") }
+            throw error
+        }
+    }
+
+    private func pipelineOnce(_ units: [PipelineUnit]) throws -> [Result<[PostgresRows], PostgresError>] {
+        let plans = units.map { $0.plan(settingsStyle) }
         // New statements are prepared first, outside the pipeline.
-        let names: [[String?]] = units.map { unit in
-            let statements = unit.statementsToSend
-            guard statements.allSatisfy({ $0.encodingFailure == nil }) else { return [] }
-            return statements.map { prepare($0, text: $0.text) }
+        let names: [[String?]] = plans.map { plan in
+            guard plan.statements.allSatisfy({ $0.encodingFailure == nil }) else { return [] }
+            return plan.statements.map { prepare($0, text: $0.text) }
         }
         guard PQenterPipelineMode(handle) == 1 else {
             throw connectionError(during: "entering pipeline mode")
@@ -268,8 +330,8 @@ final class LibPQConnection: @unchecked Sendable {
         var outcomes: [Result<[PostgresRows], PostgresError>?] = Array(repeating: nil, count: units.count)
         var sentStatements: [[SQL]] = Array(repeating: [], count: units.count)
         do {
-            for (index, unit) in units.enumerated() {
-                let statements = unit.statementsToSend
+            for (index, plan) in plans.enumerated() {
+                let statements = plan.statements
                 // A value that cannot be encoded fails its unit before anything of it is sent.
                 if let failure = statements.lazy.compactMap(\.encodingFailure).first {
                     outcomes[index] = .failure(failure)
@@ -289,12 +351,13 @@ final class LibPQConnection: @unchecked Sendable {
             for index in units.indices where outcomes[index] == nil {
                 var results: [PostgresRows] = []
                 var failure: PostgresError?
-                for sql in sentStatements[index] {
+                for (sql, callers) in zip(sentStatements[index], plans[index].callers) {
                     guard let result = PQgetResult(handle) else { throw connectionError(during: "reading pipeline results") }
                     do {
                         let rows = try rows(from: result, query: sql.text)
                         PQclear(result)
-                        results.append(rows)
+                        // Callers see their own statements' rows only, not the settings' or BEGIN's.
+                        if callers { results.append(rows) }
                     } catch let error as PostgresError {
                         PQclear(result)
                         if error.code == .connectionLost { throw error }
@@ -310,12 +373,7 @@ final class LibPQConnection: @unchecked Sendable {
                 guard let sync = PQgetResult(handle) else { throw connectionError(during: "reading a pipeline sync") }
                 defer { PQclear(sync) }
                 guard PQresultStatus(sync) == PGRES_PIPELINE_SYNC else { throw unexpected(sync, instead: "a pipeline sync") }
-                if let failure {
-                    outcomes[index] = .failure(failure)
-                } else {
-                    // Drop the settings' row: callers see their own statements only.
-                    outcomes[index] = .success(Array(results.dropFirst(units[index].settings.statement == nil ? 0 : 1)))
-                }
+                outcomes[index] = failure.map { .failure($0) } ?? .success(results)
             }
         } catch {
             // The connection's protocol state is unknown now; the pool will discard it.
@@ -325,7 +383,7 @@ final class LibPQConnection: @unchecked Sendable {
         guard PQexitPipelineMode(handle) == 1 else {
             throw connectionError(during: "leaving pipeline mode")
         }
-        return outcomes.map { $0! }
+        return outcomes.map { $0 ?? .failure(PostgresError(code: .protocolError, message: "a pipelined unit got no outcome")) }
     }
 
     // MARK: COPY
@@ -470,9 +528,8 @@ final class LibPQConnection: @unchecked Sendable {
     }
 }
 
-/// Settings a transaction makes before its statements, with `set_config(name, value, true)`:
-/// they last until the transaction ends, like `SET LOCAL` (what row-level security policies
-/// read). The wrapper does not know what they mean.
+/// Settings a transaction makes before its statements: they last until the transaction ends
+/// (what row-level security policies read). The wrapper does not know what they mean.
 public struct TransactionSettings: Sendable, Equatable {
     public var values: [(name: String, value: String)]
 
@@ -484,31 +541,90 @@ public struct TransactionSettings: Sendable, Equatable {
         lhs.values.map(\.name) == rhs.values.map(\.name) && lhs.values.map(\.value) == rhs.values.map(\.value)
     }
 
-    /// One statement setting them all; nil when there are none.
-    var statement: SQL? {
-        guard !values.isEmpty else { return nil }
-        var sql: SQL = "SELECT "
-        for (index, setting) in values.enumerated() {
-            sql = sql + (index == 0 ? "" : ", ") + "set_config(\(setting.name), \(setting.value), true)"
-        }
-        return sql
+    /// How a connection makes them.
+    public enum Style: Sendable, Equatable {
+        /// `SELECT set_config(name, value, true)`, the values bound as parameters, in the
+        /// implicit transaction of each pipelined unit: the fewest statements.
+        case setConfig
+        /// `BEGIN`, `SET LOCAL name = 'value'`, the statements, `COMMIT` for every unit. A Citus
+        /// coordinator passes `SET LOCAL` on to its workers (`citus.propagate_set_commands =
+        /// 'local'`), but not a value made by `set_config`, and `SET LOCAL` needs an explicit
+        /// transaction block.
+        case setLocal
+        /// `.setLocal` on a server with the `citus` extension, else `.setConfig` (one catalog
+        /// read when a connection opens).
+        case automatic
     }
+
+    /// The statements that make them in `style` (`.setConfig` or `.setLocal`); none when
+    /// there are none.
+    func statements(_ style: Style) -> [SQL] {
+        guard !values.isEmpty else { return [] }
+        guard style == .setLocal else {
+            var sql: SQL = "SELECT "
+            for (index, setting) in values.enumerated() {
+                sql = sql + (index == 0 ? "" : ", ") + "set_config(\(setting.name), \(setting.value), true)"
+            }
+            return [sql]
+        }
+        // SET takes no parameters: the name must be a plain (dotted) name, the value is quoted.
+        return values.map { setting in
+            let plain = !setting.name.isEmpty && setting.name.utf8.allSatisfy {
+                ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F || $0 == 0x2E
+            }
+            var sql = SQL(unsafeSQL: "SET LOCAL \(setting.name) = " + quoteLiteral(setting.value))
+            if !plain {
+                sql.encodingFailure = PostgresError(code: .encoding, message: "a setting's name must be letters, digits, '_' and '.': \(setting.name)")
+            } else if setting.value.utf8.contains(0) {
+                sql.encodingFailure = PostgresError(code: .encoding, message: "the value of setting \(setting.name) contains a NUL character")
+            }
+            return sql
+        }
+    }
+}
+
+/// `value` as an SQL string literal (standard_conforming_strings, on since PostgreSQL 9.1).
+func quoteLiteral(_ value: String) -> String {
+    "'" + value.replacingOccurrences(of: "'", with: "''") + "'"
 }
 
 /// Statements sent together in a pipeline and committed (or rolled back) as one.
 public struct PipelineUnit: Sendable {
-    /// Set first, in the unit's transaction.
-    public var settings: TransactionSettings
-    public var statements: [SQL]
+    /// Settings, then the statements that run with them; a later segment's settings replace
+    /// an earlier one's for the rest of the unit.
+    public struct Segment: Sendable {
+        public var settings: TransactionSettings
+        public var statements: [SQL]
 
-    public init(settings: TransactionSettings = .none, statements: [SQL]) {
-        self.settings = settings
-        self.statements = statements
+        public init(settings: TransactionSettings = .none, statements: [SQL]) {
+            self.settings = settings
+            self.statements = statements
+        }
     }
 
-    var statementsToSend: [SQL] {
-        guard let set = settings.statement else { return statements }
-        return [set] + statements
+    public var segments: [Segment]
+
+    public init(settings: TransactionSettings = .none, statements: [SQL]) {
+        segments = [Segment(settings: settings, statements: statements)]
+    }
+
+    public init(segments: [Segment]) { self.segments = segments }
+
+    /// What is sent, and which of it is the caller's (whose results the caller gets).
+    func plan(_ style: TransactionSettings.Style) -> (statements: [SQL], callers: [Bool]) {
+        var statements: [SQL] = [], callers: [Bool] = []
+        func add(_ sql: SQL, _ callersOwn: Bool) {
+            statements.append(sql)
+            callers.append(callersOwn)
+        }
+        let explicit = style == .setLocal
+        if explicit { add("BEGIN", false) }
+        for segment in segments {
+            for setting in segment.settings.statements(style) { add(setting, false) }
+            for sql in segment.statements { add(sql, true) }
+        }
+        if explicit { add("COMMIT", false) }
+        return (statements, callers)
     }
 }
 

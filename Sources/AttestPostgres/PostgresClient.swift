@@ -111,7 +111,7 @@ public final class PostgresClient: Service, Sendable {
     @discardableResult
     public func query(_ sql: SQL, settings: TransactionSettings = .none) async throws -> PostgresRows {
         try await withConnection { connection in
-            guard settings.statement != nil else { return try await connection.query(sql) }
+            guard !settings.values.isEmpty else { return try await connection.query(sql) }
             let outcome = try await connection.pipeline([PipelineUnit(settings: settings, statements: [sql])])
             return try outcome[0].get()[0]
         }

@@ -13,16 +13,19 @@ public struct PostgresConfiguration: Sendable {
     /// A role every connection switches to with `SET ROLE` right after connecting (the
     /// application role that row-level security applies to). nil: stay the login role.
     public var role: String?
+    /// How transaction settings (`TransactionSettings`) are made. Default `.automatic`.
+    public var settingsStyle: TransactionSettings.Style
 
     public init(
         connectionString: String, overrides: [String: String] = [:], connectTimeoutSeconds: Int = 5,
-        applicationName: String = "attest", role: String? = nil
+        applicationName: String = "attest", role: String? = nil, settingsStyle: TransactionSettings.Style = .automatic
     ) {
         self.connectionString = connectionString
         self.overrides = overrides
         self.connectTimeoutSeconds = connectTimeoutSeconds
         self.applicationName = applicationName
         self.role = role
+        self.settingsStyle = settingsStyle
     }
 
     /// Throws what a connection attempt would for a connection string libpq cannot parse,

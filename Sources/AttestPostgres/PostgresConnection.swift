@@ -56,14 +56,7 @@ public struct PostgresConnection: Sendable {
     public func transaction<Result: Sendable>(
         settings: TransactionSettings = .none, _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
-        try await run { raw in
-            if let set = settings.statement {
-                let outcome = try raw.pipeline([PipelineUnit(statements: ["BEGIN", set])])
-                _ = try outcome[0].get()
-            } else {
-                try raw.runScript("BEGIN")
-            }
-        }
+        try await run { try $0.begin(settings) }
         let result: Result
         do {
             result = try await body(self)

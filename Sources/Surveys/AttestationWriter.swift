@@ -228,22 +228,21 @@ public final class AttestationWriter: Service, Sendable {
     /// One transaction for `batch` (ordered by campus): per campus, set the campus, then one
     /// statement that writes all of that campus's submissions.
     static func unit(for batch: [PendingAttestation], shard: Int16) -> PipelineUnit {
-        var statements: [SQL] = []
+        var segments: [PipelineUnit.Segment] = []
         var start = 0
         while start < batch.count {
             let campus = batch[start].campus
             let end = batch[start...].firstIndex { $0.campus != campus } ?? batch.count
-            statements.append("SELECT set_config('attest.campus_id', \(campus.description), true)")
-            statements.append(write(Array(batch[start..<end]), shard: shard))
+            segments.append(.init(settings: CampusScope.settings(campus.rawValue), statements: [write(Array(batch[start..<end]), shard: shard)]))
             start = end
         }
-        return PipelineUnit(statements: statements)
+        return PipelineUnit(segments: segments)
     }
 
-    /// The ids a unit inserted: the rows of its write statements (every second statement).
+    /// The ids a unit inserted: the rows of its write statements (one per campus).
     static func insertedIDs(_ results: [PostgresRows]) throws -> Set<UUID> {
         var ids: Set<UUID> = []
-        for (index, rows) in results.enumerated() where index % 2 == 1 {
+        for rows in results {
             for row in rows { ids.insert(try row.decode("id", as: UUID.self)) }
         }
         return ids

@@ -4,11 +4,11 @@ import Foundation
 
 /// Runs `body` with a client on a fresh, empty database (as the cluster superuser).
 func withFreshDatabase(
-    maxConnections: Int = 4, leaseTimeout: Duration = .seconds(10),
+    maxConnections: Int = 4, leaseTimeout: Duration = .seconds(10), settingsStyle: TransactionSettings.Style = .automatic,
     _ body: (PostgresClient) async throws -> Void
 ) async throws {
     let name = try await TestDatabase.create(migrated: false)
-    let client = TestDatabase.client(database: name, role: nil, maxConnections: maxConnections, leaseTimeout: leaseTimeout)
+    let client = TestDatabase.client(database: name, role: nil, maxConnections: maxConnections, leaseTimeout: leaseTimeout, settingsStyle: settingsStyle)
     do {
         try await body(client)
         await client.shutdown()

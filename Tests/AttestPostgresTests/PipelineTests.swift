@@ -26,8 +26,11 @@ struct PipelineTests {
         }
     }
 
-    @Test func aFailingStatementAbortsOnlyItsOwnUnit() async throws {
-        try await withFreshDatabase { client async throws in
+    /// Both ways of making settings: a unit in an explicit block (`.setLocal`, for Citus) that
+    /// fails leaves its block aborted, and the units after it must still run.
+    @Test(arguments: [TransactionSettings.Style.setConfig, .setLocal])
+    func aFailingStatementAbortsOnlyItsOwnUnit(style: TransactionSettings.Style) async throws {
+        try await withFreshDatabase(settingsStyle: style) { client async throws in
             try await client.query("CREATE TABLE events (n int PRIMARY KEY, note text)")
             try await client.query("INSERT INTO events VALUES (100, 'existing')")
             let units = [
@@ -57,8 +60,9 @@ struct PipelineTests {
         }
     }
 
-    @Test func unitsWithSettingsSeeTheirOwn() async throws {
-        try await withFreshDatabase { client async throws in
+    @Test(arguments: [TransactionSettings.Style.setConfig, .setLocal])
+    func unitsWithSettingsSeeTheirOwn(style: TransactionSettings.Style) async throws {
+        try await withFreshDatabase(settingsStyle: style) { client async throws in
             let outcomes = try await client.withConnection { connection in
                 try await connection.pipeline([
                     PipelineUnit(
@@ -70,6 +74,26 @@ struct PipelineTests {
             }
             let seen = try outcomes.map { try $0.get()[0][0].decode("seen", as: String.self) }
             #expect(seen == ["a|b'; DROP", "c", ""])
+            // A later segment's settings replace the earlier ones' for the rest of the unit.
+            let segmented = try await client.withConnection { connection in
+                try await connection.pipeline([
+                    PipelineUnit(segments: [
+                        .init(settings: TransactionSettings([("test.first", "one")]), statements: ["SELECT current_setting('test.first') AS seen"]),
+                        .init(settings: TransactionSettings([("test.first", "two")]), statements: ["SELECT current_setting('test.first') AS seen"]),
+                    ])
+                ])
+            }
+            #expect(try segmented[0].get().map { try $0[0].decode("seen", as: String.self) } == ["one", "two"])
+            // A transaction with settings, and one whose setting the server refuses (a name it
+            // cannot take) leaves the connection usable.
+            let inside = try await client.withTransaction(settings: TransactionSettings([("test.first", "tx'x")])) { connection in
+                try await connection.query("SELECT current_setting('test.first') AS seen")[0].decode("seen", as: String.self)
+            }
+            #expect(inside == "tx'x")
+            await #expect(throws: PostgresError.self) {
+                try await client.withTransaction(settings: TransactionSettings([("bad name", "x")])) { _ in }
+            }
+            #expect(try await client.query("SELECT coalesce(current_setting('test.first', true), '') AS seen")[0].decode("seen", as: String.self) == "")
         }
     }
 }

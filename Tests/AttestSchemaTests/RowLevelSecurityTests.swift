@@ -20,9 +20,12 @@ struct RowLevelSecurityTests {
         return (a, b)
     }
 
-    @Test func withCampusASetAQueryWithoutWhereSeesNoRowOfCampusB() async throws {
+    /// Both ways the campus setting is made: `SET LOCAL` in an explicit block is what a Citus
+    /// coordinator passes on to its workers.
+    @Test(arguments: [TransactionSettings.Style.setConfig, .setLocal])
+    func withCampusASetAQueryWithoutWhereSeesNoRowOfCampusB(style: TransactionSettings.Style) async throws {
         let name = try await TestDatabase.create()
-        let app = TestDatabase.client(database: name)
+        let app = TestDatabase.client(database: name, settingsStyle: style)
         defer { Task { await app.shutdown() } }
         let (a, b) = try await Self.twoCampuses(app)
         let seen = try await app.withTransaction(campus: a.id.rawValue) { connection in

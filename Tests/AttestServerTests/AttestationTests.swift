@@ -29,9 +29,10 @@ struct AttestationTests {
     static func body(_ answers: String, version: Int = 1) -> String { #"{"surveyVersion": \#(version), "answers": \#(answers)}"# }
 
     static func setUp(
-        clock: TestClock, registry: PluginRegistry = .builtin, timeZone: String = "America/New_York", slug: String = "north"
+        clock: TestClock, registry: PluginRegistry = .builtin, timeZone: String = "America/New_York", slug: String = "north",
+        settingsStyle: TransactionSettings.Style = .automatic
     ) async throws -> (TestServer, Campus) {
-        let server = try await TestServer.make(registry: registry, clock: clock.read)
+        let server = try await TestServer.make(registry: registry, clock: clock.read, settingsStyle: settingsStyle)
         let campus = try await server.campus(slug, timeZone: timeZone)
         _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: draft, actor: "test")
         return (server, campus)
@@ -243,9 +244,12 @@ struct AttestationTests {
     /// worker takes them as one batch (the batch-size histogram says so); the ghost's insert
     /// breaks that batch's transaction, the batch is written again one by one (the split
     /// counter says so), and only the ghost's caller gets the error, the database's own.
-    @Test func aFailingSubmissionInABatchFailsAloneAndTheRollupsCountOnlyWhatWasStored() async throws {
+    /// With either way of making the campus setting: with `.setLocal` (Citus) each transaction
+    /// is an explicit block, and the ghost's failed block must not take the others with it.
+    @Test(arguments: [TransactionSettings.Style.setConfig, .setLocal])
+    func aFailingSubmissionInABatchFailsAloneAndTheRollupsCountOnlyWhatWasStored(style: TransactionSettings.Style) async throws {
         let clock = try TestClock("2026-11-20T14:00:00Z")
-        let (server, campus) = try await Self.setUp(clock: clock)
+        let (server, campus) = try await Self.setUp(clock: clock, settingsStyle: style)
         let questionnaire = try #require(try await QuestionnaireStore(client: server.pool).active(campus: campus.id))
         var added: [UserID] = []
         for index in 0..<30 { added.append(try await server.user("m\(index)@example.edu", at: campus).user.id) }

@@ -35,10 +35,12 @@ public enum TestDatabase {
     /// does, so row-level security applies; `role: nil` stays the superuser.
     public static func client(
         database: String, role: String? = SchemaMigrator.applicationRole, maxConnections: Int = 4,
-        leaseTimeout: Duration = .seconds(10), logger: Logger = testLogger
+        leaseTimeout: Duration = .seconds(10), logger: Logger = testLogger, settingsStyle: TransactionSettings.Style = .automatic
     ) -> PostgresClient {
-        PostgresClient(
-            configuration: configuration(database: database, role: role),
+        var configuration = configuration(database: database, role: role)
+        configuration.settingsStyle = settingsStyle
+        return PostgresClient(
+            configuration: configuration,
             options: .init(maxConnections: maxConnections, leaseTimeout: leaseTimeout), logger: logger)
     }
 
