@@ -34,8 +34,18 @@ public struct PostgresConfiguration: Sendable {
 
     /// The keyword/value pairs for `PQconnectdbParams`, in the order libpq applies them: our
     /// defaults first, then the expanded connection string, then the overrides.
+    ///
+    /// Over TCP a connection whose peer vanished without a word (a network cut, a machine
+    /// gone) must fail, not wait forever: data unacknowledged for the connect timeout ends it
+    /// (`tcp_user_timeout`), and a connection waiting for an answer sends keepalive probes
+    /// after 3 s of silence, so a query on a cut link fails within about 3 s plus the connect
+    /// timeout. The connection string may set any of these otherwise.
     var keywordValues: [(String, String)] {
-        var pairs = [("connect_timeout", String(connectTimeoutSeconds)), ("application_name", applicationName)]
+        var pairs = [
+            ("connect_timeout", String(connectTimeoutSeconds)), ("application_name", applicationName),
+            ("tcp_user_timeout", String(min(max(connectTimeoutSeconds, 1), 3_600) * 1000)), ("keepalives", "1"), ("keepalives_idle", "3"),
+            ("keepalives_interval", "1"), ("keepalives_count", "3"),
+        ]
         if !connectionString.isEmpty { pairs.append(("dbname", connectionString)) }
         pairs.append(contentsOf: overrides.sorted { $0.key < $1.key })
         return pairs

@@ -82,6 +82,16 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
     public var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
     /// The connection is gone (or never came): the database is unreachable right now.
     public var isConnectionError: Bool { code == .connectionFailed || code == .connectionLost }
+    /// The database cannot do this right now, through no fault of the request: unreachable,
+    /// the pool exhausted or shut down, out of resources (class 53: disk full, out of memory,
+    /// too many connections), shutting down or starting (57P01–57P03), read-only (25006, a
+    /// standby that was a primary), or a lost serialization race or deadlock (40001, 40P01).
+    /// The same request may succeed later: a 503 with `Retry-After`, never a 500.
+    public var isTransient: Bool {
+        if isConnectionError || code == .poolTimeout || code == .poolClosed { return true }
+        guard code == .server, let sqlState else { return false }
+        return sqlState.hasPrefix("53") || ["57P01", "57P02", "57P03", "25006"].contains(sqlState) || isSerializationFailure
+    }
 
     /// A server error of a class whose messages name objects, privileges and settings but
     /// never a row's values: feature not supported (0A), transaction state (25), rollback

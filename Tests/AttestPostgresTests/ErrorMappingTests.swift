@@ -24,6 +24,22 @@ struct ErrorMappingTests {
         }
     }
 
+    /// What the server answers 503 for (the request may succeed later) and what it does not.
+    @Test(arguments: [
+        ("disk_full", "53100", true), ("out_of_memory", "53200", true), ("admin_shutdown", "57P01", true),
+        ("read_only_sql_transaction", "25006", true), ("deadlock_detected", "40P01", true),
+        ("check_violation", "23514", false), ("insufficient_privilege", "42501", false), ("query_canceled", "57014", false),
+    ])
+    func transientErrorsAreTheOnesARetryCanMend(condition: String, sqlState: String, transient: Bool) async throws {
+        try await withFreshDatabase { client async throws in
+            let error = await #expect(throws: PostgresError.self) {
+                try await client.query("DO $$ BEGIN RAISE EXCEPTION 'raised' USING ERRCODE = '\(unsafeRaw: condition)'; END $$")
+            }
+            #expect(error?.sqlState == sqlState)
+            #expect(error?.isTransient == transient, "\(sqlState)")
+        }
+    }
+
     @Test func foreignKeyViolation() async throws {
         try await withFreshDatabase { client async throws in
             try await client.query("CREATE TABLE parents (id int PRIMARY KEY)")

@@ -23,8 +23,17 @@ struct FaultTests {
         /// SIGQUIT (`-m immediate`): every process exits at once, no checkpoint; the next
         /// start replays the WAL, as after a crash.
         case crash
+        /// SIGKILL to the postmaster and every one of its processes: nothing of PostgreSQL
+        /// gets to say anything; the next start replays the WAL.
+        case kill
 
-        var signal: Int32 { self == .restart ? SIGINT : SIGQUIT }
+        var signal: Int32 {
+            switch self {
+            case .restart: SIGINT
+            case .crash: SIGQUIT
+            case .kill: SIGKILL
+            }
+        }
         var testDescription: String { rawValue }
     }
 
@@ -34,43 +43,11 @@ struct FaultTests {
     /// `Idempotency-Key` gets the one attestation stored, never a second.
     @Test(arguments: Stop.allCases)
     func aDatabaseStoppedUnderLoadLosesNoAcknowledgedAttestation(_ stop: Stop) async throws {
-        let directory = URL(fileURLWithPath: "/tmp/attest-stop-\(UUID().uuidString.prefix(8))")
-        let cluster = try EmbeddedPostgres(directory: directory)
-        defer {
-            try? cluster.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        try cluster.initializeIfNeeded(logger: TestDatabase.testLogger, durable: false)
-        // fsync stays off (this is the server's processes stopping, not the machine), but a
-        // commit must reach the WAL before it is answered, as with PostgreSQL's defaults.
-        let configuration = try FileHandle(forWritingTo: cluster.clusterDirectory.appending(path: "postgresql.conf"))
-        try configuration.seekToEnd()
-        try configuration.write(contentsOf: Data("synchronous_commit = on\n".utf8))
-        try configuration.close()
-        try cluster.start(logger: TestDatabase.testLogger)
-
-        let url = cluster.connectionURL(database: "postgres")
-        let owner = PostgresClient(
-            configuration: PostgresConfiguration(connectionString: url), options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
-        _ = try await SchemaMigrator(logger: TestDatabase.testLogger).migrate(owner)
-        #expect(try await owner.query("SHOW synchronous_commit")[0].decode("synchronous_commit", as: String.self) == "on")
-
-        // The server's own log (503s are warnings) is kept, not printed; it must hold no 500.
-        let capture = LogCapture()
-        let logger = capture.logger(level: .warning)
-        let pool = PostgresClient(
-            configuration: PostgresConfiguration(connectionString: url, role: SchemaMigrator.applicationRole),
-            options: .init(maxConnections: 8, leaseTimeout: .seconds(10)), logger: logger)
-        let clock = try TestClock("2026-11-20T14:00:00Z")  // 09:00 in New York, on time
-        let server = TestServer(
-            database: "postgres", pool: pool,
-            services: AttestServices(
-                database: pool, configuration: ServerConfiguration(), registry: .builtin, kek: TestServer.kek, logger: logger, clock: clock.read))
-        let campus = try await server.campus("north")
-        _ = try await QuestionnaireStore(client: pool).publish(campus: campus, draft: AttestationTests.draft, actor: "test")
-        try await CampusPluginStore(client: pool).enable(campus: campus, kind: .sink, id: "webhook", settings: .object([:]), actor: "test")
-        var added: [(user: User, token: String)] = []
-        for index in 0..<300 { added.append(try await server.user("m\(index)@example.edu", at: campus)) }
+        let rig = try await Rig.make(members: 300)
+        defer { rig.remove() }
+        let (cluster, owner, pool, server, campus, capture, logger, url) =
+            (rig.cluster, rig.owner, rig.pool, rig.server, rig.campus, rig.capture, rig.logger, rig.url)
+        let added = rig.added
         let members = added.map(\.token)
         // Member 150's insert waits in PostgreSQL until the stop, so a batch is mid-write when
         // it comes and the submissions after it queue in the writer: the unknown outcomes.
@@ -127,6 +104,7 @@ struct FaultTests {
                 }
             }
             try cluster.start(logger: TestDatabase.testLogger)
+            let restartedAt = ContinuousClock.now
             let restarted = PostgresClient(
                 configuration: PostgresConfiguration(connectionString: url), options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
             try await restarted.query("DROP TRIGGER hold_for_the_stop ON attestations")
@@ -149,30 +127,30 @@ struct FaultTests {
             // Each refused member retries with its key until answered: the pool reconnects, and
             // a submission that was stored before its answer was lost is replayed, not repeated.
             var final = firstTry.filter { $0.value.status == 201 }.mapValues { $0.id }
+            var recovered: Duration?
             for member in firstTry.keys.sorted() where firstTry[member]?.status != 201 {
                 final[member] = try await submitter.retryUntilAnswered(member, on: api)
+                if recovered == nil { recovered = ContinuousClock.now - restartedAt }
             }
 
             // Every 201 ever given names the member's one stored attestation; the rollups and
             // the outbox count each exactly once.
-            let stored = try await pool.query(
-                "SELECT u.email, a.id::text AS id FROM attestations a JOIN users u ON u.id = a.user_id", campus: campus.id.rawValue
-            ).reduce(into: [String: String]()) { $0[try $1.decode("email")] = try $1.decode("id") }
-            #expect(stored.count == members.count)
-            for (member, id) in final {
-                #expect(id != nil && stored["m\(member)@example.edu"] == id?.lowercased(), "member \(member)")
+            let figures = try await rig.verify(acknowledged: final)
+            #expect(figures.stored == members.count)
+            #expect(figures.duplicates == 0)
+            let fevers = try await pool.query(
+                "SELECT sum(count) AS n FROM daily_answer_counts WHERE question_id = 'fever' AND answer = 'true'", campus: campus.id.rawValue)
+            #expect(try fevers[0].decode("n", as: Int.self) == (members.count + 2) / 3)  // every third member has a fever
+            let how = switch stop {
+            case .restart: "pg_ctl stop -m fast"
+            case .crash: "pg_ctl stop -m immediate"
+            case .kill: "SIGKILL to every process"
             }
-            let counts = try await pool.query(
-                """
-                SELECT (SELECT sum(submitted) FROM daily_stats) AS submitted,
-                       (SELECT sum(count) FROM daily_answer_counts WHERE question_id = 'fever') AS fevers,
-                       (SELECT count(*) FROM notification_outbox WHERE event = 'attestation.submitted') AS events,
-                       (SELECT count(DISTINCT payload ->> 'attestationId') FROM notification_outbox) AS announced
-                """, campus: campus.id.rawValue)[0]
-            #expect(try counts.decode("submitted", as: Int.self) == members.count)
-            #expect(try counts.decode("fevers", as: Int.self) == (members.count + 2) / 3)  // every third member has a fever
-            #expect(try counts.decode("events", as: Int.self) == members.count)
-            #expect(try counts.decode("announced", as: Int.self) == members.count)
+            FaultFigures.report(
+                "PostgreSQL stopped under load (\(how)); started again once every member had tried (recovery: from its start to the first 201)",
+                sent: firstTry.count + submitter.retries.load(ordering: .relaxed), acknowledged: final.count,
+                found: final.count - figures.lost.count, lost: figures.lost.count, duplicates: figures.duplicates,
+                unavailable: unavailable.count + submitter.unavailableRetries.load(ordering: .relaxed), recovery: recovered)
             let unhandled = capture.lines.filter { $0.contains("unhandled") }
             #expect(unhandled.isEmpty, "\(unhandled)")
             await restarted.shutdown()
@@ -180,9 +158,170 @@ struct FaultTests {
         await owner.shutdown()
     }
 
+    /// Issue 33, fault 3: PostgreSQL restarted with `pg_ctl restart -m fast` five times within
+    /// a minute while members keep submitting, each retrying a 503 with its key. Every
+    /// acknowledged attestation is stored once, with its rollups and event.
+    @Test func fiveFastRestartsInAMinuteLoseNothing() async throws {
+        let rig = try await Rig.make(members: 1_200)
+        defer { rig.remove() }
+        let members = rig.added.map(\.token)
+        final class Shared: Sendable {
+            let next = Atomic<Int>(0)
+            let done = Atomic<Bool>(false)
+            let acknowledged = Mutex<[(member: Int, id: String?, at: ContinuousClock.Instant)]>([])
+            let restarts = Mutex<[ContinuousClock.Instant]>([])
+        }
+        let shared = Shared()
+        let submitter = Submitter(tokens: members)
+        try await rig.server.run(logger: rig.logger) { api in
+            try await api.withConnections(8) { clients in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for client in clients {
+                        group.addTask {
+                            // About 30 new members a second in all, each until answered.
+                            while !shared.done.load(ordering: .relaxed) {
+                                let member = shared.next.add(1, ordering: .relaxed).oldValue
+                                guard member < members.count else { break }
+                                let id = try await submitter.retryUntilAnswered(member, on: client)
+                                shared.acknowledged.withLock { $0.append((member, id, .now)) }
+                                try await Task.sleep(for: .milliseconds(250))
+                            }
+                        }
+                    }
+                    group.addTask {
+                        for _ in 0..<5 {
+                            try await Task.sleep(for: .seconds(5))
+                            try Self.signalPostmaster(of: rig.cluster, SIGINT)
+                            try rig.cluster.start(logger: TestDatabase.testLogger)
+                            shared.restarts.withLock { $0.append(.now) }
+                        }
+                        try await Task.sleep(for: .seconds(3))
+                        shared.done.store(true, ordering: .relaxed)
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            let acknowledged = shared.acknowledged.withLock { $0 }
+            let restartedAt = shared.restarts.withLock { $0 }
+            #expect(restartedAt.count == 5)
+            if let first = restartedAt.first, let last = restartedAt.last { #expect(last - first < .seconds(60)) }
+            #expect(acknowledged.count >= 200, "only \(acknowledged.count) members were answered")
+            #expect(acknowledged.allSatisfy { $0.id != nil })
+            let figures = try await rig.verify(acknowledged: Dictionary(acknowledged.map { ($0.member, $0.id) }) { a, _ in a })
+            #expect(figures.stored == acknowledged.count && figures.duplicates == 0)
+            // Recovery: after each restart, how long until a submission was answered 201 again.
+            let recoveries = restartedAt.compactMap { restart in acknowledged.map(\.at).filter { $0 > restart }.min().map { $0 - restart } }
+            #expect(recoveries.count == 5)
+            let unhandled = rig.capture.lines.filter { $0.contains("unhandled") }
+            #expect(unhandled.isEmpty, "\(unhandled)")
+            FaultFigures.report(
+                "PostgreSQL restarted (pg_ctl restart -m fast) 5 times in \(restartedAt.count == 5 ? "\((restartedAt[4] - restartedAt[0]).components.seconds) s" : "?") under load",
+                sent: submitter.retries.load(ordering: .relaxed), acknowledged: acknowledged.count, found: acknowledged.count - figures.lost.count,
+                lost: figures.lost.count, duplicates: figures.duplicates, unavailable: submitter.unavailableRetries.load(ordering: .relaxed),
+                recovery: recoveries.max())
+        }
+        await rig.owner.shutdown()
+    }
+
+    /// A cluster of the test's own (the faults stop it), migrated, with a campus, its webhook
+    /// sink enabled, `members` members and a server on the application role.
+    struct Rig: Sendable {
+        let directory: URL
+        let cluster: EmbeddedPostgres
+        let url: String
+        let owner: PostgresClient
+        let pool: PostgresClient
+        let server: TestServer
+        let campus: Campus
+        let added: [(user: User, token: String)]
+        /// The server's own log (503s are warnings) is kept, not printed; it must hold no 500.
+        let capture: LogCapture
+        let logger: Logger
+
+        static func make(members: Int) async throws -> Rig {
+            let directory = URL(fileURLWithPath: "/tmp/attest-stop-\(UUID().uuidString.prefix(8))")
+            let cluster = try EmbeddedPostgres(directory: directory)
+            try cluster.initializeIfNeeded(logger: TestDatabase.testLogger, durable: false)
+            // fsync stays off (this is the server's processes stopping, not the machine), but a
+            // commit must reach the WAL before it is answered, as with PostgreSQL's defaults.
+            let configuration = try FileHandle(forWritingTo: cluster.clusterDirectory.appending(path: "postgresql.conf"))
+            try configuration.seekToEnd()
+            try configuration.write(contentsOf: Data("synchronous_commit = on\n".utf8))
+            try configuration.close()
+            try cluster.start(logger: TestDatabase.testLogger)
+
+            let url = cluster.connectionURL(database: "postgres")
+            let owner = PostgresClient(
+                configuration: PostgresConfiguration(connectionString: url), options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
+            _ = try await SchemaMigrator(logger: TestDatabase.testLogger).migrate(owner)
+            #expect(try await owner.query("SHOW synchronous_commit")[0].decode("synchronous_commit", as: String.self) == "on")
+
+            let capture = LogCapture()
+            let logger = capture.logger(level: .warning)
+            let pool = PostgresClient(
+                configuration: PostgresConfiguration(connectionString: url, role: SchemaMigrator.applicationRole),
+                options: .init(maxConnections: 8, leaseTimeout: .seconds(10)), logger: logger)
+            let clock = try TestClock("2026-11-20T14:00:00Z")  // 09:00 in New York, on time
+            let server = TestServer(
+                database: "postgres", pool: pool,
+                services: AttestServices(
+                    database: pool, configuration: ServerConfiguration(), registry: .builtin, kek: TestServer.kek, logger: logger,
+                    clock: clock.read))
+            let campus = try await server.campus("north")
+            _ = try await QuestionnaireStore(client: pool).publish(campus: campus, draft: AttestationTests.draft, actor: "test")
+            try await CampusPluginStore(client: pool).enable(campus: campus, kind: .sink, id: "webhook", settings: .object([:]), actor: "test")
+            var added: [(user: User, token: String)] = []
+            for index in 0..<members { added.append(try await server.user("m\(index)@example.edu", at: campus)) }
+            return Rig(
+                directory: directory, cluster: cluster, url: url, owner: owner, pool: pool, server: server, campus: campus, added: added,
+                capture: capture, logger: logger)
+        }
+
+        func remove() {
+            try? cluster.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+
+        /// Every acknowledged attestation stored as acknowledged, each member's at most once, and
+        /// the rollups and outbox counting exactly what is stored (a recount). Returns the
+        /// figures: (stored, lost members, duplicate rows).
+        func verify(acknowledged: [Int: String?]) async throws -> (stored: Int, lost: [Int], duplicates: Int) {
+            let rows = try await pool.query(
+                "SELECT u.email, a.id::text AS id FROM attestations a JOIN users u ON u.id = a.user_id", campus: campus.id.rawValue)
+            var stored: [String: String] = [:]
+            for row in rows { stored[try row.decode("email")] = try row.decode("id") }
+            let lost = acknowledged.filter { member, id in id == nil || stored["m\(member)@example.edu"] != id?.lowercased() }.keys.sorted()
+            #expect(lost.isEmpty, "acknowledged but not stored as acknowledged: members \(lost)")
+            let counts = try await pool.query(
+                """
+                SELECT (SELECT count(*) FROM attestations) AS attestations,
+                       (SELECT coalesce(sum(submitted), 0) FROM daily_stats) AS submitted,
+                       (SELECT coalesce(sum(green), 0) + coalesce(sum(yellow), 0) + coalesce(sum(red), 0) FROM daily_stats) AS colored,
+                       (SELECT count(*) FROM attestations WHERE color IN ('green', 'yellow', 'red')) AS colored_rows,
+                       (SELECT coalesce(sum(count), 0) FROM daily_answer_counts WHERE question_id = 'fever' AND answer = 'true') AS fevers,
+                       (SELECT count(*) FROM attestations WHERE answers ->> 'fever' = 'true') AS fever_rows,
+                       (SELECT count(*) FROM notification_outbox WHERE event = 'attestation.submitted') AS events,
+                       (SELECT count(DISTINCT payload ->> 'attestationId') FROM notification_outbox
+                        WHERE event = 'attestation.submitted') AS announced
+                """, campus: campus.id.rawValue)[0]
+            let attestations = try counts.decode("attestations", as: Int.self)
+            #expect(try counts.decode("submitted", as: Int.self) == attestations, "daily_stats.submitted against a recount")
+            #expect(try counts.decode("colored", as: Int.self) == counts.decode("colored_rows", as: Int.self), "colours against a recount")
+            #expect(try counts.decode("fevers", as: Int.self) == counts.decode("fever_rows", as: Int.self), "answer counts against a recount")
+            #expect(try counts.decode("events", as: Int.self) == attestations, "one submitted event per attestation")
+            #expect(try counts.decode("announced", as: Int.self) == attestations, "no attestation announced twice")
+            return (stored.count, lost, attestations - stored.count)
+        }
+    }
+
     /// Each member's one submission, with its own `Idempotency-Key`.
-    struct Submitter: Sendable {
+    final class Submitter: Sendable {
         let tokens: [String]
+        /// Submissions sent again after a 503, and the 503s they got.
+        let retries = Atomic<Int>(0)
+        let unavailableRetries = Atomic<Int>(0)
+
+        init(tokens: [String]) { self.tokens = tokens }
 
         struct Reply: Sendable {
             var started: ContinuousClock.Instant
@@ -210,9 +349,12 @@ struct FaultTests {
         func retryUntilAnswered(_ member: Int, on api: APIClient) async throws -> String? {
             var reply = try await submit(member, on: api)
             var attempts = 1
+            retries.add(1, ordering: .relaxed)
             while reply.status == 503, attempts < 100 {
+                unavailableRetries.add(1, ordering: .relaxed)
                 try await Task.sleep(for: .milliseconds(100))
                 reply = try await submit(member, on: api)
+                retries.add(1, ordering: .relaxed)
                 attempts += 1
             }
             #expect(reply.status == 201, "member \(member) after \(attempts) tries")
@@ -227,10 +369,28 @@ struct FaultTests {
         guard let pid = pidFile.split(separator: "\n").first.flatMap({ pid_t($0) }) else {
             throw TestEnvironmentError("no postmaster pid in \(cluster.clusterDirectory.path)/postmaster.pid")
         }
+        // SIGKILL reaches the backends too: a postmaster killed alone leaves them running,
+        // holding the shared memory the next start needs.
+        let children = signal == SIGKILL ? Self.children(of: pid) : []
         guard kill(pid, signal) == 0 else { throw TestEnvironmentError("cannot signal the postmaster \(pid): errno \(errno)") }
+        for child in children { kill(child, SIGKILL) }
         for _ in 0..<600 {  // 6 s at most
-            if kill(pid, 0) != 0 { return }
+            if kill(pid, 0) != 0, children.allSatisfy({ kill($0, 0) != 0 }) { return }
             usleep(10_000)
+        }
+    }
+
+    /// The processes whose parent is `parent` (from /proc).
+    static func children(of parent: pid_t) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> pid_t? in
+            guard let pid = pid_t(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            // "pid (name) state ppid …": the name may hold spaces and parentheses.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && pid_t(fields[1]) == parent ? pid : nil
         }
     }
 }

@@ -38,7 +38,7 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             throw Problem(error)
         } catch let error as CampusError {
             throw Problem(error)
-        } catch let error as PostgresError where error.isConnectionError || error.code == .poolTimeout || error.code == .poolClosed {
+        } catch let error as PostgresError where error.isTransient {
             context.logger.warning("database unavailable", metadata: ["error": "\(error)"])
             throw Problem.databaseUnavailable
         } catch {

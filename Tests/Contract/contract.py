@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""The API contract, fuzzed: Schemathesis against /openapi.yaml of a running `attest dev`.
+
+Starts `attest dev` (its own PostgreSQL cluster, the demo campus and its people) on a free
+port, then runs `st run` once for each role (member, screener, health officer, admin) with
+that person's token and the campus path fixed to the demo campus: every check and every
+phase (examples, coverage, fuzzing, stateful), a fixed seed and example count so CI repeats
+itself. Prints one line per role and exits non-zero on any failure or server error.
+
+    python3 Tests/Contract/contract.py [--attest .build/debug/attest] [--examples 25]
+                                       [--seed 20261124] [--max-time SECONDS]
+
+A release check runs longer: `--examples 500` (see docs/reliability.md).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ROLES = ["member", "screener", "health-officer", "admin"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_dev(attest, base, port):
+    """`attest dev` on `port`; returns (process, {role: token}) once it serves."""
+    data = os.path.join(base, "dev")
+    log = open(os.path.join(base, "dev.out"), "w")
+    env = dict(os.environ)
+    process = subprocess.Popen(
+        [attest, "dev", "--port", str(port), "--data-dir", data], stdout=log, stderr=subprocess.STDOUT, env=env,
+        start_new_session=True)
+    deadline = time.monotonic() + 120
+    tokens = {}
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("attest dev exited with %d:\n%s" % (process.returncode, open(log.name).read()[-3000:]))
+        text = open(log.name).read()
+        for line in text.splitlines():
+            match = re.match(r"^\s+(member|screener|health-officer|admin)\s+(\S+@\S+)\s+(\S+)$", line)
+            if match and match.group(1) not in tokens:
+                tokens[match.group(1)] = match.group(3)
+        if all(role in tokens for role in ROLES):
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port, timeout=5) as answer:
+                    if answer.status == 200:
+                        return process, tokens
+            except OSError:
+                pass
+        time.sleep(0.5)
+    process.kill()
+    raise SystemExit("attest dev did not become ready within 120 s:\n%s" % open(log.name).read()[-3000:])
+
+
+def run_role(role, token, port, options, reports):
+    """One `st run`; returns (exit status, summary line, output)."""
+    report = os.path.join(reports, role + ".json")
+    command = [
+        "st", "run", "http://127.0.0.1:%d/openapi.yaml" % port,
+        "--config-file", os.path.join(HERE, "schemathesis.toml"),
+        "--header", "Authorization: Bearer " + token,
+        "--checks", "all",
+        "--phases", "examples,coverage,fuzzing,stateful",
+        "--seed", str(options.seed),
+        "--max-examples", str(options.examples),
+        "--generation-deterministic",
+        "--workers", "2",
+        "--request-timeout", "10",
+        "--no-color",
+        "--report", "json", "--report-json-path", report,
+    ]
+    if options.max_time:
+        command += ["--max-time", str(options.max_time)]
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, cwd=reports)
+    seconds = time.monotonic() - started
+    output = result.stdout + result.stderr
+    return result.returncode, seconds, output
+
+
+def summary(output):
+    """The figures of st's closing lines ("N passed, M failed …" and the test cases)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    picked = [line for line in lines if re.search(r"\d+ (passed|failed|errored|skipped|generated)", line)]
+    return "; ".join(picked[-3:]) if picked else (lines[-1] if lines else "(no output)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attest", default=os.path.join(ROOT, ".build", "debug", "attest"))
+    parser.add_argument("--examples", type=int, default=25)
+    parser.add_argument("--seed", type=int, default=20261124)
+    parser.add_argument("--max-time", type=int, default=0)
+    parser.add_argument("--roles", default=",".join(ROLES))
+    options = parser.parse_args()
+    if shutil.which("st") is None:
+        raise SystemExit("st (Schemathesis) is not installed: run scripts/install-contract-deps")
+
+    base = tempfile.mkdtemp(prefix="attest-contract-")
+    if os.geteuid() == 0:
+        # `attest dev` runs its cluster as the postgres user, who must be able to enter here.
+        os.chmod(base, 0o755)
+    reports = os.path.join(base, "reports")
+    os.makedirs(reports)
+    port = free_port()
+    process, tokens = start_dev(options.attest, base, port)
+    failed = []
+    try:
+        for role in options.roles.split(","):
+            status, seconds, output = run_role(role, tokens[role], port, options, reports)
+            print("schemathesis %-15s exit %d in %5.1f s: %s" % (role, status, seconds, summary(output)), flush=True)
+            if status != 0:
+                failed.append(role)
+                print(output[-12000:], flush=True)
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        server_log = open(os.path.join(base, "dev.out")).read()
+        # The server must never have answered 500 (logged as an error with "unhandled").
+        unhandled = [line for line in server_log.splitlines() if "unhandled" in line]
+        if unhandled:
+            failed.append("server log")
+            print("the server logged unhandled errors:\n" + "\n".join(unhandled[:20]))
+        if not failed:
+            shutil.rmtree(base, ignore_errors=True)
+        else:
+            print("kept for inspection: " + base)
+    if failed:
+        raise SystemExit("the API contract failed for: " + ", ".join(failed))
+    print("the API contract holds for every role")
+
+
+if __name__ == "__main__":
+    main()
