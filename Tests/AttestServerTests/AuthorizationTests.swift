@@ -168,6 +168,8 @@ struct DocumentedConstraintsTests {
         #expect(Self.parameterObject("/v1/campuses/{campus}/testing-locations", "get", "lat")?["description"]?.stringValue?.contains("together with lon") == true)
         let verify = OpenAPIDocument.value["paths"]?["/v1/campuses/{campus}/badges/verify"]?["post"]?["requestBody"]?["content"]?["application/json"]?["schema"]
         #expect(verify?["properties"]?["token"]?["minLength"] == .integer(1))
+        let version = OpenAPIDocument.value["components"]?["schemas"]?["AttestationRequest"]?["properties"]?["surveyVersion"]
+        #expect(version?["minimum"] == .integer(1) && version?["maximum"] == .integer(999_999_999))
 
         // The server's side.
         try await server.run { api in
@@ -187,6 +189,12 @@ struct DocumentedConstraintsTests {
             let backwards = try await api.send(
                 .get, "/v1/campuses/north/admin/dashboard?from=2026-11-20&to=2026-11-01", template: "/v1/campuses/{campus}/admin/dashboard", token: admin)
             #expect(backwards.status == 422, "\(backwards.body)")
+            for outside in ["0", "1000000000", "2197579983"] {
+                let refused = try await api.send(
+                    .post, "/v1/campuses/north/attestations", template: AttestationTests.path, token: member,
+                    json: #"{"surveyVersion": \#(outside), "answers": {}}"#)
+                #expect(refused.status == 422 && refused.problem.fields == ["surveyVersion"], "\(outside): \(refused.body)")
+            }
         }
     }
 }

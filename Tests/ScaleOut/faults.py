@@ -80,7 +80,7 @@ class TimedLoad(s.Load):
             if pace:
                 time.sleep(pace)
 
-    def first_success_after(self, instant):
+    def recovery_after(self, instant):
         with self.lock:
             later = [t for t in self.answered if t > instant]
         return min(later) - instant if later else None
@@ -152,10 +152,13 @@ def enable_webhook(base, owner, port):
     s.attest("plugin", "enable", CAMPUS, "sink", "webhook", "--settings", settings, database_url=owner)
 
 
-def fault_line(fault, load, figures, unavailable, recovered):
+def fault_line(fault, load, figures, recovered):
     recovery = f"{recovered:.1f} s" if recovered is not None else "-"
+    kinds = ", ".join(f"{'no answer' if status is None else status}: {count}" for status, count in sorted(
+        load.refusals.items(), key=lambda item: str(item[0])))
     s.log(f"FAULT {fault}: sent {load.sent}, acknowledged {figures['acknowledged']}, found {figures['acknowledged'] - figures['lost']}, "
-          f"lost {figures['lost']}, duplicates {figures['duplicates']}, 503s {unavailable}, recovered in {recovery}")
+          f"lost {figures['lost']}, duplicates {figures['duplicates']}, refused {sum(load.refusals.values())}"
+          f"{f' ({kinds})' if kinds else ''}, recovered in {recovery}")
 
 
 # MARK: Scenarios
@@ -197,11 +200,10 @@ def serve_killed(base):
     # An event whose delivery the killed server had begun may come twice (at least once);
     # every one comes, under one id each time.
     s.check(len(deliveries) == stored, f"{len(deliveries)} events delivered, {stored} attestations")
-    recovered = load.first_success_after(killed)
+    recovered = load.recovery_after(killed)
     s.log(f"  killed with {acknowledged_before} acknowledged and {in_batch} statements running; "
           f"{len(twice)} events delivered twice (begun by the killed server)")
-    fault_line("attest serve killed with SIGKILL mid-batch, then started again", load, figures,
-               sum(load.refusals.values()), recovered)
+    fault_line("attest serve killed with SIGKILL mid-batch, then started again", load, figures, recovered)
     figures.update(recoveredSeconds=round(recovered or 0, 1), deliveredTwice=len(twice))
     return figures
 
@@ -301,10 +303,10 @@ def disk_full_on(base, disk):
     check = subprocess.run(["runuser", "-u", "postgres", "--", os.path.join(s.PG_BIN, "pg_amcheck"), "-h", db.dir, "-p", str(db.port),
                             "-U", "postgres", "-d", "attest", "--heapallindexed"], capture_output=True, text=True)
     s.check(check.returncode == 0, f"pg_amcheck found corruption: {check.stdout[-2000:]} {check.stderr[-2000:]}")
-    recovered = load.first_success_after(freed)
+    recovered = load.recovery_after(freed)
     s.log(f"  disk full for 15 s: {refused_while_full} requests refused (503), {acknowledged_during} acknowledged meanwhile "
           f"(their WAL fitted); pg_amcheck clean")
-    fault_line("PostgreSQL's disk full for 15 s under load, then freed", load, figures, sum(load.refusals.values()), recovered)
+    fault_line("PostgreSQL's disk full for 15 s under load, then freed", load, figures, recovered)
     figures.update(refusedWhileFull=refused_while_full, recoveredSeconds=round(recovered or 0, 1))
     return figures
 
@@ -396,11 +398,10 @@ def network_cut_with(base, link):
     s.check(slowest < 12, f"the slowest 503 during the cut took {slowest:.1f} s")
     figures = s.verify_stored(db, load, 800)
     consistency(db)
-    recovered = load.first_success_after(restored)
+    recovered = load.recovery_after(restored)
     s.log(f"  link down for 20 s: {len(during)} requests refused, the first {first:.1f} s after the cut, "
           f"the slowest answered in {slowest:.1f} s")
-    fault_line("network cut between server and PostgreSQL for 20 s under load, then restored", load, figures,
-               sum(load.refusals.values()), recovered)
+    fault_line("network cut between server and PostgreSQL for 20 s under load, then restored", load, figures, recovered)
     figures.update(refusedDuringCut=len(during), slowestRefusalSeconds=round(slowest, 1), recoveredSeconds=round(recovered or 0, 1))
     return figures
 

@@ -6,8 +6,13 @@ public enum OpenAPIDocument {
     private static func ref(_ schema: String) -> OpenAPIValue { ["$ref": .string("#/components/schemas/\(schema)")] }
     private static func responseRef(_ name: String) -> OpenAPIValue { ["$ref": .string("#/components/responses/\(name)")] }
 
-    private static func json(_ description: String, _ schema: OpenAPIValue) -> OpenAPIValue {
-        ["description": .string(description), "content": ["application/json": ["schema": schema]]]
+    private static func json(_ description: String, _ schema: OpenAPIValue, links: OpenAPIValue? = nil) -> OpenAPIValue {
+        var response: OpenAPIValue = ["description": .string(description), "content": ["application/json": ["schema": schema]]]
+        if let links, case .object(var members) = response {
+            members.append(OpenAPIValue.Member(key: "links", value: links))
+            response = .object(members)
+        }
+        return response
     }
 
     private static func problem(_ description: String) -> OpenAPIValue {
@@ -17,10 +22,13 @@ public enum OpenAPIDocument {
     private static let campusParameter: OpenAPIValue = ["$ref": "#/components/parameters/campus"]
     private static let bearer: OpenAPIValue = [["bearer": []]]
     private static let dateRangeParameters: OpenAPIValue = [
-        ["name": "from", "in": "query", "required": true, "description": "Not after to.", "schema": ["type": "string", "format": "date"]],
+        [
+            "name": "from", "in": "query", "required": true, "description": "Not after to.", "schema": ["type": "string", "format": "date"],
+            "example": "2026-11-01",
+        ],
         [
             "name": "to", "in": "query", "required": true, "description": "Not before from; at most 366 days in all.",
-            "schema": ["type": "string", "format": "date"],
+            "schema": ["type": "string", "format": "date"], "example": "2026-11-20",
         ],
     ]
     private static let counts: OpenAPIValue = ["type": "object", "additionalProperties": ["type": "integer"]]
@@ -175,11 +183,17 @@ public enum OpenAPIDocument {
                             "name": "Idempotency-Key", "in": "header", "required": false,
                             "description": "Retrying with the same key returns the original 201. 1 to 200 visible ASCII characters, such as a UUID.",
                             "schema": ["type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[!-~]{1,200}$"],
+                            "example": "0b6f2c1e-6c3d-4a51-9a57-3f7d1c2e8a90",
                         ]
                     ],
                     "requestBody": ["required": true, "content": ["application/json": ["schema": ref("AttestationRequest")]]],
                     "responses": [
-                        "201": json("Stored (or, for a repeated Idempotency-Key, the original).", ref("Attestation")),
+                        "201": json(
+                            "Stored (or, for a repeated Idempotency-Key, the original).", ref("Attestation"),
+                            links: [
+                                "badge": ["operationId": "getMyBadge", "description": "The badge the submission made."],
+                                "history": ["operationId": "listMyAttestations", "description": "The member's attestations, this one first."],
+                            ]),
                         "400": responseRef("BadRequest"),
                         "401": responseRef("Unauthorized"),
                         "429": responseRef("TooManyRequests"),
@@ -221,7 +235,14 @@ public enum OpenAPIDocument {
                     "operationId": "getMyBadge",
                     "security": bearer,
                     "responses": [
-                        "200": json("The badge.", ref("Badge")),
+                        "200": json(
+                            "The badge.", ref("Badge"),
+                            links: [
+                                "verify": [
+                                    "operationId": "verifyBadge", "requestBody": ["token": "$response.body#/token"],
+                                    "description": "What a door scanner learns from this badge's token (null when gray: nothing to show).",
+                                ]
+                            ]),
                         "401": responseRef("Unauthorized"),
                         "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
@@ -279,11 +300,11 @@ public enum OpenAPIDocument {
                     "parameters": [
                         [
                             "name": "lat", "in": "query", "required": false, "description": "Given together with lon, or neither.",
-                            "schema": ["type": "number", "minimum": -90, "maximum": 90],
+                            "schema": ["type": "number", "minimum": -90, "maximum": 90], "example": 41,
                         ],
                         [
                             "name": "lon", "in": "query", "required": false, "description": "Given together with lat, or neither.",
-                            "schema": ["type": "number", "minimum": -180, "maximum": 180],
+                            "schema": ["type": "number", "minimum": -180, "maximum": 180], "example": -74,
                         ],
                         ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
                     ],
@@ -337,7 +358,7 @@ public enum OpenAPIDocument {
                     "operationId": "listFollowUps",
                     "security": bearer,
                     "parameters": [
-                        ["name": "date", "in": "query", "required": true, "schema": ["type": "string", "format": "date"]],
+                        ["name": "date", "in": "query", "required": true, "schema": ["type": "string", "format": "date"], "example": "2026-11-20"],
                         [
                             "name": "color", "in": "query", "required": false, "description": "One colour; both when absent.",
                             "schema": ["type": "string", "enum": ["red", "yellow"]],
@@ -491,7 +512,7 @@ public enum OpenAPIDocument {
                 "AttestationRequest": [
                     "type": "object", "required": ["surveyVersion", "answers"], "additionalProperties": false,
                     "properties": [
-                        "surveyVersion": ["type": "integer"],
+                        "surveyVersion": ["type": "integer", "minimum": 1, "maximum": 999_999_999],
                         "answers": ["type": "object", "description": "Answers by question id: true/false, numbers, option ids, text."],
                     ],
                 ],

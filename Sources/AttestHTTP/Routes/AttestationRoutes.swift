@@ -124,9 +124,10 @@ struct AttestationRoutes: Sendable {
         var problems: [Problem.FieldError] = []
         var version: Int?
         switch body["surveyVersion"] {
-        case .number(let number)? where number == number.rounded() && abs(number) < 1e9: version = Int(number)
+        case .number(let number)? where number == number.rounded() && number >= 1 && number <= 999_999_999: version = Int(number)
         case nil: problems.append(.init(field: "surveyVersion", message: "is required: the version GET …/survey returned"))
-        default: problems.append(.init(field: "surveyVersion", message: "must be an integer"))
+        default:
+            problems.append(.init(field: "surveyVersion", message: "must be an integer from 1 to 999999999: the version GET …/survey returned"))
         }
         var raw: [String: JSONValue] = [:]
         switch body["answers"] {
