@@ -58,6 +58,15 @@ struct ScaleOutTests {
         #expect((figures["acknowledged"] as? Int ?? 0) > 0 && figures["acknowledged"] as? Int == figures["stored"] as? Int)
     }
 
+    /// Issue 33's hostile clients against one server (`Tests/ScaleOut/hostile.py`), a
+    /// member's badge reads timed meanwhile; the script checks its bounds and prints them.
+    @Test func hostileClientsStarveNoMember() async throws {
+        let (status, output) = try await Self.run("hostile.py", timeout: .seconds(600))
+        print(output.split(separator: "\n").filter { $0.hasPrefix("HOSTILE") || $0.hasPrefix("FAILED") }.joined(separator: "\n"))
+        #expect(status == 0, "\(output.suffix(6000))")
+        #expect(output.contains("RESULT hostile "), "no RESULT line")
+    }
+
     @Test(arguments: ["replica", "servers", "patroni"])
     func nothingAcknowledgedIsLost(_ scenario: String) async throws {
         let (status, output) = try await Self.run("scaleout.py", [scenario], timeout: .seconds(600))

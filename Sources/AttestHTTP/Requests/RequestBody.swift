@@ -1,6 +1,7 @@
 import AttestPlugins
 import Foundation
 import Hummingbird
+import NIOCore
 
 extension Request {
     /// Whether a Content-Type is JSON itself: the media type without its parameters
@@ -27,10 +28,11 @@ extension Request {
                 .unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
                 detail: "Send the body as application/json.")
         }
-        var request = self
         let buffer: ByteBuffer
         do {
-            buffer = try await request.collectBody(upTo: context.maxUploadSize)
+            buffer = try await collectBody(context: context)
+        } catch let problem as Problem {
+            throw problem
         } catch {
             throw Problem(
                 .contentTooLarge, slug: "body-too-large", title: "Request body too large",
@@ -49,6 +51,38 @@ extension Request {
                 .badRequest, slug: "invalid-json", title: "Invalid JSON",
                 detail: "The body is not valid JSON (\(error)); it must be a JSON object, see /openapi.yaml for each route's fields.")
         }
+    }
+}
+
+extension Request {
+    /// The body: at most `context.maxUploadSize` bytes (past it, what Hummingbird throws),
+    /// all of it within `AttestRequestContext.bodyTimeout`. Slower is a 408 `body-timeout`,
+    /// and the connection is closed a second later, the answer written: what is left of the
+    /// body is not waited for.
+    func collectBody(context: AttestRequestContext) async throws -> ByteBuffer {
+        let request = self
+        let limit = context.maxUploadSize
+        let arrived = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask {
+                var reading = request
+                return try await reading.collectBody(upTo: limit)
+            }
+            group.addTask {
+                try await Task.sleep(for: AttestRequestContext.bodyTimeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+        guard let arrived else {
+            let channel = context.channel
+            channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+            throw Problem(
+                .requestTimeout, slug: "body-timeout", title: "Request body too slow",
+                detail: "The request body did not arrive within \(AttestRequestContext.bodyTimeout.components.seconds) s. Send it again, all at once.",
+                headers: [.connection: "close"])
+        }
+        return arrived
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Identity
+import NIOCore
 import Tenancy
 
 /// The request context of every route: the campus and session once middleware found them.
@@ -15,15 +16,23 @@ public struct AttestRequestContext: RequestContext {
     /// The client's address: the peer's, or behind a trusted proxy the one it names in
     /// `X-Forwarded-For` (set by `ClientAddressMiddleware`). What rate limits count by.
     public var clientAddress: String?
+    /// The connection, to end it when a request body does not arrive in time.
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        channel = source.channel
         peerAddress = source.channel.remoteAddress?.ipAddress
         clientAddress = peerAddress
     }
 
     /// The largest request body any route accepts (64 KiB); more is a 413.
     public var maxUploadSize: Int { 64 * 1024 }
+    /// How long a request body may take to arrive, all of it (10 s); slower is a 408 and the
+    /// connection is closed. The idle timeout does not apply while a request is being read,
+    /// so without this a client trickling a body a byte at a time held its connection for as
+    /// long as it liked.
+    public static let bodyTimeout: Duration = .seconds(10)
 
     /// JSON responses without escaped slashes ("America/New_York").
     public var responseEncoder: JSONEncoder { Self.encoder }

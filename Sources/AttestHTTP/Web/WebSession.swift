@@ -57,13 +57,14 @@ struct WebForm {
 
     subscript(name: String) -> String? { fields.first { $0.name == name }?.value }
 
-    /// The request's form body; at most `AttestRequestContext.maxUploadSize` bytes.
+    /// The request's form body; at most `AttestRequestContext.maxUploadSize` bytes, within
+    /// `AttestRequestContext.bodyTimeout`.
     static func read(_ request: Request, context: AttestRequestContext) async throws -> WebForm {
         let type = request.headers[.contentType]?.lowercased() ?? ""
         guard type.hasPrefix("application/x-www-form-urlencoded") else {
             throw Problem(.unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported form", detail: "Send the form as application/x-www-form-urlencoded, as a browser does.")
         }
-        let body = try await request.body.collect(upTo: context.maxUploadSize)
+        let body = try await request.collectBody(context: context)
         guard let form = parse(String(buffer: body)) else {
             throw Problem(.badRequest, slug: "bad-form", title: "Unreadable form", detail: "The form's fields are not percent-encoded UTF-8. Reload the page and send it again.")
         }
