@@ -10,42 +10,75 @@ import AttestPluginsTesting
 
 @Suite("Tenancy")
 struct TenancyTests {
-    /// DESIGN §9: every campus route of the API document, tried with another campus's token
-    /// (one holding every role) and with a slug no campus has. Routes added later are tried
-    /// too, since the list comes from `/openapi.yaml`.
-    @Test func everyCampusRouteRefusesAnotherCampusesTokenAndAnUnknownSlug() async throws {
-        let clock = try TestClock("2026-11-20T14:00:00Z")
+    /// DESIGN §9 and issue 33's isolation matrix, generated from /openapi.yaml so a new route is in it:
+    /// every campus route at north × {no token, south's token, an unknown slug, north's own
+    /// token, north's own token carrying south's cursors and badge token}. Each answer is the
+    /// documented one (401, 404, or what north's own request gets: never 401/403/404 and
+    /// never a 5xx), and no body names anything of south: its slug, its people's addresses
+    /// and ids, its attestations' ids.
+    @Test func theIsolationMatrixHoldsForEveryRoute() async throws {
+        let clock = try TestClock("2026-11-19T14:00:00Z")
         let (server, north) = try await AttestationTests.setUp(clock: clock)
         let south = try await server.campus("south")
         _ = try await QuestionnaireStore(client: server.pool).publish(campus: south, draft: AttestationTests.draft, actor: "test")
-        let (_, member) = try await server.user("n@example.edu", at: north)
-        let (_, outsider) = try await server.user("s@example.edu", at: south, roles: [.screener, .healthOfficer, .admin])
+        let (_, staff) = try await server.user("n-staff@example.edu", at: north, roles: [.screener, .healthOfficer, .admin])
+        let (southStaffUser, southStaff) = try await server.user("s-staff@example.edu", at: south, roles: [.screener, .healthOfficer, .admin])
+        let (southMemberUser, southMember) = try await server.user("s-member@example.edu", at: south)
+        let knownMarkers: Set<String> = [
+            "south", "s-staff@example.edu", "s-member@example.edu", south.id.rawValue.uuidString.lowercased(),
+            southStaffUser.id.rawValue.uuidString.lowercased(), southMemberUser.id.rawValue.uuidString.lowercased(),
+        ]
 
         var documented: [(method: HTTPRequest.Method, template: String, secured: Bool)] = []
         for path in OpenAPIDocument.value["paths"]?.members ?? [] where path.key.hasPrefix("/v1/campuses/{campus}/") {
             for operation in path.value.members where operation.key != "parameters" {
-                let method = try #require(HTTPRequest.Method(operation.key.uppercased()))
-                documented.append((method, path.key, operation.value["security"] != nil))
+                documented.append((try #require(HTTPRequest.Method(operation.key.uppercased())), path.key, operation.value["security"] != nil))
             }
         }
         let operations = documented
-        #expect(operations.count >= 13)
-        #expect(operations.filter(\.secured).count >= 11)
+        #expect(operations.count >= 14)
 
         try await server.run { api in
-            // Something at each campus to leak: a submission each, and south's badge.
-            for (campus, token) in [("north", member), ("south", outsider)] {
-                let submitted = try await api.send(
-                    .post, "/v1/campuses/\(campus)/attestations", template: AttestationTests.path, token: token,
-                    json: AttestationTests.body(AttestationTests.healthy))
-                #expect(submitted.status == 201)
+            var southMarkers = knownMarkers
+            // South's history: two days of submissions by two people, fevers for follow-ups,
+            // so each list has a second page and so a cursor.
+            for day in 0..<2 {
+                if day == 1 { clock.advance(by: 86_400) }
+                for token in [southStaff, southMember] {
+                    let stored = try await api.send(
+                        .post, "/v1/campuses/south/attestations", template: AttestationTests.path, token: token,
+                        json: AttestationTests.body(#"{"fever": true, "cough": true}"#))
+                    #expect(stored.status == 201)
+                    if let id = stored.json["id"] as? String { southMarkers.insert(id.lowercased()) }
+                }
             }
-            let badge = try await api.send(.get, "/v1/campuses/south/me/badge", template: BadgeTests.badgePath, token: outsider)
+            let page = try await api.send(
+                .get, "/v1/campuses/south/me/attestations?limit=1", template: "/v1/campuses/{campus}/me/attestations", token: southMember)
+            let southHistoryCursor = try #require(page.json["nextCursor"] as? String, "\(page.body)")
+            let followUps = try await api.send(
+                .get, "/v1/campuses/south/admin/follow-ups?date=2026-11-20&limit=1", template: "/v1/campuses/{campus}/admin/follow-ups",
+                token: southStaff)
+            let southFollowUpCursor = try #require(followUps.json["nextCursor"] as? String, "\(followUps.body)")
+            let badge = try await api.send(.get, "/v1/campuses/south/me/badge", template: BadgeTests.badgePath, token: southMember)
             let southBadge = try #require(badge.json["token"] as? String)
+            // North's own: one submission, so its lists are not empty either.
+            let own = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: AttestationTests.path, token: staff,
+                json: AttestationTests.body(#"{"fever": true, "cough": false}"#))
+            #expect(own.status == 201)
 
+            var cells = 0
+            func check(_ reply: APIClient.Reply, _ what: String, expected: (Int) -> Bool) {
+                cells += 1
+                #expect(expected(reply.status), "\(what): \(reply.status) \(reply.body.prefix(300))")
+                let body = reply.body.lowercased()
+                for marker in southMarkers where body.contains(marker) {
+                    Issue.record("\(what) shows south's \(marker): \(reply.body.prefix(300))")
+                }
+            }
             for (method, template, secured) in operations {
-                // A request each handler would accept from the right person.
-                let query = method == .get ? "?from=2026-11-20&to=2026-11-20&date=2026-11-20&color=red" : ""
+                let atNorth = template.replacingOccurrences(of: "{campus}", with: "north")
+                let query = method == .get ? "?from=2026-11-20&to=2026-11-20&date=2026-11-20&limit=5" : ""
                 var body: String?
                 if method == .post {
                     if template.hasSuffix("/attestations") {
@@ -56,21 +89,48 @@ struct TenancyTests {
                         body = #"{"idToken": "not.a.token"}"#
                     }
                 }
-                if secured {
-                    let path = template.replacingOccurrences(of: "{campus}", with: "north") + query
-                    let reply = try await api.send(method, path, template: template, token: outsider, json: body)
-                    #expect(reply.status == 401, "\(method) \(template) with south's token")
-                    #expect(!reply.body.contains("example.edu"), "\(method) \(template): \(reply.body)")
+                let name = "\(method) \(template)"
+                // No token, and south's token: 401 wherever a session is needed.
+                for (who, token) in [("no token", nil), ("south's token", southStaff)] as [(String, String?)] {
+                    let reply = try await api.send(method, atNorth + query, template: template, token: token, json: body)
+                    check(reply, "\(name) with \(who)") { secured ? $0 == 401 : $0 < 500 }
                 }
-                let unknown = template.replacingOccurrences(of: "{campus}", with: "nowhere") + query
-                let missing = try await api.send(method, unknown, template: template, token: outsider, json: body)
-                #expect(missing.status == 404, "\(method) \(template) at an unknown campus")
+                // An unknown campus: 404, whoever asks.
+                let unknown = try await api.send(
+                    method, template.replacingOccurrences(of: "{campus}", with: "nowhere") + query, template: template, token: staff, json: body)
+                check(unknown, "\(name) at an unknown campus") { $0 == 404 }
+                // North's own staff: answered (signing in refuses the made-up ID token with 401;
+                // signing out ends the session: it goes last).
+                if template.hasSuffix("/sessions/current") { continue }
+                let ownReply = try await api.send(method, atNorth + query, template: template, token: staff, json: body)
+                let refusesMadeUpToken = template.hasSuffix("/sessions")
+                check(ownReply, "\(name) with north's own token") {
+                    refusesMadeUpToken ? (400..<500).contains($0) : $0 < 400 || $0 == 409 || $0 == 422
+                }
             }
+            // South's cursors and badge token, carried by north's own staff: positions and a
+            // signature worth nothing here; nothing of south comes back.
+            let carried: [(String, String, String?)] = [
+                ("/v1/campuses/north/me/attestations?limit=1&cursor=\(southHistoryCursor)", "/v1/campuses/{campus}/me/attestations", nil),
+                (
+                    "/v1/campuses/north/admin/follow-ups?date=2026-11-20&limit=1&cursor=\(southFollowUpCursor)",
+                    "/v1/campuses/{campus}/admin/follow-ups", nil
+                ),
+                ("/v1/campuses/north/badges/verify", "/v1/campuses/{campus}/badges/verify", #"{"token": "\#(southBadge)"}"#),
+            ]
+            for (path, template, body) in carried {
+                let reply = try await api.send(body == nil ? .get : .post, path, template: template, token: staff, json: body)
+                check(reply, "\(path) with south's cursor or badge") { $0 == 200 || $0 == 422 }
+                if template.hasSuffix("/verify") { #expect(reply.json["valid"] as? Bool == false, "\(reply.body)") }
+            }
+            let signOut = try await api.send(
+                .delete, "/v1/campuses/north/sessions/current", template: "/v1/campuses/{campus}/sessions/current", token: staff)
+            check(signOut, "signing out at north") { $0 == 204 || $0 == 200 }
+            #expect(cells >= operations.count * 4)
 
-            // The attempts stored nothing at north, and signing out there did not end the
-            // session at south.
+            // Nothing tried at north stored anything there but north's own, nor ended south's session.
             #expect(try await AttestationTests.count(server, north) == 1)
-            let me = try await api.send(.get, "/v1/campuses/south/me", template: "/v1/campuses/{campus}/me", token: outsider)
+            let me = try await api.send(.get, "/v1/campuses/south/me", template: "/v1/campuses/{campus}/me", token: southStaff)
             #expect(me.status == 200)
             // One campus's published badge keys verify none of the other's badges.
             let northKeys = try await api.send(.get, "/v1/campuses/north/badge-keys", template: BadgeTests.keysPath)
