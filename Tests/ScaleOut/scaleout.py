@@ -407,6 +407,7 @@ def replica(base):
     outage = (load.last_failure - crashed) if load.last_failure else 0.0
     second.acknowledged.update(first.acknowledged)
     load.acknowledged.update(second.acknowledged)
+    load.sent += first.sent + second.sent  # the figures count every request of the scenario
     figures = verify_stored(standby, load, 600)
     log(f"  primary stopped (-m immediate), standby promoted {promoted - crashed:.1f} s later; "
         f"last refused submission {outage:.1f} s after the crash")
