@@ -106,8 +106,9 @@ public struct BadgeDecision: Sendable, Equatable {
 public protocol BadgeRule: Sendable {
     /// The version stored with each attestation decided by this rule.
     var version: String { get }
-    /// Whether the platform may run `evaluate` on the submission's own task instead of a task
-    /// of its own with a timer. That saves a task and a timer on every submission, but a
+    /// Whether the platform may run `evaluate` on the submission's own task instead of a
+    /// thread of the platform's pool for rules that may block, with a timer. That saves a
+    /// hand-off and a timer on every submission, but a
     /// slow evaluation then holds its submission until it returns. It is still over budget,
     /// so the badge is still yellow "needs review", but the answer comes when the rule
     /// returns, not when the budget ends. Leave it false (the default) unless `evaluate`

@@ -446,7 +446,7 @@ struct AttestationTests {
                 let started = ContinuousClock.now
                 let reply = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
                 // Inline, the slow rule holds its submission: the answer cannot come before it
-                // returns (on its own task the budget would answer at 0.1 s).
+                // returns (on the pool for rules that may block, the budget would answer at 0.1 s).
                 if plugin == "slow-inline" { #expect(ContinuousClock.now - started >= .milliseconds(300)) }
                 #expect(reply.status == 201, "\(plugin)")
                 let badge = reply.json["badge"] as? [String: Any]

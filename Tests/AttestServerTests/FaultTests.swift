@@ -97,13 +97,13 @@ struct FaultTests {
                             try await Task.sleep(for: .milliseconds(10))
                         }
                         progress.stoppedAt = .now
-                        try Self.signalPostmaster(of: cluster, stop.signal)
+                        try await offThePool { try Self.signalPostmaster(of: cluster, stop.signal) }
                         return [:]
                     }
                     return try await group.reduce(into: [Int: Submitter.Reply]()) { $0.merge($1) { a, _ in a } }
                 }
             }
-            try cluster.start(logger: TestDatabase.testLogger)
+            try await offThePool { try cluster.start(logger: TestDatabase.testLogger) }
             let restartedAt = ContinuousClock.now
             let restarted = PostgresClient(
                 configuration: PostgresConfiguration(connectionString: url), options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
@@ -121,8 +121,13 @@ struct FaultTests {
             let afterwards = firstTry.values.filter { $0.started > stoppedAt }
             #expect(afterwards.count >= 100 && afterwards.allSatisfy { $0.status == 503 })
             #expect(unavailable.allSatisfy { $0.problemType == "/problems/database-unavailable" && $0.retryAfter != nil })
-            let slowest = unavailable.map(\.seconds).max() ?? 0
-            #expect(slowest < 3, "slowest 503: \(slowest) s")
+            // Counted from the stop (or the request, if later): a request waiting behind the
+            // held insert had been waiting since before, which says nothing of failing fast.
+            let slowest = unavailable.map { reply -> Double in
+                let waited = reply.finished - max(reply.started, stoppedAt)
+                return Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
+            }.max() ?? 0
+            #expect(slowest < 3, "slowest 503, from the stop: \(slowest) s")
 
             // Each refused member retries with its key until answered: the pool reconnects, and
             // a submission that was stored before its answer was lost is replayed, not repeated.
@@ -191,8 +196,10 @@ struct FaultTests {
                     group.addTask {
                         for _ in 0..<5 {
                             try await Task.sleep(for: .seconds(5))
-                            try Self.signalPostmaster(of: rig.cluster, SIGINT)
-                            try rig.cluster.start(logger: TestDatabase.testLogger)
+                            try await offThePool {
+                                try Self.signalPostmaster(of: rig.cluster, SIGINT)
+                                try rig.cluster.start(logger: TestDatabase.testLogger)
+                            }
                             shared.restarts.withLock { $0.append(.now) }
                         }
                         try await Task.sleep(for: .seconds(3))
@@ -241,14 +248,14 @@ struct FaultTests {
         static func make(members: Int) async throws -> Rig {
             let directory = URL(fileURLWithPath: "/tmp/attest-stop-\(UUID().uuidString.prefix(8))")
             let cluster = try EmbeddedPostgres(directory: directory)
-            try cluster.initializeIfNeeded(logger: TestDatabase.testLogger, durable: false)
+            try await offThePool { try cluster.initializeIfNeeded(logger: TestDatabase.testLogger, durable: false) }
             // fsync stays off (this is the server's processes stopping, not the machine), but a
             // commit must reach the WAL before it is answered, as with PostgreSQL's defaults.
             let configuration = try FileHandle(forWritingTo: cluster.clusterDirectory.appending(path: "postgresql.conf"))
             try configuration.seekToEnd()
             try configuration.write(contentsOf: Data("synchronous_commit = on\n".utf8))
             try configuration.close()
-            try cluster.start(logger: TestDatabase.testLogger)
+            try await offThePool { try cluster.start(logger: TestDatabase.testLogger) }
 
             let url = cluster.connectionURL(database: "postgres")
             let owner = PostgresClient(
@@ -325,6 +332,7 @@ struct FaultTests {
 
         struct Reply: Sendable {
             var started: ContinuousClock.Instant
+            var finished: ContinuousClock.Instant
             var status: Int
             var id: String?
             var seconds: Double
@@ -338,9 +346,10 @@ struct FaultTests {
                 .post, "/v1/campuses/north/attestations", template: AttestationTests.path, token: tokens[member],
                 json: AttestationTests.body(member % 3 == 0 ? #"{"fever": true, "cough": false}"# : AttestationTests.healthy),
                 headers: [HTTPField.Name("Idempotency-Key")!: "stop-\(member)"])
-            let elapsed = ContinuousClock.now - started
+            let finished = ContinuousClock.now
+            let elapsed = finished - started
             return Reply(
-                started: started, status: reply.status, id: reply.json["id"] as? String,
+                started: started, finished: finished, status: reply.status, id: reply.json["id"] as? String,
                 seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
                 problemType: reply.json["type"] as? String, retryAfter: reply.headers[.retryAfter])
         }

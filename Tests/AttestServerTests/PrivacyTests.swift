@@ -39,7 +39,7 @@ struct PrivacyTests {
         try await server.run(logger: logger) { api in
             let submitted = try await api.send(
                 .post, "/v1/campuses/north/attestations", template: path, token: member,
-                json: #"{"surveyVersion": 1, "answers": {"fever": true, "temperature": 38.7, "note": "Sneezing-Zebra-41"}}"#)
+                json: #"{"surveyVersion": 1, "answers": {"fever": true, "temperature": 38.71, "note": "Sneezing-Zebra-41"}}"#)
             #expect(submitted.status == 201)
             let again = try await api.send(
                 .post, "/v1/campuses/north/attestations", template: path, token: member,
@@ -47,7 +47,7 @@ struct PrivacyTests {
             #expect(again.status == 409)
             let invalid = try await api.send(
                 .post, "/v1/campuses/north/attestations", template: path, token: officer,
-                json: #"{"surveyVersion": 1, "answers": {"fever": "Purple-Walrus-43", "temperature": 99.1, "note": 7}}"#)
+                json: #"{"surveyVersion": 1, "answers": {"fever": "Purple-Walrus-43", "temperature": 99.13, "note": 7}}"#)
             #expect(invalid.status == 422)
             let stranger = try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: unknown)
             #expect(stranger.status == 401)
@@ -65,7 +65,8 @@ struct PrivacyTests {
             let lines = capture.lines
             // The search is only worth something if the traffic was logged.
             #expect(lines.filter { $0.hasPrefix("request ") }.count >= 9, "\(lines)")
-            for secret in [member, officer, unknown, token, "Sneezing-Zebra-41", "Second-Giraffe-42", "Purple-Walrus-43", "38.7", "99.1"] {
+            // Two decimals: a request's time is logged with one ("ms=438.7" once matched "38.7").
+            for secret in [member, officer, unknown, token, "Sneezing-Zebra-41", "Second-Giraffe-42", "Purple-Walrus-43", "38.71", "99.13"] {
                 let leaks = lines.filter { $0.contains(secret) }
                 #expect(leaks.isEmpty, "logged: \(leaks)")
             }

@@ -16,8 +16,10 @@ struct ReadinessTests {
             try? cluster.stop()
             try? FileManager.default.removeItem(at: directory)
         }
-        try cluster.initializeIfNeeded(logger: TestDatabase.testLogger, durable: false)
-        try cluster.start(logger: TestDatabase.testLogger)
+        try await offThePool {
+            try cluster.initializeIfNeeded(logger: TestDatabase.testLogger, durable: false)
+            try cluster.start(logger: TestDatabase.testLogger)
+        }
         let pool = PostgresClient(
             configuration: PostgresConfiguration(connectionString: cluster.connectionURL(database: "postgres")),
             options: .init(maxConnections: 2, leaseTimeout: .seconds(2)), logger: TestDatabase.testLogger)
@@ -31,7 +33,7 @@ struct ReadinessTests {
             #expect(ready.status == .ok)
             #expect(String(buffer: ready.body) == #"{"status":"ready"}"#)
 
-            try cluster.stop()
+            try await offThePool { try cluster.stop() }
             let down = try await client.execute(uri: "/readyz", method: .get)
             #expect(down.status == .serviceUnavailable)
             #expect(down.headers[.contentType] == "application/problem+json")
@@ -42,7 +44,7 @@ struct ReadinessTests {
             // Liveness does not depend on the database.
             #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)
 
-            try cluster.start(logger: TestDatabase.testLogger)
+            try await offThePool { try cluster.start(logger: TestDatabase.testLogger) }
             let back = try await client.execute(uri: "/readyz", method: .get)
             #expect(back.status == .ok)
         }

@@ -32,14 +32,9 @@ public enum LoopbackHTTP {
         return descriptor
     }
 
-    /// Runs blocking socket work on a thread of its own. Swift Testing runs tests on the
-    /// cooperative pool, which has one thread per core (two here): a test blocked in `recv` on one
-    /// of them, while another test blocks the other, leaves an in-process server no thread to
-    /// answer with, and the read waits out its timeout (it did, once, in CI).
+    /// Runs blocking socket work on a thread of its own (`offThePool`).
     public static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try work() }) }.start()
-        }
+        try await AttestTestSupport.offThePool(work)
     }
 
     /// Sends a request to 127.0.0.1:`port`; throws when nothing listens there.
