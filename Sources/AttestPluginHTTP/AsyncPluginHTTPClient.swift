@@ -110,6 +110,12 @@ enum PinnedClients {
             var configuration = HTTPClient.Configuration(
                 redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5), read: .seconds(60)))
             if let address { configuration.dnsOverride = [host: address] }
+            // As many connections to one host as the outbox delivers at once (32 a campus a
+            // round). With async-http-client's default of 8, deliveries to a slow receiver
+            // queued for a connection and spent their timeout waiting: one sent late timed
+            // out while the receiver was still answering it, and was delivered again
+            // (issue 33's webhook fault found it, on a loaded machine).
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             clients[key] = client
             return (client, evicted)

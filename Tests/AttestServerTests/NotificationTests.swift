@@ -415,6 +415,33 @@ struct NotificationTests {
         await fast.stop()
     }
 
+    /// A round's deliveries to one slow receiver go out together: 20 events to a receiver that
+    /// answers after 1 s, with a 2 s timeout, are each delivered on the first attempt. With
+    /// async-http-client's default of 8 connections a host, the later ones queued for a
+    /// connection and spent their timeout waiting; one sent late timed out while the receiver
+    /// was still answering it and was delivered again (issue 33's webhook fault, in CI).
+    @Test func aSlowReceiverGetsARoundsEventsAtOnceAndEachOnce() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let slow = try await WebhookReceiver.start(delay: .seconds(1))
+        try await Self.enableWebhook(server, campus, port: slow.port, events: ["badge.red"])
+        var tokens: [String] = []
+        for index in 0..<20 { tokens.append(try await server.user("m\(index)@example.edu", at: campus).token) }
+        let members = tokens
+        let worker = Self.quickWorker(server)
+        try await server.run { api in
+            for token in members { try await Self.submitRed(api, token: token) }
+            let started = ContinuousClock.now
+            try await Self.deliver([worker]) { try await Self.outbox(server, campus, .pending).isEmpty }
+            let delivered = try await Self.outbox(server, campus, .delivered)
+            #expect(delivered.count == 20)
+            #expect(delivered.allSatisfy { $0.attempts == 1 }, "attempts: \(delivered.map(\.attempts).sorted())")
+            #expect(slow.acknowledged.count == 20 && slow.acknowledged.values.allSatisfy { $0 == 1 }, "\(slow.acknowledged.values.sorted())")
+            #expect(ContinuousClock.now - started < .seconds(6))
+        }
+        await slow.stop()
+    }
+
     /// A third party's sink, registered by id, gets each event once through the outbox (the
     /// test kit's recording sink), and one that asks for a retry gets the event again.
     @Test func aRegisteredSinkReceivesEachEventThroughTheOutbox() async throws {
