@@ -61,7 +61,7 @@ struct ScaleOutTests {
     /// Issue 33's hostile clients against one server (`Tests/ScaleOut/hostile.py`), a
     /// member's badge reads timed meanwhile; the script checks its bounds and prints them.
     @Test func hostileClientsStarveNoMember() async throws {
-        let (status, output) = try await Self.run("hostile.py", timeout: .seconds(600))
+        let (status, output) = try await Self.run("hostile.py", ["hostile"], timeout: .seconds(600))
         print(output.split(separator: "\n").filter { $0.hasPrefix("HOSTILE") || $0.hasPrefix("FAILED") }.joined(separator: "\n"))
         #expect(status == 0, "\(output.suffix(6000))")
         #expect(output.contains("RESULT hostile "), "no RESULT line")

@@ -11,6 +11,21 @@ import AttestPluginsTesting
 struct SlowClientTests {
     static func connect(_ port: Int) throws -> Int32 { try LoopbackHTTP.connect(port: port, receiveTimeout: 15) }
 
+    /// `server`'s application on a free loopback port, running until the task is cancelled.
+    static func serve(_ server: TestServer, idleTimeout: Duration) async throws -> (port: Int, running: Task<Void, any Error>) {
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = AttestServer.buildApplication(
+            configuration: ServerConfiguration(port: 0, idleTimeout: idleTimeout), services: server.services, logger: TestDatabase.testLogger,
+            onServerRunning: { continuation.yield($0) })
+        let running = Task { try await app.runService(gracefulShutdownSignals: []) }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            running.cancel()
+            throw TestEnvironmentError("the server did not start")
+        }
+        return (port, running)
+    }
+
     static func write(_ descriptor: Int32, _ text: String) { _ = Array(text.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
 
     struct Outcome: Sendable, CustomStringConvertible {
@@ -42,14 +57,8 @@ struct SlowClientTests {
 
     @Test func headersThatDoNotArriveAndIdleKeepAliveConnectionsAreClosed() async throws {
         let server = try await TestServer.make()
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = AttestServer.buildApplication(
-            configuration: ServerConfiguration(port: 0, idleTimeout: .seconds(1)), services: server.services, logger: TestDatabase.testLogger,
-            onServerRunning: { continuation.yield($0) })
-        let running = Task { try await app.runService(gracefulShutdownSignals: []) }
+        let (port, running) = try await Self.serve(server, idleTimeout: .seconds(1))
         defer { running.cancel() }
-        var iterator = ports.makeAsyncIterator()
-        let port = try #require(await iterator.next())
 
         // Headers trickled a byte at a time, never finished: closed after about a second.
         let trickle = try Self.connect(port)
@@ -91,14 +100,8 @@ struct SlowClientTests {
     /// each such connection held its buffers until the idle timeout.
     @Test func anOversizedHeadIsRefusedAndItsConnectionReleasedAtOnce() async throws {
         let server = try await TestServer.make()
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = AttestServer.buildApplication(
-            configuration: ServerConfiguration(port: 0, idleTimeout: .seconds(60)), services: server.services, logger: TestDatabase.testLogger,
-            onServerRunning: { continuation.yield($0) })
-        let running = Task { try await app.runService(gracefulShutdownSignals: []) }
+        let (port, running) = try await Self.serve(server, idleTimeout: .seconds(60))
         defer { running.cancel() }
-        var iterator = ports.makeAsyncIterator()
-        let port = try #require(await iterator.next())
 
         let head = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "b", count: 262_144) + "\r\n\r\n"
         let answers = try await LoopbackHTTP.offThePool {
@@ -138,14 +141,8 @@ struct SlowClientTests {
     @Test func aBodyThatTricklesIsCutOffAfterTheBodyTimeout() async throws {
         let (server, campus) = try await AttestationTests.setUp(clock: try TestClock("2026-11-20T14:00:00Z"))
         let (_, member) = try await server.user("m@example.edu", at: campus)
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = AttestServer.buildApplication(
-            configuration: ServerConfiguration(port: 0, idleTimeout: .seconds(60)), services: server.services, logger: TestDatabase.testLogger,
-            onServerRunning: { continuation.yield($0) })
-        let running = Task { try await app.runService(gracefulShutdownSignals: []) }
+        let (port, running) = try await Self.serve(server, idleTimeout: .seconds(60))
         defer { running.cancel() }
-        var iterator = ports.makeAsyncIterator()
-        let port = try #require(await iterator.next())
 
         let started = ContinuousClock.now
         let outcome = try await LoopbackHTTP.offThePool { () -> Outcome in

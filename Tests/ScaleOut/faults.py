@@ -23,7 +23,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -406,44 +405,5 @@ def network_cut_with(base, link):
     return figures
 
 
-def main():
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    scenario = sys.argv[1] if len(sys.argv) > 1 else ""
-    scenarios = {"serve-killed": serve_killed, "webhook": webhook, "disk-full": disk_full, "network-cut": network_cut}
-    if scenario not in scenarios:
-        sys.exit(f"usage: {sys.argv[0]} {'|'.join(scenarios)}")
-    base = tempfile.mkdtemp(prefix=f"attest-{scenario}-", dir="/tmp")
-    os.chmod(base, 0o755)
-    started = time.monotonic()
-    try:
-        figures = scenarios[scenario](base)
-        s.log(f"RESULT {scenario} " + json.dumps(figures) + f" in {time.monotonic() - started:.0f} s")
-    except NotRun as reason:
-        s.log(f"NOT RUN {scenario}: {reason}")
-    except Exception as error:
-        s.log(f"FAILED {scenario}: {error}")
-        for root, _, files in os.walk(base):
-            for name in sorted(files):
-                if name.endswith(".log"):
-                    with open(os.path.join(root, name), errors="replace") as f:
-                        tail = f.read()[-3000:]
-                    s.log(f"--- {name} (end) ---\n{tail}")
-        raise
-    finally:
-        for process in reversed(s.children):
-            if process.poll() is None:
-                try:
-                    os.killpg(process.pid, signal.SIGTERM)
-                    process.wait(10)
-                except Exception:
-                    os.killpg(process.pid, signal.SIGKILL)
-        for name in os.listdir(base):
-            data = os.path.join(base, name, "data")
-            if os.path.isdir(data):
-                s.Postgres(base, name, 0).stop("immediate")
-        if not os.environ.get("KEEP"):
-            shutil.rmtree(base, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    main()
+    s.run({"serve-killed": serve_killed, "webhook": webhook, "disk-full": disk_full, "network-cut": network_cut}, not_run=(NotRun,))

@@ -2,7 +2,7 @@
 """Hostile clients against one `attest serve`, with a member's latency measured meanwhile
 (issue 33).
 
-    hostile.py
+    hostile.py hostile
 
 A member reads their badge every 20 ms on a keep-alive connection the whole time. First
 alone (the baseline), then during each attack in turn: slow clients trickling their headers
@@ -22,11 +22,8 @@ import random
 import socket
 import string
 import sys
-import tempfile
 import threading
 import time
-import shutil
-import signal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scaleout as s  # noqa: E402
@@ -332,34 +329,6 @@ def hostile(base):
     return results
 
 
-def main():
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    base = tempfile.mkdtemp(prefix="attest-hostile-", dir="/tmp")
-    os.chmod(base, 0o755)
-    started = time.monotonic()
-    try:
-        figures = hostile(base)
-        s.log("RESULT hostile " + json.dumps(figures) + f" in {time.monotonic() - started:.0f} s")
-    except Exception as error:
-        s.log(f"FAILED hostile: {error}")
-        for name in ("server.log",):
-            path = os.path.join(base, name)
-            if os.path.exists(path):
-                with open(path, errors="replace") as f:
-                    s.log(f"--- {name} (end) ---\n{f.read()[-3000:]}")
-        raise
-    finally:
-        for process in reversed(s.children):
-            if process.poll() is None:
-                try:
-                    os.killpg(process.pid, signal.SIGTERM)
-                    process.wait(10)
-                except Exception:
-                    os.killpg(process.pid, signal.SIGKILL)
-        s.Postgres(base, "db", 0).stop("immediate")
-        if not os.environ.get("KEEP"):
-            shutil.rmtree(base, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    main()
+    # One scenario: `hostile.py hostile`, as the other scripts name theirs.
+    s.run({"hostile": hostile})

@@ -626,11 +626,14 @@ def patroni(base):
     return figures
 
 
-def main():
+def run(scenarios, not_run=()):
+    """Runs the scenario named on the command line in a fresh directory under /tmp: prints its
+    RESULT line (or, for an exception of a `not_run` type, NOT RUN and the reason), the end of
+    every log on failure, and stops everything it started however it ends. Shared by
+    faults.py and hostile.py."""
     # Stopped from outside (a test's timeout): stop everything started, as on any failure.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     scenario = sys.argv[1] if len(sys.argv) > 1 else ""
-    scenarios = {"replica": replica, "servers": servers, "patroni": patroni}
     if scenario not in scenarios:
         sys.exit(f"usage: {sys.argv[0]} {'|'.join(scenarios)}")
     base = tempfile.mkdtemp(prefix=f"attest-{scenario}-", dir="/tmp")
@@ -639,13 +642,16 @@ def main():
     try:
         figures = scenarios[scenario](base)
         log(f"RESULT {scenario} " + json.dumps(figures) + f" in {time.monotonic() - started:.0f} s")
+    except tuple(not_run) as reason:
+        log(f"NOT RUN {scenario}: {reason}")
     except Exception as error:
         log(f"FAILED {scenario}: {error}")
-        for name in sorted(os.listdir(base)):
-            if name.endswith(".log"):
-                with open(os.path.join(base, name), errors="replace") as f:
-                    tail = f.read()[-3000:]
-                log(f"--- {name} (end) ---\n{tail}")
+        for root, _, files in os.walk(base):
+            for name in sorted(files):
+                if name.endswith(".log"):
+                    with open(os.path.join(root, name), errors="replace") as f:
+                        tail = f.read()[-3000:]
+                    log(f"--- {name} (end) ---\n{tail}")
         raise
     finally:
         for process in reversed(children):
@@ -664,4 +670,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run({"replica": replica, "servers": servers, "patroni": patroni})
