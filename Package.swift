@@ -76,6 +76,7 @@ let package = Package(
             dependencies: [
                 "AttestPlugins", "AttestPostgres", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(

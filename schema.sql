@@ -50,7 +50,10 @@ CREATE TABLE IF NOT EXISTS campuses (
     retention_days           integer NOT NULL DEFAULT 30 CHECK (retention_days BETWEEN 1 AND 3650),
     stats_min_count          integer NOT NULL DEFAULT 10 CHECK (stats_min_count >= 0),
     settings                 jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(settings) = 'object'),
-    created_at               timestamptz NOT NULL DEFAULT now()
+    created_at               timestamptz NOT NULL DEFAULT now(),
+    -- Moved on by every sign-out, role change and rename at the campus: servers keep verified
+    -- sessions in memory while it stands (attest_auth_generations, below).
+    auth_generation          bigint NOT NULL DEFAULT 0
 );
 
 -- OpenID Connect issuers a campus accepts ID tokens from.
@@ -367,6 +370,12 @@ CREATE OR REPLACE FUNCTION attest_campus_directory() RETURNS SETOF campuses
     AS $$ SELECT * FROM campuses ORDER BY slug $$;
 REVOKE ALL ON FUNCTION attest_campus_by_slug(text), attest_campus_directory() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION attest_campus_by_slug(text), attest_campus_directory() TO attest_app;
+-- The third door: every campus's sign-in generation, which each server polls every second.
+CREATE OR REPLACE FUNCTION attest_auth_generations() RETURNS TABLE (campus_id uuid, generation bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+    AS $$ SELECT id, auth_generation FROM campuses $$;
+REVOKE ALL ON FUNCTION attest_auth_generations() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION attest_auth_generations() TO attest_app;
 
 GRANT SELECT ON schema_migrations TO attest_app;
 GRANT USAGE ON SCHEMA public TO attest_app;

@@ -61,7 +61,23 @@ public struct SchemaMigrator: Sendable {
                 -- Entries of one transaction keep their order (now() is the same for all of them).
                 ALTER TABLE audit_log ALTER COLUMN at SET DEFAULT clock_timestamp();
                 """),
+        Migration(
+            version: 6, name: "sign-in generations: servers keep verified sessions while their campus's generation stands",
+            sql: """
+                ALTER TABLE campuses ADD COLUMN IF NOT EXISTS auth_generation bigint NOT NULL DEFAULT 0;
+                \(authGenerationsFunction)
+                """),
     ]
+
+    /// What every server polls (`AuthGenerations`): each campus's sign-in generation, which
+    /// a sign-out, a role change or a renamed user moves on. The same in `schema.sql`.
+    static let authGenerationsFunction = """
+        CREATE OR REPLACE FUNCTION attest_auth_generations() RETURNS TABLE (campus_id uuid, generation bigint)
+            LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+            AS $$ SELECT id, auth_generation FROM campuses $$;
+        REVOKE ALL ON FUNCTION attest_auth_generations() FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION attest_auth_generations() TO attest_app;
+        """
 
     /// Issue 29's changes; `schema.sql` holds the same, in place.
     static let version3 = """

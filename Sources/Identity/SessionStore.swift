@@ -6,10 +6,15 @@ import Tenancy
 
 /// Opaque session tokens the server issues after sign-in (or `attest token issue`).
 ///
-/// A token is 256 random bits, base64url; only its SHA-256 hash is stored. Verified tokens
-/// are cached in memory for `cacheTTL` (default 5 s), so a hot token costs no database round
-/// trip, and concurrent misses of a campus share one query. A revocation takes effect at once
-/// on the server that revoked it and within `cacheTTL` everywhere else, and so do role changes.
+/// A token is 256 random bits, base64url; only its SHA-256 hash is stored. Verified sessions
+/// are kept in memory, and concurrent misses of a campus share one query. How long one is
+/// kept depends on `generations` (see `AuthGenerations`): while this server reads its campus's
+/// sign-in generation every second, a session stays as long as the generation it was verified
+/// under (at most `maxAge`, default 60 s), and a sign-out, role change or rename on any server
+/// moves the generation on, so every server drops the campus's sessions within about a second.
+/// Without a current generation (no poll running, as in the CLI, or the database unreachable
+/// for 3 s) a session is kept for `cacheTTL` (default 5 s) only. A revocation takes effect at
+/// once on the server that revoked it.
 public final class SessionStore: Sendable {
     /// A verified session: who, and until when.
     public struct Session: Sendable {
@@ -17,25 +22,65 @@ public final class SessionStore: Sendable {
         public var expiresAt: Date
     }
 
+    /// A campus and a token's SHA-256, held inline (no heap storage per cached session).
     struct Key: Hashable, Sendable {
         var campus: CampusID
-        var hash: Data
+        var hash: (UInt64, UInt64, UInt64, UInt64)
+
+        init(campus: CampusID, hash: Data) {
+            self.campus = campus
+            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            withUnsafeMutableBytes(of: &words) { $0.copyBytes(from: hash.prefix(32)) }
+            self.hash = words
+        }
+
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.campus == rhs.campus && lhs.hash.0 == rhs.hash.0 && lhs.hash.1 == rhs.hash.1 && lhs.hash.2 == rhs.hash.2
+                && lhs.hash.3 == rhs.hash.3
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(campus)
+            hasher.combine(hash.0)
+            hasher.combine(hash.1)
+        }
+    }
+
+    /// A verified session, the campus's generation it was verified under (nil when none was
+    /// current) and when its read began.
+    struct Entry: Sendable {
+        var session: Session
+        var generation: Int64?
+        var at: ContinuousClock.Instant
     }
 
     let client: PostgresClient
     let cacheTTL: Duration
-    /// About `cacheTTL`'s worth of distinct tokens (see `ExpiringCache`), at most 100,000.
-    let cache: ExpiringCache<Key, Session>
+    let generations: AuthGenerations?
+    /// At most `maxAge`, and about `maxAge`'s worth of distinct tokens (see `ExpiringCache`),
+    /// at most 200,000: two generations of 100,000.
+    let cache: ExpiringCache<Key, Entry>
 
-    public init(client: PostgresClient, cacheTTL: Duration = .seconds(5)) {
+    public init(
+        client: PostgresClient, cacheTTL: Duration = .seconds(5), generations: AuthGenerations? = nil,
+        maxAge: Duration = .seconds(60)
+    ) {
         self.client = client
         self.cacheTTL = cacheTTL
-        self.cache = ExpiringCache(ttl: cacheTTL, limit: 100_000)
+        self.generations = generations
+        self.cache = ExpiringCache(ttl: generations == nil ? cacheTTL : max(maxAge, cacheTTL), limit: 200_000)
         self.lookups = LookupBatcher { campus, hashes in try await Self.load(client, campus: campus, hashes: hashes) }
     }
 
     /// Concurrent cache misses of one campus are looked up together, one query per batch.
     private let lookups: LookupBatcher<CampusID, Data, Session>
+
+    /// The cached session for `key`, if it may still be trusted.
+    private func fresh(_ key: Key) -> Session? {
+        guard let entry = cache.value(for: key), entry.session.expiresAt > Date() else { return nil }
+        if let current = generations?.current(key.campus) { return entry.generation == current ? entry.session : nil }
+        return ContinuousClock.now - entry.at < cacheTTL ? entry.session : nil
+    }
 
     /// The live sessions among `hashes`, by hash.
     private static func load(_ client: PostgresClient, campus: CampusID, hashes: [Data]) async throws -> [Data: Session] {
@@ -80,24 +125,26 @@ public final class SessionStore: Sendable {
     /// unknown there, expired or revoked. A token from another campus is unknown here.
     public func authenticate(campus: CampusID, token: String) async throws -> Session? {
         guard Self.isWellFormed(token) else { return nil }
-        let key = Key(campus: campus, hash: Self.hash(token))
-        if let session = cache.value(for: key), session.expiresAt > Date() { return session }
-        let asOf = ContinuousClock.now  // a revocation after this instant shows within cacheTTL of it
-        guard let session = try await lookups.value(for: key.hash, in: campus) else {
+        let hash = Self.hash(token)
+        let key = Key(campus: campus, hash: hash)
+        if let session = fresh(key) { return session }
+        // Both taken before the read: a change committed after it moves the generation on
+        // past this one, and without a generation the entry lasts cacheTTL from this instant.
+        let asOf = ContinuousClock.now
+        let generation = generations?.current(campus)
+        guard let session = try await lookups.value(for: hash, in: campus) else {
             cache.remove(key)
             return nil
         }
-        cache.store(session, for: key, at: asOf)
+        cache.store(Entry(session: session, generation: generation, at: asOf), for: key, at: asOf)
         return session
     }
 
-    /// The session of a token verified within `cacheTTL` on this server, without asking the
-    /// database; nil otherwise (not that it is invalid).
+    /// The session of a token this server verified and may still trust (see the type's
+    /// comment), without asking the database; nil otherwise (not that it is invalid).
     public func cached(campus: CampusID, token: String) -> Session? {
-        guard Self.isWellFormed(token), let session = cache.value(for: Key(campus: campus, hash: Self.hash(token))),
-            session.expiresAt > Date()
-        else { return nil }
-        return session
+        guard Self.isWellFormed(token) else { return nil }
+        return fresh(Key(campus: campus, hash: Self.hash(token)))
     }
 
     /// Revokes a token (idempotent); true when it was live.
@@ -106,12 +153,16 @@ public final class SessionStore: Sendable {
         guard Self.isWellFormed(token) else { return false }
         let hash = Self.hash(token)
         cache.remove(Key(campus: campus, hash: hash))
-        let rows = try await client.query(
-            """
-            UPDATE sessions SET revoked_at = now()
-            WHERE campus_id = \(campus) AND token_hash = \(hash) AND revoked_at IS NULL
-            """, campus: campus.rawValue)
-        return rows.affectedRows > 0
+        return try await client.withTransaction(campus: campus.rawValue) { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE sessions SET revoked_at = now()
+                WHERE campus_id = \(campus) AND token_hash = \(hash) AND revoked_at IS NULL
+                """)
+            guard rows.affectedRows > 0 else { return false }
+            try await AuthGenerations.bump(connection, campus: campus)
+            return true
+        }
     }
 
     // MARK: Tokens

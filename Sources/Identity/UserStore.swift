@@ -85,6 +85,7 @@ public struct UserStore: Sendable {
                     "DELETE FROM user_roles WHERE campus_id = \(campus.id) AND user_id = \(userID) AND role = \(role.rawValue)")
             }
             guard changed.affectedRows > 0 else { return false }
+            try await AuthGenerations.bump(connection, campus: campus.id)
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: grant ? "role.grant" : "role.revoke", target: email,
                 details: ["role": role.rawValue])
@@ -142,6 +143,7 @@ public struct UserStore: Sendable {
                 ON CONFLICT DO NOTHING
                 """)
             let report = ImportReport(created: created, updated: entries.count - created, rolesGranted: granted.affectedRows)
+            if report.updated > 0 || report.rolesGranted > 0 { try await AuthGenerations.bump(connection, campus: campus.id) }
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: "users.import", target: "\(entries.count) rows",
                 details: ["created": "\(report.created)", "updated": "\(report.updated)", "rolesGranted": "\(report.rolesGranted)"])
@@ -169,6 +171,7 @@ public struct UserStore: Sendable {
                         if let name = identity.name, try row.decode("display_name", as: String.self) != name {
                             try await connection.query(
                                 "UPDATE users SET display_name = \(name) WHERE campus_id = \(campus.id) AND id = \(userID)")
+                            try await AuthGenerations.bump(connection, campus: campus.id)
                         }
                     } else {
                         let byEmail = try await connection.query(
@@ -184,6 +187,7 @@ public struct UserStore: Sendable {
                                     display_name = CASE WHEN \(identity.name ?? "") = '' THEN display_name ELSE \(identity.name ?? "") END
                                 WHERE campus_id = \(campus.id) AND id = \(userID)
                                 """)
+                            try await AuthGenerations.bump(connection, campus: campus.id)
                         } else {
                             let user = try await Self.insert(
                                 connection, campus: campus.id, email: identity.email, displayName: identity.name ?? "",

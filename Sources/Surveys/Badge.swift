@@ -143,8 +143,31 @@ public struct BadgeService: Sendable {
         var attestation: (color: String, reason: String, validUntil: Date)?
     }
 
-    public init(client: PostgresClient, keys: BadgeKeyStore) {
+    /// A member's badge of one day once it has a colour, which it keeps all day: a server
+    /// signs it once and serves it from memory after (see `today`).
+    struct Kept: Sendable {
+        var badge: Badge
+        /// The key that signed it: a rotation makes the next read sign anew.
+        var kid: String
+        /// The campus's sign-in generation when it was made (nil when none was current): a
+        /// member deleted in SQL must move it on, as sign-outs do (see `AuthGenerations`).
+        var generation: Int64?
+        var at: ContinuousClock.Instant
+    }
+
+    struct MemberKey: Hashable, Sendable {
+        var campus: CampusID
+        var user: UserID
+    }
+
+    /// Coloured badges kept for 10 minutes, two generations of at most 100,000 members.
+    private let kept = ExpiringCache<MemberKey, Kept>(ttl: .seconds(600), limit: 200_000)
+
+    let generations: AuthGenerations?
+
+    public init(client: PostgresClient, keys: BadgeKeyStore, generations: AuthGenerations? = nil) {
         self.keys = keys
+        self.generations = generations
         self.lookups = LookupBatcher { day, users in try await Self.members(client, day: day, users: users) }
     }
 
@@ -152,8 +175,23 @@ public struct BadgeService: Sendable {
 
     /// The member's badge for the campus-local day of `now`: the colour of today's
     /// attestation, or gray when there is none.
+    ///
+    /// A badge with a colour never changes during its day (a member submits once a day and
+    /// an attestation is never edited), so once made it is kept, token and all, and served
+    /// again while it is the same day there, before its `validUntil`, and signed by the
+    /// campus's current key. A gray badge is never kept: the first read after a submission,
+    /// on whichever server, reads the database and finds the colour.
     public func today(campus: Campus, user: UserID, now: Date) async throws -> Badge {
         let date = campus.localDate(at: now)
+        let memberKey = MemberKey(campus: campus.id, user: user)
+        let current = try await keys.keys(campus: campus.id).first(where: { $0.retiredAt == nil })
+        let generation = generations?.current(campus.id)
+        if let kept = kept.value(for: memberKey), kept.badge.date == date, kept.badge.validUntil > now, kept.kid == current?.kid,
+            generation != nil ? kept.generation == generation : ContinuousClock.now - kept.at < .seconds(5)
+        {
+            return kept.badge
+        }
+        let asOf = ContinuousClock.now
         guard let member = try await lookups.value(for: user, in: BadgeDay(campus: campus.id, date: date)) else {
             throw SurveysError.unknownUser
         }
@@ -162,15 +200,15 @@ public struct BadgeService: Sendable {
             color = BadgeColor(rawValue: stored.color) ?? .yellow
             (reason, validUntil) = (stored.reason, stored.validUntil)
         }
-        guard let key = try await keys.keys(campus: campus.id).first(where: { $0.retiredAt == nil }) else {
-            throw SurveysError.noSigningKey(campus: campus.slug)
-        }
+        guard let key = current else { throw SurveysError.noSigningKey(campus: campus.slug) }
         let subject = BadgeKeyStore.subject(pseudonym: member.pseudonym, date: date, key: try await keys.subjectKey(campus: campus.id))
         let claims = BadgeClaims(
             campus: campus.slug, sub: subject, date: date.description, color: color.rawValue,
             iat: Int(now.timeIntervalSince1970), exp: Int(validUntil.timeIntervalSince1970.rounded(.up)))
-        return Badge(color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key),
+        let badge = Badge(color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key),
             submitted: member.attestation != nil)
+        if badge.submitted && badge.color != .gray { kept.store(Kept(badge: badge, kid: key.kid, generation: generation, at: asOf), for: memberKey) }
+        return badge
     }
 
     static func members(_ client: PostgresClient, day: BadgeDay, users: [UserID]) async throws -> [UserID: Member] {

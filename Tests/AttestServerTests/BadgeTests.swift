@@ -358,11 +358,15 @@ struct BadgeTests {
                 #expect(try Self.part(0, of: token!).keys.sorted() == ["alg", "kid", "typ"])
             }
 
-            // A member deleted while their session is still cached gets no badge.
+            // A member deleted while their session and badge are still kept gets no badge once
+            // the servers read the campus's moved-on generation (deleting a member moves it on,
+            // as every sign-out does; here at once rather than at the next second's poll).
             let deleted = everyone[0]
             _ = try await server.pool.withTransaction(campus: campus.id.rawValue) { connection in
                 try await connection.query("DELETE FROM users WHERE campus_id = \(campus.id) AND email = 'b0@example.edu'")
+                try await AuthGenerations.bump(connection, campus: campus.id)
             }
+            try await server.services.authGenerations.refresh()
             let gone = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: deleted.token)
             #expect(gone.status == 401, "\(gone.body)")
             #expect(gone.json["token"] == nil)

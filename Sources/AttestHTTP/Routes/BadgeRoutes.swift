@@ -1,5 +1,7 @@
 import AttestPlugins
+import AttestPostgres
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Surveys
 
@@ -8,12 +10,21 @@ import Surveys
 struct BadgeRoutes: Sendable {
     let services: AttestServices
 
-    struct BadgeBody: ResponseEncodable {
-        var color: String
-        var date: String
-        var validUntil: String
-        var reason: String
-        var token: String
+    /// The member's badge as JSON, written directly.
+    static func response(_ badge: Badge) -> Response {
+        var text = #"{"color":"#
+        JSONText.appendString(badge.color.rawValue, to: &text)
+        text += #","date":"#
+        JSONText.appendString(badge.date.description, to: &text)
+        text += #","validUntil":"#
+        JSONText.appendString(PostgresDate.timestamp(badge.validUntil), to: &text)
+        text += #","reason":"#
+        JSONText.appendString(badge.reason, to: &text)
+        text += #","token":"#
+        JSONText.appendString(badge.token, to: &text)
+        text += "}"
+        let headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     struct KeySet: ResponseEncodable {
@@ -34,12 +45,7 @@ struct BadgeRoutes: Sendable {
             let campus = try context.requireCampus()
             let user = try context.requireSession().user
             let badge = try await services.badges.today(campus: campus, user: user.id, now: services.clock())
-            var response = try BadgeBody(
-                color: badge.color.rawValue, date: badge.date.description, validUntil: badge.validUntil.ISO8601Format(),
-                reason: badge.reason, token: badge.token
-            ).response(from: request, context: context)
-            response.headers[.cacheControl] = "no-store"
-            return response
+            return Self.response(badge)
         }
 
         campus.get("badge-keys") { request, context -> Response in

@@ -29,7 +29,7 @@ public enum AttestServer {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let router = buildRouter(configuration: configuration, services: services)
-        var background: [any Service] = [services.database, services.writer, services.outbox, services.retention]
+        var background: [any Service] = [services.database, services.authGenerations, services.writer, services.outbox, services.retention]
         if let reader = services.readDatabase { background.append(reader) }
         if let metricsPort = configuration.metricsPort {
             let metricsRouter = Router()

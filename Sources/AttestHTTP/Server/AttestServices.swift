@@ -18,6 +18,8 @@ public struct AttestServices: Sendable {
     public var campuses: CampusDirectory
     public var users: UserStore
     public var sessions: SessionStore
+    /// Each campus's sign-in generation, read every second: a `Service` the application runs.
+    public var authGenerations: AuthGenerations
     public var issuers: OIDCIssuerStore
     public var idTokens: IDTokenVerifier
     /// One sign-in per ID token; the nonces of sign-ins the server starts.
@@ -58,7 +60,8 @@ public struct AttestServices: Sendable {
         self.limiters = RequestLimiters(configuration.rateLimits)
         self.campuses = CampusDirectory(store: CampusStore(client: database), ttl: configuration.campusCacheTTL)
         self.users = UserStore(client: database)
-        self.sessions = SessionStore(client: database)
+        self.authGenerations = AuthGenerations(client: database)
+        self.sessions = SessionStore(client: database, generations: authGenerations)
         self.issuers = OIDCIssuerStore(client: database)
         let http = AsyncPluginHTTPClient(policy: configuration.outbound)
         self.idTokens = IDTokenVerifier(keys: JWKSCache(http: http, logger: logger))
@@ -68,7 +71,7 @@ public struct AttestServices: Sendable {
             client: database, workers: configuration.writeWorkers, logger: logger, metrics: SubmissionMetrics(factory: metrics.factory))
         self.attestations = AttestationService(
             client: database, writer: writer, questionnaires: activeQuestionnaires, registry: registry, logger: logger)
-        self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database, kek: kek))
+        self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database, kek: kek), generations: authGenerations)
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger)
         self.outbox = OutboxWorker(

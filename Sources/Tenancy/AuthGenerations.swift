@@ -1,0 +1,70 @@
+import AttestPlugins
+import AttestPostgres
+import ServiceLifecycle
+import Synchronization
+
+/// Each campus's sign-in generation, as this server last read it.
+///
+/// A sign-out, a role change and a renamed user move their campus's generation on in the same
+/// transaction (`bump`), and every server reads all campuses' generations every `interval`
+/// (one query, `attest_auth_generations()`). A cache may then keep a verified session for as
+/// long as the generation it was verified under stands: a change made on any server is seen
+/// by every other one within about `interval`. When the generations could not be read for
+/// `trustedFor`, `current` answers nil and caches fall back to their short time to live.
+public final class AuthGenerations: Service, Sendable {
+    private struct State {
+        var generations: [CampusID: Int64] = [:]
+        /// When the last successful read began (its snapshot is no older).
+        var readAt: ContinuousClock.Instant?
+    }
+
+    private let state = Mutex(State())
+    let client: PostgresClient
+    public let interval: Duration
+    public let trustedFor: Duration
+
+    public init(client: PostgresClient, interval: Duration = .seconds(1), trustedFor: Duration = .seconds(3)) {
+        self.client = client
+        self.interval = interval
+        self.trustedFor = trustedFor
+    }
+
+    /// The campus's generation as read less than `trustedFor` ago; nil when there is no such
+    /// read (the poll has not run or keeps failing) or the campus was not in it.
+    public func current(_ campus: CampusID) -> Int64? {
+        state.withLock { state in
+            guard let readAt = state.readAt, ContinuousClock.now - readAt < trustedFor else { return nil }
+            return state.generations[campus]
+        }
+    }
+
+    /// Reads every campus's generation now.
+    public func refresh() async throws {
+        let started = ContinuousClock.now
+        let rows = try await client.query("SELECT campus_id, generation FROM attest_auth_generations()")
+        var generations: [CampusID: Int64] = [:]
+        generations.reserveCapacity(rows.count)
+        for row in rows {
+            generations[CampusID(try row.decode("campus_id"))] = try row.decode("generation", as: Int64.self)
+        }
+        state.withLock { state in
+            state.generations = generations
+            state.readAt = started
+        }
+    }
+
+    /// Reads the generations every `interval` until the server stops. A failed read is
+    /// retried at the next tick; meanwhile `current` stops answering after `trustedFor`.
+    public func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await refresh()
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// Moves the campus's generation on: part of the transaction that signs out, changes a
+    /// role or renames, so that no server reads the new generation before the change.
+    public static func bump(_ connection: PostgresConnection, campus: CampusID) async throws {
+        try await connection.query("UPDATE campuses SET auth_generation = auth_generation + 1 WHERE id = \(campus)")
+    }
+}

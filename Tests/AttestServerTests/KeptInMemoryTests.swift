@@ -1,0 +1,147 @@
+@testable import AttestHTTP
+import AttestPlugins
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+@testable import Identity
+@testable import Surveys
+import Tenancy
+import Testing
+
+/// What a server keeps in memory between requests (verified sessions, coloured badges) and
+/// what makes it let go: the campus's sign-in generation, read by every server each second.
+@Suite("Kept in memory") struct KeptInMemoryTests {
+    static func generation(_ server: TestServer, _ campus: Campus) async throws -> Int64 {
+        let generations = AuthGenerations(client: server.pool)
+        try await generations.refresh()
+        return try #require(generations.current(campus.id))
+    }
+
+    /// Two servers on one database, each its own cache and its own read of the generations: a
+    /// session stays kept past the short time to live while the generation stands, and a
+    /// sign-out on the first moves it on, which the second sees at its next read.
+    @Test func aSignOutOnOneServerEndsTheSessionOnAnotherAtItsNextRead() async throws {
+        let server = try await TestServer.make()
+        defer { Task { await server.pool.shutdown() } }
+        let campus = try await server.campus("north")
+        let (_, token) = try await server.user("kept@example.edu", at: campus)
+        let (_, quiet) = try await server.user("quiet@example.edu", at: campus)
+        let (first, second) = (AuthGenerations(client: server.pool), AuthGenerations(client: server.pool))
+        let one = SessionStore(client: server.pool, cacheTTL: .milliseconds(100), generations: first)
+        let other = SessionStore(client: server.pool, cacheTTL: .milliseconds(100), generations: second)
+        try await first.refresh()
+        try await second.refresh()
+        #expect(try await other.authenticate(campus: campus.id, token: token) != nil)
+        #expect(try await other.authenticate(campus: campus.id, token: quiet) != nil)
+
+        // Revoked behind the servers' backs (no generation moved): still kept from memory,
+        // well past the short time to live. That is what "kept" means here.
+        try await server.pool.query(
+            "UPDATE sessions SET revoked_at = now() WHERE campus_id = \(campus.id) AND token_hash = \(SessionStore.hash(quiet))",
+            campus: campus.id.rawValue)
+        try await Task.sleep(for: .milliseconds(300))
+        try await second.refresh()
+        #expect(other.cached(campus: campus.id, token: quiet) != nil)
+        #expect(try await other.authenticate(campus: campus.id, token: token) != nil)
+
+        // A sign-out through the first server: gone there at once, and on the other once it reads.
+        #expect(try await one.revoke(campus: campus.id, token: token))
+        #expect(try await one.authenticate(campus: campus.id, token: token) == nil)
+        #expect(other.cached(campus: campus.id, token: token) != nil)
+        try await second.refresh()
+        #expect(other.cached(campus: campus.id, token: token) == nil)
+        #expect(try await other.authenticate(campus: campus.id, token: token) == nil)
+        // The moved generation let go of the campus's other sessions too: the quietly revoked one is now refused.
+        #expect(try await other.authenticate(campus: campus.id, token: quiet) == nil)
+    }
+
+    /// When the generations cannot be read (no poll, or the database unreachable for longer than
+    /// `trustedFor`), a session is kept for the short time to live only.
+    @Test func withoutACurrentGenerationASessionIsKeptForTheShortTimeOnly() async throws {
+        let server = try await TestServer.make()
+        defer { Task { await server.pool.shutdown() } }
+        let campus = try await server.campus("north")
+        let (_, token) = try await server.user("short@example.edu", at: campus)
+        let stale = AuthGenerations(client: server.pool, trustedFor: .milliseconds(50))
+        let sessions = SessionStore(client: server.pool, cacheTTL: .milliseconds(200), generations: stale)
+        try await stale.refresh()
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(stale.current(campus.id) == nil)
+        #expect(try await sessions.authenticate(campus: campus.id, token: token) != nil)
+        try await server.pool.query(
+            "UPDATE sessions SET revoked_at = now() WHERE campus_id = \(campus.id) AND token_hash = \(SessionStore.hash(token))",
+            campus: campus.id.rawValue)
+        #expect(sessions.cached(campus: campus.id, token: token) != nil)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(sessions.cached(campus: campus.id, token: token) == nil)
+        #expect(try await sessions.authenticate(campus: campus.id, token: token) == nil)
+    }
+
+    /// Every change that a kept session would hide moves its campus's generation on, and
+    /// only its own campus's; a revocation that finds nothing moves nothing.
+    @Test func signOutsRoleChangesAndRenamesMoveTheirCampusGenerationOn() async throws {
+        let server = try await TestServer.make()
+        defer { Task { await server.pool.shutdown() } }
+        let campus = try await server.campus("north")
+        let other = try await server.campus("south")
+        let (_, token) = try await server.user("moves@example.edu", at: campus)
+        let users = UserStore(client: server.pool)
+        let sessions = SessionStore(client: server.pool)
+        let start = try await Self.generation(server, campus)
+        let otherStart = try await Self.generation(server, other)
+
+        #expect(try await users.grant(campus: campus, email: "moves@example.edu", role: .screener, actor: "test"))
+        #expect(try await Self.generation(server, campus) == start + 1)
+        #expect(try await users.grant(campus: campus, email: "moves@example.edu", role: .screener, actor: "test") == false)
+        #expect(try await Self.generation(server, campus) == start + 1)
+        #expect(try await users.revoke(campus: campus, email: "moves@example.edu", role: .screener, actor: "test"))
+        #expect(try await Self.generation(server, campus) == start + 2)
+        _ = try await users.importCSV(campus: campus, text: "moves@example.edu,Renamed Member\n", actor: "test")
+        #expect(try await Self.generation(server, campus) == start + 3)
+        #expect(try await sessions.revoke(campus: campus.id, token: SessionStore.newToken()) == false)
+        #expect(try await Self.generation(server, campus) == start + 3)
+        #expect(try await sessions.revoke(campus: campus.id, token: token))
+        #expect(try await Self.generation(server, campus) == start + 4)
+        #expect(try await Self.generation(server, other) == otherStart)
+    }
+
+    /// A coloured badge is signed once and then served from memory all day; a gray one is
+    /// signed at every read, so a submission shows at once; a new signing key signs anew.
+    @Test func aColouredBadgeIsSignedOnceAndKeptAGrayOneNever() async throws {
+        let server = try await TestServer.make()
+        let campus = try await server.campus("north")
+        let (_, token) = try await server.user("badge@example.edu", at: campus)
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: AttestationTests.draft, actor: "test")
+        try await server.run { api in
+            let path = "/v1/campuses/north/me/badge"
+            let grayOnce = try await api.send(.get, path, template: BadgeTests.badgePath, token: token)
+            let grayTwice = try await api.send(.get, path, template: BadgeTests.badgePath, token: token)
+            #expect(grayOnce.json["color"] as? String == "gray")
+            // ES256 signatures are randomised: a token signed anew differs.
+            #expect(grayOnce.json["token"] as? String != grayTwice.json["token"] as? String)
+
+            let submitted = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: BadgeTests.submitPath, token: token,
+                json: AttestationTests.body(AttestationTests.healthy))
+            #expect(submitted.status == 201)
+            let green = try await api.send(.get, path, template: BadgeTests.badgePath, token: token)
+            #expect(green.json["color"] as? String == "green")
+            #expect(green.headers[.cacheControl] == "no-store")
+            #expect(green.headers[.contentType] == "application/json; charset=utf-8")
+
+            // Kept: the same token again, even with the attestation gone behind the server's back.
+            try await server.pool.query(
+                "DELETE FROM attestations WHERE campus_id = \(campus.id)", campus: campus.id.rawValue)
+            let again = try await api.send(.get, path, template: BadgeTests.badgePath, token: token)
+            #expect(again.json["token"] as? String == green.json["token"] as? String)
+            #expect(again.body == green.body)
+
+            // A rotated key: the next read signs anew (and, with the row gone, finds it gray).
+            let rotated = try await server.services.badges.keys.rotate(campus: campus, actor: "test")
+            let resigned = try await api.send(.get, path, template: BadgeTests.badgePath, token: token)
+            let header = try BadgeTests.part(0, of: try #require(resigned.json["token"] as? String))
+            #expect(header["kid"] as? String == rotated.kid)
+            #expect(resigned.json["color"] as? String == "gray")
+        }
+    }
+}
