@@ -6,6 +6,9 @@
 #                              $server_url (the server's login, only a member of attest_app)
 #   bench_members CAMPUS N     N members with a session token each, tokens in $dir/tokens.txt
 #   bench_serve PORT ARGS…     starts `attest serve` and waits until it is ready; sets $server_pid
+#                              and $start_ms, how long it took from starting to a 200 from /readyz
+#   bench_reference PORT METHOD CLIENTS SECONDS  the bare Hummingbird route (Benchmarks/Reference)
+#                              under wrk, warmed up; sets $reference_result and $reference_cpu
 #   bench_stop_server          stops it; sets $peak_mb, its peak resident memory (VmHWM)
 #   bench_wrk N SECONDS URL VAR=VALUE…  wrk, N connections, with Benchmarks/load.lua; prints its RESULT line
 #   bench_value NAME LINE      a field of a RESULT line
@@ -21,9 +24,11 @@ bench_prepare() {
     echo "Installing wrk…"
     { apt-get update && apt-get install -y wrk; } >/dev/null
   fi
-  echo "Building attest (release)…"
+  echo "Building attest and attest-bench-reference (release)…"
   swift build -c release --product attest >/dev/null
+  swift build -c release --product attest-bench-reference >/dev/null
   attest=$PWD/.build/release/attest
+  reference=$PWD/.build/release/attest-bench-reference
 }
 
 server_pid=
@@ -113,9 +118,30 @@ bench_serve() {  # port, then more `attest serve` arguments
   if curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
     echo "something already answers on port $port: stop it or set PORT"; exit 1
   fi
+  local started; started=$(date +%s%N)
   DATABASE_URL="$server_url" "$attest" serve --port "$port" --log-level warning --log-format json "$@" > "$dir/server.log" 2>&1 &
   server_pid=$!
+  # Asked every 10 ms (curl itself takes a few), so the time to ready is known to about that.
+  for _ in $(seq 1 1000); do
+    curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+    sleep 0.01
+  done
+  start_ms=$(( ($(date +%s%N) - started) / 1000000 ))
   bench_wait_ready "$port"
+}
+
+bench_reference() {  # port, method (GET or POST), clients, seconds
+  local port=$1 method=$2 clients=$3 seconds=$4 url="http://127.0.0.1:$1"
+  "$reference" "$port" > "$dir/reference.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 100); do curl -fs "$url/json" >/dev/null 2>&1 && break; sleep 0.1; done
+  curl -fs "$url/json" >/dev/null || { cat "$dir/reference.log"; echo "the reference server did not start"; exit 1; }
+  bench_wrk "$clients" 3 "$url" METHOD="$method" TARGET=/json >/dev/null
+  local before; before=$(bench_cpu)
+  reference_result=$(bench_wrk "$clients" "$seconds" "$url" METHOD="$method" TARGET=/json)
+  reference_cpu=$(bench_cpu_per "$(bench_value requests "$reference_result")" "$before" "$(bench_cpu)")
+  [ "$(bench_value not_2xx "$reference_result")" -eq 0 ] || { echo "the reference answered errors: $reference_result"; exit 1; }
+  bench_stop_server
 }
 
 bench_stop_server() {  # sets peak_mb: the server's peak resident set in MB, read before it exits

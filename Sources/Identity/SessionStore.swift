@@ -17,49 +17,67 @@ import Tenancy
 /// once on the server that revoked it.
 public final class SessionStore: Sendable {
     /// A verified session: who, and until when.
-    public struct Session: Sendable {
-        public var user: User
-        public var expiresAt: Date
+    /// A verified session: who, and until when. A class, since a server keeps a great many
+    /// (its cache holds a reference each); as a `KeptValue` it is also the place where a
+    /// route keeps something with it for as long as the server keeps the session (a coloured
+    /// badge): the next verification from the database starts with nothing kept.
+    public final class Session: KeptValue, @unchecked Sendable {  // immutable but for KeptValue's Mutex
+        public let user: User
+        public let expiresAt: Date
+        /// The campus's sign-in generation it was verified under; `Int64.min` when none was current.
+        let generation: Int64
+        /// When its verification's read began, in nanoseconds on `SessionStore.clock`.
+        let verifiedAt: Int64
+
+        init(user: User, expiresAt: Date, generation: Int64 = .min, verifiedAt: Int64 = .min) {
+            (self.user, self.expiresAt, self.generation, self.verifiedAt) = (user, expiresAt, generation, verifiedAt)
+        }
+
+        func verified(under generation: Int64?, at instant: Int64) -> Session {
+            Session(user: user, expiresAt: expiresAt, generation: generation ?? .min, verifiedAt: instant)
+        }
     }
 
-    /// A campus and a token's SHA-256, held inline (no heap storage per cached session).
+    /// The instants sessions are verified at, as nanoseconds since the first use.
+    static let clock = ContinuousClock.now
+
+    static func now() -> Int64 { nanoseconds(ContinuousClock.now - clock) }
+
+    /// `until - since`, saturating (an instant may be `Int64.min`, "never").
+    static func elapsed(since: Int64, until: Int64) -> Int64 {
+        let (difference, overflow) = until.subtractingReportingOverflow(since)
+        return overflow ? (until > since ? .max : .min) : difference
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (wide, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min / 2 : .max / 2 }
+        return wide.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
+
+    /// The first 128 bits of a token's SHA-256, held inline: enough to tell tokens apart (no
+    /// one can make a token whose hash begins as another's), and small, since a server keeps
+    /// a great many. The campus is checked against the kept session's own.
     struct Key: Hashable, Sendable {
-        var campus: CampusID
-        var hash: (UInt64, UInt64, UInt64, UInt64)
+        var high: UInt64
+        var low: UInt64
 
-        init(campus: CampusID, hash: Data) {
-            self.campus = campus
-            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-            withUnsafeMutableBytes(of: &words) { $0.copyBytes(from: hash.prefix(32)) }
-            self.hash = words
+        init(high: UInt64, low: UInt64) { (self.high, self.low) = (high, low) }
+
+        init(hash: Data) {
+            var words: (UInt64, UInt64) = (0, 0)
+            withUnsafeMutableBytes(of: &words) { $0.copyBytes(from: hash.prefix(16)) }
+            (high, low) = words
         }
-
-        static func == (lhs: Key, rhs: Key) -> Bool {
-            lhs.campus == rhs.campus && lhs.hash.0 == rhs.hash.0 && lhs.hash.1 == rhs.hash.1 && lhs.hash.2 == rhs.hash.2
-                && lhs.hash.3 == rhs.hash.3
-        }
-
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(campus)
-            hasher.combine(hash.0)
-            hasher.combine(hash.1)
-        }
-    }
-
-    /// A verified session, the campus's generation it was verified under (nil when none was
-    /// current) and when its read began.
-    struct Entry: Sendable {
-        var session: Session
-        var generation: Int64?
-        var at: ContinuousClock.Instant
     }
 
     let client: PostgresClient
     let cacheTTL: Duration
     let generations: AuthGenerations?
-    /// At most `maxAge`, and about `maxAge`'s worth of distinct tokens (see `ExpiringCache`),
-    /// at most 200,000: two generations of 100,000.
-    let cache: ExpiringCache<Key, Entry>
+    /// At most `maxAge`, and about `maxAge`'s worth of distinct tokens, at most 200,000: two
+    /// generations of 100,000 (see `SessionTable`).
+    let cache: SessionTable
 
     public init(
         client: PostgresClient, cacheTTL: Duration = .seconds(5), generations: AuthGenerations? = nil,
@@ -68,7 +86,7 @@ public final class SessionStore: Sendable {
         self.client = client
         self.cacheTTL = cacheTTL
         self.generations = generations
-        self.cache = ExpiringCache(ttl: generations == nil ? cacheTTL : max(maxAge, cacheTTL), limit: 200_000)
+        self.cache = SessionTable(ttl: generations == nil ? cacheTTL : max(maxAge, cacheTTL), limit: 200_000)
         self.lookups = LookupBatcher { campus, hashes in try await Self.load(client, campus: campus, hashes: hashes) }
     }
 
@@ -76,10 +94,13 @@ public final class SessionStore: Sendable {
     private let lookups: LookupBatcher<CampusID, Data, Session>
 
     /// The cached session for `key`, if it may still be trusted.
-    private func fresh(_ key: Key) -> Session? {
-        guard let entry = cache.value(for: key), entry.session.expiresAt > Date() else { return nil }
-        if let current = generations?.current(key.campus) { return entry.generation == current ? entry.session : nil }
-        return ContinuousClock.now - entry.at < cacheTTL ? entry.session : nil
+    private func fresh(_ key: Key, campus: CampusID) -> Session? {
+        let now = Self.now()
+        guard let session = cache.value(for: key, now: now), session.user.campusID == campus, session.expiresAt > Date() else {
+            return nil
+        }
+        if let current = generations?.current(campus) { return session.generation == current ? session : nil }
+        return Self.elapsed(since: session.verifiedAt, until: now) < Self.nanoseconds(cacheTTL) ? session : nil
     }
 
     /// The live sessions among `hashes`, by hash.
@@ -126,25 +147,26 @@ public final class SessionStore: Sendable {
     public func authenticate(campus: CampusID, token: String) async throws -> Session? {
         guard Self.isWellFormed(token) else { return nil }
         let hash = Self.hash(token)
-        let key = Key(campus: campus, hash: hash)
-        if let session = fresh(key) { return session }
+        let key = Key(hash: hash)
+        if let session = fresh(key, campus: campus) { return session }
         // Both taken before the read: a change committed after it moves the generation on
         // past this one, and without a generation the entry lasts cacheTTL from this instant.
-        let asOf = ContinuousClock.now
+        let asOf = Self.now()
         let generation = generations?.current(campus)
         guard let session = try await lookups.value(for: hash, in: campus) else {
             cache.remove(key)
             return nil
         }
-        cache.store(Entry(session: session, generation: generation, at: asOf), for: key, at: asOf)
-        return session
+        let kept = session.verified(under: generation, at: asOf)
+        cache.store(kept, for: key, now: Self.now())
+        return kept
     }
 
     /// The session of a token this server verified and may still trust (see the type's
     /// comment), without asking the database; nil otherwise (not that it is invalid).
     public func cached(campus: CampusID, token: String) -> Session? {
         guard Self.isWellFormed(token) else { return nil }
-        return fresh(Key(campus: campus, hash: Self.hash(token)))
+        return fresh(Key(hash: Self.hash(token)), campus: campus)
     }
 
     /// Revokes a token (idempotent); true when it was live.
@@ -152,7 +174,7 @@ public final class SessionStore: Sendable {
     public func revoke(campus: CampusID, token: String) async throws -> Bool {
         guard Self.isWellFormed(token) else { return false }
         let hash = Self.hash(token)
-        cache.remove(Key(campus: campus, hash: hash))
+        cache.remove(Key(hash: hash))
         return try await client.withTransaction(campus: campus.rawValue) { connection in
             let rows = try await connection.query(
                 """

@@ -252,11 +252,15 @@ public struct UserStore: Sendable {
 
     static func user(from row: PostgresRow) throws -> User {
         let roleNames: [String] = try row.decode("roles")
+        let roles = roleNames.compactMap(Role.init(rawValue:)).sorted()
         return User(
             id: try row.decode("id"), campusID: try row.decode("campus_id"), email: try row.decode("email"),
-            displayName: try row.decode("display_name"), roles: roleNames.compactMap(Role.init(rawValue:)).sorted(),
+            displayName: try row.decode("display_name"), roles: roles == memberOnly ? memberOnly : roles,
             createdAt: try row.decode("created_at"))
     }
+
+    /// Most users' roles, one array for all of them (servers keep many users' sessions).
+    static let memberOnly: [Role] = [.member]
 
     /// At most 200 Unicode scalars (as the column counts), none of them a control character.
     static func isStorableName(_ name: String) -> Bool {

@@ -2,6 +2,7 @@ import AttestPlugins
 import AttestPostgres
 import Crypto
 import Foundation
+import Synchronization
 import Tenancy
 
 /// A member's badge for one campus-local day.
@@ -143,31 +144,78 @@ public struct BadgeService: Sendable {
         var attestation: (color: String, reason: String, validUntil: Date)?
     }
 
-    /// A member's badge of one day once it has a colour, which it keeps all day: a server
-    /// signs it once and serves it from memory after (see `today`).
-    struct Kept: Sendable {
-        var badge: Badge
-        /// The key that signed it: a rotation makes the next read sign anew.
-        var kid: String
-        /// The campus's sign-in generation when it was made (nil when none was current): a
-        /// member deleted in SQL must move it on, as sign-outs do (see `AuthGenerations`).
-        var generation: Int64?
-        var at: ContinuousClock.Instant
+    /// A member's coloured badge of one day, kept with their verified session (see `today`):
+    /// what its token was made from and its signature, not the token's text, since a server
+    /// keeps one for each member it has recently seen. What many members' badges share
+    /// (colour, day, reason, key) is one `Shared` for all of them.
+    final class Kept: Sendable {
+        let shared: Shared
+        let subject: (UInt64, UInt64)
+        let iat: Int
+        let signature: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+
+        /// Nil when the token is not of the shape `BadgeToken.sign` makes.
+        init?(shared: Shared, badge: Badge, claims: BadgeClaims) {
+            let parts = badge.token.split(separator: ".")
+            guard parts.count == 3, let subject = Base64URL.decode(Substring(claims.sub)), subject.count == 16,
+                let signature = Base64URL.decode(parts[2]), signature.count == 64, claims.exp == shared.exp
+            else { return nil }
+            var sub: (UInt64, UInt64) = (0, 0)
+            withUnsafeMutableBytes(of: &sub) { $0.copyBytes(from: subject) }
+            var sig: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+            withUnsafeMutableBytes(of: &sig) { $0.copyBytes(from: signature) }
+            (self.shared, self.subject, self.iat, self.signature) = (shared, sub, claims.iat, sig)
+        }
+
+        /// The badge again, its token written out from the same claims and signature.
+        func badge(campus slug: String, key: BadgeKey) -> Badge {
+            let sub = withUnsafeBytes(of: subject) { Base64URL.encode(Array($0)) }
+            let claims = BadgeClaims(
+                campus: slug, sub: sub, date: shared.key.date.description, color: shared.key.color.rawValue, iat: iat, exp: shared.exp)
+            let signature = withUnsafeBytes(of: self.signature) { Base64URL.encode(Array($0)) }
+            let token = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8)) + "." + signature
+            return Badge(
+                color: shared.key.color, date: shared.key.date, validUntil: shared.key.validUntil, reason: shared.key.reason,
+                token: token, submitted: true)
+        }
     }
 
-    struct MemberKey: Hashable, Sendable {
-        var campus: CampusID
-        var user: UserID
+    /// What the kept badges of one campus, day, colour, reason and key have in common.
+    final class Shared: Sendable {
+        struct Key: Hashable, Sendable {
+            var campus: CampusID
+            var date: LocalDate
+            var color: BadgeColor
+            var validUntil: Date
+            var reason: String
+            var kid: String
+        }
+
+        let key: Key
+        let exp: Int
+
+        init(_ key: Key, exp: Int) { (self.key, self.exp) = (key, exp) }
     }
 
-    /// Coloured badges kept for 10 minutes, two generations of at most 100,000 members.
-    private let kept = ExpiringCache<MemberKey, Kept>(ttl: .seconds(600), limit: 200_000)
+    /// One `Shared` per distinct key, at most 1,000 (a campus has a handful a day).
+    final class SharedParts: Sendable {
+        private let parts = Mutex<[Shared.Key: Shared]>([:])
 
-    let generations: AuthGenerations?
+        func shared(_ key: Shared.Key, exp: Int) -> Shared {
+            parts.withLock { parts in
+                if let found = parts[key], found.exp == exp { return found }
+                if parts.count >= 1_000 { parts.removeAll() }
+                let made = Shared(key, exp: exp)
+                parts[key] = made
+                return made
+            }
+        }
+    }
 
-    public init(client: PostgresClient, keys: BadgeKeyStore, generations: AuthGenerations? = nil) {
+    private let sharedParts = SharedParts()
+
+    public init(client: PostgresClient, keys: BadgeKeyStore) {
         self.keys = keys
-        self.generations = generations
         self.lookups = LookupBatcher { day, users in try await Self.members(client, day: day, users: users) }
     }
 
@@ -177,21 +225,22 @@ public struct BadgeService: Sendable {
     /// attestation, or gray when there is none.
     ///
     /// A badge with a colour never changes during its day (a member submits once a day and
-    /// an attestation is never edited), so once made it is kept, token and all, and served
-    /// again while it is the same day there, before its `validUntil`, and signed by the
-    /// campus's current key. A gray badge is never kept: the first read after a submission,
-    /// on whichever server, reads the database and finds the colour.
-    public func today(campus: Campus, user: UserID, now: Date) async throws -> Badge {
+    /// an attestation is never edited), so once made it is kept in `kept` (the member's
+    /// verified session's place for such things, which lives as long as the server trusts the
+    /// session) and served again while it is the same day there, before its `validUntil`,
+    /// and the campus's current key signed it. A gray badge is never kept: the first read
+    /// after a submission, on whichever server, reads the database and finds the colour.
+    public func today(campus: Campus, user: UserID, now: Date, kept: KeptValue? = nil) async throws -> Badge {
         let date = campus.localDate(at: now)
-        let memberKey = MemberKey(campus: campus.id, user: user)
-        let current = try await keys.keys(campus: campus.id).first(where: { $0.retiredAt == nil })
-        let generation = generations?.current(campus.id)
-        if let kept = kept.value(for: memberKey), kept.badge.date == date, kept.badge.validUntil > now, kept.kid == current?.kid,
-            generation != nil ? kept.generation == generation : ContinuousClock.now - kept.at < .seconds(5)
-        {
-            return kept.badge
+        guard let key = try await keys.keys(campus: campus.id).first(where: { $0.retiredAt == nil }) else {
+            throw SurveysError.noSigningKey(campus: campus.slug)
         }
-        let asOf = ContinuousClock.now
+        // The place is the member's own session's, at this campus.
+        if let badge = kept?.kept(Kept.self), badge.shared.key.campus == campus.id, badge.shared.key.date == date,
+            badge.shared.key.validUntil > now, badge.shared.key.kid == key.kid
+        {
+            return badge.badge(campus: campus.slug, key: key)
+        }
         guard let member = try await lookups.value(for: user, in: BadgeDay(campus: campus.id, date: date)) else {
             throw SurveysError.unknownUser
         }
@@ -200,14 +249,18 @@ public struct BadgeService: Sendable {
             color = BadgeColor(rawValue: stored.color) ?? .yellow
             (reason, validUntil) = (stored.reason, stored.validUntil)
         }
-        guard let key = current else { throw SurveysError.noSigningKey(campus: campus.slug) }
         let subject = BadgeKeyStore.subject(pseudonym: member.pseudonym, date: date, key: try await keys.subjectKey(campus: campus.id))
         let claims = BadgeClaims(
             campus: campus.slug, sub: subject, date: date.description, color: color.rawValue,
             iat: Int(now.timeIntervalSince1970), exp: Int(validUntil.timeIntervalSince1970.rounded(.up)))
-        let badge = Badge(color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key),
+        let badge = Badge(
+            color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key),
             submitted: member.attestation != nil)
-        if badge.submitted && badge.color != .gray { kept.store(Kept(badge: badge, kid: key.kid, generation: generation, at: asOf), for: memberKey) }
+        if let kept, badge.submitted, badge.color != .gray {
+            let shared = sharedParts.shared(
+                .init(campus: campus.id, date: date, color: color, validUntil: validUntil, reason: reason, kid: key.kid), exp: claims.exp)
+            kept.keep(Kept(shared: shared, badge: badge, claims: claims))
+        }
         return badge
     }
 

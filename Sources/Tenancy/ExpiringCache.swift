@@ -5,38 +5,63 @@ import Synchronization
 /// answers can be stored too (`Value` optional), so probing for unknown keys costs nothing
 /// either.
 ///
-/// Entries are kept in two generations: new ones go into the current one, and every half
-/// `ttl` (or when it holds `limit / 2` entries) the older generation is dropped whole and the
-/// current one takes its place. So memory holds about one `ttl`'s worth of distinct keys,
-/// never more than `limit`, without scanning for stale entries; an entry is served while it
-/// is younger than `ttl`, and may be dropped once older than half of it (its next read loads).
+/// Entries are kept in two generations: new ones belong to the current one, and every half
+/// `ttl` (or once `limit / 2` have been stored in it) the older generation is dropped whole
+/// and the current one takes its place. So memory holds about one `ttl`'s worth of distinct
+/// keys, never more than `limit`; an entry is served while it is younger than `ttl`, and may
+/// be dropped once older than half of it (its next read loads). Both generations live in one
+/// table, told apart by when their entries were read: dropping the older one is one pass over
+/// the table every half `ttl` at most, and the table's spare capacity is paid for once, not
+/// per generation (a server keeps 100,000 sessions in one of these).
 public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private typealias Entry = (value: Value, at: ContinuousClock.Instant)
+    /// A value and when it was read, in nanoseconds after `origin`.
+    private typealias Entry = (value: Value, at: Int64)
 
     private struct State {
-        var current: [Key: Entry] = [:]
-        /// The generation before `current`, begun at most a half `ttl` before it.
-        var previous: [Key: Entry] = [:]
-        var currentSince = ContinuousClock.now
+        var entries: [Key: Entry] = [:]
+        /// When the current generation began (nanoseconds after `origin`); older entries are
+        /// the previous generation.
+        var currentSince: Int64 = 0
+        var storedSince = 0
+        /// The latest `at` stored: a new generation begins after it.
+        var latest: Int64 = -1
         /// Loads under way: a miss that finds one waits for it instead of loading again.
         /// Only the load itself removes its entry, so a new one starts after it ends.
         var loading: [Key: Task<Value, any Error>] = [:]
-
-        func entry(_ key: Key) -> Entry? { current[key] ?? previous[key] }
     }
 
     private let state = Mutex(State())
     let ttl: Duration
     let limit: Int
+    private let origin = ContinuousClock.now
+    private let ttlNanoseconds: Int64
 
     public init(ttl: Duration, limit: Int = 10_000) {
         self.ttl = ttl
         self.limit = limit
+        self.ttlNanoseconds = Self.nanoseconds(ttl)
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (wide, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min / 2 : .max / 2 }
+        return wide.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
+
+    private func nanoseconds(at instant: ContinuousClock.Instant) -> Int64 { Self.nanoseconds(instant - origin) }
+
+    /// The value stored for `key` less than `ttl` ago, and the instant it was stored as of.
+    public func entry(for key: Key) -> (value: Value, at: ContinuousClock.Instant)? {
+        let now = nanoseconds(at: .now)
+        guard let entry = state.withLock({ $0.entries[key] }), now - entry.at < ttlNanoseconds else { return nil }
+        return (entry.value, origin + .nanoseconds(entry.at))
     }
 
     /// The value stored for `key` less than `ttl` ago.
     public func value(for key: Key) -> Value? {
-        state.withLock { Self.fresh($0.entry(key), ttl: ttl) }
+        let now = nanoseconds(at: .now)
+        return state.withLock { fresh($0.entries[key], now: now) }
     }
 
     /// Stores `value` as of `instant`: a value read from the database is as fresh as the
@@ -47,14 +72,11 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
 
     /// Forgets `key` (a revoked session, say), so the next read loads.
     public func remove(_ key: Key) {
-        state.withLock { state in
-            state.current[key] = nil
-            state.previous[key] = nil
-        }
+        state.withLock { _ = $0.entries.removeValue(forKey: key) }
     }
 
     /// How many entries are held, stale ones included (for tests).
-    public var count: Int { state.withLock { $0.current.count + $0.previous.count } }
+    public var count: Int { state.withLock { $0.entries.count } }
 
     /// The cached value, or `load`'s (stored for next time). Concurrent misses for one key
     /// share one load, so when an entry expires under load the database sees one query,
@@ -62,8 +84,9 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// error, and the next call loads again. The load runs on in its own task when a
     /// waiter is cancelled, for the others.
     public func value(for key: Key, orLoad load: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let now = nanoseconds(at: .now)
         let found = state.withLock { state -> Found in
-            if let value = Self.fresh(state.entry(key), ttl: ttl) { return .cached(value) }
+            if let value = fresh(state.entries[key], now: now) { return .cached(value) }
             if let loading = state.loading[key] { return .loading(loading) }
             // The task cannot finish before it is registered: its last step needs this lock.
             let task = Task { [self] in
@@ -88,19 +111,26 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
         case loading(Task<Value, any Error>)
     }
 
-    private static func fresh(_ entry: (value: Value, at: ContinuousClock.Instant)?, ttl: Duration) -> Value? {
-        guard let entry, ContinuousClock.now - entry.at < ttl else { return nil }
+    private func fresh(_ entry: Entry?, now: Int64) -> Value? {
+        guard let entry, now - entry.at < ttlNanoseconds else { return nil }
         return entry.value
     }
 
     private func store(_ value: Value, for key: Key, at instant: ContinuousClock.Instant, in state: inout State) {
-        let now = ContinuousClock.now
-        if now - state.currentSince >= ttl / 2 || state.current.count >= max(limit / 2, 1) {
-            // The older generation goes; its storage is reused for the new one.
-            swap(&state.current, &state.previous)
-            state.current.removeAll(keepingCapacity: true)
-            state.currentSince = now
+        let now = nanoseconds(at: .now)
+        let at = min(nanoseconds(at: instant), now)
+        if now - state.currentSince >= ttlNanoseconds / 2 || state.storedSince >= max(limit / 2, 1) {
+            // The older generation goes, and the current one becomes the older. The new one
+            // begins after every entry stored so far (one read earlier than that, rarely,
+            // counts as older and goes a generation early: its next read loads).
+            let threshold = state.currentSince
+            let older = state.entries.compactMap { $0.value.at < threshold ? $0.key : nil }
+            for key in older { state.entries.removeValue(forKey: key) }
+            state.currentSince = max(at, state.latest + 1)
+            state.storedSince = 0
         }
-        state.current[key] = (value, instant)
+        state.latest = max(state.latest, at)
+        state.entries[key] = (value, at)
+        state.storedSince += 1
     }
 }

@@ -105,6 +105,48 @@ import Testing
         #expect(try await Self.generation(server, other) == otherStart)
     }
 
+    /// The session table against a dictionary, under random stores and removals, with keys
+    /// whose first words collide (long probe runs, wrapping round the table's end): every
+    /// lookup agrees, the table is never more than 7/8 full, and a stale generation goes.
+    @Test func theSessionTableAgreesWithADictionary() {
+        let user = User(
+            id: UserID(UUID()), campusID: CampusID(UUID()), email: "t@example.edu", displayName: "T", roles: [.member], createdAt: Date())
+        let table = SessionTable(ttl: .seconds(3_600), limit: 1_000_000)
+        var model: [SessionStore.Key: SessionStore.Session] = [:]
+        var generator = SystemRandomNumberGenerator()
+        // A few first words, many keys each: 24 homes for thousands of keys, some near the end.
+        let highs: [UInt64] = (0..<24).map { $0 < 4 ? UInt64.max - UInt64($0) : UInt64.random(in: 0...UInt64.max, using: &generator) }
+        let keys = (0..<3_000).map { _ in SessionStore.Key(high: highs.randomElement(using: &generator)!, low: generator.next()) }
+        for step in 0..<20_000 {
+            let key = keys.randomElement(using: &generator)!
+            if step % 3 == 0 {
+                table.remove(key)
+                model[key] = nil
+            } else {
+                let session = SessionStore.Session(user: user, expiresAt: .distantFuture, verifiedAt: 1_000 + Int64(step))
+                table.store(session, for: key, now: 1_000 + Int64(step))
+                model[key] = session
+            }
+            if step % 1_000 == 999 {
+                for key in keys { #expect(table.value(for: key, now: 30_000) === model[key]) }
+                let (entries, slots) = table.counts
+                #expect(entries == model.count && entries <= slots - slots / 8)
+            }
+        }
+        // Generations: after a half TTL (and again), what was stored before is dropped.
+        let aging = SessionTable(ttl: .seconds(2), limit: 1_000_000)
+        let second = SessionStore.nanoseconds(.seconds(1))
+        for (index, key) in keys.prefix(100).enumerated() {
+            aging.store(SessionStore.Session(user: user, expiresAt: .distantFuture, verifiedAt: 0), for: key, now: Int64(index))
+        }
+        let late = SessionStore.Key(high: 1, low: 1), later = SessionStore.Key(high: 2, low: 2)
+        aging.store(SessionStore.Session(user: user, expiresAt: .distantFuture, verifiedAt: second + 1), for: late, now: second + 1)
+        #expect(aging.counts.entries == 101)
+        aging.store(SessionStore.Session(user: user, expiresAt: .distantFuture, verifiedAt: 2 * second + 2), for: later, now: 2 * second + 2)
+        #expect(aging.counts.entries == 2)
+        #expect(aging.value(for: keys[0], now: 2 * second + 2) == nil && aging.value(for: later, now: 2 * second + 2) != nil)
+    }
+
     /// A coloured badge is signed once and then served from memory all day; a gray one is
     /// signed at every read, so a submission shows at once; a new signing key signs anew.
     @Test func aColouredBadgeIsSignedOnceAndKeptAGrayOneNever() async throws {

@@ -43,8 +43,8 @@ struct BadgeRoutes: Sendable {
     func register(campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
         signedIn.get("me/badge") { request, context -> Response in
             let campus = try context.requireCampus()
-            let user = try context.requireSession().user
-            let badge = try await services.badges.today(campus: campus, user: user.id, now: services.clock())
+            let session = try context.requireSession()
+            let badge = try await services.badges.today(campus: campus, user: session.user.id, now: services.clock(), kept: session)
             return Self.response(badge)
         }
 
