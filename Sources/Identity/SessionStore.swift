@@ -2,6 +2,7 @@ import AttestPlugins
 import AttestPostgres
 import Crypto
 import Foundation
+import Synchronization
 import Tenancy
 
 /// Opaque session tokens the server issues after sign-in (or `attest token issue`).
@@ -10,8 +11,9 @@ import Tenancy
 /// are kept in memory, and concurrent misses of a campus share one query. How long one is
 /// kept depends on `generations` (see `AuthGenerations`): while this server reads its campus's
 /// sign-in generation every second, a session stays as long as the generation it was verified
-/// under (at most `maxAge`, default 60 s), and a sign-out, role change or rename on any server
-/// moves the generation on, so every server drops the campus's sessions within about a second.
+/// under (at most `maxAge`, default 60 s) and it is used at least once every `cacheTTL` or so
+/// (see `SessionTable`), and a sign-out, role change or rename on any server moves the
+/// generation on, so every server drops the campus's sessions within about a second.
 /// Without a current generation (no poll running, as in the CLI, or the database unreachable
 /// for 3 s) a session is kept for `cacheTTL` (default 5 s) only. A revocation takes effect at
 /// once on the server that revoked it.
@@ -28,6 +30,15 @@ public final class SessionStore: Sendable {
         let generation: Int64
         /// When its verification's read began, in nanoseconds on `SessionStore.clock`.
         let verifiedAt: Int64
+        /// Whether it was used since the cache's last rebuild (see `SessionTable`).
+        private let reused = Atomic<Bool>(false)
+
+        func markReused() {
+            if !reused.load(ordering: .relaxed) { reused.store(true, ordering: .relaxed) }
+        }
+
+        /// Whether it was used since the last call, and from now on not.
+        func takeReused() -> Bool { reused.exchange(false, ordering: .relaxed) }
 
         init(user: User, expiresAt: Date, generation: Int64 = .min, verifiedAt: Int64 = .min) {
             (self.user, self.expiresAt, self.generation, self.verifiedAt) = (user, expiresAt, generation, verifiedAt)
@@ -75,8 +86,8 @@ public final class SessionStore: Sendable {
     let client: PostgresClient
     let cacheTTL: Duration
     let generations: AuthGenerations?
-    /// At most `maxAge`, and about `maxAge`'s worth of distinct tokens, at most 200,000: two
-    /// generations of 100,000 (see `SessionTable`).
+    /// At most `maxAge`: the sessions used within the last `cacheTTL` or two, at most
+    /// 200,000 (see `SessionTable`).
     let cache: SessionTable
 
     public init(
@@ -86,7 +97,7 @@ public final class SessionStore: Sendable {
         self.client = client
         self.cacheTTL = cacheTTL
         self.generations = generations
-        self.cache = SessionTable(ttl: generations == nil ? cacheTTL : max(maxAge, cacheTTL), limit: 200_000)
+        self.cache = SessionTable(ttl: generations == nil ? cacheTTL : max(maxAge, cacheTTL), period: cacheTTL, limit: 200_000)
         self.lookups = LookupBatcher { campus, hashes in try await Self.load(client, campus: campus, hashes: hashes) }
     }
 

@@ -8,9 +8,12 @@ import Synchronization
 /// buckets. A server keeps one session per member it saw within `ttl`, 100,000 and more, so
 /// this is most of what it keeps in memory (see Benchmarks/README.md, memory).
 ///
-/// Entries are kept in two generations, as `ExpiringCache` keeps them: every half `ttl`, or
-/// once `limit / 2` were stored, the older generation is dropped (the table rebuilt with the
-/// rest), so it holds about a `ttl`'s worth of distinct tokens, never more than `limit`.
+/// Entries are kept in two generations, with a second chance: every `period`, or once
+/// `limit / 2` were stored, the table is rebuilt with the current generation and those of the
+/// older one that were used since the last rebuild (`Session.reused`), none older than `ttl`.
+/// So a session used again and again stays (up to `ttl`), and one used once (a member's
+/// daily submission) goes within two periods: memory follows the sessions in use, not every
+/// session seen in the last `ttl`, and never exceeds `limit` entries.
 final class SessionTable: Sendable {
     typealias Key = SessionStore.Key
 
@@ -89,10 +92,12 @@ final class SessionTable: Sendable {
 
     private let state = Mutex(State())
     let ttl: Int64
+    let period: Int64
     let limit: Int
 
-    init(ttl: Duration, limit: Int) {
+    init(ttl: Duration, period: Duration, limit: Int) {
         self.ttl = SessionStore.nanoseconds(ttl)
+        self.period = SessionStore.nanoseconds(period)
         self.limit = limit
     }
 
@@ -104,19 +109,21 @@ final class SessionTable: Sendable {
             else {
                 return nil
             }
+            session.markReused()
             return session
         }
     }
 
     func store(_ session: SessionStore.Session, for key: Key, now: Int64) {
         state.withLock { state in
-            if SessionStore.elapsed(since: state.currentSince, until: now) >= ttl / 2 || state.storedSince >= max(limit / 2, 1) {
-                // The older generation goes: the table is rebuilt with the rest (at most half
-                // a `ttl`'s, or `limit / 2`, entries), and the current one becomes the older.
+            if SessionStore.elapsed(since: state.currentSince, until: now) >= period || state.storedSince >= max(limit / 2, 1) {
+                // The older generation goes but for what was used since the last rebuild; the
+                // current one becomes the older, and each kept session must be used again.
                 let threshold = state.currentSince
                 var kept = Table(capacity: Table.capacity(for: state.table.count))
                 for (index, value) in state.table.values.enumerated() {
-                    if let value, value.verifiedAt >= threshold { kept.insert(value, for: state.table.keys[index]) }
+                    guard let value, SessionStore.elapsed(since: value.verifiedAt, until: now) < ttl else { continue }
+                    if value.takeReused() || value.verifiedAt >= threshold { kept.insert(value, for: state.table.keys[index]) }
                 }
                 state.table = kept
                 // From this session's verification on (its read may have begun a while ago).

@@ -111,7 +111,7 @@ import Testing
     @Test func theSessionTableAgreesWithADictionary() {
         let user = User(
             id: UserID(UUID()), campusID: CampusID(UUID()), email: "t@example.edu", displayName: "T", roles: [.member], createdAt: Date())
-        let table = SessionTable(ttl: .seconds(3_600), limit: 1_000_000)
+        let table = SessionTable(ttl: .seconds(3_600), period: .seconds(3_600), limit: 1_000_000)
         var model: [SessionStore.Key: SessionStore.Session] = [:]
         var generator = SystemRandomNumberGenerator()
         // A few first words, many keys each: 24 homes for thousands of keys, some near the end.
@@ -133,18 +133,28 @@ import Testing
                 #expect(entries == model.count && entries <= slots - slots / 8)
             }
         }
-        // Generations: after a half TTL (and again), what was stored before is dropped.
-        let aging = SessionTable(ttl: .seconds(2), limit: 1_000_000)
+        // Generations with a second chance: at each rebuild (every period) what was stored in
+        // the generation before goes, unless it was used since the last rebuild.
+        let aging = SessionTable(ttl: .seconds(10), period: .seconds(1), limit: 1_000_000)
         let second = SessionStore.nanoseconds(.seconds(1))
-        for (index, key) in keys.prefix(100).enumerated() {
-            aging.store(SessionStore.Session(user: user, expiresAt: .distantFuture, verifiedAt: 0), for: key, now: Int64(index))
+        func session(at instant: Int64) -> SessionStore.Session {
+            SessionStore.Session(user: user, expiresAt: .distantFuture, verifiedAt: instant)
         }
-        let late = SessionStore.Key(high: 1, low: 1), later = SessionStore.Key(high: 2, low: 2)
-        aging.store(SessionStore.Session(user: user, expiresAt: .distantFuture, verifiedAt: second + 1), for: late, now: second + 1)
+        for (index, key) in keys.prefix(100).enumerated() { aging.store(session(at: 0), for: key, now: Int64(index)) }
+        let (late, later, latest) = (SessionStore.Key(high: 1, low: 1), SessionStore.Key(high: 2, low: 2), SessionStore.Key(high: 3, low: 3))
+        aging.store(session(at: second + 1), for: late, now: second + 1)
         #expect(aging.counts.entries == 101)
-        aging.store(SessionStore.Session(user: user, expiresAt: .distantFuture, verifiedAt: 2 * second + 2), for: later, now: 2 * second + 2)
-        #expect(aging.counts.entries == 2)
+        #expect(aging.value(for: keys[1], now: second + 2) != nil)  // used: a second chance
+        aging.store(session(at: 2 * second + 2), for: later, now: 2 * second + 2)
+        #expect(aging.counts.entries == 3)
         #expect(aging.value(for: keys[0], now: 2 * second + 2) == nil && aging.value(for: later, now: 2 * second + 2) != nil)
+        #expect(aging.value(for: keys[1], now: 2 * second + 2) != nil)
+        // keys[1] was used again (just now), late was not: late goes, keys[1] stays another period.
+        aging.store(session(at: 3 * second + 3), for: latest, now: 3 * second + 3)
+        #expect(aging.value(for: late, now: 3 * second + 3) == nil)
+        #expect(aging.counts.entries == 3)
+        // Nothing outlives the TTL, used or not.
+        #expect(aging.value(for: keys[1], now: 10 * second) == nil)
     }
 
     /// A coloured badge is signed once and then served from memory all day; a gray one is
