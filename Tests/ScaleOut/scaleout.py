@@ -478,7 +478,7 @@ def servers(base):
     load.join()
     check(load.failures == 0, f"{load.failures} submissions refused with nothing wrong")
 
-    # 2. Revocations seen by the other server within the session cache's 5 s.
+    # 2. Revocations seen by the other server at its next read of the sign-in generations (every second).
     member = tokens[0]
     check(request(port_two, "GET", f"/v1/campuses/{CAMPUS}/me", member)[0] == 200, "the member on server 2")
     status, _ = request(port_one, "DELETE", f"/v1/campuses/{CAMPUS}/sessions/current", member)
@@ -494,7 +494,7 @@ def servers(base):
         wait_until(f"server on {port} to refuse the revoked admin",
                    lambda: request(port, "GET", f"/v1/campuses/{CAMPUS}/admin/dashboard?from={today}&to={today}", admin)[0] == 403, 10)
     revoke_seconds = time.monotonic() - revoked
-    check(sign_out_seconds <= 6 and revoke_seconds <= 6, f"revocations took {sign_out_seconds:.1f} and {revoke_seconds:.1f} s (bound 5 s)")
+    check(sign_out_seconds <= 3 and revoke_seconds <= 3, f"revocations took {sign_out_seconds:.1f} and {revoke_seconds:.1f} s (bound: about 1 s, the sign-in generations read every second)")
     log(f"  sign-out on server 1 refused by server 2 after {sign_out_seconds:.1f} s; a role revoked by the CLI refused by both after {revoke_seconds:.1f} s")
 
     # 3. A rolling restart under load: server 1 gets SIGTERM, then comes back; server 2 likewise.
