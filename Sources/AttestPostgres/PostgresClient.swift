@@ -322,11 +322,7 @@ public final class FirstOutcome<Value: Sendable>: Sendable {
 /// 750 bytes until its deadline (measured with Swift 6.3 on Linux), which at thousands of
 /// requests a second, each with a 10 s timer, held 75 MB. Throws when cancelled.
 public func timerSleep(for duration: Duration) async throws {
-    let (seconds, attoseconds) = duration.components
-    let whole = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    let total = whole.partialValue.addingReportingOverflow(attoseconds / 1_000_000_000)
-    let amount: TimeAmount = whole.overflow || total.overflow ? .hours(24 * 365) : .nanoseconds(total.partialValue)
-    let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: amount) {}
+    let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(duration.clampedNanoseconds)) {}
     try await withTaskCancellationHandler {
         try await timer.futureResult.get()
     } onCancel: {

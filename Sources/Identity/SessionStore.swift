@@ -52,19 +52,12 @@ public final class SessionStore: Sendable {
     /// The instants sessions are verified at, as nanoseconds since the first use.
     static let clock = ContinuousClock.now
 
-    static func now() -> Int64 { nanoseconds(ContinuousClock.now - clock) }
+    static func now() -> Int64 { (ContinuousClock.now - clock).clampedNanoseconds }
 
     /// `until - since`, saturating (an instant may be `Int64.min`, "never").
     static func elapsed(since: Int64, until: Int64) -> Int64 {
         let (difference, overflow) = until.subtractingReportingOverflow(since)
         return overflow ? (until > since ? .max : .min) : difference
-    }
-
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (wide, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return seconds < 0 ? .min / 2 : .max / 2 }
-        return wide.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
     }
 
     /// The first 128 bits of a token's SHA-256, held inline: enough to tell tokens apart (no
@@ -111,7 +104,7 @@ public final class SessionStore: Sendable {
             return nil
         }
         if let current = generations?.current(campus) { return session.generation == current ? session : nil }
-        return Self.elapsed(since: session.verifiedAt, until: now) < Self.nanoseconds(cacheTTL) ? session : nil
+        return Self.elapsed(since: session.verifiedAt, until: now) < cacheTTL.clampedNanoseconds ? session : nil
     }
 
     /// The live sessions among `hashes`, by hash.

@@ -1,3 +1,4 @@
+import AttestPostgres
 import Synchronization
 
 /// The verified sessions a server keeps, by the first 128 bits of their token's hash.
@@ -96,8 +97,8 @@ final class SessionTable: Sendable {
     let limit: Int
 
     init(ttl: Duration, period: Duration, limit: Int) {
-        self.ttl = SessionStore.nanoseconds(ttl)
-        self.period = SessionStore.nanoseconds(period)
+        self.ttl = ttl.clampedNanoseconds
+        self.period = period.clampedNanoseconds
         self.limit = limit
     }
 

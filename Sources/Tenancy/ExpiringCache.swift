@@ -1,3 +1,4 @@
+import AttestPostgres
 import Synchronization
 
 /// Values kept for a fixed time, for data that changes rarely but is read on every request
@@ -39,24 +40,10 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
     public init(ttl: Duration, limit: Int = 10_000) {
         self.ttl = ttl
         self.limit = limit
-        self.ttlNanoseconds = Self.nanoseconds(ttl)
+        self.ttlNanoseconds = ttl.clampedNanoseconds
     }
 
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (wide, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return seconds < 0 ? .min / 2 : .max / 2 }
-        return wide.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
-    }
-
-    private func nanoseconds(at instant: ContinuousClock.Instant) -> Int64 { Self.nanoseconds(instant - origin) }
-
-    /// The value stored for `key` less than `ttl` ago, and the instant it was stored as of.
-    public func entry(for key: Key) -> (value: Value, at: ContinuousClock.Instant)? {
-        let now = nanoseconds(at: .now)
-        guard let entry = state.withLock({ $0.entries[key] }), now - entry.at < ttlNanoseconds else { return nil }
-        return (entry.value, origin + .nanoseconds(entry.at))
-    }
+    private func nanoseconds(at instant: ContinuousClock.Instant) -> Int64 { (instant - origin).clampedNanoseconds }
 
     /// The value stored for `key` less than `ttl` ago.
     public func value(for key: Key) -> Value? {

@@ -141,7 +141,7 @@ import Testing
         // Generations with a second chance: at each rebuild (every period) what was stored in
         // the generation before goes, unless it was used since the last rebuild.
         let aging = SessionTable(ttl: .seconds(10), period: .seconds(1), limit: 1_000_000)
-        let second = SessionStore.nanoseconds(.seconds(1))
+        let second = Duration.seconds(1).clampedNanoseconds
         func session(at instant: Int64) -> SessionStore.Session {
             SessionStore.Session(user: user, expiresAt: .distantFuture, verifiedAt: instant)
         }

@@ -1,3 +1,4 @@
+import AttestPostgres
 import AttestPluginHTTP
 import Foundation
 import Hummingbird
@@ -63,8 +64,8 @@ extension ServerConfiguration {
     /// HTTP/1.1 with the idle and slow-client timeout, and a lingering close after the last
     /// response (`LingeringCloseHandler`).
     var httpServer: HTTPServerBuilder {
-        let nanoseconds = idleTimeout.components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        let timeout: TimeAmount = nanoseconds.overflow ? .hours(1) : .nanoseconds(nanoseconds.partialValue)
-        return .http1(configuration: .init(additionalChannelHandlers: [LingeringCloseHandler()], idleTimeout: timeout))
+        .http1(
+            configuration: .init(
+                additionalChannelHandlers: [LingeringCloseHandler()], idleTimeout: .nanoseconds(idleTimeout.clampedNanoseconds)))
     }
 }
