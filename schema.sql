@@ -53,7 +53,9 @@ CREATE TABLE IF NOT EXISTS campuses (
     created_at               timestamptz NOT NULL DEFAULT now(),
     -- Moved on by every sign-out, role change and rename at the campus: servers keep verified
     -- sessions in memory while it stands (attest_auth_generations, below).
-    auth_generation          bigint NOT NULL DEFAULT 0
+    auth_generation          bigint NOT NULL DEFAULT 0,
+    -- The region whose community figures members see (a county FIPS code, say).
+    community_region         text CHECK (community_region ~ '^[A-Za-z0-9._:-]{1,64}$')
 );
 
 -- OpenID Connect issuers a campus accepts ID tokens from.
@@ -78,7 +80,7 @@ CREATE TABLE IF NOT EXISTS campus_oidc_issuers (
 -- Which plugin of which kind a campus uses, with its settings.
 CREATE TABLE IF NOT EXISTS campus_plugins (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
-    kind        text NOT NULL CHECK (kind IN ('badge-rule', 'testing-locations', 'sink')),
+    kind        text NOT NULL CHECK (kind IN ('badge-rule', 'testing-locations', 'sink', 'community-data')),
     plugin_id   text NOT NULL CHECK (plugin_id ~ '^[a-z0-9][a-z0-9._-]*$'),
     settings    jsonb NOT NULL DEFAULT '{}',
     enabled_at  timestamptz NOT NULL DEFAULT now(),
@@ -262,6 +264,27 @@ CREATE TABLE IF NOT EXISTS purge_state (
     PRIMARY KEY (campus_id)
 );
 
+-- Reference tables: public-health figures by region, shared by every campus (public data,
+-- not campus-owned), filled by `attest community import` and read by the `imported`
+-- community-data provider. Daily figures, not running totals.
+CREATE TABLE IF NOT EXISTS community_regions (
+    dataset     text NOT NULL CHECK (dataset ~ '^[a-z0-9][a-z0-9._-]*$' AND length(dataset) <= 64),
+    region_id   text NOT NULL CHECK (region_id ~ '^[A-Za-z0-9._:-]{1,64}$'),
+    name        text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+    population  bigint CHECK (population > 0),
+    PRIMARY KEY (dataset, region_id)
+);
+
+CREATE TABLE IF NOT EXISTS community_days (
+    dataset     text NOT NULL,
+    region_id   text NOT NULL,
+    day         date NOT NULL,
+    new_cases   integer NOT NULL,
+    new_deaths  integer NOT NULL,
+    PRIMARY KEY (dataset, region_id, day),
+    FOREIGN KEY (dataset, region_id) REFERENCES community_regions ON DELETE CASCADE
+);
+
 CREATE TABLE IF NOT EXISTS testing_locations (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     id          uuid NOT NULL,
@@ -378,5 +401,7 @@ REVOKE ALL ON FUNCTION attest_auth_generations() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION attest_auth_generations() TO attest_app;
 
 GRANT SELECT ON schema_migrations TO attest_app;
+-- Community figures are public: the servers read them; only the owner imports.
+GRANT SELECT ON community_regions, community_days TO attest_app;
 GRANT USAGE ON SCHEMA public TO attest_app;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO attest_app;

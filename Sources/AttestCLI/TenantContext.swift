@@ -50,7 +50,7 @@ extension Campus {
             "sessionLifetime": CampusFormats.duration(fromSeconds: sessionLifetimeSeconds), "retentionDays": retentionDays,
             "statsMinCount": statsMinCount,
             "settings": (try? JSONSerialization.jsonObject(with: Data(settings.bytes))) ?? [:],
-            "createdAt": createdAt.ISO8601Format(),
+            "createdAt": createdAt.ISO8601Format(), "region": communityRegion ?? NSNull(),
         ]
     }
 
@@ -63,6 +63,7 @@ extension Campus {
             "email-domains:    \(emailDomains.isEmpty ? "(none: only issuers added with --allow-any-domain admit anyone)" : emailDomains.joined(separator: ","))",
             "session-lifetime: \(CampusFormats.duration(fromSeconds: sessionLifetimeSeconds))",
             "retention-days:   \(retentionDays)", "stats-min-count:  \(statsMinCount)", "settings:         \(settings.text)",
+            "region:           \(communityRegion ?? "(none)")",
         ]
     }
 }

@@ -42,6 +42,42 @@ public struct PluginRegistry: Sendable {
         return try factory(settings)
     }
 
+    /// Builds a community-data provider from a campus's settings. Throws `PluginSettingsError`.
+    public typealias CommunityDataProviderFactory = @Sendable (_ settings: JSONValue) throws -> any CommunityDataProvider
+    private var communityProviders: [String: CommunityDataProviderFactory] = [:]
+
+    /// The community-data provider the platform serves itself from the shared tables that
+    /// `attest community import` fills; its one setting is `dataset`.
+    public static let importedProviderID = "imported"
+
+    /// Registers a community-data provider under a stable id; a later registration replaces it.
+    public mutating func registerCommunityDataProvider(id: String, factory: @escaping CommunityDataProviderFactory) {
+        precondition(Self.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
+        communityProviders[id] = factory
+    }
+
+    /// The registered community-data provider ids and `imported`, sorted.
+    public var communityDataProviderIDs: [String] { (Array(communityProviders.keys) + [Self.importedProviderID]).sorted() }
+
+    /// Builds community-data provider `id` with `settings` (nil for `imported`, which the
+    /// platform serves). The platform itself reads `riskThresholds` and `guidance`
+    /// (`CommunityRiskSettings`) and, for `imported`, `dataset`, and checks them here.
+    public func makeCommunityDataProvider(id: String, settings: JSONValue) throws -> (any CommunityDataProvider)? {
+        _ = try CommunityRiskSettings(settings: settings)
+        if id == Self.importedProviderID {
+            guard case .string(let dataset)? = settings["dataset"], Self.isValidID(dataset) else {
+                throw PluginSettingsError(
+                    "dataset is required: the name given to `attest community import --dataset NAME` (a-z, 0-9, '.', '_', '-')")
+            }
+            return nil
+        }
+        guard let factory = communityProviders[id] else {
+            throw PluginSettingsError(
+                "no community-data provider \"\(id)\" in this build: available are \(communityDataProviderIDs.joined(separator: ", "))")
+        }
+        return try factory(settings)
+    }
+
     public init() {}
 
     /// Registers a badge rule under a stable id (`[a-z0-9._-]+`); a later registration of
@@ -136,4 +172,6 @@ public enum PluginKind: String, Sendable, CaseIterable, Codable {
     case testingLocations = "testing-locations"
     /// Receives notifications; a campus may enable several.
     case sink = "sink"
+    /// Public-health figures of the campus's region; a campus uses one.
+    case communityData = "community-data"
 }

@@ -8,7 +8,7 @@ import AttestPostgres
 /// and checks the order against the foreign keys in the catalog).
 public enum CitusLayout {
     /// Shared by every campus: reference tables.
-    public static let referenceTables = ["campuses", "schema_migrations"]
+    public static let referenceTables = ["campuses", "schema_migrations", "community_regions", "community_days"]
 
     /// Every tenant table, in an order where each table's foreign-key targets come first.
     public static let distributedTables = [

@@ -242,6 +242,8 @@ extension PluginRegistry {
         registerSink(id: LogSink.id) { _ in LogSink() }
         registerSink(id: WebhookSink.id) { settings in try WebhookSink(settings: settings) }
         registerTestingLocationProvider(id: JSONFeedProvider.id) { settings in try JSONFeedProvider(settings: settings) }
+        registerCommunityDataProvider(id: CSVTimeseriesProvider.id) { settings in try CSVTimeseriesProvider(settings: settings) }
+        registerCommunityDataProvider(id: CommunityJSONFeedProvider.id) { settings in try CommunityJSONFeedProvider(settings: settings) }
     }
 
     /// A registry holding the built-in plugins.

@@ -23,6 +23,8 @@ public struct Campus: Sendable, Equatable {
     /// Free-form settings (JSON object) read by plugins.
     public var settings: PostgresJSON
     public var createdAt: Date
+    /// The region whose community figures members see (`attest campus set <slug> region <id>`).
+    public var communityRegion: String? = nil
 
     /// The campus's zone (validated when the campus was created or changed).
     public var zone: TimeZone { TimeZone(identifier: timeZone) ?? .gmt }
@@ -106,6 +108,8 @@ public enum CampusSetting: String, CaseIterable, Sendable {
     case retentionDays = "retention-days"
     case statsMinCount = "stats-min-count"
     case settings
+    /// The home region of community data: an id of the campus's provider, `none` to clear.
+    case region
 }
 
 extension CampusID: PostgresCodable {

@@ -10,7 +10,7 @@ public struct CampusStore: Sendable {
 
     static let columns: SQL = """
         id, slug, name, time_zone, deadline_minute, reminder_minute, email_domains,
-        session_lifetime_seconds, retention_days, stats_min_count, settings, created_at
+        session_lifetime_seconds, retention_days, stats_min_count, settings, created_at, community_region
         """
 
     /// Validates and inserts a campus, recording who created it in its audit log. `setUp`
@@ -111,6 +111,12 @@ public struct CampusStore: Sendable {
                 throw invalid("a JSON object such as {\"key\": \"value\"}")
             }
             return "settings = \(PostgresJSON(value))"
+        case .region:
+            if value == "none" || value.isEmpty { return "community_region = NULL" }
+            guard CommunityRegion.isValidID(value) else {
+                throw invalid("a region id of the campus's community-data provider (1 to 64 letters, digits or ._:-, such as the county FIPS code 36061), or none")
+            }
+            return "community_region = \(value)"
         }
     }
 
@@ -145,6 +151,7 @@ public struct CampusStore: Sendable {
             reminderMinute: try row.decode("reminder_minute"), emailDomains: try row.decode("email_domains"),
             sessionLifetimeSeconds: try row.decode("session_lifetime_seconds"),
             retentionDays: try row.decode("retention_days"), statsMinCount: try row.decode("stats_min_count"),
-            settings: try row.decode("settings"), createdAt: try row.decode("created_at"))
+            settings: try row.decode("settings"), createdAt: try row.decode("created_at"),
+            communityRegion: try row.decode("community_region", as: String?.self))
     }
 }

@@ -6,6 +6,8 @@ SET LOCAL citus.multi_shard_modify_mode TO 'sequential';
 -- Shared tables: a copy on every node.
 SELECT create_reference_table('campuses');
 SELECT create_reference_table('schema_migrations');
+SELECT create_reference_table('community_regions');
+SELECT create_reference_table('community_days');
 -- Tenant tables: sharded by campus, co-located with users, foreign-key targets first.
 SELECT create_distributed_table('users', 'campus_id');
 SELECT create_distributed_table('questionnaires', 'campus_id', colocate_with => 'users');

@@ -26,6 +26,7 @@ extension PluginCommand {
             guard let campus else {
                 let available = [
                     "badge-rule": registry.badgeRuleIDs, "sink": registry.sinkIDs, "testing-locations": registry.testingLocationProviderIDs,
+                    "community-data": registry.communityDataProviderIDs,
                 ]
                 if json { return printJSONObject(available) }
                 for (kind, ids) in available.sorted(by: { $0.key < $1.key }) {
@@ -76,17 +77,18 @@ extension PluginCommand {
         static let configuration = CommandConfiguration(
             abstract: "Enable a plugin for a campus (again: replace its settings).",
             discussion: """
-                Settings are checked before anything is stored. A campus has one badge rule: enabling \
-                one replaces the last. Servers pick the change up within 5 seconds. Examples:
+                Settings are checked before anything is stored. A campus has one badge rule and one \
+                community-data provider: enabling one replaces the last. Servers pick the change up within 5 seconds. Examples:
                   attest plugin enable demo badge-rule standard --settings rules.json
                   attest plugin enable demo sink webhook --settings - < webhook.json
                   attest plugin enable demo testing-locations json-feed --settings '{"url": "https://health.example.edu/sites.json"}'
+                  attest plugin enable demo community-data imported --settings '{"dataset": "us-counties"}'
                 Settings that hold a secret (a member named secret, password, token or apiKey) come \
                 from a file or standard input, never the command line, where anyone on the machine can \
                 read them. A sink receives the events written after it is enabled.
                 """)
         @Argument(help: "The campus slug.") var campus: String
-        @Argument(help: "badge-rule, testing-locations or sink.") var kind: PluginKind
+        @Argument(help: "badge-rule, testing-locations, sink or community-data.") var kind: PluginKind
         @Argument(help: "The plugin id (`attest plugin list` shows them).") var id: String
         @Option(
             help: ArgumentHelp(
@@ -114,6 +116,10 @@ extension PluginCommand {
                 case .testingLocations:
                     do { _ = try registry.makeTestingLocationProvider(id: id, settings: value) } catch let error as PluginSettingsError {
                         throw CLIError("testing-locations provider \(id) refused these settings: \(error.message); nothing was changed")
+                    }
+                case .communityData:
+                    do { _ = try registry.makeCommunityDataProvider(id: id, settings: value) } catch let error as PluginSettingsError {
+                        throw CLIError("community-data provider \(id) refused these settings: \(error.message); nothing was changed")
                     }
                 }
                 try await CampusPluginStore(client: context.client).enable(

@@ -320,6 +320,51 @@ public enum OpenAPIDocument {
                     ],
                 ],
             ],
+            "/v1/campuses/{campus}/community": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "The home region's (or another region's) community figures: 7-day average of new cases, per 100,000, trend, risk level and the campus's guidance.",
+                    "description": "Rules: the 7-day average counts new cases reported on the 7 dates ending asOf (an unreported date counts 0), over 7, not below 0; per 100,000 needs the region's population; trend compares that week's total with the 7 days before (rising at least 10% higher, falling at least 10% lower, else flat); risk is low below the first of riskThresholds, then medium, high, very-high and severe from each threshold on. Figures that need more reported days than there are are absent. Guidance is in the best language of Accept-Language the campus wrote it in.",
+                    "operationId": "getCommunity",
+                    "security": bearer,
+                    "parameters": [
+                        [
+                            "name": "region", "in": "query", "required": false,
+                            "description": "A region id of the campus's provider (a county FIPS code, say); the campus's home region when absent.",
+                            "schema": ["type": "string", "pattern": "^[A-Za-z0-9._:-]{1,64}$"], "example": "36061",
+                        ],
+                        ["name": "Accept-Language", "in": "header", "required": false, "schema": ["type": "string"]],
+                    ],
+                    "responses": [
+                        "200": json("The region's figures.", ref("Community")),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus; or the campus shows no community data, has no home region, or its provider has no such region."),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The provider did not answer within 2 s and has no earlier copy (Retry-After: 60)."),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/community/regions": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "Regions the campus's community-data provider knows whose name contains search (ignoring case), by name.",
+                    "operationId": "searchCommunityRegions",
+                    "security": bearer,
+                    "parameters": [
+                        ["name": "search", "in": "query", "required": false, "schema": ["type": "string", "maxLength": 100], "example": "new york"],
+                        ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
+                    ],
+                    "responses": [
+                        "200": json("Regions, by name.", ref("CommunityRegions")),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, or the campus shows no community data."),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The provider did not answer within 2 s (Retry-After: 60)."),
+                    ],
+                ],
+            ],
             "/v1/campuses/{campus}/stats": [
                 "parameters": [campusParameter],
                 "get": [
@@ -624,6 +669,45 @@ public enum OpenAPIDocument {
                             ],
                         ],
                         "unavailable": ["type": "array", "items": ["type": "string"], "description": "Providers that failed or timed out."],
+                    ],
+                ],
+                "CommunityRegion": [
+                    "type": "object", "required": ["id", "name"], "additionalProperties": false,
+                    "properties": [
+                        "id": ["type": "string"], "name": ["type": "string"],
+                        "population": ["type": "integer", "description": "Absent when the provider does not know it."],
+                    ],
+                ],
+                "CommunityRegions": [
+                    "type": "object", "required": ["regions", "source"], "additionalProperties": false,
+                    "properties": ["regions": ["type": "array", "items": ref("CommunityRegion")], "source": ["type": "string"]],
+                ],
+                "Community": [
+                    "type": "object",
+                    "required": ["region", "home", "riskThresholds", "source", "stale", "days"], "additionalProperties": false,
+                    "properties": [
+                        "region": ref("CommunityRegion"),
+                        "home": ["type": "boolean", "description": "Whether it is the campus's home region."],
+                        "asOf": ["type": "string", "format": "date", "description": "The latest reported date."],
+                        "newCases7DayAverage": ["type": "number"],
+                        "newCases7DayAveragePer100k": ["type": "number"],
+                        "trend": ["type": "string", "enum": ["rising", "falling", "flat"]],
+                        "risk": ["type": "string", "enum": ["low", "medium", "high", "very-high", "severe"]],
+                        "guidance": ["type": "string", "description": "The campus's guidance for this risk level, when it wrote one."],
+                        "riskThresholds": ["type": "array", "items": ["type": "number"], "minItems": 4, "maxItems": 4],
+                        "source": ["type": "string", "description": "The provider's id."],
+                        "attribution": ["type": "string", "description": "Who published the figures, when the provider says."],
+                        "stale": ["type": "boolean", "description": "An older copy kept while the provider's source is down."],
+                        "days": [
+                            "type": "array", "description": "The latest 28 reported days, oldest first.",
+                            "items": [
+                                "type": "object", "required": ["date", "newCases", "newDeaths"], "additionalProperties": false,
+                                "properties": [
+                                    "date": ["type": "string", "format": "date"], "newCases": ["type": "integer"],
+                                    "newDeaths": ["type": "integer"], "tests": ["type": "integer"], "admissions": ["type": "integer"],
+                                ],
+                            ],
+                        ],
                     ],
                 ],
                 "Survey": [

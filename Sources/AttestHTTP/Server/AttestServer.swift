@@ -65,6 +65,7 @@ public enum AttestServer {
         AttestationRoutes(services: services).register(on: signedIn)
         BadgeRoutes(services: services).register(campus: campus, signedIn: signedIn)
         TestingLocationRoutes(services: services).register(on: signedIn)
+        CommunityRoutes(services: services).register(on: signedIn)
         StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
         WebRoutes(services: services, settings: configuration.web).register(on: router)
         routeMethods.load(from: router)

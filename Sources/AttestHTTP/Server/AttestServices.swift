@@ -35,6 +35,8 @@ public struct AttestServices: Sendable {
     public var attestations: AttestationService
     public var badges: BadgeService
     public var testingLocations: TestingLocationDirectory
+    /// The campus's region's community figures, from its community-data provider.
+    public var community: CommunityDirectory
     /// Delivers the notification outbox: a `Service` the application runs.
     public var outbox: OutboxWorker
     public var statistics: StatisticsStore
@@ -74,6 +76,7 @@ public struct AttestServices: Sendable {
         self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database, kek: kek))
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger)
+        self.community = CommunityDirectory(client: database, registry: registry, http: http, logger: logger)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
             metrics: metrics.factory)

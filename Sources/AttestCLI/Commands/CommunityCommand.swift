@@ -1,0 +1,86 @@
+import ArgumentParser
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Tenancy
+
+struct CommunityCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "community", abstract: "Community figures imported for the `imported` provider (shared by every campus).",
+        subcommands: [Import.self, List.self])
+}
+
+extension CommunityCommand {
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import a cumulative CSV as a dataset, replacing the dataset whole; a bad row is named by line and nothing changes.",
+            discussion: """
+                The layout: date,county,state,fips,cases,deaths (US counties) or date,state,fips,cases,deaths \\
+                (US states), running totals per region and date. A population file (a header naming fips \\
+                and population) gives the per-100,000 figures and risk levels. Then a campus uses it with
+                  attest plugin enable <campus> community-data imported --settings '{"dataset": "NAME"}'
+                  attest campus set <campus> region <fips>
+                Run it as the database's owner (the role that runs `attest migrate`): the servers may only read.
+                """)
+        @Argument(help: "The cumulative CSV file.") var file: String
+        @Option(help: "The dataset's name (a-z, 0-9, '.', '_', '-'), such as us-counties.") var dataset: String
+        @Option(help: "A population CSV (fips,population).") var population: String?
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func validate() throws {
+            guard PluginRegistry.isValidID(dataset) else {
+                throw ValidationError("--dataset must be 1 to 64 of a-z, 0-9, '.', '_' and '-', such as us-counties")
+            }
+        }
+
+        func run() async throws {
+            func read(_ path: String, _ what: String) throws -> Data {
+                do { return try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) } catch {
+                    throw CLIError("cannot read \(path): give the path of \(what)")
+                }
+            }
+            let data = try read(file, "a cumulative CSV (date,county,state,fips,cases,deaths)")
+            let people = try population.map { try read($0, "a population CSV (fips,population)") }
+            let parsed: CommunityDataset
+            do { parsed = try CommunityDataset.parseCumulativeCSV(data, population: people) } catch let error as CommunityDataFileError {
+                throw CLIError("\(file) \(error)")
+            } catch let error as CSV.UnclosedQuote {
+                throw CLIError("\(file) line \(error.line): a quoted field is never closed; nothing was imported")
+            }
+            let logger = logging.makeLogger(label: "attest")
+            let owner = try database.ownerClient(logger: logger)
+            let stored = try await runningService(owner) {
+                do { return try await CommunityStore(client: owner).replace(dataset: dataset, with: parsed) } catch let error as PostgresError
+                    where error.sqlState == "42501"
+                {
+                    throw CLIError("this database login may not change community data: import as the database's owner (the role that runs `attest migrate`)")
+                }
+            }
+            let latest = parsed.latestDate.map { ", latest \($0)" } ?? ""
+            say("Imported \(stored.regions) region\(stored.regions == 1 ? "" : "s") and \(stored.days) day\(stored.days == 1 ? "" : "s") as \(dataset)\(latest).")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The imported datasets.")
+        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let datasets = try await TenantContext.run(database: database, logging: logging) { context in
+                try await CommunityStore(client: context.client).datasets()
+            }
+            if json {
+                return printJSONObject(datasets.map { item -> [String: Any] in
+                    ["dataset": item.dataset, "regions": item.regions, "days": item.days, "latest": item.latest?.description ?? NSNull()]
+                })
+            }
+            if datasets.isEmpty { return say("No community data imported: `attest community import FILE.csv --dataset NAME` adds some.") }
+            for item in datasets {
+                say("\(item.dataset)  \(item.regions) regions  \(item.days) days  latest \(item.latest?.description ?? "(none)")")
+            }
+        }
+    }
+}

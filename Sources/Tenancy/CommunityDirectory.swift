@@ -1,0 +1,185 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Logging
+import Synchronization
+
+/// A campus's community data: its provider (a plugin, or `imported` from the shared tables),
+/// asked within a budget, and the figures by the documented rules (`CommunityFigures`).
+public final class CommunityDirectory: Sendable {
+    let client: PostgresClient
+    let registry: PluginRegistry
+    let context: PluginContext
+    let providerBudget: Duration
+    private let enabled = ExpiringCache<CampusID, CampusPluginStore.Enabled?>(ttl: .seconds(5))
+    /// Series read, for a minute: a member's home page asks at every view.
+    private let answers = ExpiringCache<String, CommunitySeries?>(ttl: .seconds(60))
+    /// Built providers, kept while their settings stay the same (they keep their own copies).
+    private let built = Mutex<[String: any CommunityDataProvider]>([:])
+
+    public init(
+        client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, providerBudget: Duration = .seconds(2)
+    ) {
+        self.client = client
+        self.registry = registry
+        self.context = PluginContext(http: http, logger: logger)
+        self.providerBudget = providerBudget
+    }
+
+    /// Why there are no figures to show; each says how to mend it.
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        case notEnabled
+        case noHomeRegion
+        case unknownRegion(String)
+        /// The provider failed or overran its budget, with no copy to serve.
+        case unavailable(provider: String)
+
+        public var description: String {
+            switch self {
+            case .notEnabled:
+                "this campus shows no community data yet: an operator enables a provider with `attest plugin enable <campus> community-data <id> --settings …`"
+            case .noHomeRegion:
+                "this campus has no home region: give ?region=<id> (GET …/community/regions?search= finds one), or an operator sets one with `attest campus set <campus> region <id>`"
+            case .unknownRegion(let id):
+                "the campus's community data has no region \"\(id)\": GET …/community/regions?search= lists the regions it knows"
+            case .unavailable(let provider):
+                "the community-data provider \(provider) did not answer in time and has no earlier copy: retry in a minute"
+            }
+        }
+    }
+
+    /// What members see of a region.
+    public struct Report: Sendable {
+        public var region: CommunityRegion
+        /// Whether it is the campus's home region.
+        public var home: Bool
+        public var figures: CommunityFigures
+        public var guidance: String?
+        public var thresholds: [Double]
+        /// The provider's id, and who published the figures when the provider says.
+        public var source: String
+        public var attribution: String?
+        public var stale: Bool
+        /// The reported days, oldest first (at most the latest 400).
+        public var days: [CommunityDay]
+    }
+
+    /// The figures of `region` (the campus's home region when nil), with the guidance for its
+    /// risk level in the first of `languages` the campus wrote it in. Throws `Failure`.
+    public func report(campus: Campus, region requested: String?, languages: [String]) async throws -> Report {
+        let plugin = try await plugin(campus: campus)
+        guard let regionID = requested ?? campus.communityRegion else { throw Failure.noHomeRegion }
+        let settings = (try? CommunityRiskSettings(settings: plugin.settings)) ?? CommunityRiskSettings()
+        let (series, attribution) = try await series(campus: campus, plugin: plugin, region: regionID)
+        guard var series else { throw Failure.unknownRegion(regionID) }
+        series.days = Array(series.days.suffix(400))
+        let figures = CommunityFigures(series: series, settings: settings)
+        return Report(
+            region: series.region, home: regionID == campus.communityRegion, figures: figures,
+            guidance: figures.risk.flatMap { settings.guidance(for: $0, languages: languages) }, thresholds: settings.thresholds,
+            source: plugin.id, attribution: attribution, stale: series.stale, days: series.days)
+    }
+
+    /// Regions the campus's provider knows whose name contains `search`, by name.
+    public func regions(campus: Campus, matching search: String, limit: Int) async throws -> (regions: [CommunityRegion], source: String) {
+        let plugin = try await plugin(campus: campus)
+        if plugin.id == PluginRegistry.importedProviderID {
+            return (try await CommunityStore(client: client).regions(dataset: Self.dataset(plugin.settings), matching: search, limit: limit), plugin.id)
+        }
+        let provider = try provider(campus: campus, plugin: plugin)
+        let context = self.context
+        guard let found = await within(providerBudget, { try await provider.regions(matching: search, limit: limit, context: context) }) else {
+            throw Failure.unavailable(provider: plugin.id)
+        }
+        return (Array(found.prefix(limit)), plugin.id)
+    }
+
+    private func plugin(campus: Campus) async throws -> CampusPluginStore.Enabled {
+        let found = try await enabled.value(for: campus.id) { [client] in
+            try await CampusPluginStore(client: client).list(campus: campus.id, kind: .communityData).first
+        }
+        guard let found else { throw Failure.notEnabled }
+        return found
+    }
+
+    private func series(
+        campus: Campus, plugin: CampusPluginStore.Enabled, region: String
+    ) async throws -> (CommunitySeries?, attribution: String?) {
+        let key = "\(campus.id)/\(Self.key(plugin))/\(region)"
+        if plugin.id == PluginRegistry.importedProviderID {
+            let dataset = Self.dataset(plugin.settings)
+            let series = try await answers.value(for: key) { [client] in
+                try await CommunityStore(client: client).series(dataset: dataset, region: region)
+            }
+            return (series, nil)
+        }
+        let provider = try provider(campus: campus, plugin: plugin)
+        if let kept = answers.value(for: key) { return (kept, provider.attribution) }
+        let context = self.context
+        guard let answer = await within(providerBudget, { try await provider.series(region: region, context: context) }) else {
+            throw Failure.unavailable(provider: plugin.id)
+        }
+        // A stale copy is not kept: the next request asks the provider again.
+        if answer?.stale != true { answers.store(answer, for: key) }
+        return (answer, provider.attribution)
+    }
+
+    static func dataset(_ settings: JSONValue) -> String {
+        if case .string(let name)? = settings["dataset"] { return name }
+        return ""
+    }
+
+    /// The provider's answer within `budget`, or nil when it threw or overran (logged). The
+    /// call runs on its own: a provider that overruns keeps fetching for the next request.
+    private func within<Value: Sendable>(_ budget: Duration, _ call: @escaping @Sendable () async throws -> Value) async -> Value? {
+        let logger = context.logger
+        let task = Task { try await call() }
+        let outcome: Result<Value, any Error>? = await withCheckedContinuation { continuation in
+            let once = ResumeOnce()
+            let timer = Task {
+                guard (try? await timerSleep(for: budget)) != nil, once.claim() else { return }
+                continuation.resume(returning: nil)
+            }
+            Task {
+                let result = await task.result
+                timer.cancel()
+                if once.claim() { continuation.resume(returning: result) }
+            }
+        }
+        switch outcome {
+        case .success(let value)?: return value
+        case .failure(let error)?:
+            logger.warning("community-data provider failed", metadata: ["error": "\(error)"])
+            return nil
+        case nil:
+            logger.warning("community-data provider overran its budget", metadata: ["budget": "\(budget)"])
+            return nil
+        }
+    }
+
+    private static func key(_ plugin: CampusPluginStore.Enabled) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys  // the same settings, the same key
+        return "\(plugin.id)/\(String(decoding: (try? encoder.encode(plugin.settings)) ?? Data(), as: UTF8.self))"
+    }
+
+    private func provider(campus: Campus, plugin: CampusPluginStore.Enabled) throws -> any CommunityDataProvider {
+        let key = "\(campus.id)/\(Self.key(plugin))"
+        if let existing = built.withLock({ $0[key] }) { return existing }
+        guard let made = try registry.makeCommunityDataProvider(id: plugin.id, settings: plugin.settings) else {
+            throw PluginSettingsError("\(plugin.id) is served by the platform")
+        }
+        built.withLock { providers in
+            if providers.count > 10_000 { providers.removeAll() }
+            providers[key] = made
+        }
+        return made
+    }
+}
+
+/// Lets exactly one of two racers resume a continuation.
+final class ResumeOnce: Sendable {
+    private let done = Atomic<Bool>(false)
+    /// True for the first caller only.
+    func claim() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+}
