@@ -187,7 +187,7 @@ let package = Package(
         .testTarget(
             name: "FuzzTests",
             dependencies: [
-                "AttestPlugins", "AttestPluginHTTP", "AttestPostgres", "AttestTestSupport", "Identity", "Surveys", "Tenancy",
+                "AttestPlugins", "AttestPluginHTTP", "AttestPostgres", "AttestTestSupport", "BuiltinPlugins", "Identity", "Surveys", "Tenancy",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,5 +1,6 @@
 import AttestPluginHTTP
 import AttestPlugins
+import BuiltinPlugins
 import AttestPostgres
 import AttestTestSupport
 import Crypto
@@ -193,6 +194,63 @@ struct ParserFuzzTests {
             }
         }
         #expect(outcomes.records > 100 && outcomes.locations > 50 && outcomes.users > 50, "\(outcomes)")
+    }
+
+    static let communitySeeds: [[UInt8]] = [
+        "date,county,state,fips,cases,deaths\n2026-10-01,Alpha,Testland,99001,100,1\n2026-10-02,Alpha,Testland,99001,90,\n",
+        "date,county,state,fips,cases,deaths\r\n2026-10-01,\"Beta, North\",Testland,,5,0\r\n2026-10-01,Unknown,Testland,,1,0\r\n",
+        "date,state,fips,cases,deaths\n2026-10-01,Testland,99,7,0\n2026-10-01,Testland,99,8,0\n",
+        "fips,population\n99001,200000\n\"a:b\",5\n",
+        #"{"regions": [{"id": "x1", "name": "X", "population": 10, "days": [{"date": "2026-11-01", "newCases": -3, "newDeaths": 0, "tests": 9}]}]}"#,
+    ].map { Array($0.utf8) }
+
+    /// The community files and feeds: a dataset whose every region has a valid id and dates
+    /// in order, or an error naming a line; never a trap (a total near Int32.max, a negative
+    /// day, a date in year 0). The streaming CSV reader agrees with `CSV.records`.
+    @Test func communityFilesAndFeedsAreReadOrRefused() throws {
+        var outcomes = (csv: 0, feeds: 0)
+        for input in Fuzz.inputs(seeds: Self.communitySeeds, count: Fuzz.cases(5_000)) {
+            let data = Data(input)
+            do {
+                let dataset = try CommunityDataset.parseCumulativeCSV(data)
+                outcomes.csv += 1
+                for region in dataset.regions {
+                    #expect(CommunityRegion.isValidID(region.id))
+                    let days = dataset.series(region: region.id)?.days ?? []
+                    #expect(zip(days, days.dropFirst()).allSatisfy { $0.date < $1.date })
+                    _ = CommunityFigures(series: CommunitySeries(region: region, days: days), settings: CommunityRiskSettings())
+                }
+            } catch let error as CommunityDataFileError {
+                #expect(error.line >= 1)
+            } catch is CSV.UnclosedQuote {}
+            do {
+                #expect(try CommunityDataset.parsePopulation(data).allSatisfy { CommunityRegion.isValidID($0.key) && $0.value > 0 })
+            } catch let error as CommunityDataFileError {
+                #expect(error.line >= 1)
+            } catch is CSV.UnclosedQuote {}
+            if let dataset = try? CommunityJSONFeedProvider.parse(data) {
+                outcomes.feeds += 1
+                for region in dataset.regions {
+                    let series = dataset.series(region: region.id)
+                    #expect(series != nil && CommunityRegion.isValidID(region.id))
+                    if let series { _ = CommunityFigures(series: series, settings: CommunityRiskSettings()) }
+                }
+            }
+            // ASCII without CR: where the two readers must agree (`CSV.records` reads grapheme
+            // clusters, so a combining mark after a comma joins it; CRLF inside quotes differs).
+            if input.allSatisfy({ $0 < 0x80 && $0 != 0x0D }) {
+                var streamed: [[String]] = []
+                let whole = try? CSV.records(String(decoding: input, as: UTF8.self))
+                let streamedOK = (try? CSV.forEachRecord(in: data) { streamed.append($1) }) != nil
+                #expect(streamedOK == (whole != nil))
+                if let whole, streamedOK {
+                    // A lone empty record (an empty file, a blank last line) is no row to either reader's callers.
+                    let blank: ([String]) -> Bool = { $0 == [""] }
+                    #expect(whole.map(\.fields).filter { !blank($0) } == streamed.filter { !blank($0) }, "\(String(decoding: input, as: UTF8.self).debugDescription)")
+                }
+            }
+        }
+        #expect(outcomes.csv > 50 && outcomes.feeds > 5, "\(outcomes)")
     }
 
     // MARK: OIDC ID tokens
