@@ -111,5 +111,6 @@ extension PluginRegistry {
         }
         registerTestingLocationProvider(id: CSVFileProvider.id) { settings in try CSVFileProvider(settings: settings) }
         registerSink(id: SMSGatewaySink.id) { settings in try SMSGatewaySink(settings: settings) }
+        registerCommunityDataProvider(id: WeeklyReportProvider.id) { settings in try WeeklyReportProvider(settings: settings) }
     }
 }

@@ -74,6 +74,7 @@ import Testing
         _ = try attest("survey", "publish", "north", "--demo")
         _ = try attest("plugin", "enable", "north", "badge-rule", "temperature-only", "--settings", #"{"redAt": 38.5}"#)
         _ = try attest("plugin", "enable", "north", "testing-locations", "csv-file", "--settings", #"{"path": "\#(locations.path)"}"#)
+        _ = try attest("plugin", "enable", "north", "community-data", "weekly-report", "--settings", #"{"path": "/var/lib/attest/weekly.csv"}"#)
         // A secret never on the command line: the gateway's settings come from a file.
         let smsSettings = FileManager.default.temporaryDirectory.appending(path: "\(database)-sms.json")
         try Data(#"{"url": "https://sms.example.edu/v1/messages", "apiKey": "key-123", "to": "+15551234567", "events": ["badge.red"]}"#.utf8)
@@ -88,6 +89,7 @@ import Testing
         #expect(list.contains("temperature-only"))
         #expect(list.contains("csv-file"))
         #expect(list.contains("sms-gateway"))
+        #expect(list.contains("community-data weekly-report"))
         #expect(!list.contains("key-123"), "the apiKey is shown: \(list)")
 
         // The settings are still checked by the plugin: a yes-or-no question cannot be a temperature.
