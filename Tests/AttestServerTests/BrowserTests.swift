@@ -58,6 +58,17 @@ struct BrowserTests {
                 TestingLocation(name: "Student Health Center", address: "1 College Walk", latitude: 40.8075, longitude: -73.9626, hours: "Mon–Fri 8–17", phone: "+1 212 555 0100"),
                 TestingLocation(name: "Field House", address: "500 W 218th St", latitude: 40.8722, longitude: -73.9146, url: "https://clinic.example.org"),
             ], actor: "test")
+        // The region's community figures beside the campus's own (an imported dataset).
+        let owner = TestDatabase.client(database: server.database, role: nil)
+        _ = try await CommunityStore(client: owner).replace(
+            dataset: "testland",
+            with: try CommunityDataset.parseCumulativeCSV(
+                Data(CommunityDataTests.cumulativeCSV(end: north.localDate(at: Date())).utf8), population: Data(CommunityDataTests.population.utf8)))
+        await owner.shutdown()
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .communityData, id: "imported",
+            settings: .object(["dataset": .string("testland"), "guidance": .object(["high": .string("Wear a mask indoors.")])]), actor: "test")
+        _ = try await CampusStore(client: server.pool).set(slug: "north", key: "region", value: "99001", actor: "test")
         let now = Date()
         let questionnaire = try #require(try await server.services.questionnaires.active(campus: north.id))
         for index in 0..<12 {

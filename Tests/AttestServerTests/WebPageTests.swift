@@ -303,6 +303,43 @@ struct WebPageTests {
         }
     }
 
+    @Test func theHomePageShowsTheRegionsRiskInOneLineAndTheStatsPageItsTrendBesideTheCampus() async throws {
+        let (server, campus) = try await Self.setUp()
+        let owner = TestDatabase.client(database: server.database, role: nil)
+        let dataset = try CommunityDataset.parseCumulativeCSV(
+            Data(CommunityDataTests.cumulativeCSV(end: LocalDate("2026-11-20")!).utf8), population: Data(CommunityDataTests.population.utf8))
+        _ = try await CommunityStore(client: owner).replace(dataset: "testland", with: dataset)
+        await owner.shutdown()
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            try await browser.demoSignIn(campus: "north", email: "ana@example.edu")
+            // Before the campus chooses community data: nothing of it on either page.
+            #expect(!(try await browser.get("/c/north/").body.contains("class=\"community\"")))
+            #expect(!(try await browser.get("/c/north/stats").body.contains("id=\"community-heading\"")))
+
+            try await CampusPluginStore(client: server.pool).enable(
+                campus: campus, kind: .communityData, id: "imported",
+                settings: .object(["dataset": .string("testland"), "guidance": .object(["high": .object(["en": .string("Wear a mask indoors."), "es": .string("Use mascarilla.")])])]),
+                actor: "test")
+            _ = try await CampusStore(client: server.pool).set(slug: "north", key: "region", value: "99001", actor: "test")
+            try await Task.sleep(for: .milliseconds(5_100))  // the campus and plugin caches (5 s)
+
+            let home = try await browser.get("/c/north/")
+            #expect(home.body.contains("Community risk in Alpha, Testland: high, rising (as of "), "\(home.body)")
+            #expect(home.body.contains("Wear a mask indoors."))
+            let stats = try await browser.get("/c/north/stats")
+            #expect(stats.body.contains("<h2 id=\"community-heading\">New cases in Alpha, Testland</h2>"))
+            #expect(stats.body.contains("Risk: high. Trend: rising."))
+            #expect(stats.body.contains("aria-labelledby=\"community-title community-desc\"") && stats.body.contains("<polyline"))
+            #expect(stats.body.contains("<td>2026-11-20</td>") || stats.body.contains("2026-11-20</th>"))
+            #expect(stats.body.contains("Source: imported."))
+            let spanish = WebClient(api.client, acceptLanguage: "es")
+            try await spanish.demoSignIn(campus: "north", email: "ada@example.edu")
+            let hogar = try await spanish.get("/c/north/")
+            #expect(hogar.body.contains("Riesgo en la comunidad de Alpha, Testland: alto, en aumento") && hogar.body.contains("Use mascarilla."))
+        }
+    }
+
     @Test func pagesSpeakSpanishWhenAskedAndThePickerRemembersIt() async throws {
         let (server, _) = try await Self.setUp()
         try await server.run { api in

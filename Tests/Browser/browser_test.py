@@ -195,7 +195,17 @@ class MemberPages(unittest.TestCase):
         d.get(url('/stats'))
         self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'svg.chart title'))
         self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'main table caption'))
+        # The campus's region beside its own figures: the trend as a chart and a table.
+        region = d.find_element(By.CSS_SELECTOR, 'section[aria-labelledby="community-heading"]')
+        self.assertIn('New cases in Alpha, Testland', region.text)
+        self.assertIn('Risk: high. Trend: rising.', region.text)
+        self.assertTrue(region.find_elements(By.CSS_SELECTOR, 'svg.chart polyline'))
+        self.assertEqual(len(region.find_elements(By.CSS_SELECTOR, 'tbody tr')), 14)
         check_both_languages(d, 'stats')
+        d.get(url('/'))
+        line = d.find_element(By.CSS_SELECTOR, 'main p.community').text
+        self.assertTrue(line.startswith('Community risk in Alpha, Testland: high, rising'), line)
+        self.assertIn('Wear a mask indoors.', line)
 
     def test_3_refused_the_admin_pages(self):
         d = self.driver

@@ -172,4 +172,37 @@ enum Charts {
             "charts": [bars], "tables": [colorTable, symptomTable],
         ]
     }
+
+    /// The campus's home region beside its own figures: the 7-day average of new cases (per
+    /// 100,000 when the population is known) over the two weeks ending the latest report, as a
+    /// line and a table, with the risk level, trend and source.
+    static func addCommunity(_ report: CommunityDirectory.Report, to data: inout [String: Any], visit: WebVisit) {
+        guard let asOf = report.figures.asOf else { return }
+        let series = CommunitySeries(region: report.region, days: report.days)
+        let averages = CommunityFigures.rollingAverages(series, from: asOf.adding(days: -13), through: asOf)
+        let perPeople = (report.region.population ?? 0) > 0
+        let unit = visit[perPeople ? "communityPer100k" : "communityPerDay"]
+        let top = max(1, (averages.compactMap(\.value).max() ?? 0) * 1.2)
+        let chart = lines(
+            id: "community", title: visit.format("communityTitle", report.region.name),
+            desc: visit.format("communityDesc", report.region.name, averages.first?.date.description ?? "", asOf.description) + " (" + unit + ")",
+            dates: averages.map(\.date), series: [(unit, averages.map(\.value))], top: top, suffix: "")
+        let newCases = Dictionary(report.days.map { ($0.date, $0.newCases) }, uniquingKeysWith: { _, last in last })
+        let tableData = table(
+            caption: visit.format("communityTitle", report.region.name),
+            columns: [(visit["date"], false), (visit["communityNewCases"], true), (unit, true)],
+            rows: averages.map { item in
+                [item.date.description, newCases[item.date].map { String($0) } ?? "–", item.value.map(number) ?? "–"]
+            })
+        var summary = visit.format(
+            "communitySummary", report.figures.risk.map { visit["risk-" + $0.rawValue] } ?? visit["riskUnknown"],
+            report.figures.trend.map { visit["trend-" + $0.rawValue] } ?? "–", WebFormat.date(asOf, campus: visit.campus, language: visit.language))
+        if let guidance = report.guidance { summary += " " + guidance }
+        var source = visit.format("communitySource", report.attribution ?? report.source)
+        if report.stale { source += " " + visit["communityStale"] }
+        data["community"] = [
+            "title": visit.format("communityTitle", report.region.name), "summary": summary, "source": source,
+            "chartHTML": WebHTML.chart(chart), "tableHTML": WebHTML.table(tableData),
+        ]
+    }
 }

@@ -15,8 +15,9 @@ struct MemberPages: Sendable {
         pages.get { request, context -> Response in
             let visit = try await web.visit(request, context)
             let badge = try await services.badges.today(campus: visit.campus, user: try visit.signedInUser().id, now: services.clock())
-            if badge.submitted { return try badgePage(badge, visit: visit, current: "today") }
-            return try await surveyPage(visit: visit, request: request)
+            let community = await communityLine(visit: visit)
+            if badge.submitted { return try badgePage(badge, visit: visit, current: "today", community: community) }
+            return try await surveyPage(visit: visit, request: request, community: community)
         }
         pages.post { request, context -> Response in
             try await submit(request, context)
@@ -46,7 +47,9 @@ struct MemberPages: Sendable {
         var notice: String?
     }
 
-    private func surveyPage(visit: WebVisit, request: Request, entry: Entry = Entry(), status: HTTPResponse.Status = .ok) async throws -> Response {
+    private func surveyPage(
+        visit: WebVisit, request: Request, entry: Entry = Entry(), status: HTTPResponse.Status = .ok, community: String? = nil
+    ) async throws -> Response {
         guard let active = try await services.activeQuestionnaires.active(campus: visit.campus.id) else {
             throw SurveysError.noSurvey(campus: visit.campus.name)
         }
@@ -90,6 +93,7 @@ struct MemberPages: Sendable {
             "idempotencyKey": SessionStore.newToken(),
             "intro": visit.format("surveyIntro", CampusFormats.clock(fromMinute: visit.campus.deadlineMinute) + " (\(visit.campus.timeZone))"),
         ]
+        if let community { data["communityLine"] = community }
         let errors = questionnaire.questions.compactMap { question in
             entry.errors[question.id].map { ["anchor": "q-\(question.id)", "message": $0] }
         }
@@ -177,7 +181,7 @@ struct MemberPages: Sendable {
 
     // MARK: The badge
 
-    private func badgePage(_ badge: Badge, visit: WebVisit, current: String, request: Request? = nil) throws -> Response {
+    private func badgePage(_ badge: Badge, visit: WebVisit, current: String, community: String? = nil) throws -> Response {
         let campus = visit.campus, now = services.clock()
         let word: [BadgeColor: (key: String, symbol: String)] = [
             .green: ("colorGreen", "✓"), .yellow: ("colorYellow", "!"), .red: ("colorRed", "✕"), .gray: ("colorGray", "–"),
@@ -193,6 +197,7 @@ struct MemberPages: Sendable {
             "submitted": badge.submitted,
             "deadlineText": visit.format("notSubmittedDeadline", CampusFormats.clock(fromMinute: campus.deadlineMinute) + " (\(campus.timeZone))"),
         ]
+        if let community { data["communityLine"] = community }
         if badge.submitted {
             data["qr"] = QRCode.svg(badge.token, label: visit["badgeTitle"] + ": " + colorWord) ?? ""
         }
@@ -262,8 +267,30 @@ struct MemberPages: Sendable {
         let today = visit.campus.localDate(at: services.clock())
         let range = DateRange(from: today.adding(days: -13), to: today)
         let days = try await services.statisticsService.memberDays(campus: visit.campus, range: range)
-        let data = Charts.memberStats(days: days, visit: visit, range: range)
+        var data = Charts.memberStats(days: days, visit: visit, range: range)
+        do {
+            let report = try await services.community.report(campus: visit.campus, region: nil, languages: [visit.language])
+            Charts.addCommunity(report, to: &data, visit: visit)
+        } catch CommunityDirectory.Failure.unavailable {
+            data["communityNote"] = visit["communityUnavailable"]
+        } catch is CommunityDirectory.Failure {
+            // No provider or no home region: the page shows the campus's own figures only.
+        }
         return try web.renderer.render(.init(template: "stats", title: visit["statsTitle"], data: data, wide: true, current: "stats"), visit: visit)
+    }
+
+    /// "Community risk in Alpha County: high, rising (as of Nov 20). Wear a mask indoors.",
+    /// or nil when the campus shows no community data (a page never fails for it).
+    private func communityLine(visit: WebVisit) async -> String? {
+        guard let report = try? await services.community.report(campus: visit.campus, region: nil, languages: [visit.language]),
+            let risk = report.figures.risk, let asOf = report.figures.asOf
+        else { return nil }
+        var line = visit.format(
+            "communityLine", report.region.name, visit["risk-" + risk.rawValue],
+            report.figures.trend.map { ", " + visit["trend-" + $0.rawValue] } ?? "",
+            WebFormat.date(asOf, campus: visit.campus, language: visit.language))
+        if let guidance = report.guidance { line += " " + guidance }
+        return line
     }
 }
 
