@@ -37,6 +37,17 @@ struct DevCommandTests {
         #expect(try campus[0].decode("slug", as: String.self) == "demo")
         #expect(try campus[0].decode("time_zone", as: String.self) == "America/New_York")
         #expect(try campus[0].decode("deadline_minute", as: Int.self) == 600)
+        // The demo campus shows made-up community figures: two months ending today.
+        let community = try await client.query(
+            """
+            SELECT c.community_region, p.plugin_id, (SELECT count(*) FROM community_days WHERE dataset = 'demo') AS days,
+                   (SELECT max(day) FROM community_days WHERE dataset = 'demo') = (now() AT TIME ZONE 'America/New_York')::date AS current
+            FROM campuses c JOIN campus_plugins p ON p.campus_id = c.id AND p.kind = 'community-data'
+            """)
+        #expect(try community.first?.decode("community_region", as: String.self) == "demo-county")
+        #expect(try community.first?.decode("plugin_id", as: String.self) == "imported")
+        #expect(try community.first?.decode("days", as: Int.self) == 60)
+        #expect(try community.first?.decode("current", as: Bool.self) == true)
         await client.shutdown()
 
         first.signal(SIGTERM)

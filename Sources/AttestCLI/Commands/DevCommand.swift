@@ -64,6 +64,7 @@ struct DevCommand: AsyncParsableCommand {
         try await withShutdown(owner) {
             _ = try await SchemaMigrator(logger: logger).migrate(owner)
             try await ServerLogin.ensureRole(Self.serverRole, owner: owner)
+            try await DemoCampus.ensureCommunityData(owner: owner)
         }
         try Data((url + "\n").utf8).write(to: cluster.directory.appending(path: "database-url"))
         let kek = try Self.keyEncryptionKey(in: cluster.directory)
@@ -163,6 +164,32 @@ enum DemoCampus {
             hours: "Daily 7:00–19:00", phone: "+1 212 555 0199", url: "https://clinic.example.org"),
     ]
 
+    /// The demo campus's made-up region: two months of a small wave of cases, ending today.
+    static let communityRegion = CommunityRegion(id: "demo-county", name: "Demo County, Example State", population: 250_000)
+    static let communitySettings: JSONValue = .object([
+        "dataset": .string("demo"),
+        "guidance": .object([
+            "low": .object(["en": .string("Few cases around campus."), "es": .string("Pocos casos alrededor del campus.")]),
+            "medium": .object(["en": .string("Stay home when you feel ill."), "es": .string("Quédese en casa si se siente mal.")]),
+            "high": .object(["en": .string("Wear a mask indoors and get tested when you have symptoms."), "es": .string("Use mascarilla en interiores y hágase la prueba si tiene síntomas.")]),
+            "very-high": .object(["en": .string("Wear a mask indoors; avoid crowded events."), "es": .string("Use mascarilla en interiores; evite eventos concurridos.")]),
+            "severe": .object(["en": .string("Study remotely where you can."), "es": .string("Estudie a distancia cuando pueda.")]),
+        ]),
+    ])
+
+    /// Imports the made-up `demo` dataset (as the owner) when it is missing or ends before
+    /// today, so the demo's figures are always recent.
+    static func ensureCommunityData(owner: PostgresClient, today: LocalDate = LocalDate(Date(), in: TimeZone(identifier: timeZone) ?? .gmt)) async throws {
+        let store = CommunityStore(client: owner)
+        if try await store.datasets().contains(where: { $0.dataset == "demo" && $0.latest == today }) { return }
+        let days = (0..<60).map { index -> CommunityDay in
+            // A wave peaking three weeks ago: about 10 to 75 cases a day in 250,000 people.
+            let phase = Double(index - 39) / 9
+            return CommunityDay(date: today.adding(days: index - 59), newCases: Int((42 + 33 * cos(phase)).rounded()) + index % 3, newDeaths: index % 11 == 0 ? 1 : 0)
+        }
+        _ = try await store.replace(dataset: "demo", with: CommunityDataset(series: [CommunitySeries(region: communityRegion, days: days)]))
+    }
+
     /// Creates the campus and its people when missing, and returns a fresh session token
     /// for each person (valid for the campus's session lifetime).
     static func ensure(client: PostgresClient, kek: KeyEncryptionKey) async throws -> [(email: String, role: Role, token: String)] {
@@ -183,6 +210,11 @@ enum DemoCampus {
             _ = try await locations.add(campus: campus, demoLocations, actor: actor)
         }
         if try await badgeKeys.keys(campus: campus.id).isEmpty { _ = try await badgeKeys.rotate(campus: campus, actor: actor) }
+        let plugins = CampusPluginStore(client: client)
+        if try await plugins.list(campus: campus.id, kind: .communityData).isEmpty {
+            try await plugins.enable(campus: campus, kind: .communityData, id: PluginRegistry.importedProviderID, settings: communitySettings, actor: actor)
+            if campus.communityRegion == nil { _ = try await campuses.set(slug: slug, key: "region", value: communityRegion.id, actor: actor) }
+        }
         let questionnaires = QuestionnaireStore(client: client)
         if try await questionnaires.active(campus: campus.id) == nil {
             _ = try await questionnaires.publish(campus: campus, draft: DemoQuestionnaire.draft, actor: actor)
