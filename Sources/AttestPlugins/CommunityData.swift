@@ -66,8 +66,9 @@ public struct CommunitySeries: Sendable, Equatable {
 /// Implementation requirements: answer quickly (the platform waits about 2 s, then answers
 /// 503 naming the provider); throw when there is nothing to answer; when the source is down
 /// or answers nonsense but an earlier answer is kept, return it with `stale: true` and log
-/// why. Days come oldest first, one per date. A provider is built once per campus and its
-/// settings, and kept while they stand, so it may keep a copy of its source in memory.
+/// why. Days come oldest first, one per date. A provider is built once per set of settings
+/// (campuses with the same settings share it) and kept while they stand, so it may keep a
+/// copy of its source in memory.
 public protocol CommunityDataProvider: Sendable {
     /// The daily series of region `id`, or nil when the source has no such region.
     func series(region id: String, context: PluginContext) async throws -> CommunitySeries?

@@ -12,9 +12,12 @@ public final class CommunityDirectory: Sendable {
     let context: PluginContext
     let providerBudget: Duration
     private let enabled = ExpiringCache<CampusID, CampusPluginStore.Enabled?>(ttl: .seconds(5))
-    /// Series read, for a minute: a member's home page asks at every view.
+    /// Series read, for a minute: a member's home page asks at every view. Keyed by the
+    /// provider's own settings and the region, so campuses with one source share them.
     private let answers = ExpiringCache<String, CommunitySeries?>(ttl: .seconds(60))
-    /// Built providers, kept while their settings stay the same (they keep their own copies).
+    /// Built providers, by id and their own settings (without the campus's `riskThresholds`
+    /// and `guidance`, which the platform applies per campus): campuses that read the same
+    /// source share one provider and its one copy of the source.
     private let built = Mutex<[String: any CommunityDataProvider]>([:])
 
     public init(
@@ -105,7 +108,7 @@ public final class CommunityDirectory: Sendable {
     private func series(
         campus: Campus, plugin: CampusPluginStore.Enabled, region: String
     ) async throws -> (CommunitySeries?, attribution: String?) {
-        let key = "\(campus.id)/\(Self.key(plugin))/\(region)"
+        let key = "\(Self.key(plugin))/\(region)"
         if plugin.id == PluginRegistry.importedProviderID {
             let dataset = Self.dataset(plugin.settings)
             let series = try await answers.value(for: key) { [client] in
@@ -157,14 +160,21 @@ public final class CommunityDirectory: Sendable {
         }
     }
 
-    private static func key(_ plugin: CampusPluginStore.Enabled) -> String {
+    /// The provider's id and its own settings, as sorted JSON.
+    static func key(_ plugin: CampusPluginStore.Enabled) -> String {
+        var settings = plugin.settings
+        if case .object(var members) = settings {
+            members["riskThresholds"] = nil
+            members["guidance"] = nil
+            settings = .object(members)
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys  // the same settings, the same key
-        return "\(plugin.id)/\(String(decoding: (try? encoder.encode(plugin.settings)) ?? Data(), as: UTF8.self))"
+        return "\(plugin.id)/\(String(decoding: (try? encoder.encode(settings)) ?? Data(), as: UTF8.self))"
     }
 
     private func provider(campus: Campus, plugin: CampusPluginStore.Enabled) throws -> any CommunityDataProvider {
-        let key = "\(campus.id)/\(Self.key(plugin))"
+        let key = Self.key(plugin)
         if let existing = built.withLock({ $0[key] }) { return existing }
         guard let made = try registry.makeCommunityDataProvider(id: plugin.id, settings: plugin.settings) else {
             throw PluginSettingsError("\(plugin.id) is served by the platform")

@@ -168,7 +168,8 @@ struct CommunityDataTests {
             let long = try await api.send(
                 .get, "/v1/campuses/north/community/regions?search=\(String(repeating: "a", count: 101))", template: Self.regionsPath, token: member)
             #expect(long.status == 422 && long.problem.fields == ["search"])
-            #expect(feed.fetches("counties.csv") == 2)  // one fetch for each campus's provider, however many requests
+            // One fetch for both campuses (one source, two campuses' thresholds and guidance), however many requests.
+            #expect(feed.fetches("counties.csv") == 1)
 
             // A provider that does not answer: 503 within the budget, saying to retry.
             let started = ContinuousClock.now

@@ -1,4 +1,5 @@
 @testable import AttestHTTP
+import AttestPlugins
 import AttestTestSupport
 import Foundation
 import HTTPTypes
@@ -13,7 +14,7 @@ struct QueryStringTests {
     /// A valid value of each query parameter the API document names.
     static let samples = [
         "from": "2026-11-20", "to": "2026-11-20", "date": "2026-11-20", "color": "red", "limit": "5", "cursor": "2026-11-21",
-        "lat": "40.7", "lon": "-73.9",
+        "lat": "40.7", "lon": "-73.9", "region": "99001", "search": "alpha",
     ]
     /// Where a route's parameter takes another form than `samples` gives.
     static let routeSamples = [
@@ -28,6 +29,15 @@ struct QueryStringTests {
         let clock = try TestClock("2026-11-20T14:00:00Z")
         let (server, north) = try await AttestationTests.setUp(clock: clock)
         let (_, token) = try await server.user("all@example.edu", at: north, roles: [.screener, .healthOfficer, .admin])
+        // Community data, so that its routes answer 200 to their documented parameters.
+        let owner = TestDatabase.client(database: server.database, role: nil)
+        _ = try await CommunityStore(client: owner).replace(
+            dataset: "testland",
+            with: try CommunityDataset.parseCumulativeCSV(
+                Data(CommunityDataTests.cumulativeCSV(end: LocalDate("2026-11-20")!).utf8), population: Data(CommunityDataTests.population.utf8)))
+        await owner.shutdown()
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .communityData, id: "imported", settings: .object(["dataset": .string("testland")]), actor: "test")
 
         var routes: [(template: String, parameters: [String])] = []
         for path in OpenAPIDocument.value["paths"]?.members ?? [] {
@@ -39,6 +49,7 @@ struct QueryStringTests {
         #expect(Set(routes.map(\.template)).isSuperset(of: [
             "/v1/campuses/{campus}/stats", "/v1/campuses/{campus}/admin/dashboard", "/v1/campuses/{campus}/admin/follow-ups",
             "/v1/campuses/{campus}/me/attestations", "/v1/campuses/{campus}/testing-locations",
+            "/v1/campuses/{campus}/community", "/v1/campuses/{campus}/community/regions",
         ]))
 
         let found = routes
