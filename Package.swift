@@ -91,6 +91,10 @@ let package = Package(
             ]
         ),
         .target(
+            name: "Journal",
+            dependencies: ["AttestPlugins", "AttestPostgres", "Tenancy", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
             name: "Surveys",
             dependencies: [
                 "AttestPlugins", "AttestPostgres", "Tenancy", "Notifications",
@@ -118,7 +122,7 @@ let package = Package(
         .target(
             name: "AttestHTTP",
             dependencies: [
-                "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Identity", "Surveys", "Notifications",
+                "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Identity", "Surveys", "Notifications", "Journal",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -197,7 +201,7 @@ let package = Package(
             name: "AttestServerTests",
             dependencies: [
                 "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins", "BuiltinPlugins",
-                "Notifications", "AttestPluginHTTP", "AttestPluginsTesting",
+                "Notifications", "AttestPluginHTTP", "AttestPluginsTesting", "Journal",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -332,6 +332,37 @@ CREATE TABLE IF NOT EXISTS reminder_runs (
 );
 
 -- Append-only record of permission changes, imports, token issues and identifiable reads.
+-- A member's private journal: only the member sees it (a second, restrictive policy keyed on
+-- attest.user_id, below). Title and text are sealed under the key-encryption key; the date
+-- and tags stay in the clear for listing and export ranges.
+CREATE TABLE IF NOT EXISTS journal_entries (
+    campus_id   uuid NOT NULL,
+    user_id     uuid NOT NULL,
+    id          uuid NOT NULL,
+    entry_date  date NOT NULL,
+    tags        text[] NOT NULL DEFAULT '{}'
+                CHECK (tags <@ ARRAY['symptom', 'treatment', 'quarantine', 'contact', 'place']::text[]),
+    sealed      bytea NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, user_id, id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS journal_entries_by_date ON journal_entries (campus_id, user_id, entry_date DESC, id DESC);
+
+-- At most one recording an entry, sealed; its type was read from its bytes.
+CREATE TABLE IF NOT EXISTS journal_audio (
+    campus_id    uuid NOT NULL,
+    user_id      uuid NOT NULL,
+    entry_id     uuid NOT NULL,
+    content_type text NOT NULL CHECK (content_type IN ('audio/webm', 'audio/ogg', 'audio/mpeg', 'audio/mp4', 'audio/wav')),
+    size         integer NOT NULL CHECK (size BETWEEN 1 AND 5242880),
+    sealed       bytea NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, user_id, entry_id),
+    FOREIGN KEY (campus_id, user_id, entry_id) REFERENCES journal_entries (campus_id, user_id, id) ON DELETE CASCADE
+);
+
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     -- No sequence (Citus distributes the log by campus); entries are ordered by at, then id,
@@ -354,7 +385,8 @@ BEGIN
     FOREACH tenant_table IN ARRAY ARRAY[
         'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys', 'badge_subject_keys',
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
-        'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log'
+        'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
+        'journal_entries', 'journal_audio'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);
@@ -365,6 +397,23 @@ BEGIN
             'WITH CHECK (campus_id = nullif(current_setting(''attest.campus_id'', true), '''')::uuid)',
             tenant_table);
         EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %I TO attest_app', tenant_table);
+    END LOOP;
+END $$;
+
+-- The member's own tables: besides the campus, the member a transaction names
+-- (attest.user_id) is the only one whose rows it sees or writes. Restrictive: it narrows
+-- campus_isolation, never widens it.
+DO $$
+DECLARE
+    private_table text;
+BEGIN
+    FOREACH private_table IN ARRAY ARRAY['journal_entries', 'journal_audio'] LOOP
+        EXECUTE format('DROP POLICY IF EXISTS member_only ON %I', private_table);
+        EXECUTE format(
+            'CREATE POLICY member_only ON %I AS RESTRICTIVE '
+            'USING (user_id = nullif(current_setting(''attest.user_id'', true), '''')::uuid) '
+            'WITH CHECK (user_id = nullif(current_setting(''attest.user_id'', true), '''')::uuid)',
+            private_table);
     END LOOP;
 END $$;
 

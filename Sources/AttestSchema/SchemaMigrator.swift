@@ -93,6 +93,15 @@ public struct SchemaMigrator: Sendable {
                 );
                 GRANT SELECT ON community_regions, community_days TO attest_app;
                 """),
+        Migration(
+            version: 8, name: "the member's private journal: entries and recordings, sealed, seen by their member only",
+            sql: """
+                \(journalTables)
+                \(tenantTable("journal_entries"))
+                \(tenantTable("journal_audio"))
+                \(memberOnly("journal_entries"))
+                \(memberOnly("journal_audio"))
+                """),
     ]
 
     /// What every server polls (`AuthGenerations`): each campus's sign-in generation, which
@@ -160,6 +169,50 @@ public struct SchemaMigrator: Sendable {
             USING (campus_id = nullif(current_setting('attest.campus_id', true), '')::uuid)
             WITH CHECK (campus_id = nullif(current_setting('attest.campus_id', true), '')::uuid);
         GRANT SELECT, INSERT, UPDATE, DELETE ON \(name) TO attest_app;
+        """
+    }
+
+    /// The journal's tables, as `schema.sql` has them.
+    static let journalTables = """
+        -- A member's private journal: only the member sees it (a second, restrictive policy keyed on
+        -- attest.user_id, below). Title and text are sealed under the key-encryption key; the date
+        -- and tags stay in the clear for listing and export ranges.
+        CREATE TABLE IF NOT EXISTS journal_entries (
+            campus_id   uuid NOT NULL,
+            user_id     uuid NOT NULL,
+            id          uuid NOT NULL,
+            entry_date  date NOT NULL,
+            tags        text[] NOT NULL DEFAULT '{}'
+                        CHECK (tags <@ ARRAY['symptom', 'treatment', 'quarantine', 'contact', 'place']::text[]),
+            sealed      bytea NOT NULL,
+            created_at  timestamptz NOT NULL DEFAULT now(),
+            updated_at  timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (campus_id, user_id, id),
+            FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+        );
+        CREATE INDEX IF NOT EXISTS journal_entries_by_date ON journal_entries (campus_id, user_id, entry_date DESC, id DESC);
+
+        -- At most one recording an entry, sealed; its type was read from its bytes.
+        CREATE TABLE IF NOT EXISTS journal_audio (
+            campus_id    uuid NOT NULL,
+            user_id      uuid NOT NULL,
+            entry_id     uuid NOT NULL,
+            content_type text NOT NULL CHECK (content_type IN ('audio/webm', 'audio/ogg', 'audio/mpeg', 'audio/mp4', 'audio/wav')),
+            size         integer NOT NULL CHECK (size BETWEEN 1 AND 5242880),
+            sealed       bytea NOT NULL,
+            created_at   timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (campus_id, user_id, entry_id),
+            FOREIGN KEY (campus_id, user_id, entry_id) REFERENCES journal_entries (campus_id, user_id, id) ON DELETE CASCADE
+        );
+        """
+
+    /// The second wall of a member's own table: only the member a transaction names.
+    static func memberOnly(_ name: String) -> String {
+        """
+        DROP POLICY IF EXISTS member_only ON \(name);
+        CREATE POLICY member_only ON \(name) AS RESTRICTIVE
+            USING (user_id = nullif(current_setting('attest.user_id', true), '')::uuid)
+            WITH CHECK (user_id = nullif(current_setting('attest.user_id', true), '')::uuid);
         """
     }
 

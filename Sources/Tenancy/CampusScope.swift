@@ -8,6 +8,15 @@ public enum CampusScope {
     /// The per-transaction setting the policies read.
     public static let settingName = "attest.campus_id"
 
+    /// The per-transaction setting a member's own tables (the journal) also read: only that
+    /// member's rows are visible.
+    public static let memberSettingName = "attest.user_id"
+
+    /// The settings of a transaction scoped to one member of `campus`: their own rows only.
+    public static func settings(_ campus: UUID, member: UUID) -> TransactionSettings {
+        TransactionSettings([(settingName, campus.uuidString.lowercased()), (memberSettingName, member.uuidString.lowercased())])
+    }
+
     /// The settings of a transaction scoped to `campus` (none without one).
     public static func settings(_ campus: UUID?) -> TransactionSettings {
         campus.map { TransactionSettings([(settingName, $0.uuidString.lowercased())]) } ?? .none

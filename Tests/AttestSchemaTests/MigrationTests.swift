@@ -65,7 +65,7 @@ struct MigrationTests {
         }
         #expect(try await Self.attestationKeys(owner) != fresh)
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [2, 3, 4, 5, 6, 7])
+        #expect(report.applied == [2, 3, 4, 5, 6, 7, 8])
         #expect(try await Self.attestationKeys(owner) == fresh)
         await owner.shutdown()
     }
@@ -95,7 +95,7 @@ struct MigrationTests {
         }
         #expect(try await Self.catalog(owner) != fresh)
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [3, 4, 5, 6, 7])
+        #expect(report.applied == [3, 4, 5, 6, 7, 8])
         let migrated = try await Self.catalog(owner)
         #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
         await owner.shutdown()

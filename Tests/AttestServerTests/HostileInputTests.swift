@@ -153,6 +153,7 @@ struct HostileInputTests {
             for index in 0..<requests {
                 let (method, template, parameters) = g.pick(found)
                 var path = template.replacingOccurrences(of: "{campus}", with: g.pick(Self.campusSegments))
+                    .replacingOccurrences(of: "{id}", with: g.pick([UUID().uuidString, "42", "%7Bid%7D", "00000000-0000-0000-0000-000000000000"]))
                 var pairs: [String] = []
                 for name in parameters where g.chance(0.7) {
                     let value = g.chance(0.5) ? (QueryStringTests.samples[name] ?? "") : g.pick(Self.queryValues)

@@ -20,6 +20,17 @@ public enum OpenAPIDocument {
     }
 
     private static let campusParameter: OpenAPIValue = ["$ref": "#/components/parameters/campus"]
+    private static let journalIDParameter: OpenAPIValue = [
+        "name": "id", "in": "path", "required": true, "description": "The entry's id.", "schema": ["type": "string", "format": "uuid"],
+    ]
+
+    private static func audioResponse(_ description: String) -> OpenAPIValue {
+        let binary: OpenAPIValue = ["schema": ["type": "string", "format": "binary"]]
+        return [
+            "description": .string(description),
+            "content": ["audio/webm": binary, "audio/ogg": binary, "audio/mpeg": binary, "audio/mp4": binary, "audio/wav": binary],
+        ]
+    }
     private static let bearer: OpenAPIValue = [["bearer": []]]
     private static let dateRangeParameters: OpenAPIValue = [
         [
@@ -317,6 +328,148 @@ public enum OpenAPIDocument {
                         "429": responseRef("TooManyRequests"),
                         "404": responseRef("NotFound"),
                         "422": responseRef("Invalid"),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/me/journal": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "The member's own journal entries, newest first (by date, then newest written), a page at a time.",
+                    "description": "Only the member's own entries: nobody else, administrators and health officers included, can read them.",
+                    "operationId": "listMyJournal",
+                    "security": bearer,
+                    "parameters": [
+                        ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
+                        [
+                            "name": "cursor", "in": "query", "required": false,
+                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string", "minLength": 1],
+                        ],
+                    ],
+                    "responses": [
+                        "200": json("A page of entries.", ref("JournalPage")),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The server has no key-encryption key to open entries with."),
+                    ],
+                ],
+                "post": [
+                    "summary": "Writes a journal entry: title (1–200 characters), text (up to 10,000), date (default today), tags.",
+                    "operationId": "createJournalEntry",
+                    "security": bearer,
+                    "requestBody": ["required": true, "content": ["application/json": ["schema": ref("JournalDraft")]]],
+                    "responses": [
+                        "201": json("Stored; Location names it.", ref("JournalEntry")),
+                        "400": responseRef("BadRequest"),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": responseRef("NotFound"),
+                        "408": responseRef("TooSlow"),
+                        "413": responseRef("TooLarge"),
+                        "415": responseRef("UnsupportedMediaType"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The server has no key-encryption key to seal entries with."),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/me/journal/{id}": [
+                "parameters": [campusParameter, journalIDParameter],
+                "get": [
+                    "summary": "One of the member's own entries.",
+                    "operationId": "getMyJournalEntry",
+                    "security": bearer,
+                    "responses": [
+                        "200": json("The entry.", ref("JournalEntry")),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, or no such entry of the member's."),
+                        "503": problem("The server has no key-encryption key to open entries with."),
+                    ],
+                ],
+                "patch": [
+                    "summary": "Changes the fields given (date, title, text, tags); the others stay.",
+                    "operationId": "updateMyJournalEntry",
+                    "security": bearer,
+                    "requestBody": ["required": true, "content": ["application/json": ["schema": ref("JournalPatch")]]],
+                    "responses": [
+                        "200": json("The entry as it is now.", ref("JournalEntry")),
+                        "400": responseRef("BadRequest"),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, or no such entry of the member's."),
+                        "408": responseRef("TooSlow"),
+                        "413": responseRef("TooLarge"),
+                        "415": responseRef("UnsupportedMediaType"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The server has no key-encryption key to seal entries with."),
+                    ],
+                ],
+                "delete": [
+                    "summary": "Deletes the entry and its recording.",
+                    "operationId": "deleteMyJournalEntry",
+                    "security": bearer,
+                    "responses": [
+                        "204": ["description": "Deleted."],
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, or no such entry of the member's."),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/me/journal/{id}/audio": [
+                "parameters": [campusParameter, journalIDParameter],
+                "put": [
+                    "summary": "Stores (or replaces) the entry's one recording: its raw bytes, at most 5 MB, with their Content-Type.",
+                    "description": "WebM/Opus, Ogg, MP3, MP4/AAC or WAV. The type is read from the bytes: bytes of another type than the Content-Type names, or of none of these, are a 415.",
+                    "operationId": "putMyJournalAudio",
+                    "security": bearer,
+                    "requestBody": [
+                        "required": true,
+                        "content": [
+                            "audio/webm": ["schema": ["type": "string", "format": "binary"]],
+                            "audio/ogg": ["schema": ["type": "string", "format": "binary"]],
+                            "audio/mpeg": ["schema": ["type": "string", "format": "binary"]],
+                            "audio/mp4": ["schema": ["type": "string", "format": "binary"]],
+                            "audio/wav": ["schema": ["type": "string", "format": "binary"]],
+                        ],
+                    ],
+                    "responses": [
+                        "204": ["description": "Stored."],
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, or no such entry of the member's."),
+                        "408": responseRef("TooSlow"),
+                        "413": problem("More than 5 MB."),
+                        "415": problem("Not a recording of a kept type, or bytes of another type than the Content-Type names."),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The server has no key-encryption key to seal recordings with."),
+                    ],
+                ],
+                "get": [
+                    "summary": "The entry's recording, with its type; a single byte range (Range: bytes=a-b, a-, -n) answers 206.",
+                    "operationId": "getMyJournalAudio",
+                    "security": bearer,
+                    "parameters": [["name": "Range", "in": "header", "required": false, "schema": ["type": "string"], "example": "bytes=0-1023"]],
+                    "responses": [
+                        "200": audioResponse("The whole recording (Accept-Ranges: bytes)."),
+                        "206": audioResponse("The range asked for (Content-Range)."),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, entry of the member's, or recording."),
+                        "416": problem("The range lies outside the recording (Content-Range: bytes */size)."),
+                        "503": problem("The server has no key-encryption key to open recordings with."),
+                    ],
+                ],
+                "delete": [
+                    "summary": "Removes the entry's recording.",
+                    "operationId": "deleteMyJournalAudio",
+                    "security": bearer,
+                    "responses": [
+                        "204": ["description": "Removed."],
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, entry of the member's, or recording."),
                     ],
                 ],
             ],
@@ -669,6 +822,52 @@ public enum OpenAPIDocument {
                             ],
                         ],
                         "unavailable": ["type": "array", "items": ["type": "string"], "description": "Providers that failed or timed out."],
+                    ],
+                ],
+                "JournalDraft": [
+                    "type": "object", "required": ["title"], "additionalProperties": false,
+                    "properties": [
+                        "date": ["type": "string", "format": "date", "description": "From 2000-01-01 to tomorrow; today (campus-local) when absent."],
+                        "title": ["type": "string", "minLength": 1, "maxLength": 200],
+                        "text": ["type": "string", "maxLength": 10000],
+                        "tags": ["type": "array", "uniqueItems": true, "items": ref("JournalTag")],
+                    ],
+                ],
+                "JournalPatch": [
+                    "type": "object", "additionalProperties": false,
+                    "properties": [
+                        "date": ["type": "string", "format": "date"],
+                        "title": ["type": "string", "minLength": 1, "maxLength": 200],
+                        "text": ["type": "string", "maxLength": 10000],
+                        "tags": ["type": "array", "uniqueItems": true, "items": ref("JournalTag")],
+                    ],
+                ],
+                "JournalTag": ["type": "string", "enum": ["symptom", "treatment", "quarantine", "contact", "place"]],
+                "JournalEntry": [
+                    "type": "object", "required": ["id", "date", "title", "text", "tags", "audio", "createdAt", "updatedAt"],
+                    "additionalProperties": false,
+                    "properties": [
+                        "id": ["type": "string", "format": "uuid"],
+                        "date": ["type": "string", "format": "date"],
+                        "title": ["type": "string"],
+                        "text": ["type": "string"],
+                        "tags": ["type": "array", "items": ref("JournalTag")],
+                        "audio": [
+                            "type": ["object", "null"], "required": ["type", "size", "url"], "additionalProperties": false,
+                            "properties": [
+                                "type": ["type": "string", "enum": ["audio/webm", "audio/ogg", "audio/mpeg", "audio/mp4", "audio/wav"]],
+                                "size": ["type": "integer"], "url": ["type": "string"],
+                            ],
+                        ],
+                        "createdAt": ["type": "string", "format": "date-time"],
+                        "updatedAt": ["type": "string", "format": "date-time"],
+                    ],
+                ],
+                "JournalPage": [
+                    "type": "object", "required": ["items", "nextCursor"], "additionalProperties": false,
+                    "properties": [
+                        "items": ["type": "array", "items": ref("JournalEntry")],
+                        "nextCursor": ["type": ["string", "null"], "description": "Pass as cursor for older entries; null on the last page."],
                     ],
                 ],
                 "CommunityRegion": [

@@ -56,13 +56,13 @@ extension Request {
 }
 
 extension Request {
-    /// The body: at most `context.maxUploadSize` bytes (past it, what Hummingbird throws),
+    /// The body: at most `limit` (default `context.maxUploadSize`) bytes (past it, what Hummingbird throws),
     /// all of it within `AttestRequestContext.bodyTimeout`. Slower is a 408 `body-timeout`,
     /// and the connection is closed a second later, the answer written: what is left of the
     /// body is not waited for.
-    func collectBody(context: AttestRequestContext) async throws -> ByteBuffer {
+    func collectBody(context: AttestRequestContext, limit: Int? = nil) async throws -> ByteBuffer {
         let request = self
-        let limit = context.maxUploadSize
+        let limit = limit ?? context.maxUploadSize
         let arrived = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
             group.addTask {
                 var reading = request

@@ -66,6 +66,7 @@ public enum AttestServer {
         BadgeRoutes(services: services).register(campus: campus, signedIn: signedIn)
         TestingLocationRoutes(services: services).register(on: signedIn)
         CommunityRoutes(services: services).register(on: signedIn)
+        JournalRoutes(services: services).register(on: signedIn)
         StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
         WebRoutes(services: services, settings: configuration.web).register(on: router)
         routeMethods.load(from: router)

@@ -4,6 +4,7 @@ import AttestPostgres
 import Foundation
 import Hummingbird
 import Identity
+import Journal
 import Logging
 import Notifications
 import ServiceLifecycle
@@ -37,6 +38,8 @@ public struct AttestServices: Sendable {
     public var testingLocations: TestingLocationDirectory
     /// The campus's region's community figures, from its community-data provider.
     public var community: CommunityDirectory
+    /// Members' private journals (sealed under the key-encryption key).
+    public var journal: JournalStore
     /// Delivers the notification outbox: a `Service` the application runs.
     public var outbox: OutboxWorker
     public var statistics: StatisticsStore
@@ -77,6 +80,7 @@ public struct AttestServices: Sendable {
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger)
         self.community = CommunityDirectory(client: database, registry: registry, http: http, logger: logger)
+        self.journal = JournalStore(client: database, kek: kek)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
             metrics: metrics.factory)

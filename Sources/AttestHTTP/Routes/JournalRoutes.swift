@@ -1,0 +1,298 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Journal
+import Tenancy
+
+/// The member's private journal: `…/me/journal` (entries, newest first, with a cursor),
+/// `…/me/journal/{id}` (read, PATCH, DELETE) and `…/me/journal/{id}/audio` (PUT raw bytes,
+/// GET with ranges, DELETE). Only the member's own entries, whoever else they are.
+struct JournalRoutes: Sendable {
+    let services: AttestServices
+
+    struct Audio: Encodable {
+        var type: String
+        var size: Int
+        var url: String
+    }
+
+    struct Entry: ResponseEncodable {
+        var id: String
+        var date: String
+        var title: String
+        var text: String
+        var tags: [String]
+        var audio: Audio?
+        var createdAt: String
+        var updatedAt: String
+
+        init(_ entry: JournalEntry, campus: String) {
+            id = entry.id.uuidString.lowercased()
+            date = entry.date.description
+            title = entry.title
+            text = entry.text
+            tags = entry.tags.map(\.rawValue)
+            audio = entry.audio.map {
+                Audio(type: $0.type.rawValue, size: $0.size, url: "/v1/campuses/\(campus)/me/journal/\(entry.id.uuidString.lowercased())/audio")
+            }
+            createdAt = PostgresDate.timestamp(entry.createdAt)
+            updatedAt = PostgresDate.timestamp(entry.updatedAt)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(date, forKey: .date)
+            try container.encode(title, forKey: .title)
+            try container.encode(text, forKey: .text)
+            try container.encode(tags, forKey: .tags)
+            try container.encode(audio, forKey: .audio)  // null when there is none
+            try container.encode(createdAt, forKey: .createdAt)
+            try container.encode(updatedAt, forKey: .updatedAt)
+        }
+
+        enum CodingKeys: String, CodingKey { case id, date, title, text, tags, audio, createdAt, updatedAt }
+    }
+
+    struct Page: ResponseEncodable {
+        var items: [Entry]
+        var nextCursor: String?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(items, forKey: .items)
+            try container.encode(nextCursor, forKey: .nextCursor)
+        }
+
+        enum CodingKeys: String, CodingKey { case items, nextCursor }
+    }
+
+    var store: JournalStore { services.journal }
+
+    func register(on signedIn: RouterGroup<AttestRequestContext>) {
+        signedIn.post("me/journal") { request, context -> Response in
+            let (campus, user) = try Self.member(context)
+            let today = campus.localDate(at: services.clock())
+            let draft = try Self.draft(from: try await request.jsonObject(context: context), base: nil, today: today)
+            let entry = try await Self.run { try await store.create(campus: campus.id, user: user, draft, at: services.clock()) }
+            var response = try Entry(entry, campus: campus.slug).response(from: request, context: context)
+            response.status = .created
+            response.headers[.location] = "/v1/campuses/\(campus.slug)/me/journal/\(entry.id.uuidString.lowercased())"
+            response.headers[.cacheControl] = "private, no-store"
+            return response
+        }
+        signedIn.get("me/journal") { request, context -> Response in
+            let (campus, user) = try Self.member(context)
+            let query = QueryParameters(request, accepting: ["limit", "cursor"])
+            var problems = query.problems
+            let limit = query.limit(default: 20, most: 100, problems: &problems)
+            var cursor: JournalStore.Cursor?
+            if let text = query["cursor"] {
+                cursor = JournalStore.Cursor(text: text)
+                if cursor == nil { problems.append(QueryParameters.unknownCursor) }
+            }
+            guard problems.isEmpty else { throw Problem.validation(problems) }
+            let page = try await Self.run { try await store.list(campus: campus.id, user: user, after: cursor, limit: limit) }
+            return try Self.private(
+                Page(items: page.entries.map { Entry($0, campus: campus.slug) }, nextCursor: page.next?.text), request, context)
+        }
+        signedIn.get("me/journal/{id}") { request, context -> Response in
+            let (campus, user) = try Self.member(context)
+            let id = try Self.entryID(context)
+            guard let entry = try await Self.run({ try await store.find(campus: campus.id, user: user, id: id) }) else {
+                throw Problem(JournalError.notFound)
+            }
+            return try Self.private(Entry(entry, campus: campus.slug), request, context)
+        }
+        signedIn.patch("me/journal/{id}") { request, context -> Response in
+            let (campus, user) = try Self.member(context)
+            let id = try Self.entryID(context)
+            let body = try await request.jsonObject(context: context)
+            guard let existing = try await Self.run({ try await store.find(campus: campus.id, user: user, id: id) }) else {
+                throw Problem(JournalError.notFound)
+            }
+            let base = JournalDraft(date: existing.date, title: existing.title, text: existing.text, tags: existing.tags)
+            let draft = try Self.draft(from: body, base: base, today: campus.localDate(at: services.clock()))
+            let entry = try await Self.run { try await store.update(campus: campus.id, user: user, id: id, draft, at: services.clock()) }
+            return try Self.private(Entry(entry, campus: campus.slug), request, context)
+        }
+        signedIn.delete("me/journal/{id}") { _, context -> Response in
+            let (campus, user) = try Self.member(context)
+            let id = try Self.entryID(context)
+            guard try await Self.run({ try await store.delete(campus: campus.id, user: user, id: id) }) else { throw Problem(JournalError.notFound) }
+            return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
+        }
+        signedIn.put("me/journal/{id}/audio") { request, context -> Response in
+            let (campus, user) = try Self.member(context)
+            let id = try Self.entryID(context)
+            guard let declared = request.headers[.contentType].flatMap(AudioType.named) else {
+                throw Self.unsupported("Send the recording's bytes with its type: audio/webm, audio/ogg, audio/mpeg, audio/mp4 or audio/wav.")
+            }
+            let buffer: ByteBuffer
+            do { buffer = try await request.collectBody(context: context, limit: AudioType.maxSize) } catch let problem as Problem {
+                throw problem
+            } catch {
+                throw Problem(
+                    .contentTooLarge, slug: "body-too-large", title: "Recording too large",
+                    detail: "A recording may hold at most 5 MB (5242880 bytes). Record a shorter one, or at a lower bit rate.")
+            }
+            let bytes = Data(buffer.readableBytesView)
+            guard !bytes.isEmpty else { throw Problem.validation([.init(field: "body", message: "is empty: send the recording's bytes")]) }
+            guard let sniffed = AudioType.sniff(bytes) else {
+                throw Self.unsupported("The bytes are not a recording this journal keeps (WebM/Opus, Ogg, MP3, MP4/AAC or WAV), whatever the file is called.")
+            }
+            guard sniffed == declared else {
+                throw Self.unsupported("The bytes are \(sniffed.rawValue), not the \(declared.rawValue) the Content-Type says: send them as \(sniffed.rawValue).")
+            }
+            try await Self.run { try await store.putAudio(campus: campus.id, user: user, id: id, type: sniffed, bytes: bytes) }
+            return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
+        }
+        signedIn.get("me/journal/{id}/audio") { request, context -> Response in
+            let (campus, user) = try Self.member(context)
+            let id = try Self.entryID(context)
+            guard let audio = try await Self.run({ try await store.audio(campus: campus.id, user: user, id: id) }) else {
+                throw Problem.notFound("This entry has no recording of yours: PUT …/me/journal/{id}/audio adds one.")
+            }
+            return try Self.ranged(audio.bytes, type: audio.type.rawValue, range: request.headers[.range])
+        }
+        signedIn.delete("me/journal/{id}/audio") { _, context -> Response in
+            let (campus, user) = try Self.member(context)
+            let id = try Self.entryID(context)
+            guard try await Self.run({ try await store.deleteAudio(campus: campus.id, user: user, id: id) }) else {
+                throw Problem.notFound("This entry has no recording of yours.")
+            }
+            return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
+        }
+    }
+
+    static func member(_ context: AttestRequestContext) throws -> (Campus, UserID) {
+        (try context.requireCampus(), try context.requireSession().user.id)
+    }
+
+    static func entryID(_ context: AttestRequestContext) throws -> UUID {
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
+            throw Problem(JournalError.notFound)
+        }
+        return id
+    }
+
+    static func `private`(_ body: some ResponseEncodable, _ request: Request, _ context: AttestRequestContext) throws -> Response {
+        var response = try body.response(from: request, context: context)
+        response.headers[.cacheControl] = "private, no-store"
+        return response
+    }
+
+    static func unsupported(_ detail: String) -> Problem {
+        Problem(.unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported recording", detail: detail)
+    }
+
+    /// Runs a store call, its errors as problems.
+    static func run<Value: Sendable>(_ body: () async throws -> Value) async throws -> Value {
+        do { return try await body() } catch let error as JournalError { throw Problem(error) } catch let error as CampusError {
+            // A sealed entry that does not open under this server's key.
+            throw Problem(.serviceUnavailable, slug: "journal-unavailable", title: "Journal unavailable", detail: Problem.sentence(error))
+        }
+    }
+
+    /// The fields of a POST (every one but `date` and `tags` required) or a PATCH (`base`
+    /// holds the entry; only the fields given change). Every problem is named at once.
+    static func draft(from body: [String: JSONValue], base: JournalDraft?, today: LocalDate) throws -> JournalDraft {
+        var problems: [Problem.FieldError] = []
+        for key in body.keys.sorted() where !["date", "title", "text", "tags"].contains(key) {
+            problems.append(.init(field: String(key.prefix(40)), message: "is not a field of a journal entry (date, title, text, tags)"))
+        }
+        var draft = base ?? JournalDraft(date: today, title: "", text: "", tags: [])
+        if let value = body["date"] {
+            if case .string(let text) = value, let date = LocalDate(text) { draft.date = date } else {
+                problems.append(.init(field: "date", message: "must be a date YYYY-MM-DD"))
+            }
+        }
+        if let value = body["title"] {
+            if case .string(let text) = value { draft.title = text } else { problems.append(.init(field: "title", message: "must be text")) }
+        } else if base == nil {
+            problems.append(.init(field: "title", message: "is required: 1 to \(JournalDraft.maxTitle) characters"))
+        }
+        if let value = body["text"] {
+            if case .string(let text) = value { draft.text = text } else { problems.append(.init(field: "text", message: "must be text")) }
+        }
+        if let value = body["tags"] {
+            let names = JournalTag.allCases.map(\.rawValue).joined(separator: ", ")
+            if case .array(let items) = value {
+                var tags: [JournalTag] = []
+                for item in items {
+                    guard case .string(let name) = item, let tag = JournalTag(rawValue: name) else {
+                        problems.append(.init(field: "tags", message: "must be a list of \(names)"))
+                        break
+                    }
+                    tags.append(tag)
+                }
+                draft.tags = tags
+            } else {
+                problems.append(.init(field: "tags", message: "must be a list of \(names)"))
+            }
+        }
+        let reported = Set(problems.map(\.field))
+        problems += draft.problems(today: today).filter { !reported.contains($0.field) }.map { .init(field: $0.field, message: $0.message) }
+        guard problems.isEmpty else { throw Problem.validation(problems) }
+        return draft
+    }
+
+    /// The bytes whole (200), or the one range asked for (206), or 416 when it lies outside.
+    /// `bytes=a-b`, `bytes=a-` and `bytes=-n`; anything else is answered whole, as RFC 9110 allows.
+    static func ranged(_ bytes: Data, type: String, range header: String?) throws -> Response {
+        var headers: HTTPFields = [.contentType: type, .acceptRanges: "bytes", .cacheControl: "private, no-store"]
+        let count = bytes.count
+        guard let header, let range = byteRange(header, count: count) else {
+            headers[.contentLength] = "\(count)"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
+        guard let (start, end) = range else {
+            headers[.contentRange] = "bytes */\(count)"
+            throw Problem(
+                .rangeNotSatisfiable, slug: "range-not-satisfiable", title: "Range not satisfiable",
+                detail: "The recording has \(count) bytes; ask for a range within them.", headers: [.contentRange: "bytes */\(count)"])
+        }
+        headers[.contentRange] = "bytes \(start)-\(end)/\(count)"
+        headers[.contentLength] = "\(end - start + 1)"
+        return Response(status: .partialContent, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes.dropFirst(start).prefix(end - start + 1))))
+    }
+
+    /// nil: not a single byte range this reads (answer whole); `.some(nil)`: unsatisfiable;
+    /// else the first and last byte, inclusive.
+    static func byteRange(_ header: String, count: Int) -> (Int, Int)?? {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].utf8.count <= 18, parts[1].utf8.count <= 18 else { return nil }
+        let first = parts[0].isEmpty ? nil : Int(parts[0]), last = parts[1].isEmpty ? nil : Int(parts[1])
+        if !parts[0].isEmpty && first == nil || !parts[1].isEmpty && last == nil { return nil }
+        switch (first, last) {
+        case (let start?, let end?):
+            guard start <= end else { return nil }
+            guard start < count else { return .some(nil) }
+            return .some((start, min(end, count - 1)))
+        case (let start?, nil):
+            guard start < count else { return .some(nil) }
+            return .some((start, count - 1))
+        case (nil, let suffix?):
+            guard suffix > 0, count > 0 else { return .some(nil) }
+            return .some((max(0, count - suffix), count - 1))
+        case (nil, nil):
+            return nil
+        }
+    }
+}
+
+extension Problem {
+    init(_ error: JournalError) {
+        let detail = Problem.sentence(error)
+        switch error {
+        case .notFound: self.init(.notFound, slug: "not-found", title: "Not found", detail: detail)
+        case .sealingUnavailable: self.init(.serviceUnavailable, slug: "journal-unavailable", title: "Journal unavailable", detail: detail)
+        case .invalid(let problems):
+            self = .validation(problems.sorted { $0.key < $1.key }.map { .init(field: $0.key, message: $0.value) })
+        }
+    }
+}

@@ -1,0 +1,214 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Tenancy
+
+/// A member's private journal (`journal_entries`, `journal_audio`). Every statement runs in a
+/// transaction that names the campus and the member, so row-level security admits that
+/// member's rows only, behind the `WHERE` clauses that say the same. Title, text and audio are
+/// sealed under the key-encryption key, each with a data key of its own bound to the entry
+/// (`SealedSecret`): a sealed value copied to another row, member or campus does not open.
+public struct JournalStore: Sendable {
+    let client: PostgresClient
+    let kek: KeyEncryptionKey?
+
+    public init(client: PostgresClient, kek: KeyEncryptionKey?) {
+        self.client = client
+        self.kek = kek
+    }
+
+    /// A page of entries, newest first, and where the next begins.
+    public struct Page: Sendable {
+        public var entries: [JournalEntry]
+        public var next: Cursor?
+    }
+
+    /// After the entry of `date` and `id`, in the newest-first order.
+    public struct Cursor: Sendable, Equatable {
+        public var date: LocalDate
+        public var id: UUID
+
+        public init(date: LocalDate, id: UUID) {
+            self.date = date
+            self.id = id
+        }
+
+        /// `2026-11-20.<uuid>`.
+        public var text: String { "\(date).\(id.uuidString.lowercased())" }
+
+        public init?(text: String) {
+            let parts = text.split(separator: ".", maxSplits: 1)
+            guard parts.count == 2, let date = LocalDate(String(parts[0])), let id = UUID(uuidString: String(parts[1])) else { return nil }
+            self.init(date: date, id: id)
+        }
+    }
+
+    private func requireKEK() throws -> KeyEncryptionKey {
+        guard let kek else { throw JournalError.sealingUnavailable }
+        return kek
+    }
+
+    static func context(_ campus: CampusID, _ user: UserID, _ id: UUID, _ part: String) -> String {
+        "journal/\(part)/\(campus)/\(user)/\(id.uuidString.lowercased())"
+    }
+
+    struct Words: Codable {
+        var title: String
+        var text: String
+    }
+
+    private func seal(_ words: Words, campus: CampusID, user: UserID, id: UUID) throws -> Data {
+        try SealedSecret.seal(try JSONEncoder().encode(words), under: try requireKEK(), context: Self.context(campus, user, id, "text"))
+    }
+
+    private func open(_ sealed: Data, campus: CampusID, user: UserID, id: UUID) throws -> Words {
+        let bytes = try SealedSecret.open(sealed, with: try requireKEK(), context: Self.context(campus, user, id, "text"))
+        return try JSONDecoder().decode(Words.self, from: bytes)
+    }
+
+    static let columns: SQL = """
+        e.id, e.entry_date, e.tags, e.sealed, e.created_at, e.updated_at, a.content_type, a.size
+        """
+    static let from: SQL = """
+        journal_entries e LEFT JOIN journal_audio a ON a.campus_id = e.campus_id AND a.user_id = e.user_id AND a.entry_id = e.id
+        """
+
+    private func entry(_ row: PostgresRow, campus: CampusID, user: UserID) throws -> JournalEntry {
+        let id = try row.decode("id", as: UUID.self)
+        let words = try open(try row.decode("sealed", as: Data.self), campus: campus, user: user, id: id)
+        let audio: (AudioType, Int)? = try row.decode("content_type", as: String?.self).flatMap { type in
+            guard let kind = AudioType(rawValue: type) else { return nil }
+            return (kind, Int(try row.decode("size", as: Int32.self)))
+        }
+        return JournalEntry(
+            id: id, date: try row.decode("entry_date"), title: words.title, text: words.text,
+            tags: try row.decode("tags", as: [String].self).compactMap(JournalTag.init(rawValue:)), audio: audio,
+            createdAt: try row.decode("created_at"), updatedAt: try row.decode("updated_at"))
+    }
+
+    func transaction<Result: Sendable>(
+        campus: CampusID, user: UserID, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        try await client.withTransaction(settings: CampusScope.settings(campus.rawValue, member: user.rawValue), body)
+    }
+
+    public func create(campus: CampusID, user: UserID, _ draft: JournalDraft, at now: Date) async throws -> JournalEntry {
+        let id = UUID.timeOrdered(at: now)
+        let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
+        return try await transaction(campus: campus, user: user) { connection in
+            try await connection.query(
+                """
+                INSERT INTO journal_entries (campus_id, user_id, id, entry_date, tags, sealed, created_at, updated_at)
+                VALUES (\(campus), \(user.rawValue), \(id), \(draft.date), \(draft.tags.map(\.rawValue)), \(sealed), \(now), \(now))
+                """)
+            return JournalEntry(
+                id: id, date: draft.date, title: draft.title, text: draft.text, tags: draft.tags, audio: nil, createdAt: now, updatedAt: now)
+        }
+    }
+
+    /// Newest first (by date, then newest written), `limit` a page, after `cursor`.
+    public func list(campus: CampusID, user: UserID, after cursor: Cursor?, limit: Int) async throws -> Page {
+        let after: SQL = cursor.map { "AND (e.entry_date, e.id) < (\($0.date), \($0.id))" } ?? ""
+        let rows = try await transaction(campus: campus, user: user) { connection in
+            try await connection.query(
+                """
+                SELECT \(Self.columns) FROM \(Self.from)
+                WHERE e.campus_id = \(campus) AND e.user_id = \(user.rawValue) \(after)
+                ORDER BY e.entry_date DESC, e.id DESC LIMIT \(limit + 1)
+                """)
+        }
+        var entries = try rows.map { try entry($0, campus: campus, user: user) }
+        var next: Cursor?
+        if entries.count > limit {
+            entries.removeLast()
+            next = entries.last.map { Cursor(date: $0.date, id: $0.id) }
+        }
+        return Page(entries: entries, next: next)
+    }
+
+    /// Every entry dated from `from` through `to`, oldest first: for export.
+    public func range(campus: CampusID, user: UserID, from: LocalDate, to: LocalDate) async throws -> [JournalEntry] {
+        let rows = try await transaction(campus: campus, user: user) { connection in
+            try await connection.query(
+                """
+                SELECT \(Self.columns) FROM \(Self.from)
+                WHERE e.campus_id = \(campus) AND e.user_id = \(user.rawValue) AND e.entry_date BETWEEN \(from) AND \(to)
+                ORDER BY e.entry_date, e.id
+                """)
+        }
+        return try rows.map { try entry($0, campus: campus, user: user) }
+    }
+
+    public func find(campus: CampusID, user: UserID, id: UUID) async throws -> JournalEntry? {
+        let rows = try await transaction(campus: campus, user: user) { connection in
+            try await connection.query(
+                "SELECT \(Self.columns) FROM \(Self.from) WHERE e.campus_id = \(campus) AND e.user_id = \(user.rawValue) AND e.id = \(id)")
+        }
+        return try rows.first.map { try entry($0, campus: campus, user: user) }
+    }
+
+    /// Replaces the entry's fields with `draft` (the caller merged a PATCH into it).
+    public func update(campus: CampusID, user: UserID, id: UUID, _ draft: JournalDraft, at now: Date) async throws -> JournalEntry {
+        let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
+        let updated = try await transaction(campus: campus, user: user) { connection in
+            try await connection.query(
+                """
+                UPDATE journal_entries SET entry_date = \(draft.date), tags = \(draft.tags.map(\.rawValue)), sealed = \(sealed),
+                       updated_at = greatest(\(now), created_at)
+                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id = \(id)
+                """
+            ).affectedRows
+        }
+        guard updated == 1, let entry = try await find(campus: campus, user: user, id: id) else { throw JournalError.notFound }
+        return entry
+    }
+
+    /// Deletes the entry and its recording; false when there was none.
+    public func delete(campus: CampusID, user: UserID, id: UUID) async throws -> Bool {
+        try await transaction(campus: campus, user: user) { connection in
+            try await connection.query(
+                "DELETE FROM journal_entries WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id = \(id)"
+            ).affectedRows == 1
+        }
+    }
+
+    /// Stores (or replaces) the entry's recording. The caller checked its type from its bytes.
+    public func putAudio(campus: CampusID, user: UserID, id: UUID, type: AudioType, bytes: Data) async throws {
+        let sealed = try SealedSecret.seal(bytes, under: try requireKEK(), context: Self.context(campus, user, id, "audio"))
+        let stored = try await transaction(campus: campus, user: user) { connection in
+            try await connection.query(
+                """
+                INSERT INTO journal_audio (campus_id, user_id, entry_id, content_type, size, sealed)
+                SELECT campus_id, user_id, id, \(type.rawValue), \(Int32(clamping: bytes.count)), \(sealed) FROM journal_entries
+                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id = \(id)
+                ON CONFLICT (campus_id, user_id, entry_id) DO UPDATE
+                    SET content_type = EXCLUDED.content_type, size = EXCLUDED.size, sealed = EXCLUDED.sealed, created_at = now()
+                """
+            ).affectedRows
+        }
+        guard stored == 1 else { throw JournalError.notFound }
+    }
+
+    /// The entry's recording and its type, or nil.
+    public func audio(campus: CampusID, user: UserID, id: UUID) async throws -> (type: AudioType, bytes: Data)? {
+        let rows = try await transaction(campus: campus, user: user) { connection in
+            try await connection.query(
+                """
+                SELECT content_type, sealed FROM journal_audio
+                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND entry_id = \(id)
+                """)
+        }
+        guard let row = rows.first, let type = AudioType(rawValue: try row.decode("content_type")) else { return nil }
+        let bytes = try SealedSecret.open(try row.decode("sealed", as: Data.self), with: try requireKEK(), context: Self.context(campus, user, id, "audio"))
+        return (type, bytes)
+    }
+
+    /// Removes the entry's recording; false when it had none.
+    public func deleteAudio(campus: CampusID, user: UserID, id: UUID) async throws -> Bool {
+        try await transaction(campus: campus, user: user) { connection in
+            try await connection.query(
+                "DELETE FROM journal_audio WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND entry_id = \(id)"
+            ).affectedRows == 1
+        }
+    }
+}
