@@ -80,7 +80,7 @@ CREATE TABLE IF NOT EXISTS campus_oidc_issuers (
 -- Which plugin of which kind a campus uses, with its settings.
 CREATE TABLE IF NOT EXISTS campus_plugins (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
-    kind        text NOT NULL CHECK (kind IN ('badge-rule', 'testing-locations', 'sink', 'community-data')),
+    kind        text NOT NULL CHECK (kind IN ('badge-rule', 'testing-locations', 'sink', 'community-data', 'context')),
     plugin_id   text NOT NULL CHECK (plugin_id ~ '^[a-z0-9][a-z0-9._-]*$'),
     settings    jsonb NOT NULL DEFAULT '{}',
     enabled_at  timestamptz NOT NULL DEFAULT now(),
@@ -363,6 +363,32 @@ CREATE TABLE IF NOT EXISTS journal_audio (
     FOREIGN KEY (campus_id, user_id, entry_id) REFERENCES journal_entries (campus_id, user_id, id) ON DELETE CASCADE
 );
 
+-- Episodes (a headache, a migraine, a kind the campus adds): at most one open a kind. The
+-- notes are sealed; the place is kept to a tenth of a degree; context and baseline are the
+-- weather there at the start and at the same hour the day before (EnvironmentFactors).
+CREATE TABLE IF NOT EXISTS episodes (
+    campus_id    uuid NOT NULL,
+    user_id      uuid NOT NULL,
+    id           uuid NOT NULL,
+    kind         text NOT NULL CHECK (kind ~ '^[a-z][a-z0-9-]{0,39}$'),
+    severity     smallint NOT NULL CHECK (severity BETWEEN 0 AND 10),
+    sealed       bytea NOT NULL,
+    started_at   timestamptz NOT NULL,
+    stopped_at   timestamptz CHECK (stopped_at >= started_at),
+    auto_closed  boolean NOT NULL DEFAULT false,
+    latitude     double precision CHECK (latitude BETWEEN -90 AND 90),
+    longitude    double precision CHECK (longitude BETWEEN -180 AND 180),
+    context      jsonb,
+    baseline     jsonb,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    updated_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, user_id, id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE,
+    CHECK ((latitude IS NULL) = (longitude IS NULL))
+);
+CREATE UNIQUE INDEX IF NOT EXISTS episodes_one_open ON episodes (campus_id, user_id, kind) WHERE stopped_at IS NULL;
+CREATE INDEX IF NOT EXISTS episodes_by_start ON episodes (campus_id, user_id, started_at DESC, id DESC);
+
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     -- No sequence (Citus distributes the log by campus); entries are ordered by at, then id,
@@ -386,7 +412,7 @@ BEGIN
         'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys', 'badge_subject_keys',
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
-        'journal_entries', 'journal_audio'
+        'journal_entries', 'journal_audio', 'episodes'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);
@@ -407,7 +433,7 @@ DO $$
 DECLARE
     private_table text;
 BEGIN
-    FOREACH private_table IN ARRAY ARRAY['journal_entries', 'journal_audio'] LOOP
+    FOREACH private_table IN ARRAY ARRAY['journal_entries', 'journal_audio', 'episodes'] LOOP
         EXECUTE format('DROP POLICY IF EXISTS member_only ON %I', private_table);
         EXECUTE format(
             'CREATE POLICY member_only ON %I AS RESTRICTIVE '

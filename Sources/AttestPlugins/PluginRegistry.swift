@@ -78,6 +78,31 @@ public struct PluginRegistry: Sendable {
         return try factory(settings)
     }
 
+    /// Builds a context provider from a campus's settings. Throws `PluginSettingsError`.
+    public typealias ContextProviderFactory = @Sendable (_ settings: JSONValue) throws -> any ContextProvider
+    private var contextProviders: [String: ContextProviderFactory] = [:]
+
+    /// The context provider that answers nothing: episodes without weather (the default).
+    public static let noContextProviderID = "none"
+
+    /// Registers a context provider under a stable id; a later registration replaces it.
+    public mutating func registerContextProvider(id: String, factory: @escaping ContextProviderFactory) {
+        precondition(Self.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
+        contextProviders[id] = factory
+    }
+
+    /// The registered context provider ids and `none`, sorted.
+    public var contextProviderIDs: [String] { (Array(contextProviders.keys) + [Self.noContextProviderID]).sorted() }
+
+    /// Builds context provider `id` with `settings` (nil for `none`).
+    public func makeContextProvider(id: String, settings: JSONValue) throws -> (any ContextProvider)? {
+        if id == Self.noContextProviderID { return nil }
+        guard let factory = contextProviders[id] else {
+            throw PluginSettingsError("no context provider \"\(id)\" in this build: available are \(contextProviderIDs.joined(separator: ", "))")
+        }
+        return try factory(settings)
+    }
+
     public init() {}
 
     /// Registers a badge rule under a stable id (`[a-z0-9._-]+`); a later registration of
@@ -174,4 +199,6 @@ public enum PluginKind: String, Sendable, CaseIterable, Codable {
     case sink = "sink"
     /// Public-health figures of the campus's region; a campus uses one.
     case communityData = "community-data"
+    /// Weather and air around members' episodes; a campus uses one.
+    case context = "context"
 }

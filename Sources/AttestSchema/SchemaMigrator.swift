@@ -94,13 +94,18 @@ public struct SchemaMigrator: Sendable {
                 GRANT SELECT ON community_regions, community_days TO attest_app;
                 """),
         Migration(
-            version: 8, name: "the member's private journal: entries and recordings, sealed, seen by their member only",
+            version: 8, name: "the member's private journal and episodes: sealed, seen by their member only; the context plugin kind",
             sql: """
                 \(journalTables)
                 \(tenantTable("journal_entries"))
                 \(tenantTable("journal_audio"))
+                \(tenantTable("episodes"))
                 \(memberOnly("journal_entries"))
                 \(memberOnly("journal_audio"))
+                \(memberOnly("episodes"))
+                ALTER TABLE campus_plugins DROP CONSTRAINT IF EXISTS campus_plugins_kind_check;
+                ALTER TABLE campus_plugins ADD CONSTRAINT campus_plugins_kind_check
+                    CHECK (kind IN ('badge-rule', 'testing-locations', 'sink', 'community-data', 'context'));
                 """),
     ]
 
@@ -172,7 +177,7 @@ public struct SchemaMigrator: Sendable {
         """
     }
 
-    /// The journal's tables, as `schema.sql` has them.
+    /// The journal's and episodes' tables, as `schema.sql` has them.
     static let journalTables = """
         -- A member's private journal: only the member sees it (a second, restrictive policy keyed on
         -- attest.user_id, below). Title and text are sealed under the key-encryption key; the date
@@ -204,6 +209,32 @@ public struct SchemaMigrator: Sendable {
             PRIMARY KEY (campus_id, user_id, entry_id),
             FOREIGN KEY (campus_id, user_id, entry_id) REFERENCES journal_entries (campus_id, user_id, id) ON DELETE CASCADE
         );
+
+        -- Episodes (a headache, a migraine, a kind the campus adds): at most one open a kind. The
+        -- notes are sealed; the place is kept to a tenth of a degree; context and baseline are the
+        -- weather there at the start and at the same hour the day before (EnvironmentFactors).
+        CREATE TABLE IF NOT EXISTS episodes (
+            campus_id    uuid NOT NULL,
+            user_id      uuid NOT NULL,
+            id           uuid NOT NULL,
+            kind         text NOT NULL CHECK (kind ~ '^[a-z][a-z0-9-]{0,39}$'),
+            severity     smallint NOT NULL CHECK (severity BETWEEN 0 AND 10),
+            sealed       bytea NOT NULL,
+            started_at   timestamptz NOT NULL,
+            stopped_at   timestamptz CHECK (stopped_at >= started_at),
+            auto_closed  boolean NOT NULL DEFAULT false,
+            latitude     double precision CHECK (latitude BETWEEN -90 AND 90),
+            longitude    double precision CHECK (longitude BETWEEN -180 AND 180),
+            context      jsonb,
+            baseline     jsonb,
+            created_at   timestamptz NOT NULL DEFAULT now(),
+            updated_at   timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (campus_id, user_id, id),
+            FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE,
+            CHECK ((latitude IS NULL) = (longitude IS NULL))
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS episodes_one_open ON episodes (campus_id, user_id, kind) WHERE stopped_at IS NULL;
+        CREATE INDEX IF NOT EXISTS episodes_by_start ON episodes (campus_id, user_id, started_at DESC, id DESC);
         """
 
     /// The second wall of a member's own table: only the member a transaction names.

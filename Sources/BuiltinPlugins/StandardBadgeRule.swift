@@ -244,6 +244,7 @@ extension PluginRegistry {
         registerTestingLocationProvider(id: JSONFeedProvider.id) { settings in try JSONFeedProvider(settings: settings) }
         registerCommunityDataProvider(id: CSVTimeseriesProvider.id) { settings in try CSVTimeseriesProvider(settings: settings) }
         registerCommunityDataProvider(id: CommunityJSONFeedProvider.id) { settings in try CommunityJSONFeedProvider(settings: settings) }
+        registerContextProvider(id: ContextFeedProvider.id) { settings in try ContextFeedProvider(settings: settings) }
     }
 
     /// A registry holding the built-in plugins.

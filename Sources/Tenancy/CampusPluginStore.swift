@@ -19,12 +19,13 @@ public struct CampusPluginStore: Sendable {
 
     public init(client: PostgresClient) { self.client = client }
 
-    /// Enables (or re-configures) plugin `id` of `kind`. A campus has one badge rule and one
-    /// community-data provider, so enabling one of those disables the one before it.
+    /// Enables (or re-configures) plugin `id` of `kind`. A campus has one badge rule, one
+    /// community-data provider and one context provider, so enabling one of those disables the
+    /// one before it.
     public func enable(campus: Campus, kind: PluginKind, id: String, settings: JSONValue, actor: String) async throws {
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
             var replaced: [String] = []
-            if kind == .badgeRule || kind == .communityData {
+            if kind == .badgeRule || kind == .communityData || kind == .context {
                 replaced = try await connection.query(
                     """
                     DELETE FROM campus_plugins WHERE campus_id = \(campus.id) AND kind = \(kind.rawValue) AND plugin_id <> \(id)

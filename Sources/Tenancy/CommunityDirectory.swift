@@ -188,8 +188,9 @@ public final class CommunityDirectory: Sendable {
 }
 
 /// Lets exactly one of two racers resume a continuation.
-final class ResumeOnce: Sendable {
+public final class ResumeOnce: Sendable {
     private let done = Atomic<Bool>(false)
+    public init() {}
     /// True for the first caller only.
-    func claim() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+    public func claim() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
 }

@@ -86,8 +86,8 @@ struct CitusReadinessTests {
         let policies: [String] = try await owner.query(
             "SELECT tablename || ': ' || coalesce(qual, '') || ' ' || coalesce(with_check, '') AS p FROM pg_policies"
         ).map { try $0.decode("p") }
-        // One a tenant table and campuses's own, and the member-only walls of the journal's two tables.
-        #expect(policies.count == tenant.count + 1 + 2)
+        // One a tenant table and campuses's own, and the member-only walls of the journal and episodes.
+        #expect(policies.count == tenant.count + 1 + 3)
         for policy in policies {
             #expect(!policy.localizedCaseInsensitiveContains("select"), "a policy with a subquery: \(policy)")
         }

@@ -20,6 +20,7 @@ struct QueryStringTests {
     static let routeSamples = [
         "/v1/campuses/{campus}/admin/follow-ups": ["cursor": "r.1795341600000000.00000000-0000-0000-0000-000000000000"],
         "/v1/campuses/{campus}/me/journal": ["cursor": "2026-11-21.00000000-0000-0000-0000-000000000000"],
+        "/v1/campuses/{campus}/me/episodes": ["cursor": "1795341600000000.00000000-0000-0000-0000-000000000000"],
     ]
 
     /// DESIGN §9, bad input: on every route of the API document that takes query parameters,

@@ -26,7 +26,7 @@ extension PluginCommand {
             guard let campus else {
                 let available = [
                     "badge-rule": registry.badgeRuleIDs, "sink": registry.sinkIDs, "testing-locations": registry.testingLocationProviderIDs,
-                    "community-data": registry.communityDataProviderIDs,
+                    "community-data": registry.communityDataProviderIDs, "context": registry.contextProviderIDs,
                 ]
                 if json { return printJSONObject(available) }
                 for (kind, ids) in available.sorted(by: { $0.key < $1.key }) {
@@ -77,8 +77,8 @@ extension PluginCommand {
         static let configuration = CommandConfiguration(
             abstract: "Enable a plugin for a campus (again: replace its settings).",
             discussion: """
-                Settings are checked before anything is stored. A campus has one badge rule and one \
-                community-data provider: enabling one replaces the last. Servers pick the change up within 5 seconds. Examples:
+                Settings are checked before anything is stored. A campus has one badge rule, one \
+                community-data provider and one context provider: enabling one replaces the last. Servers pick the change up within 5 seconds. Examples:
                   attest plugin enable demo badge-rule standard --settings rules.json
                   attest plugin enable demo sink webhook --settings - < webhook.json
                   attest plugin enable demo testing-locations json-feed --settings '{"url": "https://health.example.edu/sites.json"}'
@@ -88,7 +88,7 @@ extension PluginCommand {
                 read them. A sink receives the events written after it is enabled.
                 """)
         @Argument(help: "The campus slug.") var campus: String
-        @Argument(help: "badge-rule, testing-locations, sink or community-data.") var kind: PluginKind
+        @Argument(help: "badge-rule, testing-locations, sink, community-data or context.") var kind: PluginKind
         @Argument(help: "The plugin id (`attest plugin list` shows them).") var id: String
         @Option(
             help: ArgumentHelp(
@@ -120,6 +120,10 @@ extension PluginCommand {
                 case .communityData:
                     do { _ = try registry.makeCommunityDataProvider(id: id, settings: value) } catch let error as PluginSettingsError {
                         throw CLIError("community-data provider \(id) refused these settings: \(error.message); nothing was changed")
+                    }
+                case .context:
+                    do { _ = try registry.makeContextProvider(id: id, settings: value) } catch let error as PluginSettingsError {
+                        throw CLIError("context provider \(id) refused these settings: \(error.message); nothing was changed")
                     }
                 }
                 try await CampusPluginStore(client: context.client).enable(

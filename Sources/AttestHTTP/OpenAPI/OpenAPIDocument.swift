@@ -24,6 +24,10 @@ public enum OpenAPIDocument {
         "name": "id", "in": "path", "required": true, "description": "The entry's id.", "schema": ["type": "string", "format": "uuid"],
     ]
 
+    private static let episodeIDParameter: OpenAPIValue = [
+        "name": "id", "in": "path", "required": true, "description": "The episode's id.", "schema": ["type": "string", "format": "uuid"],
+    ]
+
     private static func audioResponse(_ description: String) -> OpenAPIValue {
         let binary: OpenAPIValue = ["schema": ["type": "string", "format": "binary"]]
         return [
@@ -473,6 +477,136 @@ public enum OpenAPIDocument {
                     ],
                 ],
             ],
+            "/v1/campuses/{campus}/me/episodes": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "The member's own episodes, newest first, a page at a time (episodes open over 72 h are closed first, flagged autoClosed).",
+                    "operationId": "listMyEpisodes",
+                    "security": bearer,
+                    "parameters": [
+                        ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
+                        [
+                            "name": "cursor", "in": "query", "required": false,
+                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string", "minLength": 1],
+                        ],
+                    ],
+                    "responses": [
+                        "200": json("A page of episodes.", ref("EpisodePage")),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The server has no key-encryption key to open notes with."),
+                    ],
+                ],
+                "post": [
+                    "summary": "Starts an episode: kind (headache, migraine or one the campus adds), severity 0–10, notes, startedAt (default now), location (kept to 0.1°).",
+                    "description": "With a location and a context provider, the weather there at the start and a day earlier is stored with it; a provider that fails leaves it out. At most one open episode a kind: 409 names the open one.",
+                    "operationId": "startEpisode",
+                    "security": bearer,
+                    "requestBody": ["required": true, "content": ["application/json": ["schema": ref("EpisodeStart")]]],
+                    "responses": [
+                        "201": json("Started; Location names it.", ref("Episode")),
+                        "400": responseRef("BadRequest"),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": responseRef("NotFound"),
+                        "408": responseRef("TooSlow"),
+                        "409": problem("An episode of this kind is open; the detail names it."),
+                        "413": responseRef("TooLarge"),
+                        "415": responseRef("UnsupportedMediaType"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The server has no key-encryption key to seal notes with."),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/me/episodes/summary": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "Count, total and average duration (closed episodes), and per factor the average at the start against the same place and hour a day earlier; in all and by month.",
+                    "operationId": "getMyEpisodeSummary",
+                    "security": bearer,
+                    "parameters": [
+                        ["name": "from", "in": "query", "required": false, "description": "Default 29 days before to.", "schema": ["type": "string", "format": "date"]],
+                        ["name": "to", "in": "query", "required": false, "description": "Default today (campus-local).", "schema": ["type": "string", "format": "date"]],
+                    ],
+                    "responses": [
+                        "200": json("The summary.", ref("EpisodeSummary")),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The server has no key-encryption key to open notes with."),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/me/episodes/{id}": [
+                "parameters": [campusParameter, episodeIDParameter],
+                "get": [
+                    "summary": "One of the member's own episodes.",
+                    "operationId": "getMyEpisode",
+                    "security": bearer,
+                    "responses": [
+                        "200": json("The episode.", ref("Episode")),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, or no such episode of the member's."),
+                        "503": problem("The server has no key-encryption key to open notes with."),
+                    ],
+                ],
+                "patch": [
+                    "summary": "Changes the fields given (kind, severity, notes, startedAt, stoppedAt); the place and context stay.",
+                    "operationId": "updateMyEpisode",
+                    "security": bearer,
+                    "requestBody": ["required": true, "content": ["application/json": ["schema": ref("EpisodePatch")]]],
+                    "responses": [
+                        "200": json("The episode as it is now.", ref("Episode")),
+                        "400": responseRef("BadRequest"),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, or no such episode of the member's."),
+                        "408": responseRef("TooSlow"),
+                        "409": problem("Another episode of that kind is open."),
+                        "413": responseRef("TooLarge"),
+                        "415": responseRef("UnsupportedMediaType"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The server has no key-encryption key to seal notes with."),
+                    ],
+                ],
+                "delete": [
+                    "summary": "Deletes the episode.",
+                    "operationId": "deleteMyEpisode",
+                    "security": bearer,
+                    "responses": [
+                        "204": ["description": "Deleted."],
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, or no such episode of the member's."),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/me/episodes/{id}/stop": [
+                "parameters": [campusParameter, episodeIDParameter],
+                "post": [
+                    "summary": "Stops an open episode, now or at stoppedAt (not before its start). The body may be empty.",
+                    "operationId": "stopMyEpisode",
+                    "security": bearer,
+                    "requestBody": ["required": false, "content": ["application/json": ["schema": ref("EpisodeStop")]]],
+                    "responses": [
+                        "200": json("The stopped episode.", ref("Episode")),
+                        "400": responseRef("BadRequest"),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, or no such episode of the member's."),
+                        "408": responseRef("TooSlow"),
+                        "409": problem("The episode is already stopped."),
+                        "413": responseRef("TooLarge"),
+                        "415": responseRef("UnsupportedMediaType"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The server has no key-encryption key to open notes with."),
+                    ],
+                ],
+            ],
             "/v1/campuses/{campus}/community": [
                 "parameters": [campusParameter],
                 "get": [
@@ -868,6 +1002,86 @@ public enum OpenAPIDocument {
                     "properties": [
                         "items": ["type": "array", "items": ref("JournalEntry")],
                         "nextCursor": ["type": ["string", "null"], "description": "Pass as cursor for older entries; null on the last page."],
+                    ],
+                ],
+                "EpisodeStart": [
+                    "type": "object", "required": ["kind", "severity"], "additionalProperties": false,
+                    "properties": [
+                        "kind": ["type": "string", "description": "headache, migraine, or a kind in the campus's settings (episodeKinds)."],
+                        "severity": ["type": "integer", "minimum": 0, "maximum": 10],
+                        "notes": ["type": "string", "maxLength": 2000],
+                        "startedAt": ["type": "string", "format": "date-time", "description": "Not in the future, within the last year; now when absent."],
+                        "location": [
+                            "type": ["object", "null"], "required": ["lat", "lon"], "additionalProperties": false,
+                            "properties": ["lat": ["type": "number", "minimum": -90, "maximum": 90], "lon": ["type": "number", "minimum": -180, "maximum": 180]],
+                        ],
+                    ],
+                ],
+                "EpisodePatch": [
+                    "type": "object", "additionalProperties": false,
+                    "properties": [
+                        "kind": ["type": "string"], "severity": ["type": "integer", "minimum": 0, "maximum": 10],
+                        "notes": ["type": "string", "maxLength": 2000],
+                        "startedAt": ["type": "string", "format": "date-time"], "stoppedAt": ["type": "string", "format": "date-time"],
+                    ],
+                ],
+                "EpisodeStop": [
+                    "type": "object", "additionalProperties": false,
+                    "properties": ["stoppedAt": ["type": "string", "format": "date-time", "description": "Now when absent."]],
+                ],
+                "EnvironmentFactor": [
+                    "type": "object", "required": ["factor", "value", "unit"], "additionalProperties": false,
+                    "properties": [
+                        "factor": ["type": "string", "enum": ["temperature", "uvIndex", "humidity", "windSpeed", "airQuality"]],
+                        "value": ["type": "number"], "unit": ["type": "string", "enum": ["°C", "index", "%", "m/s", "AQI"]],
+                    ],
+                ],
+                "Episode": [
+                    "type": "object",
+                    "required": ["id", "kind", "severity", "notes", "startedAt", "stoppedAt", "durationMinutes", "autoClosed", "location", "context", "baseline", "createdAt", "updatedAt"],
+                    "additionalProperties": false,
+                    "properties": [
+                        "id": ["type": "string", "format": "uuid"], "kind": ["type": "string"], "severity": ["type": "integer"],
+                        "notes": ["type": "string"], "startedAt": ["type": "string", "format": "date-time"],
+                        "stoppedAt": ["type": ["string", "null"], "format": "date-time"],
+                        "durationMinutes": ["type": ["integer", "null"]],
+                        "autoClosed": ["type": "boolean", "description": "Closed by the platform 72 h after its start."],
+                        "location": [
+                            "type": ["object", "null"], "required": ["lat", "lon"], "additionalProperties": false,
+                            "properties": ["lat": ["type": "number"], "lon": ["type": "number"]],
+                        ],
+                        "context": ["type": ["array", "null"], "items": ref("EnvironmentFactor"), "description": "At the start."],
+                        "baseline": ["type": ["array", "null"], "items": ref("EnvironmentFactor"), "description": "The same place and hour a day earlier."],
+                        "createdAt": ["type": "string", "format": "date-time"], "updatedAt": ["type": "string", "format": "date-time"],
+                    ],
+                ],
+                "EpisodePage": [
+                    "type": "object", "required": ["items", "nextCursor"], "additionalProperties": false,
+                    "properties": ["items": ["type": "array", "items": ref("Episode")], "nextCursor": ["type": ["string", "null"]]],
+                ],
+                "EpisodeSummaryPart": [
+                    "type": "object", "required": ["count", "closed", "totalMinutes", "averageMinutes", "factors"], "additionalProperties": false,
+                    "properties": [
+                        "month": ["type": "string", "description": "YYYY-MM (campus-local start); absent in total."],
+                        "count": ["type": "integer"], "closed": ["type": "integer"], "totalMinutes": ["type": "integer"],
+                        "averageMinutes": ["type": ["number", "null"]],
+                        "factors": [
+                            "type": "array",
+                            "items": [
+                                "type": "object", "required": ["factor", "unit", "during", "baseline"], "additionalProperties": false,
+                                "properties": [
+                                    "factor": ["type": "string"], "unit": ["type": "string"],
+                                    "during": ["type": ["number", "null"]], "baseline": ["type": ["number", "null"]],
+                                ],
+                            ],
+                        ],
+                    ],
+                ],
+                "EpisodeSummary": [
+                    "type": "object", "required": ["from", "to", "total", "months"], "additionalProperties": false,
+                    "properties": [
+                        "from": ["type": "string", "format": "date"], "to": ["type": "string", "format": "date"],
+                        "total": ref("EpisodeSummaryPart"), "months": ["type": "array", "items": ref("EpisodeSummaryPart")],
                     ],
                 ],
                 "CommunityRegion": [

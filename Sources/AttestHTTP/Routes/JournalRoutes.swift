@@ -201,7 +201,7 @@ struct JournalRoutes: Sendable {
     static func draft(from body: [String: JSONValue], base: JournalDraft?, today: LocalDate) throws -> JournalDraft {
         var problems: [Problem.FieldError] = []
         for key in body.keys.sorted() where !["date", "title", "text", "tags"].contains(key) {
-            problems.append(.init(field: String(key.prefix(40)), message: "is not a field of a journal entry (date, title, text, tags)"))
+            problems.append(.init(field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)), message: "is not a field of a journal entry (date, title, text, tags)"))
         }
         var draft = base ?? JournalDraft(date: today, title: "", text: "", tags: [])
         if let value = body["date"] {

@@ -67,6 +67,7 @@ public enum AttestServer {
         TestingLocationRoutes(services: services).register(on: signedIn)
         CommunityRoutes(services: services).register(on: signedIn)
         JournalRoutes(services: services).register(on: signedIn)
+        EpisodeRoutes(services: services).register(on: signedIn)
         StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
         WebRoutes(services: services, settings: configuration.web).register(on: router)
         routeMethods.load(from: router)

@@ -40,6 +40,9 @@ public struct AttestServices: Sendable {
     public var community: CommunityDirectory
     /// Members' private journals (sealed under the key-encryption key).
     public var journal: JournalStore
+    /// Members' episodes, and the weather around them from the campus's context provider.
+    public var episodes: EpisodeStore
+    public var episodeContext: EpisodeContext
     /// Delivers the notification outbox: a `Service` the application runs.
     public var outbox: OutboxWorker
     public var statistics: StatisticsStore
@@ -81,6 +84,8 @@ public struct AttestServices: Sendable {
             client: database, registry: registry, http: http, logger: logger)
         self.community = CommunityDirectory(client: database, registry: registry, http: http, logger: logger)
         self.journal = JournalStore(client: database, kek: kek)
+        self.episodes = EpisodeStore(client: database, kek: kek)
+        self.episodeContext = EpisodeContext(client: database, registry: registry, http: http, logger: logger)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
             metrics: metrics.factory)

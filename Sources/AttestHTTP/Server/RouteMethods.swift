@@ -31,9 +31,21 @@ public final class RouteMethods: Sendable {
     public func allowed(path: String) -> [String]? {
         let segments = path.split(separator: "/", omittingEmptySubsequences: true)
         let methods = routes.withLock { routes in
-            routes.filter { Self.matches($0.path, segments) }.reduce(into: Set<String>()) { $0.formUnion($1.methods) }
+            // As the router does: a path's literal segments win over a parameter (`…/episodes/summary`
+            // is not `…/episodes/{id}`).
+            let matching = routes.filter { Self.matches($0.path, segments) }
+            let best = matching.map { Self.literals($0.path) }.max() ?? 0
+            return matching.filter { Self.literals($0.path) == best }.reduce(into: Set<String>()) { $0.formUnion($1.methods) }
         }
         return methods.isEmpty ? nil : methods.sorted()
+    }
+
+    /// How many of a path's components are literal text (not a parameter or wildcard).
+    static func literals(_ path: RouterPath) -> Int {
+        path.components.filter { component in
+            let text = component.description
+            return !(text.hasPrefix("{") || text.hasPrefix(":") || text.hasPrefix("*"))
+        }.count
     }
 
     static func matches(_ path: RouterPath, _ segments: [Substring]) -> Bool {
