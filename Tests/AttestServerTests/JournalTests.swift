@@ -87,6 +87,12 @@ struct JournalTests {
                 let refused = try await api.send(.post, "/v1/campuses/north/me/journal", template: Self.list, token: member, json: body)
                 #expect(refused.status == 422 && refused.problem.fields.sorted() == fields, "\(body): \(refused.body)")
             }
+            // The longest text, every character written as an escaped pair: 120 KB of JSON, accepted.
+            let escaped = String(repeating: #"\ud83d\ude00"#, count: JournalDraft.maxText)
+            let longest = try await api.send(
+                .post, "/v1/campuses/north/me/journal", template: Self.list, token: member, json: #"{"title": "Long", "text": "\#(escaped)"}"#)
+            #expect(longest.status == 201 && (longest.json["text"] as? String)?.count == JournalDraft.maxText, "\(longest.body.prefix(300))")
+            #expect((try await api.send(.delete, "/v1/campuses/north/me/journal/\(longest.json["id"] as? String ?? "")", template: Self.one, token: member)).status == 204)
             let badPatch = try await api.send(
                 .patch, "/v1/campuses/north/me/journal/\(ids[0])", template: Self.one, token: member, json: #"{"title": ""}"#)
             #expect(badPatch.status == 422 && badPatch.problem.fields == ["title"])

@@ -106,7 +106,11 @@ public enum OpenAPIDocument {
                     "summary": "This document.",
                     "operationId": "openapi",
                     "responses": [
-                        "200": ["description": "OpenAPI 3.1, YAML.", "content": ["application/yaml": ["schema": ["type": "string"]]]]
+                        "200": [
+                            "description": "OpenAPI 3.1, YAML.",
+                            // Text on the wire; a client that reads YAML gets the document's object.
+                            "content": ["application/yaml": ["schema": ["type": ["string", "object"]]]],
+                        ]
                     ],
                 ]
             ],
@@ -963,7 +967,7 @@ public enum OpenAPIDocument {
                     "properties": [
                         "date": ["type": "string", "format": "date", "description": "From 2000-01-01 to tomorrow; today (campus-local) when absent."],
                         "title": ["type": "string", "minLength": 1, "maxLength": 200],
-                        "text": ["type": "string", "maxLength": 10000],
+                        "text": ["type": "string", "maxLength": 10000, "description": "The body may then be up to 256 KiB (escaped characters are longer)."],
                         "tags": ["type": "array", "uniqueItems": true, "items": ref("JournalTag")],
                     ],
                 ],

@@ -22,7 +22,8 @@ extension Request {
 
     /// Reads the JSON body as a top-level object: 413 past the size limit, 415 for another
     /// content type, 400 when it is not a JSON object.
-    func jsonObject(context: AttestRequestContext) async throws -> [String: JSONValue] {
+    /// `limit`: the most bytes (default `context.maxUploadSize`, 64 KiB).
+    func jsonObject(context: AttestRequestContext, limit: Int? = nil) async throws -> [String: JSONValue] {
         // No Content-Type at all is taken as JSON.
         if let type = headers[.contentType], !Self.namesJSON(type) {
             throw Problem(
@@ -31,13 +32,13 @@ extension Request {
         }
         let buffer: ByteBuffer
         do {
-            buffer = try await collectBody(context: context)
+            buffer = try await collectBody(context: context, limit: limit)
         } catch let problem as Problem {
             throw problem
         } catch {
             throw Problem(
                 .contentTooLarge, slug: "body-too-large", title: "Request body too large",
-                detail: "The body is larger than \(context.maxUploadSize / 1024) KiB.")
+                detail: "The body is larger than \((limit ?? context.maxUploadSize) / 1024) KiB.")
         }
         let parsed = buffer.withUnsafeReadableBytes { bytes in Result { () throws(JSONSyntaxError) in try JSONValue(parsing: bytes) } }
         switch parsed {

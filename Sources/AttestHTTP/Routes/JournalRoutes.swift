@@ -71,11 +71,14 @@ struct JournalRoutes: Sendable {
 
     var store: JournalStore { services.journal }
 
+    /// An entry's JSON may be long: 10,000 characters written as `\uXXXX` pairs take 120 KB.
+    static let bodyLimit = 256 * 1024
+
     func register(on signedIn: RouterGroup<AttestRequestContext>) {
         signedIn.post("me/journal") { request, context -> Response in
             let (campus, user) = try Self.member(context)
             let today = campus.localDate(at: services.clock())
-            let draft = try Self.draft(from: try await request.jsonObject(context: context), base: nil, today: today)
+            let draft = try Self.draft(from: try await request.jsonObject(context: context, limit: Self.bodyLimit), base: nil, today: today)
             let entry = try await Self.run { try await store.create(campus: campus.id, user: user, draft, at: services.clock()) }
             var response = try Entry(entry, campus: campus.slug).response(from: request, context: context)
             response.status = .created
@@ -109,7 +112,7 @@ struct JournalRoutes: Sendable {
         signedIn.patch("me/journal/{id}") { request, context -> Response in
             let (campus, user) = try Self.member(context)
             let id = try Self.entryID(context)
-            let body = try await request.jsonObject(context: context)
+            let body = try await request.jsonObject(context: context, limit: Self.bodyLimit)
             guard let existing = try await Self.run({ try await store.find(campus: campus.id, user: user, id: id) }) else {
                 throw Problem(JournalError.notFound)
             }
