@@ -28,6 +28,17 @@ public enum OpenAPIDocument {
         "name": "id", "in": "path", "required": true, "description": "The episode's id.", "schema": ["type": "string", "format": "uuid"],
     ]
 
+    private static func exportResponse(_ description: String) -> OpenAPIValue {
+        [
+            "description": .string(description),
+            "content": [
+                "application/pdf": ["schema": ["type": "string", "format": "binary"]],
+                "text/csv": ["schema": ["type": "string"]],
+                "application/json": ["schema": ["type": "object"]],
+            ],
+        ]
+    }
+
     private static func audioResponse(_ description: String) -> OpenAPIValue {
         let binary: OpenAPIValue = ["schema": ["type": "string", "format": "binary"]]
         return [
@@ -608,6 +619,27 @@ public enum OpenAPIDocument {
                         "415": responseRef("UnsupportedMediaType"),
                         "422": responseRef("Invalid"),
                         "503": problem("The server has no key-encryption key to open notes with."),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/me/export": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "The member's journal entries and episodes of a range as PDF (default), CSV or JSON; the audit log records that an export happened.",
+                    "operationId": "exportMine",
+                    "security": bearer,
+                    "parameters": [
+                        ["name": "from", "in": "query", "required": false, "description": "Default 29 days before to.", "schema": ["type": "string", "format": "date"]],
+                        ["name": "to", "in": "query", "required": false, "description": "Default today; at most 366 days in all.", "schema": ["type": "string", "format": "date"]],
+                        ["name": "format", "in": "query", "required": false, "schema": ["type": "string", "enum": ["pdf", "csv", "json"], "default": "pdf"]],
+                    ],
+                    "responses": [
+                        "200": exportResponse("The export (Content-Disposition: attachment)."),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                        "503": problem("The server has no key-encryption key to open entries with."),
                     ],
                 ],
             ],

@@ -68,6 +68,7 @@ public enum AttestServer {
         CommunityRoutes(services: services).register(on: signedIn)
         JournalRoutes(services: services).register(on: signedIn)
         EpisodeRoutes(services: services).register(on: signedIn)
+        ExportRoutes(services: services).register(on: signedIn)
         StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
         WebRoutes(services: services, settings: configuration.web).register(on: router)
         routeMethods.load(from: router)

@@ -1,0 +1,82 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Journal
+import Tenancy
+
+/// `GET /v1/campuses/{campus}/me/export?from=&to=&format=pdf|csv|json`: the member's journal
+/// entries and episodes of a range. The audit log records that an export happened (and its
+/// format), nothing of what it held.
+struct ExportRoutes: Sendable {
+    let services: AttestServices
+
+    /// The range and format of an export; every problem named.
+    static func parse(_ query: QueryParameters, today: LocalDate, defaultFormat: MemberExport.Format) throws -> (LocalDate, LocalDate, MemberExport.Format) {
+        var problems = query.problems
+        func date(_ name: String, _ fallback: LocalDate) -> LocalDate {
+            guard let text = query[name] else { return fallback }
+            guard let date = LocalDate(text) else {
+                problems.append(.init(field: name, message: "must be a date YYYY-MM-DD"))
+                return fallback
+            }
+            return date
+        }
+        let from = date("from", today.adding(days: -29)), to = date("to", today)
+        var format = defaultFormat
+        if let text = query["format"] {
+            if let chosen = MemberExport.Format(rawValue: text) { format = chosen } else {
+                problems.append(.init(field: "format", message: "must be pdf, csv or json"))
+            }
+        }
+        if problems.isEmpty, from > to || from.days(until: to) > 365 {
+            problems.append(.init(field: "from", message: "must not be after to, and the range at most 366 days"))
+        }
+        guard problems.isEmpty else { throw Problem.validation(problems) }
+        return (from, to, format)
+    }
+
+    /// The export of `user`'s range, as the response's body and headers.
+    static func export(
+        services: AttestServices, campus: Campus, user: UserID, member: String, from: LocalDate, to: LocalDate, format: MemberExport.Format,
+        disposition: String
+    ) async throws -> Response {
+        let now = services.clock()
+        let (entries, episodes) = try await EpisodeRoutes.run {
+            (
+                try await services.journal.range(campus: campus.id, user: user, from: from, to: to),
+                try await services.episodes.range(
+                    campus: campus.id, user: user, from: campus.startOfDay(from), to: campus.startOfDay(to.adding(days: 1)), now: now)
+            )
+        }
+        let export = MemberExport(
+            campusName: campus.name, member: member, from: from, to: to, zone: campus.zone, generatedAt: now, entries: entries, episodes: episodes)
+        let body = export.data(format)
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: format.contentType, .cacheControl: "private, no-store",
+                .contentDisposition: "\(disposition); filename=\"health-journal-\(from)-\(to).\(format.rawValue)\"",
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    func register(on signedIn: RouterGroup<AttestRequestContext>) {
+        signedIn.get("me/export") { request, context -> Response in
+            let campus = try context.requireCampus()
+            let session = try context.requireSession()
+            let (from, to, format) = try Self.parse(
+                QueryParameters(request, accepting: ["from", "to", "format"]), today: campus.localDate(at: services.clock()), defaultFormat: .pdf)
+            let user = session.user
+            let response = try await Self.export(
+                services: services, campus: campus, user: user.id, member: user.displayName.isEmpty || user.displayName == user.email ? user.email : "\(user.displayName) <\(user.email)>",
+                from: from, to: to, format: format, disposition: "attachment")
+            try await services.database.withTransaction(campus: campus.id.rawValue) { connection in
+                try await AuditLog.record(
+                    connection, campus: campus.id, actor: "user:\(user.email)", action: "member.export", target: "", details: ["format": format.rawValue])
+            }
+            return response
+        }
+    }
+}
