@@ -92,7 +92,10 @@ let package = Package(
         ),
         .target(
             name: "Journal",
-            dependencies: ["AttestPlugins", "AttestPostgres", "Tenancy", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "AttestPlugins", "AttestPostgres", "Tenancy", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .target(
             name: "Surveys",

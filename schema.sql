@@ -389,6 +389,34 @@ CREATE TABLE IF NOT EXISTS episodes (
 CREATE UNIQUE INDEX IF NOT EXISTS episodes_one_open ON episodes (campus_id, user_id, kind) WHERE stopped_at IS NULL;
 CREATE INDEX IF NOT EXISTS episodes_by_start ON episodes (campus_id, user_id, started_at DESC, id DESC);
 
+-- Links a member gives a clinician: a read-only view of a date range until it expires or is
+-- revoked. Only the token's hash is kept; each opening is in the member's own access log.
+CREATE TABLE IF NOT EXISTS journal_shares (
+    campus_id   uuid NOT NULL,
+    user_id     uuid NOT NULL,
+    id          uuid NOT NULL,
+    token_hash  bytea NOT NULL CHECK (length(token_hash) = 32),
+    from_date   date NOT NULL,
+    to_date     date NOT NULL CHECK (to_date >= from_date),
+    expires_at  timestamptz NOT NULL,
+    revoked_at  timestamptz,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, user_id, id),
+    UNIQUE (campus_id, token_hash),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+
+CREATE TABLE IF NOT EXISTS journal_share_openings (
+    campus_id   uuid NOT NULL,
+    user_id     uuid NOT NULL,
+    share_id    uuid NOT NULL,
+    id          uuid NOT NULL DEFAULT gen_random_uuid(),
+    opened_at   timestamptz NOT NULL DEFAULT now(),
+    format      text NOT NULL CHECK (format IN ('pdf', 'csv', 'json')),
+    PRIMARY KEY (campus_id, user_id, id),
+    FOREIGN KEY (campus_id, user_id, share_id) REFERENCES journal_shares (campus_id, user_id, id) ON DELETE CASCADE
+);
+
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     -- No sequence (Citus distributes the log by campus); entries are ordered by at, then id,
@@ -412,7 +440,7 @@ BEGIN
         'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys', 'badge_subject_keys',
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
-        'journal_entries', 'journal_audio', 'episodes'
+        'journal_entries', 'journal_audio', 'episodes', 'journal_shares', 'journal_share_openings'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);
@@ -433,7 +461,7 @@ DO $$
 DECLARE
     private_table text;
 BEGIN
-    FOREACH private_table IN ARRAY ARRAY['journal_entries', 'journal_audio', 'episodes'] LOOP
+    FOREACH private_table IN ARRAY ARRAY['journal_entries', 'journal_audio', 'episodes', 'journal_shares', 'journal_share_openings'] LOOP
         EXECUTE format('DROP POLICY IF EXISTS member_only ON %I', private_table);
         EXECUTE format(
             'CREATE POLICY member_only ON %I AS RESTRICTIVE '
@@ -474,6 +502,15 @@ CREATE OR REPLACE FUNCTION attest_auth_generations() RETURNS TABLE (campus_id uu
     AS $$ SELECT id, auth_generation FROM campuses $$;
 REVOKE ALL ON FUNCTION attest_auth_generations() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION attest_auth_generations() TO attest_app;
+-- The fourth door: a shared link's token (its hash) at a campus, to the share it names, for
+-- a clinician who has no session. Nothing but the share's own row comes through.
+CREATE OR REPLACE FUNCTION attest_journal_share(wanted_campus uuid, wanted_hash bytea)
+    RETURNS TABLE (user_id uuid, id uuid, from_date date, to_date date, expires_at timestamptz, revoked_at timestamptz)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+    AS $$ SELECT user_id, id, from_date, to_date, expires_at, revoked_at FROM journal_shares
+          WHERE campus_id = wanted_campus AND token_hash = wanted_hash $$;
+REVOKE ALL ON FUNCTION attest_journal_share(uuid, bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION attest_journal_share(uuid, bytea) TO attest_app;
 
 GRANT SELECT ON schema_migrations TO attest_app;
 -- Community figures are public: the servers read them; only the owner imports.

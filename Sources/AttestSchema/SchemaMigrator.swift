@@ -100,9 +100,14 @@ public struct SchemaMigrator: Sendable {
                 \(tenantTable("journal_entries"))
                 \(tenantTable("journal_audio"))
                 \(tenantTable("episodes"))
+                \(tenantTable("journal_shares"))
+                \(tenantTable("journal_share_openings"))
                 \(memberOnly("journal_entries"))
                 \(memberOnly("journal_audio"))
                 \(memberOnly("episodes"))
+                \(memberOnly("journal_shares"))
+                \(memberOnly("journal_share_openings"))
+                \(journalShareFunction)
                 ALTER TABLE campus_plugins DROP CONSTRAINT IF EXISTS campus_plugins_kind_check;
                 ALTER TABLE campus_plugins ADD CONSTRAINT campus_plugins_kind_check
                     CHECK (kind IN ('badge-rule', 'testing-locations', 'sink', 'community-data', 'context'));
@@ -235,6 +240,47 @@ public struct SchemaMigrator: Sendable {
         );
         CREATE UNIQUE INDEX IF NOT EXISTS episodes_one_open ON episodes (campus_id, user_id, kind) WHERE stopped_at IS NULL;
         CREATE INDEX IF NOT EXISTS episodes_by_start ON episodes (campus_id, user_id, started_at DESC, id DESC);
+
+        -- Links a member gives a clinician: a read-only view of a date range until it expires or is
+        -- revoked. Only the token's hash is kept; each opening is in the member's own access log.
+        CREATE TABLE IF NOT EXISTS journal_shares (
+            campus_id   uuid NOT NULL,
+            user_id     uuid NOT NULL,
+            id          uuid NOT NULL,
+            token_hash  bytea NOT NULL CHECK (length(token_hash) = 32),
+            from_date   date NOT NULL,
+            to_date     date NOT NULL CHECK (to_date >= from_date),
+            expires_at  timestamptz NOT NULL,
+            revoked_at  timestamptz,
+            created_at  timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (campus_id, user_id, id),
+            UNIQUE (campus_id, token_hash),
+            FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+        );
+
+        CREATE TABLE IF NOT EXISTS journal_share_openings (
+            campus_id   uuid NOT NULL,
+            user_id     uuid NOT NULL,
+            share_id    uuid NOT NULL,
+            id          uuid NOT NULL DEFAULT gen_random_uuid(),
+            opened_at   timestamptz NOT NULL DEFAULT now(),
+            format      text NOT NULL CHECK (format IN ('pdf', 'csv', 'json')),
+            PRIMARY KEY (campus_id, user_id, id),
+            FOREIGN KEY (campus_id, user_id, share_id) REFERENCES journal_shares (campus_id, user_id, id) ON DELETE CASCADE
+        );
+        """
+
+    /// What a shared link's view reads first (`JournalShareStore.open`). The same in `schema.sql`.
+    static let journalShareFunction = """
+        -- The fourth door: a shared link's token (its hash) at a campus, to the share it names, for
+        -- a clinician who has no session. Nothing but the share's own row comes through.
+        CREATE OR REPLACE FUNCTION attest_journal_share(wanted_campus uuid, wanted_hash bytea)
+            RETURNS TABLE (user_id uuid, id uuid, from_date date, to_date date, expires_at timestamptz, revoked_at timestamptz)
+            LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+            AS $$ SELECT user_id, id, from_date, to_date, expires_at, revoked_at FROM journal_shares
+                  WHERE campus_id = wanted_campus AND token_hash = wanted_hash $$;
+        REVOKE ALL ON FUNCTION attest_journal_share(uuid, bytea) FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION attest_journal_share(uuid, bytea) TO attest_app;
         """
 
     /// The second wall of a member's own table: only the member a transaction names.

@@ -158,6 +158,7 @@ struct HostileInputTests {
                 let (method, template, parameters) = g.pick(found)
                 var path = template.replacingOccurrences(of: "{campus}", with: g.pick(Self.campusSegments))
                     .replacingOccurrences(of: "{id}", with: g.pick([UUID().uuidString, "42", "%7Bid%7D", "00000000-0000-0000-0000-000000000000"]))
+                    .replacingOccurrences(of: "{token}", with: g.pick([String(repeating: "A", count: 43), "x", "%00", String(repeating: "-", count: 300)]))
                 var pairs: [String] = []
                 for name in parameters where g.chance(0.7) {
                     let value = g.chance(0.5) ? (QueryStringTests.samples[name] ?? "") : g.pick(Self.queryValues)

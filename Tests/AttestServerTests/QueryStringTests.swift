@@ -4,6 +4,7 @@ import AttestTestSupport
 import Foundation
 import HTTPTypes
 import Identity
+import Journal
 import Surveys
 import Tenancy
 import Testing
@@ -30,7 +31,12 @@ struct QueryStringTests {
     @Test func everyRouteRefusesAnUnknownOrRepeatedParameter() async throws {
         let clock = try TestClock("2026-11-20T14:00:00Z")
         let (server, north) = try await AttestationTests.setUp(clock: clock)
-        let (_, token) = try await server.user("all@example.edu", at: north, roles: [.screener, .healthOfficer, .admin])
+        let (everyone, token) = try await server.user("all@example.edu", at: north, roles: [.screener, .healthOfficer, .admin])
+        // A shared link, so that its view answers 200.
+        let shareToken = try await JournalShareStore(client: server.pool).create(
+            campus: north.id, user: everyone.id, actor: "test", from: LocalDate("2026-11-01")!, to: LocalDate("2026-11-20")!, seconds: 86_400,
+            now: clock.read()
+        ).token
         // Community data, so that its routes answer 200 to their documented parameters.
         let owner = TestDatabase.client(database: server.database, role: nil)
         _ = try await CommunityStore(client: owner).replace(
@@ -57,7 +63,7 @@ struct QueryStringTests {
         let found = routes
         try await server.run { api in
             for (template, parameters) in found {
-                let path = template.replacingOccurrences(of: "{campus}", with: "north")
+                let path = template.replacingOccurrences(of: "{campus}", with: "north").replacingOccurrences(of: "{token}", with: shareToken)
                 var pairs: [String] = []
                 for name in parameters {
                     let value = try #require(Self.routeSamples[template]?[name] ?? Self.samples[name], "no sample value for \(template)'s \(name)")

@@ -68,6 +68,11 @@ struct TenancyTests {
             try await server.services.journal.putAudio(
                 campus: south.id, user: southMemberUser.id, id: southEntry.id, type: .ogg, bytes: JournalTests.recording(.ogg))
             let southEntryID = southEntry.id.uuidString.lowercased()
+            // And a link to it: its token opens nothing at north.
+            let southShareToken = try await JournalShareStore(client: server.pool).create(
+                campus: south.id, user: southMemberUser.id, actor: "test", from: LocalDate("2026-11-01")!, to: LocalDate("2026-11-30")!,
+                seconds: 86_400, now: clock.read()
+            ).token
             southMarkers.formUnion([southEntryID, "south-journal-marker", "south-journal-text"])
             let badge = try await api.send(.get, "/v1/campuses/south/me/badge", template: BadgeTests.badgePath, token: southMember)
             let southBadge = try #require(badge.json["token"] as? String)
@@ -88,7 +93,8 @@ struct TenancyTests {
             }
             for (method, template, secured) in operations {
                 let atNorth = template.replacingOccurrences(of: "{campus}", with: "north").replacingOccurrences(of: "{id}", with: southEntryID)
-                let names = template.contains("{id}")
+                    .replacingOccurrences(of: "{token}", with: southShareToken)
+                let names = template.contains("{id}") || template.contains("{token}")
                 let query = method == .get ? "?from=2026-11-20&to=2026-11-20&date=2026-11-20&limit=5" : ""
                 var body: String?
                 if method == .patch { body = #"{"title": "taken over"}"# }
@@ -109,7 +115,9 @@ struct TenancyTests {
                 }
                 // An unknown campus: 404, whoever asks.
                 let unknown = try await api.send(
-                    method, template.replacingOccurrences(of: "{campus}", with: "nowhere").replacingOccurrences(of: "{id}", with: southEntryID) + query,
+                    method,
+                    template.replacingOccurrences(of: "{campus}", with: "nowhere").replacingOccurrences(of: "{id}", with: southEntryID)
+                        .replacingOccurrences(of: "{token}", with: southShareToken) + query,
                     template: template, token: staff, json: body)
                 check(unknown, "\(name) at an unknown campus") { $0 == 404 }
                 // North's own staff: answered (signing in refuses the made-up ID token with 401;

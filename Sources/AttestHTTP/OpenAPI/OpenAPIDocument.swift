@@ -643,6 +643,74 @@ public enum OpenAPIDocument {
                     ],
                 ],
             ],
+            "/v1/campuses/{campus}/me/shares": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "The member's shared links, newest first, each with its status and every opening (the member's own access log).",
+                    "operationId": "listMyShares",
+                    "security": bearer,
+                    "responses": [
+                        "200": json("The links.", ref("ShareList")),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                    ],
+                ],
+                "post": [
+                    "summary": "A read-only link to a date range of the member's journal and episodes for a clinician, living 1 hour to 30 days; the url is shown only here.",
+                    "description": "The link carries no personal data: a random token, of which the server keeps only a hash. The audit log records that a share was made.",
+                    "operationId": "createShare",
+                    "security": bearer,
+                    "requestBody": ["required": true, "content": ["application/json": ["schema": ref("ShareRequest")]]],
+                    "responses": [
+                        "201": json("The link.", ref("ShareCreated")),
+                        "400": responseRef("BadRequest"),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": responseRef("NotFound"),
+                        "408": responseRef("TooSlow"),
+                        "413": responseRef("TooLarge"),
+                        "415": responseRef("UnsupportedMediaType"),
+                        "422": responseRef("Invalid"),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/me/shares/{id}": [
+                "parameters": [
+                    campusParameter,
+                    ["name": "id", "in": "path", "required": true, "description": "The link's id.", "schema": ["type": "string", "format": "uuid"]],
+                ],
+                "delete": [
+                    "summary": "Revokes the link at once.",
+                    "operationId": "revokeShare",
+                    "security": bearer,
+                    "responses": [
+                        "204": ["description": "Revoked."],
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": problem("No such campus, or no such live link of the member's."),
+                    ],
+                ],
+            ],
+            "/v1/campuses/{campus}/shared/{token}": [
+                "parameters": [
+                    campusParameter,
+                    ["name": "token", "in": "path", "required": true, "description": "The link's token.", "schema": ["type": "string"]],
+                ],
+                "get": [
+                    "summary": "What a shared link shows: the range's journal entries and episodes, PDF by default (inline); no sign-in. Each opening is recorded in the member's access log.",
+                    "operationId": "openShare",
+                    "parameters": [["name": "format", "in": "query", "required": false, "schema": ["type": "string", "enum": ["pdf", "csv", "json"], "default": "pdf"]]],
+                    "responses": [
+                        "200": exportResponse("The export (Content-Disposition: inline)."),
+                        "404": problem("No such campus, or a link that is unknown here, expired or revoked (all alike)."),
+                        "422": responseRef("Invalid"),
+                        "429": responseRef("TooManyRequests"),
+                        "503": problem("The server has no key-encryption key to open entries with."),
+                    ],
+                ],
+            ],
             "/v1/campuses/{campus}/community": [
                 "parameters": [campusParameter],
                 "get": [
@@ -1118,6 +1186,51 @@ public enum OpenAPIDocument {
                     "properties": [
                         "from": ["type": "string", "format": "date"], "to": ["type": "string", "format": "date"],
                         "total": ref("EpisodeSummaryPart"), "months": ["type": "array", "items": ref("EpisodeSummaryPart")],
+                    ],
+                ],
+                "ShareRequest": [
+                    "type": "object", "required": ["expiresIn", "from", "to"], "additionalProperties": false,
+                    "properties": [
+                        "expiresIn": ["type": "integer", "minimum": 3600, "maximum": 2592000, "description": "Seconds."],
+                        "from": ["type": "string", "format": "date"],
+                        "to": ["type": "string", "format": "date", "description": "Not before from; at most 366 days in all."],
+                    ],
+                ],
+                "ShareCreated": [
+                    "type": "object", "required": ["id", "url", "expiresAt", "from", "to"], "additionalProperties": false,
+                    "properties": [
+                        "id": ["type": "string", "format": "uuid"],
+                        "url": ["type": "string", "description": "A path on this server: /v1/campuses/{campus}/shared/{token}."],
+                        "expiresAt": ["type": "string", "format": "date-time"],
+                        "from": ["type": "string", "format": "date"], "to": ["type": "string", "format": "date"],
+                    ],
+                ],
+                "ShareList": [
+                    "type": "object", "required": ["items"], "additionalProperties": false,
+                    "properties": [
+                        "items": [
+                            "type": "array",
+                            "items": [
+                                "type": "object",
+                                "required": ["id", "from", "to", "status", "expiresAt", "revokedAt", "createdAt", "openings"],
+                                "additionalProperties": false,
+                                "properties": [
+                                    "id": ["type": "string", "format": "uuid"],
+                                    "from": ["type": "string", "format": "date"], "to": ["type": "string", "format": "date"],
+                                    "status": ["type": "string", "enum": ["active", "expired", "revoked"]],
+                                    "expiresAt": ["type": "string", "format": "date-time"],
+                                    "revokedAt": ["type": ["string", "null"], "format": "date-time"],
+                                    "createdAt": ["type": "string", "format": "date-time"],
+                                    "openings": [
+                                        "type": "array",
+                                        "items": [
+                                            "type": "object", "required": ["openedAt", "format"], "additionalProperties": false,
+                                            "properties": ["openedAt": ["type": "string", "format": "date-time"], "format": ["type": "string"]],
+                                        ],
+                                    ],
+                                ],
+                            ],
+                        ]
                     ],
                 ],
                 "CommunityRegion": [

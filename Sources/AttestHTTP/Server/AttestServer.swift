@@ -69,6 +69,7 @@ public enum AttestServer {
         JournalRoutes(services: services).register(on: signedIn)
         EpisodeRoutes(services: services).register(on: signedIn)
         ExportRoutes(services: services).register(on: signedIn)
+        ShareRoutes(services: services).register(campus: campus, signedIn: signedIn)
         StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
         WebRoutes(services: services, settings: configuration.web).register(on: router)
         routeMethods.load(from: router)

@@ -1,0 +1,94 @@
+import AttestPlugins
+import AttestPluginsTesting
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import HTTPTypes
+import Identity
+import Journal
+import NIOCore
+import Tenancy
+import Testing
+
+@Suite("Links shared with a clinician")
+struct ShareTests {
+    static let mine = "/v1/campuses/{campus}/me/shares"
+    static let one = "/v1/campuses/{campus}/me/shares/{id}"
+    static let shared = "/v1/campuses/{campus}/shared/{token}"
+
+    @Test func aLinkOpensItsRangeWithoutSignInIsLoggedAndStopsWhenRevokedOrExpired() async throws {
+        let (server, north, author, member, clock) = try await ExportTests.setUp()
+        let south = try await server.campus("south")
+        let (_, admin) = try await server.user("ada@example.edu", at: north, roles: [.admin, .healthOfficer])
+        _ = south
+        try await server.run { api in
+            let made = try await api.send(
+                .post, "/v1/campuses/north/me/shares", template: Self.mine, token: member,
+                json: #"{"expiresIn": 86400, "from": "2026-11-18", "to": "2026-11-18"}"#)
+            #expect(made.status == 201, "\(made.body)")
+            let url = try #require(made.json["url"] as? String)
+            let token = String(url.split(separator: "/").last ?? "")
+            // The link names the campus and a random token: nothing of the member.
+            #expect(url.hasPrefix("/v1/campuses/north/shared/") && token.count == 43)
+            for personal in ["ana", author.id.rawValue.uuidString.lowercased(), "2026-11-18"] { #expect(!url.lowercased().contains(personal)) }
+            #expect(made.json["expiresAt"] as? String == "2026-11-21T20:00:04Z")
+
+            // Opened with no session: the range only, as PDF (inline) or JSON.
+            let pdf = try await api.client.execute(uri: url, method: HTTPRequest.Method.get, headers: [:], body: nil)
+            #expect(pdf.status == .ok && pdf.headers[.contentType] == "application/pdf" && pdf.headers[.contentDisposition]?.hasPrefix("inline;") == true)
+            let text = try await ExportTests.text(ofPDF: Data(pdf.body.readableBytesView))
+            #expect(text.contains("Café visit, then a headache") && !text.contains("A long day") && text.contains("From 2026-11-18 to 2026-11-18"))
+            clock.advance(by: 1)
+            let json = try await api.send(.get, url + "?format=json", template: Self.shared)
+            #expect((json.json["journal"] as? [[String: Any]])?.compactMap { $0["title"] as? String } == ["Café visit, then a headache"])
+            #expect((json.json["episodes"] as? [[String: Any]])?.count == 1)
+
+            // Anything else is refused alike: a changed token, another campus, a made-up one.
+            let changed = String(token.dropLast()) + (token.hasSuffix("A") ? "B" : "A")
+            for uri in ["/v1/campuses/north/shared/\(changed)", "/v1/campuses/south/shared/\(token)", "/v1/campuses/north/shared/nothing"] {
+                let refused = try await api.send(.get, uri, template: Self.shared)
+                #expect(refused.status == 404 && refused.problem.detail.contains("does not open anything"), "\(uri)")
+            }
+
+            // The member sees every opening; nobody else sees the links.
+            let listed = try await api.send(.get, "/v1/campuses/north/me/shares", template: Self.mine, token: member)
+            let item = try #require((listed.json["items"] as? [[String: Any]])?.first)
+            #expect(item["status"] as? String == "active" && (item["openings"] as? [[String: Any]])?.compactMap { $0["format"] as? String } == ["json", "pdf"])
+            let theirs = try await api.send(.get, "/v1/campuses/north/me/shares", template: Self.mine, token: admin)
+            #expect((theirs.json["items"] as? [[String: Any]])?.isEmpty == true)
+            let id = try #require(made.json["id"] as? String)
+            #expect((try await api.send(.delete, "/v1/campuses/north/me/shares/\(id)", template: Self.one, token: admin)).status == 404)
+
+            // Revoked: closed at once.
+            #expect((try await api.send(.delete, "/v1/campuses/north/me/shares/\(id)", template: Self.one, token: member)).status == 204)
+            #expect((try await api.send(.get, url, template: Self.shared)).status == 404)
+            #expect((try await api.send(.delete, "/v1/campuses/north/me/shares/\(id)", template: Self.one, token: member)).status == 404)
+
+            // Expired: an hour's link after an hour.
+            clock.advance(by: 1)
+            let hour = try await api.send(
+                .post, "/v1/campuses/north/me/shares", template: Self.mine, token: member, json: #"{"expiresIn": 3600, "from": "2026-11-01", "to": "2026-11-20"}"#)
+            let hourURL = try #require(hour.json["url"] as? String)
+            #expect((try await api.send(.get, hourURL + "?format=json", template: Self.shared)).status == 200)
+            clock.advance(by: 3_601)
+            #expect((try await api.send(.get, hourURL + "?format=json", template: Self.shared)).status == 404)
+            let statuses = try await api.send(.get, "/v1/campuses/north/me/shares", template: Self.mine, token: member)
+            #expect((statuses.json["items"] as? [[String: Any]])?.compactMap { $0["status"] as? String } == ["expired", "revoked"])
+
+            for (body, fields) in [
+                (#"{"expiresIn": 60, "from": "2026-11-01", "to": "2026-11-20"}"#, ["expiresIn"]),
+                (#"{"expiresIn": 2592001, "from": "2026-11-01", "to": "2026-11-20"}"#, ["expiresIn"]),
+                (#"{"expiresIn": 3600, "from": "2026-11-20", "to": "2026-11-01"}"#, ["from"]),
+                (#"{"expiresIn": 3600.5, "to": "2026-11-01", "who": "Dr. X"}"#, ["expiresIn", "from", "who"]),
+            ] {
+                let refused = try await api.send(.post, "/v1/campuses/north/me/shares", template: Self.mine, token: member, json: body)
+                #expect(refused.status == 422 && refused.problem.fields.sorted() == fields, "\(body): \(refused.body)")
+            }
+        }
+        // The audit log: that two shares were made, nothing of their range or openings.
+        let audit = try await AuditLog(client: TestDatabase.client(database: server.database)).entries(campus: north.id)
+        #expect(audit.filter { $0.action == "member.share" }.count == 2)
+        #expect(audit.filter { $0.action == "member.share" }.allSatisfy { $0.details.isEmpty && $0.target == "" })
+        #expect(!audit.contains { $0.action.contains("open") })
+    }
+}
