@@ -98,7 +98,7 @@ public struct PDFWriter {
         }
         let xref = output.count
         var table = "xref\n0 \(objects.count + 1)\n0000000000 65535 f \n"
-        for offset in offsets { table += String(format: "%010d 00000 n \n", offset) }
+        for offset in offsets { table += String(format: "%010ld 00000 n \n", offset) }
         table += "trailer\n<< /Size \(objects.count + 1) /Root 1 0 R /Info 5 0 R >>\nstartxref\n\(xref)\n%EOF\n"
         output += Data(table.utf8)
         return output
@@ -158,7 +158,8 @@ public struct PDFWriter {
         var total = 0
         for scalar in text.unicodeScalars {
             let value = Int(scalar.value)
-            total += (32...126).contains(value) ? widths[value - 32] : 556
+            let index = value - 32
+            total += index >= 0 && index < widths.count ? widths[index] : 556
         }
         return Double(total) * size / 1000
     }
