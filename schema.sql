@@ -417,6 +417,18 @@ CREATE TABLE IF NOT EXISTS journal_share_openings (
     FOREIGN KEY (campus_id, user_id, share_id) REFERENCES journal_shares (campus_id, user_id, id) ON DELETE CASCADE
 );
 
+-- What a member chose for their own journal and episodes: kept for this many days (by the
+-- entry's date, the episode's start), or forever when null. Not private in itself: the daily
+-- upkeep reads every member's choice of the campus.
+CREATE TABLE IF NOT EXISTS member_settings (
+    campus_id          uuid NOT NULL,
+    user_id            uuid NOT NULL,
+    journal_keep_days  integer CHECK (journal_keep_days BETWEEN 1 AND 3650),
+    updated_at         timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, user_id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     -- No sequence (Citus distributes the log by campus); entries are ordered by at, then id,
@@ -440,7 +452,7 @@ BEGIN
         'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys', 'badge_subject_keys',
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
-        'journal_entries', 'journal_audio', 'episodes', 'journal_shares', 'journal_share_openings'
+        'journal_entries', 'journal_audio', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);

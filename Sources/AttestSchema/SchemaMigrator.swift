@@ -102,6 +102,7 @@ public struct SchemaMigrator: Sendable {
                 \(tenantTable("episodes"))
                 \(tenantTable("journal_shares"))
                 \(tenantTable("journal_share_openings"))
+                \(tenantTable("member_settings"))
                 \(memberOnly("journal_entries"))
                 \(memberOnly("journal_audio"))
                 \(memberOnly("episodes"))
@@ -267,6 +268,18 @@ public struct SchemaMigrator: Sendable {
             format      text NOT NULL CHECK (format IN ('pdf', 'csv', 'json')),
             PRIMARY KEY (campus_id, user_id, id),
             FOREIGN KEY (campus_id, user_id, share_id) REFERENCES journal_shares (campus_id, user_id, id) ON DELETE CASCADE
+        );
+
+        -- What a member chose for their own journal and episodes: kept for this many days (by the
+        -- entry's date, the episode's start), or forever when null. Not private in itself: the daily
+        -- upkeep reads every member's choice of the campus.
+        CREATE TABLE IF NOT EXISTS member_settings (
+            campus_id          uuid NOT NULL,
+            user_id            uuid NOT NULL,
+            journal_keep_days  integer CHECK (journal_keep_days BETWEEN 1 AND 3650),
+            updated_at         timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (campus_id, user_id),
+            FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
         );
         """
 

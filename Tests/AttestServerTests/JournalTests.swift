@@ -248,3 +248,40 @@ struct JournalTests {
         #expect(AudioType.named("Audio/WebM; codecs=opus") == .webm && AudioType.named("audio/x-wav") == .wav && AudioType.named("image/png") == nil)
     }
 }
+
+@Suite("A member's keeping period")
+struct KeepingTests {
+    static let path = "/v1/campuses/{campus}/me/privacy"
+
+    @Test func theMemberChoosesHowLongTheirJournalAndEpisodesAreKeptAndTheUpkeepAppliesIt() async throws {
+        let clock = try TestClock("2026-11-20T17:00:00Z")
+        let server = try await TestServer.make(clock: clock.read)
+        let north = try await server.campus("north")
+        let (ana, member) = try await server.user("ana@example.edu", at: north)
+        let (bo, _) = try await server.user("bo@example.edu", at: north)
+        for (user, date) in [(ana, "2026-10-01"), (ana, "2026-11-15"), (bo, "2026-10-01")] {
+            _ = try await server.services.journal.create(
+                campus: north.id, user: user.id, JournalDraft(date: LocalDate(date)!, title: "On \(date)", text: ""), at: clock.read())
+            _ = try await server.services.episodes.start(
+                campus: north.id, user: user.id,
+                EpisodeDraft(kind: "headache", severity: 3, startedAt: try Date(date + "T12:00:00Z", strategy: .iso8601), stoppedAt: try Date(date + "T13:00:00Z", strategy: .iso8601)),
+                context: nil, baseline: nil, now: clock.read())
+        }
+        try await server.run { api in
+            let initial = try await api.send(.get, "/v1/campuses/north/me/privacy", template: Self.path, token: member)
+            #expect(initial.status == 200 && initial.json["journalKeepDays"] is NSNull)
+            for (body, status) in [(#"{"journalKeepDays": 0}"#, 422), (#"{"journalKeepDays": 3651}"#, 422), (#"{"journalKeepDays": 1.5}"#, 422), (#"{}"#, 422), (#"{"journalKeepDays": 30}"#, 200)] {
+                let reply = try await api.send(.put, "/v1/campuses/north/me/privacy", template: Self.path, token: member, json: body)
+                #expect(reply.status == status, "\(body): \(reply.body)")
+            }
+            #expect((try await api.send(.get, "/v1/campuses/north/me/privacy", template: Self.path, token: member)).json["journalKeepDays"] as? Int == 30)
+            let counts = try await JournalUpkeep(client: server.pool).run(campus: north, now: clock.read())
+            #expect(counts == ["journal_entries_purged": 1, "episodes_purged": 1])
+            // Ana keeps what is within 30 days; Bo chose nothing, so keeps everything.
+            #expect(try await server.services.journal.list(campus: north.id, user: ana.id, after: nil, limit: 10).entries.map(\.title) == ["On 2026-11-15"])
+            #expect(try await server.services.journal.list(campus: north.id, user: bo.id, after: nil, limit: 10).entries.count == 1)
+            #expect(try await server.services.episodes.list(campus: north.id, user: ana.id, after: nil, limit: 10, now: clock.read()).episodes.count == 1)
+            #expect(try await server.services.episodes.list(campus: north.id, user: bo.id, after: nil, limit: 10, now: clock.read()).episodes.count == 1)
+        }
+    }
+}

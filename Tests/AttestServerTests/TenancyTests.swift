@@ -98,6 +98,7 @@ struct TenancyTests {
                 let query = method == .get ? "?from=2026-11-20&to=2026-11-20&date=2026-11-20&limit=5" : ""
                 var body: String?
                 if method == .patch { body = #"{"title": "taken over"}"# }
+                if method == .put { body = #"{"journalKeepDays": null}"# }
                 if method == .post {
                     if template.hasSuffix("/attestations") {
                         body = AttestationTests.body(AttestationTests.healthy)

@@ -711,6 +711,38 @@ public enum OpenAPIDocument {
                     ],
                 ],
             ],
+            "/v1/campuses/{campus}/me/privacy": [
+                "parameters": [campusParameter],
+                "get": [
+                    "summary": "How long the member keeps their journal and episodes: journalKeepDays, or null for forever (the default).",
+                    "operationId": "getMyPrivacy",
+                    "security": bearer,
+                    "responses": [
+                        "200": json("The member's choice.", ref("Privacy")),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": responseRef("NotFound"),
+                        "422": responseRef("Invalid"),
+                    ],
+                ],
+                "put": [
+                    "summary": "Sets how long the member keeps their journal and episodes; the daily upkeep deletes what is older (by entry date, episode start). The campus's retention-days does not apply to them.",
+                    "operationId": "setMyPrivacy",
+                    "security": bearer,
+                    "requestBody": ["required": true, "content": ["application/json": ["schema": ref("Privacy")]]],
+                    "responses": [
+                        "200": json("The member's choice.", ref("Privacy")),
+                        "400": responseRef("BadRequest"),
+                        "401": responseRef("Unauthorized"),
+                        "429": responseRef("TooManyRequests"),
+                        "404": responseRef("NotFound"),
+                        "408": responseRef("TooSlow"),
+                        "413": responseRef("TooLarge"),
+                        "415": responseRef("UnsupportedMediaType"),
+                        "422": responseRef("Invalid"),
+                    ],
+                ],
+            ],
             "/v1/campuses/{campus}/community": [
                 "parameters": [campusParameter],
                 "get": [
@@ -1231,6 +1263,12 @@ public enum OpenAPIDocument {
                                 ],
                             ],
                         ]
+                    ],
+                ],
+                "Privacy": [
+                    "type": "object", "required": ["journalKeepDays"], "additionalProperties": false,
+                    "properties": [
+                        "journalKeepDays": ["type": ["integer", "null"], "minimum": 1, "maximum": 3650, "description": "Days; null keeps them forever."]
                     ],
                 ],
                 "CommunityRegion": [

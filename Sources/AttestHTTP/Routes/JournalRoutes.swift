@@ -74,7 +74,42 @@ struct JournalRoutes: Sendable {
     /// An entry's JSON may be long: 10,000 characters written as `\uXXXX` pairs take 120 KB.
     static let bodyLimit = 256 * 1024
 
+    struct Privacy: ResponseEncodable {
+        var journalKeepDays: Int?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(journalKeepDays, forKey: .journalKeepDays)  // null: forever
+        }
+
+        enum CodingKeys: String, CodingKey { case journalKeepDays }
+    }
+
     func register(on signedIn: RouterGroup<AttestRequestContext>) {
+        let settings = MemberSettingsStore(client: services.database)
+        signedIn.get("me/privacy") { request, context -> Response in
+            let (campus, user) = try Self.member(context)
+            let query = QueryParameters(request, accepting: [])
+            guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+            return try Self.private(Privacy(journalKeepDays: try await settings.journalKeepDays(campus: campus.id, user: user)), request, context)
+        }
+        signedIn.put("me/privacy") { request, context -> Response in
+            let (campus, user) = try Self.member(context)
+            let body = try await request.jsonObject(context: context)
+            var problems: [Problem.FieldError] = []
+            for key in body.keys.sorted() where key != "journalKeepDays" {
+                problems.append(.init(field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)), message: "is not a field here (only journalKeepDays)"))
+            }
+            var days: Int?
+            switch body["journalKeepDays"] {
+            case .null?: days = nil
+            case .number(let number)? where number.rounded() == number && (1...3650).contains(number): days = Int(number)
+            default: problems.append(.init(field: "journalKeepDays", message: "is required: whole days from 1 to 3650, or null to keep forever"))
+            }
+            guard problems.isEmpty else { throw Problem.validation(problems) }
+            try await settings.setJournalKeepDays(campus: campus.id, user: user, days: days, now: services.clock())
+            return try Self.private(Privacy(journalKeepDays: days), request, context)
+        }
         signedIn.post("me/journal") { request, context -> Response in
             let (campus, user) = try Self.member(context)
             let today = campus.localDate(at: services.clock())

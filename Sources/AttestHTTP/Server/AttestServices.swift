@@ -91,7 +91,7 @@ public struct AttestServices: Sendable {
             metrics: metrics.factory)
         self.statistics = StatisticsStore(client: database, reader: readDatabase)
         self.statisticsService = StatisticsService(store: statistics, questionnaires: activeQuestionnaires)
-        self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database)])
+        self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database), JournalUpkeep(client: database)])
         self.signIns = SignInGuard(client: database)
         self.signIn = SignInService(issuers: issuers, verifier: idTokens, guardian: signIns, users: users, sessions: sessions)
         self.browserSignIn = BrowserSignIn(issuers: issuers, guardian: signIns, signIn: signIn, http: http, kek: kek)
