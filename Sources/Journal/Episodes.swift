@@ -207,7 +207,8 @@ public struct EpisodeStore: Sendable {
                             \(Self.json(baseline)), \(now), \(now))
                     RETURNING \(Self.columns)
                     """)
-                return try episode(rows[0], campus: campus, user: user)
+                guard let row = rows.first else { throw EpisodeError.notFound }
+                return try episode(row, campus: campus, user: user)
             }
         } catch let error as PostgresError where error.isUniqueViolation {
             let open = try await list(campus: campus, user: user, after: nil, limit: 100, now: now).episodes
