@@ -2,7 +2,6 @@ import AttestPlugins
 import AttestPostgres
 import Foundation
 import Logging
-import Synchronization
 import Tenancy
 
 /// One episode a member tracked: a start, a stop (nil while open), and the weather where it began.
@@ -313,7 +312,7 @@ public final class EpisodeContext: Sendable {
     let context: PluginContext
     let budget: Duration
     private let enabled = ExpiringCache<CampusID, CampusPluginStore.Enabled?>(ttl: .seconds(5))
-    private let built = Mutex<[String: any ContextProvider]>([:])
+    private let built = PluginInstances<any ContextProvider>()
 
     public init(client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, budget: Duration = .seconds(3)) {
         self.client = client
@@ -335,20 +334,7 @@ public final class EpisodeContext: Sendable {
     private static func ask(
         _ provider: any ContextProvider, id: String, at instant: Date, near location: CoarseLocation, context: PluginContext, budget: Duration
     ) async -> EnvironmentFactors? {
-        let call = Task { try await provider.factors(at: instant, near: location, context: context) }
-        let outcome: Result<EnvironmentFactors, any Error>? = await withCheckedContinuation { continuation in
-            let once = ResumeOnce()
-            let timer = Task {
-                guard (try? await timerSleep(for: budget)) != nil, once.claim() else { return }
-                call.cancel()
-                continuation.resume(returning: nil)
-            }
-            Task {
-                let result = await call.result
-                timer.cancel()
-                if once.claim() { continuation.resume(returning: result) }
-            }
-        }
+        let outcome = await result(within: budget) { try await provider.factors(at: instant, near: location, context: context) }
         switch outcome {
         case .success(let factors)?: return factors.plausible.isEmpty ? nil : factors.plausible
         case .failure(let error)?:
@@ -369,16 +355,13 @@ public final class EpisodeContext: Sendable {
             context.logger.warning("cannot read the campus's context provider", metadata: ["error": "\(error)"])
             return nil
         }
-        guard let plugin else { return nil }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let key = "\(plugin.id)/\(String(decoding: (try? encoder.encode(plugin.settings)) ?? Data(), as: UTF8.self))"
-        if let existing = built.withLock({ $0[key] }) { return (plugin.id, existing) }
+        guard let plugin, plugin.id != PluginRegistry.noContextProviderID else { return nil }
         do {
-            guard let made = try registry.makeContextProvider(id: plugin.id, settings: plugin.settings) else { return nil }
-            built.withLock { providers in
-                if providers.count > 10_000 { providers.removeAll() }
-                providers[key] = made
+            let made = try built.instance(key: PluginInstances<any ContextProvider>.key(id: plugin.id, settings: plugin.settings)) {
+                guard let made = try registry.makeContextProvider(id: plugin.id, settings: plugin.settings) else {
+                    throw PluginSettingsError("\(plugin.id) answers nothing")
+                }
+                return made
             }
             return (plugin.id, made)
         } catch {

@@ -2,7 +2,6 @@ import AttestPlugins
 import AttestPostgres
 import Foundation
 import Logging
-import Synchronization
 
 /// A campus's community data: its provider (a plugin, or `imported` from the shared tables),
 /// asked within a budget, and the figures by the documented rules (`CommunityFigures`).
@@ -18,7 +17,7 @@ public final class CommunityDirectory: Sendable {
     /// Built providers, by id and their own settings (without the campus's `riskThresholds`
     /// and `guidance`, which the platform applies per campus): campuses that read the same
     /// source share one provider and its one copy of the source.
-    private let built = Mutex<[String: any CommunityDataProvider]>([:])
+    private let built = PluginInstances<any CommunityDataProvider>()
 
     public init(
         client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, providerBudget: Duration = .seconds(2)
@@ -134,28 +133,15 @@ public final class CommunityDirectory: Sendable {
 
     /// The provider's answer within `budget`, or nil when it threw or overran (logged). The
     /// call runs on its own: a provider that overruns keeps fetching for the next request.
+    /// The provider's answer within `budget`, or nil when it threw or overran (logged).
     private func within<Value: Sendable>(_ budget: Duration, _ call: @escaping @Sendable () async throws -> Value) async -> Value? {
-        let logger = context.logger
-        let task = Task { try await call() }
-        let outcome: Result<Value, any Error>? = await withCheckedContinuation { continuation in
-            let once = ResumeOnce()
-            let timer = Task {
-                guard (try? await timerSleep(for: budget)) != nil, once.claim() else { return }
-                continuation.resume(returning: nil)
-            }
-            Task {
-                let result = await task.result
-                timer.cancel()
-                if once.claim() { continuation.resume(returning: result) }
-            }
-        }
-        switch outcome {
+        switch await result(within: budget, call) {
         case .success(let value)?: return value
         case .failure(let error)?:
-            logger.warning("community-data provider failed", metadata: ["error": "\(error)"])
+            context.logger.warning("community-data provider failed", metadata: ["error": "\(error)"])
             return nil
         case nil:
-            logger.warning("community-data provider overran its budget", metadata: ["budget": "\(budget)"])
+            context.logger.warning("community-data provider overran its budget", metadata: ["budget": "\(budget)"])
             return nil
         }
     }
@@ -168,29 +154,15 @@ public final class CommunityDirectory: Sendable {
             members["guidance"] = nil
             settings = .object(members)
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys  // the same settings, the same key
-        return "\(plugin.id)/\(String(decoding: (try? encoder.encode(settings)) ?? Data(), as: UTF8.self))"
+        return PluginInstances<any CommunityDataProvider>.key(id: plugin.id, settings: settings)
     }
 
     private func provider(campus: Campus, plugin: CampusPluginStore.Enabled) throws -> any CommunityDataProvider {
-        let key = Self.key(plugin)
-        if let existing = built.withLock({ $0[key] }) { return existing }
-        guard let made = try registry.makeCommunityDataProvider(id: plugin.id, settings: plugin.settings) else {
-            throw PluginSettingsError("\(plugin.id) is served by the platform")
+        try built.instance(key: Self.key(plugin)) {
+            guard let made = try registry.makeCommunityDataProvider(id: plugin.id, settings: plugin.settings) else {
+                throw PluginSettingsError("\(plugin.id) is served by the platform")
+            }
+            return made
         }
-        built.withLock { providers in
-            if providers.count > 10_000 { providers.removeAll() }
-            providers[key] = made
-        }
-        return made
     }
-}
-
-/// Lets exactly one of two racers resume a continuation.
-public final class ResumeOnce: Sendable {
-    private let done = Atomic<Bool>(false)
-    public init() {}
-    /// True for the first caller only.
-    public func claim() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
 }

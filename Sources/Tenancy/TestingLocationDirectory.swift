@@ -2,7 +2,6 @@ import AttestPlugins
 import AttestPostgres
 import Foundation
 import Logging
-import Synchronization
 
 /// Merges a campus's testing-location providers: `static` (its own table) and plugins.
 public final class TestingLocationDirectory: Sendable {
@@ -12,7 +11,7 @@ public final class TestingLocationDirectory: Sendable {
     let providerBudget: Duration
     private let enabled = ExpiringCache<CampusID, [CampusPluginStore.Enabled]>(ttl: .seconds(5))
     /// Built providers, kept while their settings stay the same (they keep their own caches).
-    private let built = Mutex<[String: any TestingLocationProvider]>([:])
+    private let built = PluginInstances<any TestingLocationProvider>()
 
     public init(client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, providerBudget: Duration = .seconds(2)) {
         self.client = client
@@ -74,18 +73,15 @@ public final class TestingLocationDirectory: Sendable {
                 return ProvidedLocations(locations: try await TestingLocationStore(client: client).list(campus: campus.id).map(\.location))
             }
             let provider = try provider(id: id, settings: settings, campus: campus)
-            let budget = providerBudget
-            return await withTaskGroup(of: ProvidedLocations?.self) { group in
-                group.addTask { try? await provider.locations(context: self.context) }
-                group.addTask {
-                    try? await Task.sleep(for: budget)
-                    return nil
-                }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                if first == nil { context.logger.warning("testing-location provider unavailable", metadata: ["provider": "\(id)"]) }
-                return first
+            let context = self.context
+            switch await result(within: providerBudget, { try await provider.locations(context: context) }) {
+            case .success(let answer)?: return answer
+            case .failure(let error)?:
+                context.logger.warning("testing-location provider failed", metadata: ["provider": "\(id)", "error": "\(error)"])
+            case nil:
+                context.logger.warning("testing-location provider unavailable", metadata: ["provider": "\(id)"])
             }
+            return nil
         } catch {
             context.logger.warning("testing-location provider failed", metadata: ["provider": "\(id)", "error": "\(error)"])
             return nil
@@ -93,17 +89,11 @@ public final class TestingLocationDirectory: Sendable {
     }
 
     private func provider(id: String, settings: JSONValue, campus: Campus) throws -> any TestingLocationProvider {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys  // the same settings, the same key
-        let key = "\(campus.id)/\(id)/\(String(decoding: (try? encoder.encode(settings)) ?? Data(), as: UTF8.self))"
-        if let existing = built.withLock({ $0[key] }) { return existing }
-        guard let made = try registry.makeTestingLocationProvider(id: id, settings: settings) else {
-            throw PluginSettingsError("\(id) is served by the platform")
+        try built.instance(key: "\(campus.id)/" + PluginInstances<any TestingLocationProvider>.key(id: id, settings: settings)) {
+            guard let made = try registry.makeTestingLocationProvider(id: id, settings: settings) else {
+                throw PluginSettingsError("\(id) is served by the platform")
+            }
+            return made
         }
-        built.withLock { providers in
-            if providers.count > 10_000 { providers.removeAll() }
-            providers[key] = made
-        }
-        return made
     }
 }

@@ -185,7 +185,7 @@ enum DemoCampus {
         let days = (0..<60).map { index -> CommunityDay in
             // A wave peaking three weeks ago: about 10 to 75 cases a day in 250,000 people.
             let phase = Double(index - 39) / 9
-            return CommunityDay(date: today.adding(days: index - 59), newCases: Int((42 + 33 * cos(phase)).rounded()) + index % 3, newDeaths: index % 11 == 0 ? 1 : 0)
+            return CommunityDay(date: today.adding(days: index - 59), newCases: (Int(exactly: (42 + 33 * cos(phase)).rounded()) ?? 42) + index % 3, newDeaths: index % 11 == 0 ? 1 : 0)
         }
         _ = try await store.replace(dataset: "demo", with: CommunityDataset(series: [CommunitySeries(region: communityRegion, days: days)]))
     }

@@ -20,6 +20,14 @@ public enum OpenAPIDocument {
     }
 
     private static let campusParameter: OpenAPIValue = ["$ref": "#/components/parameters/campus"]
+    /// A list's `limit` and `cursor`.
+    private static let pageParameters: OpenAPIValue = [
+        ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
+        [
+            "name": "cursor", "in": "query", "required": false,
+            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string", "minLength": 1],
+        ],
+    ]
     private static let journalIDParameter: OpenAPIValue = [
         "name": "id", "in": "path", "required": true, "description": "The entry's id.", "schema": ["type": "string", "format": "uuid"],
     ]
@@ -244,13 +252,7 @@ public enum OpenAPIDocument {
                     "summary": "The member's own attestations, newest first, a page at a time.",
                     "operationId": "listMyAttestations",
                     "security": bearer,
-                    "parameters": [
-                        ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
-                        [
-                            "name": "cursor", "in": "query", "required": false,
-                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string", "minLength": 1],
-                        ],
-                    ],
+                    "parameters": pageParameters,
                     "responses": [
                         "200": json("A page of attestations.", ref("AttestationPage")),
                         "401": responseRef("Unauthorized"),
@@ -357,13 +359,7 @@ public enum OpenAPIDocument {
                     "description": "Only the member's own entries: nobody else, administrators and health officers included, can read them.",
                     "operationId": "listMyJournal",
                     "security": bearer,
-                    "parameters": [
-                        ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
-                        [
-                            "name": "cursor", "in": "query", "required": false,
-                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string", "minLength": 1],
-                        ],
-                    ],
+                    "parameters": pageParameters,
                     "responses": [
                         "200": json("A page of entries.", ref("JournalPage")),
                         "401": responseRef("Unauthorized"),
@@ -498,13 +494,7 @@ public enum OpenAPIDocument {
                     "summary": "The member's own episodes, newest first, a page at a time (episodes open over 72 h are closed first, flagged autoClosed).",
                     "operationId": "listMyEpisodes",
                     "security": bearer,
-                    "parameters": [
-                        ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
-                        [
-                            "name": "cursor", "in": "query", "required": false,
-                            "description": "nextCursor of the previous page, unchanged.", "schema": ["type": "string", "minLength": 1],
-                        ],
-                    ],
+                    "parameters": pageParameters,
                     "responses": [
                         "200": json("A page of episodes.", ref("EpisodePage")),
                         "401": responseRef("Unauthorized"),

@@ -48,6 +48,21 @@ struct QueryParameters {
         return value
     }
 
+    /// A list route's `limit` (1–100, default 20) and `cursor` (read by `cursor`, nil when it
+    /// is none this API gave out): the query's problems and these, all at once, as a 422.
+    static func page<Cursor>(_ request: Request, cursor read: (String) -> Cursor?) throws -> (limit: Int, cursor: Cursor?) {
+        let query = QueryParameters(request, accepting: ["limit", "cursor"])
+        var problems = query.problems
+        let limit = query.limit(default: 20, most: 100, problems: &problems)
+        var cursor: Cursor?
+        if let text = query["cursor"] {
+            cursor = read(text)
+            if cursor == nil { problems.append(unknownCursor) }
+        }
+        guard problems.isEmpty else { throw Problem.validation(problems) }
+        return (limit, cursor)
+    }
+
     /// A `cursor` this API did not give out.
     static let unknownCursor = Problem.FieldError(
         field: "cursor", message: "is not a cursor this API gave out: pass nextCursor from the previous page unchanged")

@@ -100,16 +100,7 @@ struct AttestationRoutes: Sendable {
     private func history(_ request: Request, _ context: AttestRequestContext) async throws -> HistoryPage {
         let campus = try context.requireCampus()
         let user = try context.requireSession().user
-        let query = QueryParameters(request, accepting: ["limit", "cursor"])
-        var problems = query.problems
-        let limit = query.limit(default: 20, most: 100, problems: &problems)
-        var before: LocalDate?
-        if let text = query["cursor"] {
-            if let date = LocalDate(text) { before = date } else {
-                problems.append(QueryParameters.unknownCursor)
-            }
-        }
-        guard problems.isEmpty else { throw Problem.validation(problems) }
+        let (limit, before) = try QueryParameters.page(request) { LocalDate($0) }
         let page = try await services.attestations.page(campus: campus.id, user: user.id, before: before, limit: limit)
         return HistoryPage(
             items: page.items.map { HistoryItem(attestation: AttestationBody($0.attestation), answers: $0.answers) },

@@ -124,15 +124,7 @@ struct EpisodeRoutes: Sendable {
         }
         signedIn.get("me/episodes") { request, context -> Response in
             let (campus, user) = try JournalRoutes.member(context)
-            let query = QueryParameters(request, accepting: ["limit", "cursor"])
-            var problems = query.problems
-            let limit = query.limit(default: 20, most: 100, problems: &problems)
-            var cursor: EpisodeStore.Cursor?
-            if let text = query["cursor"] {
-                cursor = EpisodeStore.Cursor(text: text)
-                if cursor == nil { problems.append(QueryParameters.unknownCursor) }
-            }
-            guard problems.isEmpty else { throw Problem.validation(problems) }
+            let (limit, cursor) = try QueryParameters.page(request) { EpisodeStore.Cursor(text: $0) }
             let page = try await Self.run { try await store.list(campus: campus.id, user: user, after: cursor, limit: limit, now: services.clock()) }
             return try JournalRoutes.private(Page(items: page.episodes.map { Body(episode: $0) }, nextCursor: page.next?.text), request, context)
         }

@@ -3,6 +3,7 @@ import AttestPostgres
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Identity
 import Journal
 import Tenancy
 
@@ -35,6 +36,11 @@ struct ExportRoutes: Sendable {
         }
         guard problems.isEmpty else { throw Problem.validation(problems) }
         return (from, to, format)
+    }
+
+    /// Whom an export is of, as its heading names them: "Ana Ruiz <ana@…>", or the email alone.
+    static func name(of user: User) -> String {
+        user.displayName.isEmpty || user.displayName == user.email ? user.email : "\(user.displayName) <\(user.email)>"
     }
 
     /// The export of `user`'s range, as the response's body and headers.
@@ -70,7 +76,7 @@ struct ExportRoutes: Sendable {
                 QueryParameters(request, accepting: ["from", "to", "format"]), today: campus.localDate(at: services.clock()), defaultFormat: .pdf)
             let user = session.user
             let response = try await Self.export(
-                services: services, campus: campus, user: user.id, member: user.displayName.isEmpty || user.displayName == user.email ? user.email : "\(user.displayName) <\(user.email)>",
+                services: services, campus: campus, user: user.id, member: Self.name(of: user),
                 from: from, to: to, format: format, disposition: "attachment")
             try await services.database.withTransaction(campus: campus.id.rawValue) { connection in
                 try await AuditLog.record(

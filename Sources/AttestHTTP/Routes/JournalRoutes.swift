@@ -123,15 +123,7 @@ struct JournalRoutes: Sendable {
         }
         signedIn.get("me/journal") { request, context -> Response in
             let (campus, user) = try Self.member(context)
-            let query = QueryParameters(request, accepting: ["limit", "cursor"])
-            var problems = query.problems
-            let limit = query.limit(default: 20, most: 100, problems: &problems)
-            var cursor: JournalStore.Cursor?
-            if let text = query["cursor"] {
-                cursor = JournalStore.Cursor(text: text)
-                if cursor == nil { problems.append(QueryParameters.unknownCursor) }
-            }
-            guard problems.isEmpty else { throw Problem.validation(problems) }
+            let (limit, cursor) = try QueryParameters.page(request) { JournalStore.Cursor(text: $0) }
             let page = try await Self.run { try await store.list(campus: campus.id, user: user, after: cursor, limit: limit) }
             return try Self.private(
                 Page(items: page.entries.map { Entry($0, campus: campus.slug) }, nextCursor: page.next?.text), request, context)

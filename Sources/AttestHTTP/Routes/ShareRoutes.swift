@@ -134,7 +134,7 @@ struct ShareRoutes: Sendable {
                 throw Problem.notFound("This link does not open anything: it expired, was revoked, or was copied wrong. Ask for a new one.")
             }
             let member = try await services.users.find(campus: campusValue.id, id: opened.user)
-            let name = member.map { $0.displayName.isEmpty || $0.displayName == $0.email ? $0.email : "\($0.displayName) <\($0.email)>" } ?? "a member"
+            let name = member.map(ExportRoutes.name(of:)) ?? "a member"
             return try await ExportRoutes.export(
                 services: services, campus: campusValue, user: opened.user, member: name, from: opened.from, to: opened.to, format: format,
                 disposition: "inline")
