@@ -85,6 +85,26 @@ public enum AudioType: String, Sendable, CaseIterable {
         return nil
     }
 
+    /// Why bytes cannot be kept as a recording.
+    public enum Refusal: Error, Equatable {
+        case empty
+        case tooLarge
+        /// Not one of the types kept, whatever the file is called.
+        case notARecording
+        /// The bytes are `actual`, not the `declared` type they were sent as (a renamed file).
+        case mismatch(declared: AudioType, actual: AudioType)
+    }
+
+    /// The type of a recording read from its bytes, checked against the type it was sent as
+    /// (`declared`; nil when the sender named no audio type, as a browser may for an upload).
+    public static func check(_ bytes: Data, declared: AudioType?) -> Result<AudioType, Refusal> {
+        guard !bytes.isEmpty else { return .failure(.empty) }
+        guard bytes.count <= maxSize else { return .failure(.tooLarge) }
+        guard let actual = sniff(bytes) else { return .failure(.notARecording) }
+        if let declared, declared != actual { return .failure(.mismatch(declared: declared, actual: actual)) }
+        return .success(actual)
+    }
+
     /// A Content-Type a client sent, without parameters (`audio/webm;codecs=opus` → webm);
     /// `audio/x-wav`, `audio/mp3` and `video/webm` name the same types.
     public static func named(_ contentType: String) -> AudioType? {

@@ -92,17 +92,26 @@ public struct JournalStore: Sendable {
         try await client.withTransaction(settings: CampusScope.settings(campus.rawValue, member: user.rawValue), body)
     }
 
-    public func create(campus: CampusID, user: UserID, _ draft: JournalDraft, at now: Date) async throws -> JournalEntry {
+    /// A recording to keep with an entry; its type was read from its bytes by the caller.
+    public typealias Recording = (type: AudioType, bytes: Data)
+
+    /// Stores a new entry, and its recording when there is one, in one transaction.
+    public func create(campus: CampusID, user: UserID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date) async throws -> JournalEntry {
         let id = UUID.timeOrdered(at: now)
         let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
+        let sealedAudio = try audio.map { try sealAudio($0.bytes, campus: campus, user: user, id: id) }
         return try await transaction(campus: campus, user: user) { connection in
             try await connection.query(
                 """
                 INSERT INTO journal_entries (campus_id, user_id, id, entry_date, tags, sealed, created_at, updated_at)
                 VALUES (\(campus), \(user.rawValue), \(id), \(draft.date), \(draft.tags.map(\.rawValue)), \(sealed), \(now), \(now))
                 """)
+            if let audio, let sealedAudio {
+                _ = try await storeAudio(connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio)
+            }
             return JournalEntry(
-                id: id, date: draft.date, title: draft.title, text: draft.text, tags: draft.tags, audio: nil, createdAt: now, updatedAt: now)
+                id: id, date: draft.date, title: draft.title, text: draft.text, tags: draft.tags,
+                audio: audio.map { ($0.type, $0.bytes.count) }, createdAt: now, updatedAt: now)
         }
     }
 
@@ -147,17 +156,23 @@ public struct JournalStore: Sendable {
         return try rows.first.map { try entry($0, campus: campus, user: user) }
     }
 
-    /// Replaces the entry's fields with `draft` (the caller merged a PATCH into it).
-    public func update(campus: CampusID, user: UserID, id: UUID, _ draft: JournalDraft, at now: Date) async throws -> JournalEntry {
+    /// Replaces the entry's fields with `draft` (the caller merged a PATCH into it), and its
+    /// recording with `audio` when one is given, in one transaction.
+    public func update(campus: CampusID, user: UserID, id: UUID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date) async throws -> JournalEntry {
         let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
+        let sealedAudio = try audio.map { try sealAudio($0.bytes, campus: campus, user: user, id: id) }
         let updated = try await transaction(campus: campus, user: user) { connection in
-            try await connection.query(
+            let count = try await connection.query(
                 """
                 UPDATE journal_entries SET entry_date = \(draft.date), tags = \(draft.tags.map(\.rawValue)), sealed = \(sealed),
                        updated_at = greatest(\(now), created_at)
                 WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id = \(id)
                 """
             ).affectedRows
+            if count == 1, let audio, let sealedAudio {
+                _ = try await storeAudio(connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio)
+            }
+            return count
         }
         guard updated == 1, let entry = try await find(campus: campus, user: user, id: id) else { throw JournalError.notFound }
         return entry
@@ -174,19 +189,30 @@ public struct JournalStore: Sendable {
 
     /// Stores (or replaces) the entry's recording. The caller checked its type from its bytes.
     public func putAudio(campus: CampusID, user: UserID, id: UUID, type: AudioType, bytes: Data) async throws {
-        let sealed = try SealedSecret.seal(bytes, under: try requireKEK(), context: Self.context(campus, user, id, "audio"))
+        let sealed = try sealAudio(bytes, campus: campus, user: user, id: id)
         let stored = try await transaction(campus: campus, user: user) { connection in
-            try await connection.query(
-                """
-                INSERT INTO journal_audio (campus_id, user_id, entry_id, content_type, size, sealed)
-                SELECT campus_id, user_id, id, \(type.rawValue), \(Int32(clamping: bytes.count)), \(sealed) FROM journal_entries
-                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id = \(id)
-                ON CONFLICT (campus_id, user_id, entry_id) DO UPDATE
-                    SET content_type = EXCLUDED.content_type, size = EXCLUDED.size, sealed = EXCLUDED.sealed, created_at = now()
-                """
-            ).affectedRows
+            try await storeAudio(connection, campus: campus, user: user, id: id, type: type, size: bytes.count, sealed: sealed)
         }
         guard stored == 1 else { throw JournalError.notFound }
+    }
+
+    private func sealAudio(_ bytes: Data, campus: CampusID, user: UserID, id: UUID) throws -> Data {
+        try SealedSecret.seal(bytes, under: try requireKEK(), context: Self.context(campus, user, id, "audio"))
+    }
+
+    /// Inserts or replaces the recording of the member's entry `id`; 0 when there is no such entry.
+    private func storeAudio(
+        _ connection: PostgresConnection, campus: CampusID, user: UserID, id: UUID, type: AudioType, size: Int, sealed: Data
+    ) async throws -> Int {
+        try await connection.query(
+            """
+            INSERT INTO journal_audio (campus_id, user_id, entry_id, content_type, size, sealed)
+            SELECT campus_id, user_id, id, \(type.rawValue), \(Int32(clamping: size)), \(sealed) FROM journal_entries
+            WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id = \(id)
+            ON CONFLICT (campus_id, user_id, entry_id) DO UPDATE
+                SET content_type = EXCLUDED.content_type, size = EXCLUDED.size, sealed = EXCLUDED.sealed, created_at = now()
+            """
+        ).affectedRows
     }
 
     /// The entry's recording and its type, or nil.

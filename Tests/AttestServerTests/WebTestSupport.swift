@@ -25,6 +25,8 @@ final class WebClient: Sendable {
         var status: Int
         var headers: HTTPFields
         var body: String
+        /// The body's bytes (a recording, a PDF).
+        var bytes = Data()
         var location: String? { headers[.location] }
         var setCookies: [String] { headers[values: .setCookie] }
 
@@ -52,13 +54,40 @@ final class WebClient: Sendable {
         return try await send(.post, uri, headers: headers, body: body)
     }
 
+    /// A `multipart/form-data` POST, as a browser sends a form with a file input: the fields,
+    /// then each file (an empty file input is a part with an empty name and no bytes).
+    func post(
+        _ uri: String, multipart fields: [(String, String)], files: [(name: String, filename: String, type: String, bytes: Data)],
+        headers extra: HTTPFields = [:]
+    ) async throws -> Page {
+        let boundary = "----attest-test-\(UUID().uuidString.prefix(8))"
+        var body = Data()
+        for (name, value) in fields {
+            body.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8))
+        }
+        for file in files {
+            body.append(
+                Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(file.name)\"; filename=\"\(file.filename)\"\r\nContent-Type: \(file.type)\r\n\r\n".utf8))
+            body.append(file.bytes)
+            body.append(Data("\r\n".utf8))
+        }
+        body.append(Data("--\(boundary)--\r\n".utf8))
+        var headers = extra
+        headers[.contentType] = "multipart/form-data; boundary=\(boundary)"
+        return try await send(method: .post, uri, headers: headers, bytes: ByteBuffer(bytes: body))
+    }
+
     func send(_ method: HTTPRequest.Method, _ uri: String, headers extra: HTTPFields = [:], body: String? = nil) async throws -> Page {
+        try await send(method: method, uri, headers: extra, bytes: body.map { ByteBuffer(string: $0) })
+    }
+
+    func send(method: HTTPRequest.Method, _ uri: String, headers extra: HTTPFields = [:], bytes body: ByteBuffer?) async throws -> Page {
         var headers = extra
         let jar = cookies.withLock { $0 }
         if !jar.isEmpty { headers[.cookie] = jar.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
         if let acceptLanguage, headers[.acceptLanguage] == nil { headers[.acceptLanguage] = acceptLanguage }
-        let response = try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
-        let page = Page(status: Int(response.status.code), headers: response.headers, body: String(buffer: response.body))
+        let response = try await client.execute(uri: uri, method: method, headers: headers, body: body)
+        let page = Page(status: Int(response.status.code), headers: response.headers, body: String(buffer: response.body), bytes: Data(buffer: response.body))
         for line in page.setCookies {
             let pair = line.split(separator: ";", maxSplits: 1)[0].split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             guard pair.count == 2 else { continue }

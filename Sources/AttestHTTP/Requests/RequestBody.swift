@@ -57,8 +57,8 @@ extension Request {
 }
 
 extension Request {
-    /// The body: at most `limit` (default `context.maxUploadSize`) bytes (past it, what Hummingbird throws),
-    /// all of it within `AttestRequestContext.bodyTimeout`. Slower is a 408 `body-timeout`,
+    /// The body: at most `limit` (default `context.maxUploadSize`) bytes (past it, a 413 naming
+    /// the limit), all of it within `AttestRequestContext.bodyTimeout`. Slower is a 408 `body-timeout`,
     /// and the connection is closed a second later, the answer written: what is left of the
     /// body is not waited for.
     func collectBody(context: AttestRequestContext, limit: Int? = nil) async throws -> ByteBuffer {
@@ -67,7 +67,13 @@ extension Request {
         let arrived = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
             group.addTask {
                 var reading = request
-                return try await reading.collectBody(upTo: limit)
+                do {
+                    return try await reading.collectBody(upTo: limit)
+                } catch is NIOTooManyBytesError {
+                    throw Problem(
+                        .contentTooLarge, slug: "body-too-large", title: "Request body too large",
+                        detail: "The body is larger than \(limit / 1024) KiB. Send a smaller one.")
+                }
             }
             group.addTask {
                 // Not `Task.sleep`: see `timerSleep`.

@@ -112,10 +112,7 @@ struct EpisodeRoutes: Sendable {
             let now = services.clock()
             let body = try await request.jsonObject(context: context)
             let draft = try Self.draft(from: body, base: nil, kinds: EpisodeDraft.kinds(settings: Self.settings(campus)), now: now)
-            let (factors, dayBefore) = await services.episodeContext.factors(campus: campus.id, at: draft.startedAt, near: draft.location)
-            let episode = try await Self.run {
-                try await store.start(campus: campus.id, user: user, draft, context: factors, baseline: dayBefore, now: now)
-            }
+            let episode = try await Self.run { try await Self.start(services: services, campus: campus, user: user, draft, now: now) }
             var response = try Body(episode: episode).response(from: request, context: context)
             response.status = .created
             response.headers[.location] = "/v1/campuses/\(campus.slug)/me/episodes/\(episode.id.uuidString.lowercased())"
@@ -204,6 +201,12 @@ struct EpisodeRoutes: Sendable {
             }
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
         }
+    }
+
+    /// Starts an episode with the weather where it began (within the context provider's budget).
+    static func start(services: AttestServices, campus: Campus, user: UserID, _ draft: EpisodeDraft, now: Date) async throws -> Episode {
+        let (factors, dayBefore) = await services.episodeContext.factors(campus: campus.id, at: draft.startedAt, near: draft.location)
+        return try await services.episodes.start(campus: campus.id, user: user, draft, context: factors, baseline: dayBefore, now: now)
     }
 
     static func settings(_ campus: Campus) -> JSONValue? {

@@ -68,21 +68,27 @@ struct ExportRoutes: Sendable {
             body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
+    /// The signed-in member's own export, recorded in the audit log (that it happened and its
+    /// format, nothing of what it held): the API's `me/export` and the pages' download.
+    static func ownExport(
+        services: AttestServices, campus: Campus, user: User, from: LocalDate, to: LocalDate, format: MemberExport.Format
+    ) async throws -> Response {
+        let response = try await export(
+            services: services, campus: campus, user: user.id, member: name(of: user), from: from, to: to, format: format, disposition: "attachment")
+        try await services.database.withTransaction(campus: campus.id.rawValue) { connection in
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: "user:\(user.email)", action: "member.export", target: "", details: ["format": format.rawValue])
+        }
+        return response
+    }
+
     func register(on signedIn: RouterGroup<AttestRequestContext>) {
         signedIn.get("me/export") { request, context -> Response in
             let campus = try context.requireCampus()
             let session = try context.requireSession()
             let (from, to, format) = try Self.parse(
                 QueryParameters(request, accepting: ["from", "to", "format"]), today: campus.localDate(at: services.clock()), defaultFormat: .pdf)
-            let user = session.user
-            let response = try await Self.export(
-                services: services, campus: campus, user: user.id, member: Self.name(of: user),
-                from: from, to: to, format: format, disposition: "attachment")
-            try await services.database.withTransaction(campus: campus.id.rawValue) { connection in
-                try await AuditLog.record(
-                    connection, campus: campus.id, actor: "user:\(user.email)", action: "member.export", target: "", details: ["format": format.rawValue])
-            }
-            return response
+            return try await Self.ownExport(services: services, campus: campus, user: session.user, from: from, to: to, format: format)
         }
     }
 }

@@ -161,20 +161,21 @@ struct JournalRoutes: Sendable {
                 throw Self.unsupported("Send the recording's bytes with its type: audio/webm, audio/ogg, audio/mpeg, audio/mp4 or audio/wav.")
             }
             let buffer: ByteBuffer
-            do { buffer = try await request.collectBody(context: context, limit: AudioType.maxSize) } catch let problem as Problem {
-                throw problem
-            } catch {
-                throw Problem(
-                    .contentTooLarge, slug: "body-too-large", title: "Recording too large",
-                    detail: "A recording may hold at most 5 MB (5242880 bytes). Record a shorter one, or at a lower bit rate.")
+            do { buffer = try await request.collectBody(context: context, limit: AudioType.maxSize) } catch let problem as Problem
+                where problem.status == .contentTooLarge
+            {
+                throw Self.tooLarge
             }
             let bytes = Data(buffer.readableBytesView)
-            guard !bytes.isEmpty else { throw Problem.validation([.init(field: "body", message: "is empty: send the recording's bytes")]) }
-            guard let sniffed = AudioType.sniff(bytes) else {
+            let sniffed: AudioType
+            switch AudioType.check(bytes, declared: declared) {
+            case .success(let type): sniffed = type
+            case .failure(.empty): throw Problem.validation([.init(field: "body", message: "is empty: send the recording's bytes")])
+            case .failure(.tooLarge): throw Self.tooLarge
+            case .failure(.notARecording):
                 throw Self.unsupported("The bytes are not a recording this journal keeps (WebM/Opus, Ogg, MP3, MP4/AAC or WAV), whatever the file is called.")
-            }
-            guard sniffed == declared else {
-                throw Self.unsupported("The bytes are \(sniffed.rawValue), not the \(declared.rawValue) the Content-Type says: send them as \(sniffed.rawValue).")
+            case .failure(.mismatch(let declared, let actual)):
+                throw Self.unsupported("The bytes are \(actual.rawValue), not the \(declared.rawValue) the Content-Type says: send them as \(actual.rawValue).")
             }
             try await Self.run { try await store.putAudio(campus: campus.id, user: user, id: id, type: sniffed, bytes: bytes) }
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
@@ -213,6 +214,10 @@ struct JournalRoutes: Sendable {
         response.headers[.cacheControl] = "private, no-store"
         return response
     }
+
+    static let tooLarge = Problem(
+        .contentTooLarge, slug: "body-too-large", title: "Recording too large",
+        detail: "A recording may hold at most 5 MB (5242880 bytes). Record a shorter one, or at a lower bit rate.")
 
     static func unsupported(_ detail: String) -> Problem {
         Problem(.unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported recording", detail: detail)

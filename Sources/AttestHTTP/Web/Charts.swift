@@ -133,6 +133,82 @@ enum Charts {
         ]
     }
 
+    /// Bars over named categories (months), one value each (nil: no bar), on 0 to a round top.
+    static func bars(
+        id: String, title: String, desc: String, categories: [String], values: [Double?], fill: String, suffix: String, smallestStep: Double
+    ) -> [String: Any] {
+        let plot = Plot()
+        let top = niceTop(values.compactMap { $0 }.filter(\.isFinite).max() ?? 0, smallestStep: smallestStep)
+        let slot = plot.innerWidth / Double(max(categories.count, 1)), barWidth = max(2, min(slot * 0.6, 60))
+        var rects: [[String: Any]] = []
+        var labels: [[String: Any]] = []
+        for (index, category) in categories.enumerated() {
+            let x = plot.left + slot * Double(index)
+            labels.append(["x": number(x + slot / 2), "y": number(plot.top + plot.innerHeight + 16), "anchor": "middle", "text": category])
+            guard index < values.count, let value = values[index], value.isFinite, value > 0 else { continue }
+            let height = plot.innerHeight * min(value / top, 1)
+            rects.append([
+                "x": number(x + (slot - barWidth) / 2), "y": number(plot.top + plot.innerHeight - height), "w": number(barWidth), "h": number(height),
+                "fill": fill, "tip": "\(category): \(WebFormat.percent(value))\(suffix)",
+            ])
+            labels.append(["x": number(x + slot / 2), "y": number(plot.top + plot.innerHeight - height - 4), "anchor": "middle", "text": WebFormat.percent(value) + suffix])
+        }
+        let (axis, axisLabels) = axes(plot, top: top, suffix: suffix)
+        return [
+            "id": id, "title": title, "desc": desc, "width": number(plot.width), "height": number(plot.height), "heading": true,
+            "axis": axis, "labels": axisLabels + labels, "rects": rects,
+        ]
+    }
+
+    /// A top for an axis of four ticks that holds `highest`: four steps of 1, 2, 2.5 or 5 times
+    /// a power of ten, a step no smaller than `smallestStep` (1 for counts: no "0.3 episodes").
+    static func niceTop(_ highest: Double, smallestStep: Double) -> Double {
+        guard highest.isFinite, highest > 0 else { return smallestStep * 4 }
+        let raw = highest / 4
+        let magnitude = pow(10, (log10(raw)).rounded(.down))
+        let step = [1, 2, 2.5, 5, 10].map { $0 * magnitude }.first { $0 >= raw } ?? raw
+        return max(step, smallestStep) * 4
+    }
+
+    /// Two values per row (at the start of episodes ● and a day before ■), each row on its own
+    /// scale since the rows' units differ, every value written beside its mark.
+    static func pairs(
+        id: String, title: String, desc: String, rows: [(label: String, first: Double?, second: Double?, unit: String)], legend: (String, String)
+    ) -> [String: Any] {
+        let left = 170.0, right = 690.0, rowHeight = 44.0, top = 34.0
+        var axis: [[String: Any]] = [], labels: [[String: Any]] = [], rects: [[String: Any]] = [], slices: [[String: Any]] = []
+        labels.append(["x": number(left), "y": "16", "anchor": "start", "text": legend.0 + "   " + legend.1])
+        for (index, row) in rows.enumerated() {
+            let y = top + rowHeight * Double(index) + 18
+            axis.append(["x1": number(left), "y1": number(y), "x2": number(right), "y2": number(y)])
+            labels.append(["x": number(left - 10), "y": number(y + 4), "anchor": "end", "text": row.label])
+            let present = [row.first, row.second].compactMap { $0 }.filter(\.isFinite)
+            guard let low = present.min(), let high = present.max() else { continue }
+            let pad = max((high - low) * 0.5, max(abs(high) * 0.1, 1))
+            func x(_ value: Double) -> Double { left + (right - left) * (value - (low - pad)) / ((high + pad) - (low - pad)) }
+            if let first = row.first, first.isFinite {
+                let cx = x(first), r = 6.0
+                slices.append([
+                    "d": "M\(number(cx - r)) \(number(y))a\(number(r)) \(number(r)) 0 1 0 \(number(2 * r)) 0a\(number(r)) \(number(r)) 0 1 0 \(number(-2 * r)) 0Z",
+                    "fill": "#1d70b8", "tip": "\(row.label), \(legend.0): \(WebFormat.percent(first))\(row.unit)",
+                ])
+                labels.append(["x": number(cx), "y": number(y - 10), "anchor": "middle", "text": WebFormat.percent(first) + row.unit])
+            }
+            if let second = row.second, second.isFinite {
+                let cx = x(second)
+                rects.append([
+                    "x": number(cx - 5), "y": number(y - 5), "w": "10", "h": "10", "fill": "#f47738", "pattern": true,
+                    "tip": "\(row.label), \(legend.1): \(WebFormat.percent(second))\(row.unit)",
+                ])
+                labels.append(["x": number(cx), "y": number(y + 20), "anchor": "middle", "text": WebFormat.percent(second) + row.unit])
+            }
+        }
+        return [
+            "id": id, "title": title, "desc": desc, "width": "720", "height": number(top + rowHeight * Double(rows.count) + 10), "heading": true,
+            "axis": axis, "labels": labels, "rects": rects, "slices": slices,
+        ]
+    }
+
     /// A table: the first column a row header.
     static func table(caption: String, columns: [(label: String, num: Bool)], rows: [[String]]) -> [String: Any] {
         [

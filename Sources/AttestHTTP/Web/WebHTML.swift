@@ -40,7 +40,9 @@ enum WebHTML {
     /// A chart made by `Charts` (its dictionary), as an SVG figure.
     static func chart(_ chart: [String: Any]) -> String {
         let id = escape(string(chart["id"]))
-        var html = "<figure class=\"card\">\n<svg class=\"chart\" viewBox=\"0 0 \(string(chart["width"])) \(string(chart["height"]))\" role=\"img\" "
+        var html = "<figure class=\"card\">\n"
+        if flag(chart["heading"]) { html += "<h3 class=\"chart-heading\" aria-hidden=\"true\">\(escape(string(chart["title"])))</h3>\n" }
+        html += "<svg class=\"chart\" viewBox=\"0 0 \(string(chart["width"])) \(string(chart["height"]))\" role=\"img\" "
         html += "aria-labelledby=\"\(id)-title \(id)-desc\" xmlns=\"http://www.w3.org/2000/svg\">\n"
         html += "<title id=\"\(id)-title\">\(escape(string(chart["title"])))</title>\n<desc id=\"\(id)-desc\">\(escape(string(chart["desc"])))</desc>\n"
         for line in list(chart["axis"]) {

@@ -104,7 +104,8 @@ struct WebRenderer: Sendable {
         var items: [(id: String, href: String, label: String)] = [
             ("today", visit.base, visit["navToday"]), ("badge", visit.base + "badge", visit["navBadge"]),
             ("history", visit.base + "history", visit["navHistory"]), ("locations", visit.base + "locations", visit["navLocations"]),
-            ("stats", visit.base + "stats", visit["navStats"]),
+            ("stats", visit.base + "stats", visit["navStats"]), ("journal", visit.base + "journal", visit["navJournal"]),
+            ("episodes", visit.base + "episodes", visit["navEpisodes"]),
         ]
         if visit.has([.screener, .admin]) { items.append(("scan", visit.base + "scan", visit["navScan"])) }
         if visit.has([.admin]) { items.append(("admin", visit.base + "admin", visit["navAdmin"])) }
@@ -130,7 +131,7 @@ struct WebRenderer: Sendable {
     /// Fields HTTPTypes does not name (each literal is a valid field name).
     private static let fixedFields: [HTTPField] = [
         ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY"), ("Cross-Origin-Opener-Policy", "same-origin"),
-        ("Permissions-Policy", "camera=(self), geolocation=(self), microphone=(), payment=()"),
+        ("Permissions-Policy", "camera=(self), geolocation=(self), microphone=(self), payment=()"),
     ].compactMap { name, value in HTTPField.Name(name).map { HTTPField(name: $0, value: value) } }
 
     /// Percent-encodes a query value (everything but unreserved characters).

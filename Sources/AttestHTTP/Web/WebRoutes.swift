@@ -19,6 +19,9 @@ struct WebRoutes: Sendable {
             .add(middleware: CampusMiddleware(directory: services.campuses))
         SignInPages(web: self).register(on: pages)
         MemberPages(web: self).register(on: pages)
+        JournalPages(web: self).register(on: pages)
+        EpisodePages(web: self).register(on: pages)
+        SharingPage(web: self).register(on: pages)
         ScanPage(web: self).register(on: pages)
         AdminPages(web: self).register(on: pages)
     }

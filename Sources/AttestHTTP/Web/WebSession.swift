@@ -51,22 +51,43 @@ enum WebSession {
     }
 }
 
-/// A form's fields (`application/x-www-form-urlencoded`), in order.
+/// A form's fields in order (`application/x-www-form-urlencoded`, or `multipart/form-data`
+/// when it carries a file), and its files.
 struct WebForm {
     var fields: [(name: String, value: String)]
+    /// The files chosen (parts with a file name and some bytes; a file input left empty sends none).
+    var files: [MultipartForm.Part] = []
 
     subscript(name: String) -> String? { fields.first { $0.name == name }?.value }
 
-    /// The request's form body; at most `AttestRequestContext.maxUploadSize` bytes, within
-    /// `AttestRequestContext.bodyTimeout`.
-    static func read(_ request: Request, context: AttestRequestContext) async throws -> WebForm {
-        let type = request.headers[.contentType]?.lowercased() ?? ""
-        guard type.hasPrefix("application/x-www-form-urlencoded") else {
-            throw Problem(.unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported form", detail: "Send the form as application/x-www-form-urlencoded, as a browser does.")
+    /// Every value of a field that may repeat (checkboxes).
+    func all(_ name: String) -> [String] { fields.filter { $0.name == name }.map(\.value) }
+
+    func file(_ name: String) -> MultipartForm.Part? { files.first { $0.name == name } }
+
+    /// The request's form body; at most `limit` bytes (default `AttestRequestContext.maxUploadSize`),
+    /// within `AttestRequestContext.bodyTimeout`.
+    static func read(_ request: Request, context: AttestRequestContext, limit: Int? = nil) async throws -> WebForm {
+        let type = request.headers[.contentType] ?? ""
+        let boundary = MultipartForm.boundary(contentType: type)
+        guard type.lowercased().hasPrefix("application/x-www-form-urlencoded") || boundary != nil else {
+            throw Problem(.unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported form", detail: "Send the form as application/x-www-form-urlencoded or multipart/form-data, as a browser does.")
         }
-        let body = try await request.collectBody(context: context)
-        guard let form = parse(String(buffer: body)) else {
-            throw Problem(.badRequest, slug: "bad-form", title: "Unreadable form", detail: "The form's fields are not percent-encoded UTF-8. Reload the page and send it again.")
+        let body = try await request.collectBody(context: context, limit: limit)
+        let unreadable = Problem(.badRequest, slug: "bad-form", title: "Unreadable form", detail: "The form's fields are not well-formed UTF-8. Reload the page and send it again.")
+        guard let boundary else {
+            guard let form = parse(String(buffer: body)) else { throw unreadable }
+            return form
+        }
+        guard let multipart = MultipartForm.parse(Array(body.readableBytesView), boundary: boundary) else { throw unreadable }
+        var form = WebForm(fields: [])
+        for part in multipart.parts {
+            if part.filename != nil {
+                if !part.body.isEmpty { form.files.append(part) }
+            } else {
+                guard let value = String(validating: part.body, as: UTF8.self) else { throw unreadable }
+                form.fields.append((part.name, value))
+            }
         }
         return form
     }

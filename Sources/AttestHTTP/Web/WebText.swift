@@ -30,7 +30,7 @@ enum WebText {
     static func table(_ language: String) -> [String: String] {
         language == "es" ? spanishComplete : english
     }
-    private static let spanishComplete = spanish.merging(english) { mine, _ in mine }
+    private static let spanishComplete = spanish.merging(journalSpanish) { mine, _ in mine }.merging(english) { mine, _ in mine }
 
     static func format(_ text: String, _ values: String...) -> String {
         var result = text
@@ -38,7 +38,9 @@ enum WebText {
         return result
     }
 
-    static let english: [String: String] = [
+    static let english = englishBase.merging(journalEnglish) { mine, _ in mine }
+
+    private static let englishBase: [String: String] = [
         "skip": "Skip to main content", "navLabel": "Main", "language": "Language", "signOut": "Sign out",
         "signedInAs": "Signed in as", "signIn": "Sign in", "backHome": "Back to today's page",
         "navToday": "Today", "navBadge": "Badge", "navHistory": "History", "navLocations": "Testing", "navStats": "Campus stats",
