@@ -69,6 +69,16 @@ struct BrowserTests {
             campus: north, kind: .communityData, id: "imported",
             settings: .object(["dataset": .string("testland"), "guidance": .object(["high": .string("Wear a mask indoors.")])]), actor: "test")
         _ = try await CampusStore(client: server.pool).set(slug: "north", key: "region", value: "99001", actor: "test")
+        // The weather where an episode begins: a loopback feed as the campus's context provider.
+        let weather = Router()
+        weather.get("weather") { _, _ -> Response in
+            Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"temperature": 21.5, "humidity": 40}"#)))
+        }
+        let (weatherPort, weatherTask) = try await startLoopbackServer(weather)
+        defer { weatherTask.cancel() }
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .context, id: "json-feed",
+            settings: .object(["url": .string("http://127.0.0.1:\(weatherPort)/weather?lat={lat}&lon={lon}&time={time}")]), actor: "test")
         let now = Date()
         let questionnaire = try #require(try await server.services.questionnaires.active(campus: north.id))
         for index in 0..<12 {
@@ -96,7 +106,7 @@ struct BrowserTests {
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
         let config: [String: Any] = [
             "base": base, "campus": "north", "issuer": provider.issuer, "member": "ana@example.edu", "keyboardMember": "kim@example.edu",
-            "noScriptMember": "nora@example.edu", "admin": "ada@example.edu", "officer": "hana@example.edu", "screener": "sam@example.edu",
+            "noScriptMember": "nora@example.edu", "journalMember": "jo@example.edu", "admin": "ada@example.edu", "officer": "hana@example.edu", "screener": "sam@example.edu",
             "adminToken": adminToken, "goodToken": good, "expiredToken": expired, "forgedToken": forged, "otherCampusToken": otherCampus,
             "screenshots": screenshots,
         ]

@@ -73,6 +73,10 @@ struct JournalPageTests {
             #expect(page.status == 200 && page.body.contains("<h1>Ana&#39;s secret</h1>") && page.body.contains("Saved."))
             #expect(page.body.contains("<audio controls preload=\"metadata\" src=\"/c/north/journal/\(id)/audio\">"))
             #expect(try await ana.get("/c/north/journal").body.contains("Ana&#39;s secret"))
+            // An entry without tags or text shows neither, nor their separators.
+            let bare = try Self.entryID(try await ana.post("/c/north/journal", multipart: Self.entry(csrf: try #require(journal.csrf), title: "Bare"), files: []))
+            #expect(try await ana.get("/c/north/journal/\(bare)").body.contains("<p class=\"hint\">Fri, Nov 20, 2026</p>\n<div class=\"entry-text\"></div>"))
+            #expect(try await ana.get("/c/north/journal").body.contains("<p class=\"hint\">Fri, Nov 20, 2026</p>\n</li>"))
 
             // Another member, an administrator and a health officer: nothing of Ana's, anywhere.
             for email in ["bob@example.edu", "ada@example.edu", "hana@example.edu"] {
@@ -207,6 +211,7 @@ struct JournalPageTests {
             #expect(stopped.status == 303 && stopped.location == "/c/north/episodes?stopped=1")
             let detail = try await ana.get("/c/north/episodes/\(id)")
             #expect(detail.body.contains("<dd>2 h 00 min</dd>") && detail.body.contains("value=\"2026-11-20T09:25\"") && detail.body.contains("value=\"2026-11-20T11:25\""))
+            #expect(detail.body.contains("<h2>Notes</h2><div class=\"entry-text\">Behind the eyes</div>"))
 
             // Times typed in the campus's zone.
             let edit: [(String, String)] = [("csrf", csrf), ("kind", "migraine"), ("severity", "7"), ("notes", ""), ("startedAt", "2026-11-19T22:00"), ("stoppedAt", "2026-11-20T01:30")]
@@ -215,6 +220,7 @@ struct JournalPageTests {
             let after = try await api.send(.get, "/v1/campuses/north/me/episodes/\(id)", template: "/v1/campuses/{campus}/me/episodes/{id}", token: token)
             #expect(after.json["startedAt"] as? String == "2026-11-20T03:00:00Z" && after.json["stoppedAt"] as? String == "2026-11-20T06:30:00Z")
             #expect(after.json["kind"] as? String == "migraine" && after.json["durationMinutes"] as? Int == 210)
+            #expect(!(try await ana.get("/c/north/episodes/\(id)")).body.contains("<h2>Notes</h2>"), "no heading over no notes")
             for (field, value, message) in [
                 ("stoppedAt", "2026-11-19T21:00", "not before it started"), ("stoppedAt", "", "A stopped episode stays stopped"),
                 ("startedAt", "yesterday", "Enter when it started"), ("severity", "11", "Choose a severity from 0 to 10."), ("kind", "hangover", "Choose a kind of episode: Headache, Migraine."),
@@ -294,6 +300,10 @@ struct JournalPageTests {
             }
             #expect(page.body.contains("<title>2026-10: 2</title>"), "a bar of two episodes")
             #expect(page.body.contains("<th scope=\"row\">Temperature</th><td class=\"num\">20.5 °C</td><td class=\"num\">10.5 °C</td>"))
+            // A month without episodes is a zero in the table (and no bar), so the months read as a trend.
+            let wider = try await ana.get("/c/north/episodes?from=2026-09-15&to=2026-11-20")
+            #expect(wider.body.contains("<th scope=\"row\">2026-09</th><td class=\"num\">0</td><td class=\"num\">0</td><td class=\"num\">0 min</td><td class=\"num\">–</td>"))
+            #expect(!wider.body.contains("<title>2026-09:"))
             let badRange = try await ana.get("/c/north/episodes?from=2026-11-20&to=2026-10-01")
             #expect(badRange.status == 422 && badRange.headers[.contentType] == "text/html; charset=utf-8")
         }

@@ -17,6 +17,7 @@ import os
 import sys
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 from axe_selenium_python import Axe
@@ -36,12 +37,16 @@ CONFIG = {}
 AXE_REPORT = []
 
 
-def make_driver(javascript=True):
+def make_driver(javascript=True, media=False):
     options = webdriver.ChromeOptions()
     options.binary_location = '/usr/bin/chromium'
     for argument in ('--headless=new', '--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', '--window-size=1100,1400',
                      '--lang=en-US', '--disable-extensions', '--no-first-run'):
         options.add_argument(argument)
+    if media:
+        # A made-up microphone (a tone) that needs no permission prompt, for MediaRecorder.
+        options.add_argument('--use-fake-ui-for-media-stream')
+        options.add_argument('--use-fake-device-for-media-stream')
     prefs = {'intl.accept_languages': 'en-US,en'}
     if not javascript:
         prefs['profile.managed_default_content_settings.javascript'] = 2
@@ -239,6 +244,162 @@ class WithoutJavaScript(unittest.TestCase):
             self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'svg.qr'))
             # The countdown shows the server's figure when no script ticks it.
             self.assertRegex(d.find_element(By.ID, 'countdown').text, r'^\d+:\d\d:\d\d$')
+        finally:
+            d.quit()
+
+
+def write_file(name, data):
+    path = os.path.join(CONFIG['screenshots'], name)
+    with open(path, 'wb') as handle:
+        handle.write(data)
+    return path
+
+
+def wav_bytes(seconds=0.3):
+    """A real, tiny WAV file (8 kHz, 8-bit, silence)."""
+    frames = int(8000 * seconds)
+    header = b'RIFF' + (36 + frames).to_bytes(4, 'little') + b'WAVEfmt ' + (16).to_bytes(4, 'little') + (1).to_bytes(2, 'little')
+    header += (1).to_bytes(2, 'little') + (8000).to_bytes(4, 'little') + (8000).to_bytes(4, 'little') + (1).to_bytes(2, 'little') + (8).to_bytes(2, 'little')
+    return header + b'data' + frames.to_bytes(4, 'little') + bytes([128]) * frames
+
+
+def fetch_in_page(driver, path):
+    """What the page's own session gets for path: status, type and the first bytes."""
+    return driver.execute_async_script("""
+        var done = arguments[arguments.length - 1];
+        fetch(arguments[0]).then(function (r) { return r.arrayBuffer().then(function (b) {
+            done([r.status, r.headers.get('content-type'), Array.from(new Uint8Array(b).slice(0, 16)), new TextDecoder().decode(b)]); }); });
+        """, path)
+
+
+class JournalAndEpisodes(unittest.TestCase):
+    """A member writes an entry with a recording from the microphone, tracks an episode where
+    the weather is known, exports and shares; every page checked with axe in both languages."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.driver = make_driver(media=True)
+        d = cls.driver
+        d.execute_cdp_cmd('Browser.grantPermissions', {'origin': CONFIG['base'], 'permissions': ['geolocation']})
+        d.execute_cdp_cmd('Emulation.setGeolocationOverride', {'latitude': 40.7536, 'longitude': -73.9832, 'accuracy': 50})
+        sign_in(d, CONFIG['journalMember'], '/journal')
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+
+    def test_1_an_entry_with_a_recording(self):
+        d = self.driver
+        d.get(url('/journal'))
+        check_both_languages(d, 'journal')
+        # No title: the form comes back with the message by its field, focus there.
+        d.find_element(By.ID, 'entry-text').send_keys('Woke up with a sore throat.')
+        d.find_element(By.CSS_SELECTOR, '#entry-form button[type="submit"]').click()
+        wait_for(d, lambda d: d.find_elements(By.CLASS_NAME, 'error-summary'))
+        self.assertEqual(d.switch_to.active_element.get_attribute('id'), 'entry-title')
+        self.assertIn('Enter a title', d.find_element(By.CLASS_NAME, 'error-summary').text)
+        self.assertEqual(d.find_element(By.ID, 'entry-text').get_attribute('value'), 'Woke up with a sore throat.')
+        self.assertTrue(d.title.startswith('Error: '))
+        check_page(d, 'journal-errors-en')
+        d.find_element(By.ID, 'entry-title').send_keys('Sore throat')
+        d.find_element(By.ID, 'entry-tag-symptom').click()
+        # Record from the (made-up) microphone: the recording fills the file input.
+        button = d.find_element(By.CSS_SELECTOR, '.record-button')
+        button.click()
+        wait_for(d, lambda d: 'Recording' in d.find_element(By.CSS_SELECTOR, '.record-status').text)
+        time.sleep(2.2)
+        button.click()
+        wait_for(d, lambda d: 'Recorded' in d.find_element(By.CSS_SELECTOR, '.record-status').text)
+        self.assertEqual(d.execute_script("return document.getElementById('entry-audio').files.length"), 1)
+        self.assertTrue(d.find_element(By.CSS_SELECTOR, '.record-preview').is_displayed())
+        d.find_element(By.CSS_SELECTOR, '#entry-form button[type="submit"]').click()
+        wait_for(d, lambda d: d.current_url.endswith('?saved=1'))
+        self.assertEqual(d.find_element(By.TAG_NAME, 'h1').text, 'Sore throat')
+        src = d.find_element(By.CSS_SELECTOR, 'article audio').get_attribute('src')
+        status, kind, head, _ = fetch_in_page(d, src)
+        self.assertEqual((status, kind), (200, 'audio/webm'))
+        self.assertEqual(head[:4], [0x1A, 0x45, 0xDF, 0xA3], 'a WebM recording')
+        self.assertIn('Recording (WebM', d.find_element(By.TAG_NAME, 'article').text)
+        check_both_languages(d, 'entry')
+        # A file chosen instead: a renamed text file is refused, a WAV kept.
+        d.find_element(By.CSS_SELECTOR, 'details summary').click()
+        d.find_element(By.ID, 'entry-audio').send_keys(write_file('not-audio.mp3', b'just text, not a recording'))
+        d.find_element(By.CSS_SELECTOR, '#entry-form button[type="submit"]').click()
+        wait_for(d, lambda d: d.find_elements(By.CLASS_NAME, 'error-summary'))
+        self.assertIn('not a recording the journal keeps', d.find_element(By.CLASS_NAME, 'error-summary').text)
+        d.find_element(By.ID, 'entry-audio').send_keys(write_file('voice.wav', wav_bytes()))
+        d.find_element(By.CSS_SELECTOR, '#entry-form button[type="submit"]').click()
+        wait_for(d, lambda d: d.current_url.endswith('?saved=1'))
+        self.assertIn('Recording (WAV', d.find_element(By.TAG_NAME, 'article').text)
+        d.get(url('/journal'))
+        self.assertIn('Sore throat', d.find_element(By.CSS_SELECTOR, '.entries').text)
+
+    def test_2_an_episode_in_one_tap_with_the_weather(self):
+        d = self.driver
+        d.get(url('/episodes'))
+        place = d.find_element(By.ID, 'episode-place')
+        place.click()
+        wait_for(d, lambda d: 'Location added' in d.find_element(By.CSS_SELECTOR, '.place-status').text)
+        self.assertEqual(d.find_element(By.ID, 'episode-lat').get_attribute('value'), '40.8')
+        d.find_element(By.ID, 'episode-start-headache').click()
+        wait_for(d, lambda d: d.current_url.endswith('?started=1'))
+        self.assertIn('Headache since', d.find_element(By.CSS_SELECTOR, '.open-episode').text)
+        check_both_languages(d, 'episodes')
+        d.find_element(By.CSS_SELECTOR, 'section[aria-labelledby="list-heading"] tbody a').click()
+        wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'dl.facts'))
+        weather = d.find_element(By.CSS_SELECTOR, 'section.weather table').text
+        self.assertIn('21.5 °C', weather)
+        self.assertIn('mlat=40.8', d.find_element(By.PARTIAL_LINK_TEXT, 'Map').get_attribute('href'))
+        check_both_languages(d, 'episode')
+        d.find_element(By.CSS_SELECTOR, 'article .stop-button').click()
+        wait_for(d, lambda d: d.current_url.endswith('?stopped=1'))
+        self.assertFalse(d.find_elements(By.CSS_SELECTOR, '.open-episode'))
+        self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'svg.chart title'))
+
+    def test_3_export_and_a_link_for_a_clinician(self):
+        d = self.driver
+        d.get(url('/sharing'))
+        start = d.find_element(By.ID, 'export-from').get_attribute('value')
+        end = d.find_element(By.ID, 'export-to').get_attribute('value')
+        status, kind, _, text = fetch_in_page(d, url('/sharing/export?from=%s&to=%s&format=csv' % (start, end)))
+        self.assertEqual((status, kind), (200, 'text/csv; charset=utf-8'))
+        self.assertIn('Sore throat', text)
+        d.find_element(By.CSS_SELECTOR, 'form[action$="sharing/links"] button').click()
+        wait_for(d, lambda d: d.find_elements(By.ID, 'new-link-url'))
+        link = d.find_element(By.ID, 'new-link-url').get_attribute('value')
+        check_page(d, 'sharing-link-en')
+        with urllib.request.urlopen(link, timeout=10) as response:  # a clinician: no cookie, no sign-in
+            self.assertEqual(response.read(5), b'%PDF-')
+        d.get(url('/sharing'))
+        self.assertIn('Opened 1 times', d.find_element(By.TAG_NAME, 'main').text)
+        check_both_languages(d, 'sharing')
+        d.find_element(By.CSS_SELECTOR, 'form[action$="/revoke"] button').click()
+        wait_for(d, lambda d: d.current_url.endswith('?revoked=1'))
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(link, timeout=10)
+        self.assertEqual(refused.exception.code, 404)
+
+
+class JournalWithoutJavaScript(unittest.TestCase):
+    """An entry with a chosen file, and an episode started and stopped, with JavaScript off."""
+
+    def test_entry_and_episode(self):
+        d = make_driver(javascript=False)
+        try:
+            sign_in(d, CONFIG['noScriptMember'], '/journal')
+            self.assertFalse(d.find_element(By.CSS_SELECTOR, '.recorder').is_displayed(), 'no recorder without script')
+            d.find_element(By.ID, 'entry-title').send_keys('Typed without script')
+            d.find_element(By.ID, 'entry-audio').send_keys(write_file('plain.wav', wav_bytes()))
+            d.find_element(By.CSS_SELECTOR, '#entry-form button[type="submit"]').click()
+            wait_for(d, lambda d: d.current_url.endswith('?saved=1'))
+            self.assertIn('Recording (WAV', d.find_element(By.TAG_NAME, 'article').text)
+            d.get(url('/episodes'))
+            self.assertFalse(d.find_element(By.CSS_SELECTOR, '.place').is_displayed(), 'no location without script')
+            d.find_element(By.ID, 'episode-start-migraine').click()
+            wait_for(d, lambda d: d.current_url.endswith('?started=1'))
+            d.find_element(By.CSS_SELECTOR, '.open-episode button').click()
+            wait_for(d, lambda d: d.current_url.endswith('?stopped=1'))
+            self.assertIn('Migraine', d.find_element(By.CSS_SELECTOR, 'section[aria-labelledby="list-heading"] tbody').text)
         finally:
             d.quit()
 

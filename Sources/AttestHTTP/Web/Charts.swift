@@ -175,7 +175,7 @@ enum Charts {
     static func pairs(
         id: String, title: String, desc: String, rows: [(label: String, first: Double?, second: Double?, unit: String)], legend: (String, String)
     ) -> [String: Any] {
-        let left = 170.0, right = 690.0, rowHeight = 44.0, top = 34.0
+        let left = 170.0, right = 690.0, rowHeight = 58.0, top = 34.0
         var axis: [[String: Any]] = [], labels: [[String: Any]] = [], rects: [[String: Any]] = [], slices: [[String: Any]] = []
         labels.append(["x": number(left), "y": "16", "anchor": "start", "text": legend.0 + "   " + legend.1])
         for (index, row) in rows.enumerated() {

@@ -228,7 +228,7 @@ struct EpisodePages: Sendable {
                     ["value": kind, "label": visit.format("startKind", kindWord(kind, visit).lowercased()), "id": Self.kindAnchor(kind), "first": index == 0]
                 },
                 "kindError": errors["kind"] ?? "",
-            ] as [String: Any],
+            ].droppingEmptyText(),
             "from": range.from.description, "to": range.to.description,
             "hasEpisodes": !page.episodes.isEmpty,
             "episodes": page.episodes.map { item(for: $0, visit: visit) },
@@ -300,8 +300,19 @@ struct EpisodePages: Sendable {
         if let notice { data["notice"] = notice }
         errors.summary(into: &data)
         return try web.renderer.render(
-            .init(template: "episode", title: errors.title(data["heading"] as? String ?? kindText, visit: visit), data: data, status: status, current: "episodes"),
+            .init(template: "episode", title: errors.title(data["heading"] as? String ?? kindText, visit: visit), data: data.droppingEmptyText(), status: status, current: "episodes"),
             visit: visit)
+    }
+
+    /// `2026-06`, `2026-07` … of every month a range touches (at most 13: a range is at most 366 days).
+    static func months(_ range: DateRange) -> [String] {
+        var year = range.from.year, month = range.from.month
+        var months: [String] = []
+        while (year, month) <= (range.to.year, range.to.month), months.count < 13 {
+            months.append(String(format: "%04d-%02d", year, month))
+            (year, month) = month == 12 ? (year + 1, 1) : (year, month + 1)
+        }
+        return months
     }
 
     static func value(_ value: Double?, _ unit: String) -> String {
@@ -321,9 +332,12 @@ struct EpisodePages: Sendable {
             "summaryLine", "\(total.count)", "\(total.closed)", WebFormat.duration(total.totalMinutes * 60),
             total.averageMinutes.map { WebFormat.duration(Int(exactly: ($0 * 60).rounded().clamped(to: 0...1e9)) ?? 0) } ?? "–")
         guard !summary.months.isEmpty else { return }
-        let months = summary.months.map { $0.month ?? "" }
-        let counts = summary.months.map { Double($0.count) }
-        let hours = summary.months.map { $0.averageMinutes.map { $0 / 60 } }
+        // Every month of the range, those without episodes as zero, so the bars read as a trend.
+        let byMonth = Dictionary(summary.months.map { ($0.month ?? "", $0) }, uniquingKeysWith: { first, _ in first })
+        let months = Self.months(range)
+        let parts = months.map { byMonth[$0] }
+        let counts = parts.map { Double($0?.count ?? 0) }
+        let hours = parts.map { $0?.averageMinutes.map { $0 / 60 } }
         var charts: [[String: Any]] = [
             Charts.bars(
                 id: "episodes-per-month", title: visit["episodesPerMonth"],
@@ -341,9 +355,9 @@ struct EpisodePages: Sendable {
             Charts.table(
                 caption: visit["summaryByMonth"],
                 columns: [(visit["month"], false), (visit["episodesWord"], true), (visit["closedWord"], true), (visit["totalTime"], true), (visit["averageTime"], true)],
-                rows: summary.months.map { part in
-                    [part.month ?? "", "\(part.count)", "\(part.closed)", WebFormat.duration(part.totalMinutes * 60),
-                     part.averageMinutes.map { WebFormat.duration(Int(exactly: ($0 * 60).rounded().clamped(to: 0...1e9)) ?? 0) } ?? "–"]
+                rows: zip(months, parts).map { month, part in
+                    [month, "\(part?.count ?? 0)", "\(part?.closed ?? 0)", WebFormat.duration((part?.totalMinutes ?? 0) * 60),
+                     part?.averageMinutes.map { WebFormat.duration(Int(exactly: ($0 * 60).rounded().clamped(to: 0...1e9)) ?? 0) } ?? "–"]
                 })
         ]
         let factors = total.factors.filter { $0.during != nil || $0.baseline != nil }

@@ -207,7 +207,7 @@ struct JournalPages: Sendable {
                     "excerpt": Self.excerpt(entry.text),
                 ]
                 if entry.audio != nil { item["hasAudio"] = true }
-                return item
+                return item.droppingEmptyText()
             },
         ]
         errors.summary(into: &data)
@@ -241,7 +241,7 @@ struct JournalPages: Sendable {
         if let notice { data["notice"] = notice }
         errors.summary(into: &data)
         return try web.renderer.render(
-            .init(template: "entry", title: errors.title(entry.title, visit: visit), data: data, status: status, scripts: ["record.js"], current: "journal"),
+            .init(template: "entry", title: errors.title(entry.title, visit: visit), data: data.droppingEmptyText(), status: status, scripts: ["record.js"], current: "journal"),
             visit: visit)
     }
 

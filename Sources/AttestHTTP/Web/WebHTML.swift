@@ -98,3 +98,9 @@ enum WebHTML {
         return html + "</tbody>\n</table>\n</div>\n"
     }
 }
+
+extension Dictionary where Key == String, Value == Any {
+    /// The same without its empty texts: in swift-mustache an empty string opens a `{{#key}}`
+    /// section, so an optional text (an entry's tags, an episode's notes) must be left out.
+    func droppingEmptyText() -> [String: Any] { filter { ($0.value as? String)?.isEmpty != true } }
+}
