@@ -89,7 +89,7 @@ struct EpisodePages: Sendable {
         let user = try visit.signedInUser().id
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
             let episode = try await EpisodeRoutes.run({ try await store.find(campus: visit.campus.id, user: user, id: id, now: services.clock()) })
-        else { throw Problem(EpisodeError.notFound) }
+        else { throw Problem.notFound(visit["episodeNotFound"]) }
         return (visit, episode)
     }
 

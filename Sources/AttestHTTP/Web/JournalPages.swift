@@ -95,7 +95,7 @@ struct JournalPages: Sendable {
         let user = try visit.signedInUser().id
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
             let entry = try await JournalRoutes.run({ try await store.find(campus: visit.campus.id, user: user, id: id) })
-        else { throw Problem(JournalError.notFound) }
+        else { throw Problem.notFound(visit["entryNotFound"]) }
         return (visit, entry)
     }
 
