@@ -14,6 +14,7 @@
 #   bench_value NAME LINE      a field of a RESULT line
 #   bench_cpu                  CPU counters now (machine, the cluster, the server), for bench_cpu_per
 #   bench_cpu_per N BEFORE AFTER  ms of CPU per operation between two bench_cpu samples
+#   bench_statements N         PostgreSQL's execution time per operation by statement (pg_stat_statements)
 #   bench_ceiling CPU          operations/s a server using no CPU could reach, from a bench_cpu_per line
 #   calc FORMAT EXPRESSION     arithmetic through awk
 #   bench_result KEY=VALUE…    appends one line to $BENCH_RESULTS, when set (for Benchmarks/run)
@@ -55,7 +56,7 @@ bench_cluster() {  # extra postgres settings, e.g. -c max_wal_size=4GB
   "${as_server[@]}" "$bin/initdb" -D "$dir/data" -U postgres -E UTF8 --locale=C \
     --auth-local=trust --auth-host=reject --no-instructions >/dev/null
   "${as_server[@]}" "$bin/pg_ctl" start -w -D "$dir/data" -l "$dir/postgres.log" \
-    -o "-c listen_addresses='' -k $dir -c max_connections=200 -c shared_buffers=1GB $*" >/dev/null
+    -o "-c listen_addresses='' -k $dir -c max_connections=200 -c shared_buffers=1GB -c shared_preload_libraries=pg_stat_statements $*" >/dev/null
   psql=(psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -U postgres)
   "${psql[@]}" -d postgres -c "CREATE DATABASE attest"
   export DATABASE_URL="postgresql:///attest?host=$dir&user=postgres"
@@ -63,7 +64,8 @@ bench_cluster() {  # extra postgres settings, e.g. -c max_wal_size=4GB
   ATTEST_KEK=$("$attest" keys new-kek 2>/dev/null)
   export ATTEST_KEK
   "$attest" migrate --log-level warning >/dev/null
-  "${psql[@]}" -d attest -c "CREATE ROLE attest_server LOGIN" -c "GRANT attest_app TO attest_server"
+  "${psql[@]}" -d attest -c "CREATE ROLE attest_server LOGIN" -c "GRANT attest_app TO attest_server" \
+    -c "CREATE EXTENSION pg_stat_statements"
   server_url="postgresql:///attest?host=$dir&user=attest_server"
 }
 
@@ -193,6 +195,17 @@ bench_cpu_per() {
 # and no core stood idle.
 bench_ceiling() {
   calc %.0f "$(nproc) * 1000 / ($(bench_value postgres "$1") + $(bench_value rest "$1"))"
+}
+
+# bench_statements N: PostgreSQL's execution time per operation for N operations by
+# statement since the last pg_stat_statements_reset(), the costliest first (pg_stat_statements
+# is loaded in every benchmark cluster; it times execution, not parsing, commits or the WAL).
+bench_statements() {
+  "${psql[@]}" -d attest -At -F ' ' -c "
+    SELECT to_char(total_exec_time * 1000 / $1, '9990.0') || ' µs', to_char(calls::numeric / $1, '0.00') || ' calls',
+           left(regexp_replace(query, '\s+', ' ', 'g'), 100)
+    FROM pg_stat_statements WHERE total_exec_time * 1000 / $1 >= 0.5 ORDER BY total_exec_time DESC LIMIT 8" \
+  | sed 's/^/  /'
 }
 
 bench_value() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }

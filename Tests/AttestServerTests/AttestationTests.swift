@@ -365,6 +365,7 @@ struct AttestationTests {
         let needs: [(id: String, need: HistoryNeed)] = [
             ("cough-three-days", HistoryNeed(days: 3, questions: ["cough"])), ("everything", .everything),
             ("nothing", .nothing), ("dates-only", HistoryNeed(days: 14, questions: [])),
+            ("temperature-and-cough", HistoryNeed(days: 4, questions: ["temperature", "cough"])),
         ]
         var registry = PluginRegistry.builtin
         for (id, need) in needs { registry.registerBadgeRule(id: id) { _, _ in Recording(id: id, historyNeed: need, seen: seen) } }
@@ -419,6 +420,12 @@ struct AttestationTests {
         #expect(dates(datesOnly) == dates(everything))
         #expect(datesOnly?.map(\.answers) == [[:], nil, [:], [:], [:]])
         #expect(datesOnly?.allSatisfy { $0.color == .green } == true)
+        // Two answers, each its own column: a number and a boolean, each only where given.
+        let two = seen.last("temperature-and-cough")
+        #expect(dates(two) == ["2026-11-14", "2026-11-13", "2026-11-12", "2026-11-11"])
+        #expect(two?.map(\.answers) == [
+            ["cough": .bool(true)], nil, ["cough": .bool(true), "temperature": .number(37.1)], ["cough": .bool(false)],
+        ])
     }
 
     @Test func aRulePluginFromATestRegistryDecidesAndFailuresBecomeNeedsReview() async throws {

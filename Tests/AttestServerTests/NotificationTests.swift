@@ -329,6 +329,31 @@ struct NotificationTests {
         #expect(Reminders.isDue(newYork, at: try Date("2026-11-01T13:00:00Z", strategy: .iso8601)))  // 08:00 EST
     }
 
+    /// A campus none of whose sinks takes reminders (it has none, or one that lists other
+    /// events) has its day claimed with nobody reminded and no member read; a campus whose
+    /// sink takes every event gets one reminder per member who has not attested.
+    @Test func remindersAreMadeOnlyWhereASinkTakesThem() async throws {
+        let clock = try TestClock("2026-11-20T13:20:00Z")  // 08:20 in New York
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        let south = try await server.campus("south", timeZone: "America/New_York")
+        let east = try await server.campus("east", timeZone: "America/New_York")
+        let plugins = CampusPluginStore(client: server.pool)
+        try await plugins.enable(campus: south, kind: .sink, id: "log", settings: .object(["events": .array([.string("badge.red")])]), actor: "test")
+        try await plugins.enable(campus: east, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        for campus in [north, south, east] {
+            for index in 0..<3 { _ = try await server.user("m\(index)@example.edu", at: campus) }
+        }
+        try await server.services.outbox.runOnce()
+        for (campus, expected) in [(north, 0), (south, 0), (east, 3)] {
+            let run = try await server.pool.query(
+                "SELECT reminded FROM reminder_runs WHERE campus_id = \(campus.id) AND local_date = '2026-11-20'", campus: campus.id.rawValue)
+            #expect(try run.map { try $0.decode("reminded", as: Int.self) } == [expected], "\(campus.slug)")
+            let events = try await server.pool.query(
+                "SELECT count(*)::int AS n FROM notification_outbox WHERE event = 'reminder.due'", campus: campus.id.rawValue)
+            #expect(try events[0].decode("n", as: Int.self) == expected, "\(campus.slug)")
+        }
+    }
+
     @Test func webhookSettingsAreChecked() throws {
         let registry = PluginRegistry.builtin
         func refusal(_ settings: String) -> String {
