@@ -135,24 +135,16 @@ struct SlowClientTests {
         await server.pool.shutdown()
     }
 
-    /// A body trickled a byte at a time is cut off: 408 after `bodyTimeout` (10 s), with the
-    /// connection closed, where before it held the connection as long as the client liked
-    /// (the idle timeout does not apply while a request is read).
-    @Test func aBodyThatTricklesIsCutOffAfterTheBodyTimeout() async throws {
-        let (server, campus) = try await AttestationTests.setUp(clock: try TestClock("2026-11-20T14:00:00Z"))
-        let (_, member) = try await server.user("m@example.edu", at: campus)
-        let (port, running) = try await Self.serve(server, idleTimeout: .seconds(60))
-        defer { running.cancel() }
-
-        let started = ContinuousClock.now
-        let outcome = try await LoopbackHTTP.offThePool { () -> Outcome in
+    /// A submission announcing 4,000 bytes of body with `token`, then a byte of it every
+    /// 200 ms (which would take 13 minutes), until the server closes or 30 s pass; what it sent.
+    static func trickleBody(port: Int, token: String) async throws -> Outcome {
+        try await LoopbackHTTP.offThePool { () -> Outcome in
             guard let descriptor = try? Self.connect(port) else { return Outcome(text: "", closed: false, error: -1) }
             defer { close(descriptor) }
             Self.write(
                 descriptor,
-                "POST /v1/campuses/north/attestations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(member)\r\n"
+                "POST /v1/campuses/north/attestations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: 4000\r\n\r\n")
-            // A byte every 200 ms: 4,000 bytes would take 13 minutes.
             var flags = fcntl(descriptor, F_GETFL)
             flags |= O_NONBLOCK
             _ = fcntl(descriptor, F_SETFL, flags)
@@ -170,10 +162,40 @@ struct SlowClientTests {
             }
             return Outcome(text: String(decoding: received, as: UTF8.self), closed: false)
         }
+    }
+
+    /// A body trickled a byte at a time is cut off: 408 after `bodyTimeout` (10 s), with the
+    /// connection closed, where before it held the connection as long as the client liked
+    /// (the idle timeout does not apply while a request is read).
+    @Test func aBodyThatTricklesIsCutOffAfterTheBodyTimeout() async throws {
+        let (server, campus) = try await AttestationTests.setUp(clock: try TestClock("2026-11-20T14:00:00Z"))
+        let (_, member) = try await server.user("m@example.edu", at: campus)
+        let (port, running) = try await Self.serve(server, idleTimeout: .seconds(60))
+        defer { running.cancel() }
+
+        let started = ContinuousClock.now
+        let outcome = try await Self.trickleBody(port: port, token: member)
         let elapsed = ContinuousClock.now - started
         #expect(outcome.text.hasPrefix("HTTP/1.1 408") && outcome.text.contains("body-timeout") && outcome.closed, "\(outcome)")
         #expect(elapsed >= .seconds(9) && elapsed < .seconds(25), "\(elapsed)")
         #expect(try await AttestationTests.count(server, campus) == 0)
+        await server.pool.shutdown()
+    }
+
+    /// A request refused before its body is read (an unknown token: 401 at once) whose body
+    /// then trickles is closed at the body's deadline too; it had held its connection for as
+    /// long as the client went on sending, no token needed (found with issue 34's change).
+    @Test func aRefusedRequestWhoseBodyTricklesIsClosedAtTheBodyTimeout() async throws {
+        let (server, _) = try await AttestationTests.setUp(clock: try TestClock("2026-11-20T14:00:00Z"))
+        let (port, running) = try await Self.serve(server, idleTimeout: .seconds(60))
+        defer { running.cancel() }
+
+        let started = ContinuousClock.now
+        let outcome = try await Self.trickleBody(port: port, token: String(repeating: "A", count: 43))
+        let elapsed = ContinuousClock.now - started
+        #expect(outcome.text.hasPrefix("HTTP/1.1 401") && outcome.closed, "\(outcome)")
+        #expect(!outcome.text.contains("HTTP/1.1 408"), "\(outcome)")  // one answer to one request
+        #expect(elapsed >= .seconds(9) && elapsed < .seconds(25), "\(elapsed)")
         await server.pool.shutdown()
     }
 }

@@ -58,32 +58,19 @@ extension Request {
 
 extension Request {
     /// The body: at most `limit` (default `context.maxUploadSize`) bytes (past it, a 413 naming
-    /// the limit), all of it within `AttestRequestContext.bodyTimeout`. Slower is a 408 `body-timeout`,
-    /// and the connection is closed a second later, the answer written: what is left of the
-    /// body is not waited for.
+    /// the limit), all of it within `AttestRequestContext.bodyTimeout` of the request's head
+    /// (`BodyDeadlineHandler`). Slower is a 408 `body-timeout`, and the connection is closed a
+    /// second later, the answer written: what is left of the body is not waited for.
     func collectBody(context: AttestRequestContext, limit: Int? = nil) async throws -> ByteBuffer {
-        let request = self
         let limit = limit ?? context.maxUploadSize
-        let arrived = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
-            group.addTask {
-                var reading = request
-                do {
-                    return try await reading.collectBody(upTo: limit)
-                } catch is NIOTooManyBytesError {
-                    throw Problem(
-                        .contentTooLarge, slug: "body-too-large", title: "Request body too large",
-                        detail: "The body is larger than \(limit / 1024) KiB. Send a smaller one.")
-                }
-            }
-            group.addTask {
-                // Not `Task.sleep`: see `timerSleep`.
-                try await timerSleep(for: AttestRequestContext.bodyTimeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await group.next() ?? nil
-        }
-        guard let arrived else {
+        var reading = self
+        do {
+            return try await reading.collectBody(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw Problem(
+                .contentTooLarge, slug: "body-too-large", title: "Request body too large",
+                detail: "The body is larger than \(limit / 1024) KiB. Send a smaller one.")
+        } catch is BodyDeadlineExceeded {
             let channel = context.channel
             channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
             throw Problem(
@@ -91,7 +78,6 @@ extension Request {
                 detail: "The request body did not arrive within \(AttestRequestContext.bodyTimeout.components.seconds) s. Send it again, all at once.",
                 headers: [.connection: "close"])
         }
-        return arrived
     }
 }
 

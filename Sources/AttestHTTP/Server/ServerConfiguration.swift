@@ -61,11 +61,15 @@ public struct ServerConfiguration: Sendable {
 }
 
 extension ServerConfiguration {
-    /// HTTP/1.1 with the idle and slow-client timeout, and a lingering close after the last
-    /// response (`LingeringCloseHandler`).
+    /// HTTP/1.1 with the idle and slow-client timeout, a lingering close after the last
+    /// response (`LingeringCloseHandler`) and the request body's deadline (`BodyDeadlineHandler`).
     var httpServer: HTTPServerBuilder {
         .http1(
             configuration: .init(
-                additionalChannelHandlers: [LingeringCloseHandler()], idleTimeout: .nanoseconds(idleTimeout.clampedNanoseconds)))
+                additionalChannelHandlers: [
+                    LingeringCloseHandler(),
+                    BodyDeadlineHandler(timeout: .nanoseconds(AttestRequestContext.bodyTimeout.clampedNanoseconds)),
+                ],
+                idleTimeout: .nanoseconds(idleTimeout.clampedNanoseconds)))
     }
 }
