@@ -46,7 +46,7 @@ public struct Reminders: Sendable {
             // not attested reads every member (2.5 s of PostgreSQL's CPU for 300,000 of them).
             let taken = try await connection.query(
                 "SELECT \(OutboxEvents.anySink(campus: campus.id, taking: .reminderDue)) AS taken")
-            guard try taken[0].decode("taken", as: Bool.self) else { return 0 }  // `reminded` stays 0
+            guard try taken.first?.decode("taken", as: Bool.self) == true else { return 0 }  // `reminded` stays 0
             let event = NotificationEvent.reminderDue.rawValue
             let rows = try await connection.query(
                 """
@@ -67,7 +67,7 @@ public struct Reminders: Sendable {
                 )
                 SELECT count(*)::int AS reminded FROM due
                 """)
-            let reminded: Int = try rows[0].decode("reminded")
+            let reminded: Int = try rows.first?.decode("reminded") ?? 0
             try await connection.query(
                 "UPDATE reminder_runs SET reminded = \(reminded) WHERE campus_id = \(campus.id) AND local_date = \(date)")
             return reminded
