@@ -11,8 +11,10 @@ import Synchronization
 ///
 /// Entries are kept in two generations, with a second chance: every `period`, or once
 /// `limit / 2` were stored, the table is rebuilt with the current generation and those of the
-/// older one that were used since the last rebuild (`Session.reused`), none older than `ttl`.
-/// So a session used again and again stays (up to `ttl`), and one used once (a member's
+/// older one that were used since the last rebuild (`Session.reused`) or that hold something
+/// kept with them (a coloured badge), none older than `ttl`. So a session used again and
+/// again stays (up to `ttl`), one whose member read their badge stays until its second read
+/// (up to `ttl`: at home, then at the door), and one used once for nothing kept (a member's
 /// daily submission) goes within two periods: memory follows the sessions in use, not every
 /// session seen in the last `ttl`, and never exceeds `limit` entries.
 final class SessionTable: Sendable {
@@ -124,7 +126,9 @@ final class SessionTable: Sendable {
                 var kept = Table(capacity: Table.capacity(for: state.table.count))
                 for (index, value) in state.table.values.enumerated() {
                     guard let value, SessionStore.elapsed(since: value.verifiedAt, until: now) < ttl else { continue }
-                    if value.takeReused() || value.verifiedAt >= threshold { kept.insert(value, for: state.table.keys[index]) }
+                    if value.takeReused() || value.verifiedAt >= threshold || value.keepsSomething {
+                        kept.insert(value, for: state.table.keys[index])
+                    }
                 }
                 state.table = kept
                 // From this session's verification on (its read may have begun a while ago).

@@ -14,4 +14,7 @@ open class KeptValue: @unchecked Sendable {  // its one stored property is a Mut
     public final func kept<T: AnyObject & Sendable>(_ type: T.Type) -> T? { value.withLock { $0 as? T } }
 
     public final func keep(_ newValue: (any AnyObject & Sendable)?) { value.withLock { $0 = newValue } }
+
+    /// Whether something is kept here.
+    public final var keepsSomething: Bool { value.withLock { $0 != nil } }
 }

@@ -160,7 +160,23 @@ import Testing
         #expect(aging.counts.entries == 3)
         // Nothing outlives the TTL, used or not.
         #expect(aging.value(for: keys[1], now: 10 * second) == nil)
+
+        // A session holding something kept (a coloured badge) stays unused through rebuilds,
+        // up to the TTL; one holding nothing, stored at the same instant, goes.
+        let holding = SessionTable(ttl: .seconds(10), period: .seconds(1), limit: 1_000_000)
+        let withBadge = session(at: 0), plain = session(at: 0)
+        withBadge.keep(KeptMarker())
+        holding.store(withBadge, for: keys[0], now: 0)
+        holding.store(plain, for: keys[1], now: 0)
+        for step in Int64(1)...5 {
+            holding.store(session(at: step * second + 1), for: SessionStore.Key(high: UInt64(100 + step), low: 0), now: step * second + 1)
+        }
+        #expect(holding.value(for: keys[1], now: 5 * second + 2) == nil)
+        #expect(holding.value(for: keys[0], now: 5 * second + 2) === withBadge)
+        #expect(holding.value(for: keys[0], now: 10 * second) == nil)
     }
+
+    final class KeptMarker: Sendable {}
 
     /// A coloured badge is signed once and then served from memory all day; a gray one is
     /// signed at every read, so a submission shows at once; a new signing key signs anew.
