@@ -12,8 +12,9 @@ import Tenancy
 /// kept depends on `generations` (see `AuthGenerations`): while this server reads its campus's
 /// sign-in generation every second, a session stays as long as the generation it was verified
 /// under (at most `maxAge`, default 60 s) and it is used at least once every `cacheTTL` or so
-/// or holds a kept badge (see `SessionTable`), and a sign-out, role change or rename on any server moves the
-/// generation on, so every server drops the campus's sessions within about a second.
+/// or holds a kept badge (see `SessionTable`), and a sign-out, role change or rename on any
+/// server moves the generation on, so every server drops the campus's sessions within about
+/// a second.
 /// Without a current generation (no poll running, as in the CLI, or the database unreachable
 /// for 3 s) a session is kept for `cacheTTL` (default 5 s) only. A revocation takes effect at
 /// once on the server that revoked it.

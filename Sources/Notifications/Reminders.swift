@@ -5,8 +5,9 @@ import Tenancy
 
 /// Daily reminders: once a campus's local time reaches its reminder time, one
 /// `reminder.due` event per active member who has not attested that local day, for each
-/// sink subscribed to it (none, and no member is read, when no sink takes reminders). The day is claimed in `reminder_runs` in the same transaction
-/// that writes the events, so however many servers run, each member is reminded once.
+/// sink subscribed to it (none, and no member is read, when no sink takes reminders). The
+/// day is claimed in `reminder_runs` in the same transaction that writes the events, so
+/// however many servers run, each member is reminded once.
 public struct Reminders: Sendable {
     let client: PostgresClient
 

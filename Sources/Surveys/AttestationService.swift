@@ -131,8 +131,7 @@ public struct AttestationService: Sendable {
             guard let json = try row.decode("a\(index)", as: PostgresJSON?.self) else { continue }
             let value = try JSONValue(parsing: json.bytes)
             if case .null = value { continue }  // as `jsonb_strip_nulls` did; stored answers are never null
-            guard let answer = AnswerValue(value) else { throw PostgresCodingFailure("a stored answer is not a boolean, number or string") }
-            answers[question] = answer
+            answers[question] = try storedAnswer(value)
         }
         return answers
     }
@@ -144,10 +143,13 @@ public struct AttestationService: Sendable {
         guard case .object(let object) = try JSONValue(parsing: json.bytes) else {
             throw PostgresCodingFailure("stored answers are not a JSON object")
         }
-        return try object.mapValues { value in
-            guard let answer = AnswerValue(value) else { throw PostgresCodingFailure("a stored answer is not a boolean, number or string") }
-            return answer
-        }
+        return try object.mapValues(storedAnswer)
+    }
+
+    /// One stored answer: a boolean, a number or a string.
+    static func storedAnswer(_ value: JSONValue) throws -> AnswerValue {
+        guard let answer = AnswerValue(value) else { throw PostgresCodingFailure("a stored answer is not a boolean, number or string") }
+        return answer
     }
 
     /// One page of the member's own attestations, newest first: those before `before`

@@ -10,7 +10,7 @@ import NIOHTTPTypes
 /// A body that arrives with its head (nearly every request) sets no timer at all; one that
 /// comes later sets one timer on the connection's own loop, no task or thread hop. The
 /// deadline had been a second task racing the body's read with a NIO timer set from Swift's
-/// pool, for every request with a body: about 8% of the server's CPU per submission in
+/// pool, for every request with a body: 12% of the server's CPU per submission in
 /// alternating runs of `Benchmarks/submit`'s load.
 ///
 /// One per connection, after the HTTP codec and `LingeringCloseHandler`; it passes every part
@@ -45,6 +45,7 @@ final class BodyDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
             deadline = loop.scheduleTask(in: timeout) { [self] in
                 deadline = nil
                 guard open else { return }
+                open = false  // once: the request's body has failed
                 context.fireErrorCaught(BodyDeadlineExceeded())
             }
         }
