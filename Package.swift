@@ -102,7 +102,7 @@ let package = Package(
         .target(
             name: "Surveys",
             dependencies: [
-                "AttestPlugins", "AttestPostgres", "Tenancy", "Notifications",
+                "AttestPlugins", "AttestPostgres", "Tenancy", "Identity", "Notifications",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -227,11 +227,17 @@ public struct PostgresJSON: PostgresCodable, Hashable {
         buffer.append(contentsOf: bytes)
     }
     public static func decode(from bytes: UnsafeRawBufferPointer, type: PostgresType) throws -> PostgresJSON {
+        PostgresJSON(bytes: Array(try text(in: bytes, type: type)))
+    }
+
+    /// The JSON text in a `json` or `jsonb` value's bytes, without a copy: for a
+    /// `PostgresDecodable` that reads JSON in place.
+    public static func text(in bytes: UnsafeRawBufferPointer, type: PostgresType) throws -> UnsafeRawBufferPointer {
         switch type {
-        case .json: return PostgresJSON(bytes: Array(bytes))
+        case .json: return bytes
         case .jsonb:
             guard bytes.first == 1 else { throw PostgresCodingFailure("unknown jsonb format version") }
-            return PostgresJSON(bytes: Array(bytes.dropFirst()))
+            return UnsafeRawBufferPointer(rebasing: bytes.dropFirst())
         default: throw PostgresCodingFailure.mismatch(PostgresJSON.self, type)
         }
     }

@@ -27,6 +27,17 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
     public subscript(position: Int) -> PostgresRow { PostgresRow(rows: self, index: position) }
 
     func columnIndex(named name: String) -> Int? { columns.firstIndex { $0.name == name } }
+
+    /// Where the column named `name` is, for `PostgresRow.decode(at:)`: a reader of many rows
+    /// finds its columns once instead of by name in every row.
+    public func position(of name: String) throws -> Int {
+        guard let position = columnIndex(named: name) else {
+            let names = columns.map(\.name).joined(separator: ", ")
+            throw PostgresError(code: .decoding, message: "no column \"\(name)\" in the result (columns: \(names))")
+        }
+        return position
+    }
+
 }
 
 /// One row of a result; decode its columns by name or by position.
@@ -38,11 +49,7 @@ public struct PostgresRow: Sendable {
 
     /// Decodes the column named `column`. A NULL decodes only as an `Optional`.
     public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws -> T {
-        guard let position = rows.columnIndex(named: column) else {
-            let names = rows.columns.map(\.name).joined(separator: ", ")
-            throw PostgresError(code: .decoding, message: "no column \"\(column)\" in the result (columns: \(names))")
-        }
-        return try decode(at: position, as: type)
+        return try decode(at: try rows.position(of: column), as: type)
     }
 
     /// Decodes the column at `position` (0-based).
@@ -68,6 +75,12 @@ public struct PostgresRow: Sendable {
     /// Whether the named column is SQL NULL in this row.
     public func isNull(_ column: String) -> Bool {
         guard let position = rows.columnIndex(named: column) else { return true }
+        return isNull(at: position)
+    }
+
+    /// Whether the column at `position` is SQL NULL in this row (true past the last column).
+    public func isNull(at position: Int) -> Bool {
+        guard rows.columns.indices.contains(position) else { return true }
         return rows.cells[index * rows.columns.count + position].length < 0
     }
 }

@@ -110,19 +110,59 @@ public final class SessionStore: Sendable {
 
     /// The live sessions among `hashes`, by hash.
     private static func load(_ client: PostgresClient, campus: CampusID, hashes: [Data]) async throws -> [Data: Session] {
-        let rows = try await client.query(
-            """
-            SELECT s.token_hash, s.expires_at, \(UserStore.columns)
-            FROM sessions s JOIN users u ON u.campus_id = s.campus_id AND u.id = s.user_id
-            WHERE s.campus_id = \(campus) AND s.token_hash = ANY(\(hashes))
-              AND s.revoked_at IS NULL AND s.expires_at > now() AND u.active
-            """, campus: campus.rawValue)
+        let rows = try await client.query(live(campus: campus, hashes: hashes), campus: campus.rawValue)
         var sessions: [Data: Session] = [:]
         for row in rows {
-            sessions[try row.decode("token_hash", as: Data.self)] = Session(
-                user: try UserStore.user(from: row), expiresAt: try row.decode("expires_at"))
+            sessions[try row.decode("token_hash", as: Data.self)] = try session(from: row)
         }
         return sessions
+    }
+
+    /// The live sessions among `hashes` (SHA-256 of tokens) at `campus` and their active
+    /// members, as a statement another module can also use as a row source, reading what it
+    /// needs of each member in the same statement (one round trip where a request needs both;
+    /// see `AttestationService.submitter`). Columns: `token_hash`, `expires_at` and the member's
+    /// (`id`, `campus_id`, `email`, `display_name`, `created_at`, `roles`). Decode a row with
+    /// `session(from:)`, and keep what was found with `keep(_:hash:verification:)`.
+    public static func live(campus: CampusID, hashes: [Data]) -> SQL {
+        """
+        SELECT s.token_hash, s.expires_at, \(UserStore.columns)
+        FROM sessions s JOIN users u ON u.campus_id = s.campus_id AND u.id = s.user_id
+        WHERE s.campus_id = \(campus) AND s.token_hash = ANY(\(hashes))
+          AND s.revoked_at IS NULL AND s.expires_at > now() AND u.active
+        """
+    }
+
+    /// The session in a row of `live(campus:hashes:)`.
+    public static func session(from row: PostgresRow) throws -> Session {
+        Session(user: try UserStore.user(from: row), expiresAt: try row.decode("expires_at"))
+    }
+
+    /// What a verification from the database is kept under: taken before the read, so a
+    /// change committed after it moves the generation on past this one, and without a
+    /// generation the entry lasts `cacheTTL` from this instant.
+    public struct Verification: Sendable {
+        let campus: CampusID
+        let asOf: Int64
+        let generation: Int64?
+    }
+
+    /// Call before reading sessions with `live(campus:hashes:)`.
+    public func verification(campus: CampusID) -> Verification {
+        Verification(campus: campus, asOf: Self.now(), generation: generations?.current(campus))
+    }
+
+    /// Keeps the outcome of a read that began at `verification`: the session found for
+    /// `hash` (as `authenticate` would have kept it), or none, which forgets any kept one.
+    public func keep(_ session: Session?, hash: Data, verification: Verification) -> Session? {
+        let key = Key(hash: hash)
+        guard let session, session.user.campusID == verification.campus else {
+            cache.remove(key)
+            return nil
+        }
+        let kept = session.verified(under: verification.generation, at: verification.asOf)
+        cache.store(kept, for: key, now: Self.now())
+        return kept
     }
 
     /// Creates a session for `user` lasting `lifetime` seconds (default: the campus's
@@ -150,29 +190,25 @@ public final class SessionStore: Sendable {
     /// The session a bearer token stands for at `campus`, or nil when it is malformed,
     /// unknown there, expired or revoked. A token from another campus is unknown here.
     public func authenticate(campus: CampusID, token: String) async throws -> Session? {
-        guard Self.isWellFormed(token) else { return nil }
-        let hash = Self.hash(token)
-        let key = Key(hash: hash)
-        if let session = fresh(key, campus: campus) { return session }
-        // Both taken before the read: a change committed after it moves the generation on
-        // past this one, and without a generation the entry lasts cacheTTL from this instant.
-        let asOf = Self.now()
-        let generation = generations?.current(campus)
-        guard let session = try await lookups.value(for: hash, in: campus) else {
-            cache.remove(key)
-            return nil
-        }
-        let kept = session.verified(under: generation, at: asOf)
-        cache.store(kept, for: key, now: Self.now())
-        return kept
+        guard let token = SessionToken(token) else { return nil }
+        return try await authenticate(campus: campus, token: token)
+    }
+
+    /// `authenticate(campus:token:)` for a token already hashed.
+    public func authenticate(campus: CampusID, token: SessionToken) async throws -> Session? {
+        if let session = fresh(token.key, campus: campus) { return session }
+        let verification = verification(campus: campus)
+        return keep(try await lookups.value(for: token.hash, in: campus), hash: token.hash, verification: verification)
     }
 
     /// The session of a token this server verified and may still trust (see the type's
     /// comment), without asking the database; nil otherwise (not that it is invalid).
     public func cached(campus: CampusID, token: String) -> Session? {
-        guard Self.isWellFormed(token) else { return nil }
-        return fresh(Key(hash: Self.hash(token)), campus: campus)
+        SessionToken(token).flatMap { cached(campus: campus, token: $0) }
     }
+
+    /// `cached(campus:token:)` for a token already hashed.
+    public func cached(campus: CampusID, token: SessionToken) -> Session? { fresh(token.key, campus: campus) }
 
     /// Revokes a token (idempotent); true when it was live.
     @discardableResult
@@ -194,12 +230,28 @@ public final class SessionStore: Sendable {
 
     // MARK: Tokens
 
+    /// A bearer token of the shape this store issues, hashed once: a request asks the kept
+    /// sessions and then perhaps the database with it.
+    public struct SessionToken: Sendable {
+        /// SHA-256 of the token, what it is stored and looked up by.
+        public let hash: Data
+        let key: Key
+
+        /// nil when `text` is not 43 base64url characters.
+        public init?(_ text: String) {
+            guard SessionStore.isWellFormed(text) else { return nil }
+            hash = SessionStore.hash(text)
+            key = Key(hash: hash)
+        }
+    }
+
     /// 32 bytes from the system's CSPRNG, base64url without padding (43 characters).
     public static func newToken() -> String {
         SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64URLEncoded()
     }
 
-    static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
+    /// What a token is stored and looked up by: its SHA-256.
+    public static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
 
     /// Whether `token` has the shape of one this store issues (43 base64url characters).
     public static func isWellFormed(_ token: String) -> Bool {

@@ -1,6 +1,7 @@
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Identity
 import Logging
 import NIOPosix
 import Tenancy
@@ -10,6 +11,7 @@ import Tenancy
 /// history, the campus's badge rule (within a time budget), then the batched write.
 public struct AttestationService: Sendable {
     let client: PostgresClient
+    let sessions: SessionStore
     let writer: AttestationWriter
     let questionnaires: ActiveQuestionnaires
     let registry: PluginRegistry
@@ -17,19 +19,26 @@ public struct AttestationService: Sendable {
     /// How long a badge rule may take before the badge is yellow "needs review". Default 100 ms.
     let ruleBudget: Duration
     /// Built rules by campus and questionnaire version, for a few seconds.
-    private let rules = ExpiringCache<String, (id: String, rule: any BadgeRule)>(ttl: .seconds(5))
+    private let rules = ExpiringCache<RuleKey, (id: String, rule: any BadgeRule)>(ttl: .seconds(5))
+
+    struct RuleKey: Hashable, Sendable {
+        var campus: CampusID
+        var version: Int
+    }
 
     public init(
-        client: PostgresClient, writer: AttestationWriter, questionnaires: ActiveQuestionnaires, registry: PluginRegistry, logger: Logger,
-        ruleBudget: Duration = .milliseconds(100)
+        client: PostgresClient, sessions: SessionStore, writer: AttestationWriter, questionnaires: ActiveQuestionnaires,
+        registry: PluginRegistry, logger: Logger, ruleBudget: Duration = .milliseconds(100)
     ) {
         self.client = client
+        self.sessions = sessions
         self.writer = writer
         self.questionnaires = questionnaires
         self.registry = registry
         self.logger = logger
         self.ruleBudget = ruleBudget
         self.histories = LookupBatcher { day, users in try await Self.histories(client, day: day, users: users) }
+        self.submitters = LookupBatcher { day, hashes in try await Self.submitters(client, day: day, hashes: hashes) }
     }
 
     /// The badge a rule gives when it fails or overruns: never a 500.
@@ -38,8 +47,11 @@ public struct AttestationService: Sendable {
     /// Submits `user`'s answers to questionnaire `surveyVersion` at `now`: created, replayed
     /// (the same `idempotencyKey`) or already submitted that day; throws `SurveysError`
     /// `.noSurvey`, `.surveyChanged` or `.invalidAnswers` (every problem), storing nothing.
+    /// `prefetched` is the past read with the member's session (`submitter(campus:token:at:)`),
+    /// used when it is what the rule needs at `now`.
     public func submit(
-        campus: Campus, user: UserID, surveyVersion: Int, answers raw: [String: JSONValue], idempotencyKey: String?, at now: Date
+        campus: Campus, user: UserID, surveyVersion: Int, answers raw: [String: JSONValue], idempotencyKey: String?, at now: Date,
+        prefetched: PrefetchedHistory? = nil
     ) async throws -> WriteOutcome {
         guard let questionnaire = try await questionnaires.active(campus: campus.id) else { throw SurveysError.noSurvey(campus: campus.name) }
         guard surveyVersion == questionnaire.version else {
@@ -47,11 +59,14 @@ public struct AttestationService: Sendable {
         }
         let (answers, problems) = QuestionnaireRules.check(raw, against: questionnaire)
         guard problems.isEmpty else { throw SurveysError.invalidAnswers(problems) }
-        return try await submit(campus: campus, user: user, questionnaire: questionnaire, answers: answers, idempotencyKey: idempotencyKey, at: now)
+        return try await submit(
+            campus: campus, user: user, questionnaire: questionnaire, answers: answers, idempotencyKey: idempotencyKey, at: now,
+            prefetched: prefetched)
     }
 
     func submit(
-        campus: Campus, user: UserID, questionnaire: Questionnaire, answers: SurveyAnswers, idempotencyKey: String?, at now: Date
+        campus: Campus, user: UserID, questionnaire: Questionnaire, answers: SurveyAnswers, idempotencyKey: String?, at now: Date,
+        prefetched: PrefetchedHistory? = nil
     ) async throws -> WriteOutcome {
         let date = campus.localDate(at: now)
         let endOfDay = campus.nextWindow(after: now)
@@ -59,7 +74,12 @@ public struct AttestationService: Sendable {
         let configured: Result<(id: String, rule: any BadgeRule), any Error>
         do { configured = .success(try await rule(for: campus, questionnaire: questionnaire)) } catch { configured = .failure(error) }
         let need = (try? configured.get())?.rule.historyNeed ?? .nothing
-        let history = try await self.history(campus: campus.id, user: user, before: date, need: need)
+        let history: [PastAttestation]
+        if let prefetched, prefetched.user == user, prefetched.day == HistoryDay(campus: campus.id, date: date, need: need) {
+            history = prefetched.history
+        } else {
+            history = try await self.history(campus: campus.id, user: user, before: date, need: need)
+        }
         let input = BadgeRuleInput(
             answers: answers, questionnaire: questionnaire, campusSettings: campus.settings.bytes.withUnsafeBytes { try? JSONValue(parsing: $0) } ?? .object([:]),
             history: history, date: date, now: now, endOfDay: endOfDay)
@@ -97,14 +117,93 @@ public struct AttestationService: Sendable {
               AND local_date >= \(day.date.adding(days: -day.need.days)) AND local_date < \(day.date)
             ORDER BY user_id, local_date DESC
             """, campus: day.campus.rawValue)
+        let past = try PastColumns(rows, questions: questions), user = try rows.position(of: "user_id")
         var histories: [UserID: [PastAttestation]] = [:]
         for row in rows {
-            histories[UserID(try row.decode("user_id", as: UUID.self)), default: []].append(
-                PastAttestation(
-                    date: try row.decode("local_date"), color: BadgeColor(rawValue: try row.decode("color")) ?? .yellow,
-                    answers: try pastAnswers(of: row, questions)))
+            histories[UserID(try row.decode(at: user, as: UUID.self)), default: []].append(try past.attestation(in: row))
         }
         return histories
+    }
+
+    // MARK: The member's session and past in one read
+
+    /// The past a submission's rule needs, read with the member's session.
+    public struct PrefetchedHistory: Sendable {
+        let user: UserID
+        let day: HistoryDay
+        let history: [PastAttestation]
+    }
+
+    /// The member about to submit: their verified session and, when it was read from the
+    /// database, the past their campus's rule needs for a submission today.
+    public struct Submitter: Sendable {
+        public let session: SessionStore.Session
+        public let history: PrefetchedHistory?
+
+        /// A session the server keeps (`SessionStore.cached`): its past is read at the submission.
+        public init(kept session: SessionStore.Session) { (self.session, history) = (session, nil) }
+
+        init(session: SessionStore.Session, history: PrefetchedHistory?) { (self.session, self.history) = (session, history) }
+    }
+
+    /// The session `token` stands for at `campus` (nil when it is unknown there, expired or
+    /// revoked, as `SessionStore.authenticate`), and with it, in the same statement,
+    /// the member's past as the campus's rule needs it for a submission at `now`. A session
+    /// the server keeps costs no read (its past is read at the submission), nor does a rule
+    /// that needs no past; otherwise submitting costs one round trip fewer: the session and
+    /// the history were the two reads before every submission's write, each a batch of its
+    /// own (measured in Benchmarks/README.md, "Issue 34, third round").
+    public func submitter(campus: Campus, token: SessionStore.SessionToken, at now: Date) async throws -> Submitter? {
+        if let kept = sessions.cached(campus: campus.id, token: token) { return Submitter(session: kept, history: nil) }
+        guard let day = try await historyDay(campus: campus, at: now) else {
+            return try await sessions.authenticate(campus: campus.id, token: token).map { Submitter(session: $0, history: nil) }
+        }
+        let verification = sessions.verification(campus: campus.id)
+        let found = try await submitters.value(for: token.hash, in: day)
+        guard let session = sessions.keep(found?.session, hash: token.hash, verification: verification) else { return nil }
+        return Submitter(session: session, history: found.map { PrefetchedHistory(user: session.user.id, day: day, history: $0.history) })
+    }
+
+    /// What the campus's rule would read of the past for a submission at `now`: nil when there
+    /// is no active questionnaire, the rule cannot be built, or it needs no past.
+    private func historyDay(campus: Campus, at now: Date) async throws -> HistoryDay? {
+        guard let questionnaire = try await questionnaires.active(campus: campus.id),
+            let configured = try? await rule(for: campus, questionnaire: questionnaire), configured.rule.historyNeed.days > 0
+        else { return nil }
+        return HistoryDay(campus: campus.id, date: campus.localDate(at: now), need: configured.rule.historyNeed)
+    }
+
+    private let submitters: LookupBatcher<HistoryDay, Data, (session: SessionStore.Session, history: [PastAttestation])>
+
+    /// The live sessions among `hashes` with their members' past of `day`: one row per
+    /// member and past day (one with no attestation columns for a member with none), grouped
+    /// by session. The sessions are materialised first so that each member's roles are read
+    /// once, not once per past day.
+    static func submitters(
+        _ client: PostgresClient, day: HistoryDay, hashes: [Data]
+    ) async throws -> [Data: (session: SessionStore.Session, history: [PastAttestation])] {
+        let questions = day.need.questions?.sorted()
+        let rows = try await client.query(
+            """
+            WITH live AS MATERIALIZED (\(SessionStore.live(campus: day.campus, hashes: hashes)))
+            SELECT live.*, a.local_date, a.color, \(pastAnswers(questions))
+            FROM live LEFT JOIN attestations a ON a.campus_id = \(day.campus) AND a.user_id = live.id
+                 AND a.local_date >= \(day.date.adding(days: -day.need.days)) AND a.local_date < \(day.date)
+            ORDER BY live.token_hash, a.local_date DESC
+            """, campus: day.campus.rawValue)
+        let past = try PastColumns(rows, questions: questions), token = try rows.position(of: "token_hash")
+        var found: [Data: (session: SessionStore.Session, history: [PastAttestation])] = [:]
+        var current: (hash: Data, session: SessionStore.Session, history: [PastAttestation])?
+        for row in rows {
+            let hash = try row.decode(at: token, as: Data.self)
+            if current?.hash != hash {
+                if let current { found[current.hash] = (current.session, current.history) }
+                current = (hash, try SessionStore.session(from: row), [])
+            }
+            if !row.isNull(at: past.date) { current?.history.append(try past.attestation(in: row)) }
+        }
+        if let current { found[current.hash] = (current.session, current.history) }
+        return found
     }
 
     /// The columns of the stored answers a rule reads: with every question, the stored
@@ -121,19 +220,62 @@ public struct AttestationService: Sendable {
         return columns
     }
 
-    /// The answers of a row read with `pastAnswers(questions)`: nil once purged, else those
-    /// of `questions` given that day (all of them when `questions` is nil).
-    static func pastAnswers(of row: PostgresRow, _ questions: [String]?) throws -> SurveyAnswers? {
-        guard let questions else { return try row.decode("answers", as: PostgresJSON?.self).map(Self.storedAnswers) }
-        guard !(try row.decode("purged", as: Bool.self)) else { return nil }
-        var answers: SurveyAnswers = [:]
-        for (index, question) in questions.enumerated() {
-            guard let json = try row.decode("a\(index)", as: PostgresJSON?.self) else { continue }
-            let value = try JSONValue(parsing: json.bytes)
-            if case .null = value { continue }  // as `jsonb_strip_nulls` did; stored answers are never null
-            answers[question] = try storedAnswer(value)
+    /// Where a result's past-attestation columns are (`local_date`, `color` and those of
+    /// `pastAnswers(questions)`), found once per result: a batch's history is a hundred rows.
+    struct PastColumns {
+        let date: Int, color: Int
+        /// With every question: the stored object.
+        let answers: Int?
+        /// With named questions: whether the answers were purged, and each answer's column.
+        let purged: Int?
+        let named: [(question: String, position: Int)]
+
+        init(_ rows: PostgresRows, questions: [String]?) throws {
+            date = try rows.position(of: "local_date")
+            color = try rows.position(of: "color")
+            if let questions {
+                (answers, purged) = (nil, try rows.position(of: "purged"))
+                named = try questions.enumerated().map { ($0.element, try rows.position(of: "a\($0.offset)")) }
+            } else {
+                (answers, purged, named) = (try rows.position(of: "answers"), nil, [])
+            }
         }
-        return answers
+
+        func attestation(in row: PostgresRow) throws -> PastAttestation {
+            PastAttestation(
+                date: try row.decode(at: date), color: BadgeColor(rawValue: try row.decode(at: color)) ?? .yellow,
+                answers: try answers(in: row))
+        }
+
+        /// nil once purged, else those of the questions given that day (all of them when
+        /// every question was read).
+        func answers(in row: PostgresRow) throws -> SurveyAnswers? {
+            if let answers { return try row.decode(at: answers, as: PostgresJSON?.self).map(AttestationService.storedAnswers) }
+            if let purged, try row.decode(at: purged, as: Bool.self) { return nil }
+            var found: SurveyAnswers = [:]
+            for (question, position) in named {
+                // Absent (SQL NULL) or JSON null: not given, as `jsonb_strip_nulls` did.
+                if let answer = try row.decode(at: position, as: StoredAnswer?.self)?.value { found[question] = answer }
+            }
+            return found
+        }
+    }
+
+    /// One stored answer read in place from its column (`answers -> 'question'`): no copy of
+    /// the text, and `true` and `false`, which most answers are, without the parser. Its
+    /// value is nil for JSON null.
+    struct StoredAnswer: PostgresDecodable {
+        let value: AnswerValue?
+
+        static func decode(from bytes: UnsafeRawBufferPointer, type: PostgresType) throws -> StoredAnswer {
+            let text = try PostgresJSON.text(in: bytes, type: type)
+            if text.elementsEqual("true".utf8) { return StoredAnswer(value: .bool(true)) }
+            if text.elementsEqual("false".utf8) { return StoredAnswer(value: .bool(false)) }
+            let json: JSONValue
+            do { json = try JSONValue(parsing: text) } catch { throw PostgresCodingFailure("a stored answer is not JSON: \(error)") }
+            if case .null = json { return StoredAnswer(value: nil) }
+            return StoredAnswer(value: try storedAnswer(json))
+        }
     }
 
     /// Stored answers (an object of booleans, numbers and strings), read with the project's
@@ -238,7 +380,7 @@ public struct AttestationService: Sendable {
     /// The campus's configured rule (`campus_plugins`, kind badge-rule), else `standard` with
     /// its default table; built once per campus and questionnaire version, kept 5 s.
     func rule(for campus: Campus, questionnaire: Questionnaire) async throws -> (id: String, rule: any BadgeRule) {
-        try await rules.value(for: "\(campus.id)/\(questionnaire.version)") {
+        try await rules.value(for: RuleKey(campus: campus.id, version: questionnaire.version)) {
             let enabled = try await CampusPluginStore(client: client).list(campus: campus.id, kind: .badgeRule).first
             let id = enabled?.id ?? "standard"
             return (id, try registry.makeBadgeRule(id: id, settings: enabled?.settings ?? .null, questionnaire: questionnaire))

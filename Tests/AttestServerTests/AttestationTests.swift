@@ -5,6 +5,7 @@ import AttestTestSupport
 import BuiltinPlugins
 import Foundation
 import HTTPTypes
+import Identity
 import Hummingbird
 @testable import Surveys
 import Synchronization
@@ -338,11 +339,12 @@ struct AttestationTests {
         }
     }
 
-    /// The history each rule was last given, by rule id.
+    /// The histories each rule was given, by rule id, in order.
     final class HistorySeen: Sendable {
-        private let seen = Mutex<[String: [PastAttestation]]>([:])
-        func record(_ rule: String, _ history: [PastAttestation]) { seen.withLock { $0[rule] = history } }
-        func last(_ rule: String) -> [PastAttestation]? { seen.withLock { $0[rule] } }
+        private let seen = Mutex<[String: [[PastAttestation]]]>([:])
+        func record(_ rule: String, _ history: [PastAttestation]) { seen.withLock { $0[rule, default: []].append(history) } }
+        func last(_ rule: String) -> [PastAttestation]? { seen.withLock { $0[rule]?.last } }
+        func all(_ rule: String) -> [[PastAttestation]] { seen.withLock { $0[rule] ?? [] } }
     }
 
     /// A rule that names what of the past it reads and records what it was given.
@@ -357,6 +359,31 @@ struct AttestationTests {
         }
     }
 
+    /// A server with a campus for each rule of `needs` (named after it), each with the draft
+    /// and its `Recording` rule enabled.
+    static func recordingServer(
+        _ needs: [(id: String, need: HistoryNeed)], seen: HistorySeen, clock: TestClock
+    ) async throws -> (TestServer, [Campus]) {
+        var registry = PluginRegistry.builtin
+        for (id, need) in needs { registry.registerBadgeRule(id: id) { _, _ in Recording(id: id, historyNeed: need, seen: seen) } }
+        let server = try await TestServer.make(registry: registry, clock: clock.read)
+        var campuses: [Campus] = []
+        for (id, _) in needs {
+            let campus = try await server.campus(id)
+            _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
+            try await server.pool.query(
+                "INSERT INTO campus_plugins (campus_id, kind, plugin_id) VALUES (\(campus.id), 'badge-rule', \(id))", campus: campus.id.rawValue)
+            campuses.append(campus)
+        }
+        return (server, campuses)
+    }
+
+    /// The answers of 10 to 14 November in the recorded tests: a fever every day, a cough
+    /// on even days, a temperature on the 12th.
+    static func recordedDay(_ day: Int) -> String {
+        #"{"fever": true, "cough": \#(day % 2 == 0)\#(day == 12 ? #", "temperature": 37.1"# : "")}"#
+    }
+
     /// Each rule is given exactly the days and answers its `historyNeed` names, narrowed in
     /// PostgreSQL: a rule reading one answer gets only that one (where given), purged days
     /// stay without answers, and a rule reading no past gets none.
@@ -367,27 +394,18 @@ struct AttestationTests {
             ("nothing", .nothing), ("dates-only", HistoryNeed(days: 14, questions: [])),
             ("temperature-and-cough", HistoryNeed(days: 4, questions: ["temperature", "cough"])),
         ]
-        var registry = PluginRegistry.builtin
-        for (id, need) in needs { registry.registerBadgeRule(id: id) { _, _ in Recording(id: id, historyNeed: need, seen: seen) } }
         let clock = try TestClock("2026-11-10T15:00:00Z")
-        let server = try await TestServer.make(registry: registry, clock: clock.read)
+        let (server, campuses) = try await Self.recordingServer(needs, seen: seen, clock: clock)
         var members: [(slug: String, token: String, campus: CampusID)] = []
-        for (id, _) in needs {
-            let campus = try await server.campus(id)
-            _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
-            try await server.pool.query(
-                "INSERT INTO campus_plugins (campus_id, kind, plugin_id) VALUES (\(campus.id), 'badge-rule', \(id))", campus: campus.id.rawValue)
-            members.append((id, try await server.user("m@example.edu", at: campus).token, campus.id))
-        }
+        for campus in campuses { members.append((campus.slug, try await server.user("m@example.edu", at: campus).token, campus.id)) }
         let attending = members
         try await server.run { api in
-            // Five days, 10 to 14 November: a fever every day, a cough on even days, a temperature on the 12th.
             for day in 10...14 {
                 try clock.set("2026-11-\(day)T15:00:00Z")
-                let answers = #"{"fever": true, "cough": \#(day % 2 == 0)\#(day == 12 ? #", "temperature": 37.1"# : "")}"#
                 for member in attending {
                     let reply = try await api.send(
-                        .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: member.token, json: Self.body(answers))
+                        .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: member.token,
+                        json: Self.body(Self.recordedDay(day)))
                     #expect(reply.status == 201, "\(member.slug), day \(day)")
                 }
             }
@@ -426,6 +444,139 @@ struct AttestationTests {
         #expect(two?.map(\.answers) == [
             ["cough": .bool(true)], nil, ["cough": .bool(true), "temperature": .number(37.1)], ["cough": .bool(false)],
         ])
+    }
+
+    /// A submission whose session the server does not keep reads the member's past in the
+    /// same statement as the session (`AttestationService.submitter`); one whose session is
+    /// kept reads it on its own. Each rule is given the same past either way.
+    @Test func thePastReadWithTheSessionIsThePastReadAfterIt() async throws {
+        let seen = HistorySeen()
+        let needs: [(id: String, need: HistoryNeed)] = [
+            ("cough-three-days", HistoryNeed(days: 3, questions: ["cough"])), ("everything", .everything),
+            ("dates-only", HistoryNeed(days: 14, questions: [])),
+            ("temperature-and-cough", HistoryNeed(days: 4, questions: ["temperature", "cough"])),
+        ]
+        let clock = try TestClock("2026-11-10T15:00:00Z")
+        let (server, campuses) = try await Self.recordingServer(needs, seen: seen, clock: clock)
+        var members: [(slug: String, campus: Campus, kept: String, other: UserID)] = []
+        for campus in campuses {
+            let kept = try await server.user("kept@example.edu", at: campus).token
+            members.append((campus.slug, campus, kept, try await server.user("fresh@example.edu", at: campus).user.id))
+        }
+        let attending = members
+        try await server.run { api in
+            for day in 10...14 {
+                try clock.set("2026-11-\(day)T15:00:00Z")
+                let answers = Self.recordedDay(day)
+                for member in attending {
+                    // The other member signs in afresh each day: no session of theirs is ever kept.
+                    let fresh = try await SessionStore(client: server.pool).issue(campus: member.campus, user: member.other).token
+                    for token in [member.kept, fresh] {
+                        let reply = try await api.send(
+                            .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: token, json: Self.body(answers))
+                        #expect(reply.status == 201, "\(member.slug), day \(day)")
+                    }
+                }
+            }
+            for member in attending {
+                try await server.pool.query(
+                    "UPDATE attestations SET answers = NULL, answers_purged_at = now() WHERE campus_id = \(member.campus.id) AND local_date = '2026-11-13'",
+                    campus: member.campus.id.rawValue)
+            }
+            try clock.set("2026-11-15T15:00:00Z")
+            for member in attending {
+                // Used within the last seconds: kept, so its past is read at the submission.
+                #expect(server.services.sessions.cached(campus: member.campus.id, token: member.kept) != nil)
+                let fresh = try await SessionStore(client: server.pool).issue(campus: member.campus, user: member.other).token
+                for token in [member.kept, fresh] {
+                    let reply = try await api.send(
+                        .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+                    #expect(reply.status == 201, "\(member.slug), the 15th")
+                }
+            }
+        }
+        for (id, need) in needs {
+            let given = seen.all(id)
+            #expect(given.count == 12, "\(id)")
+            // Pairs of the same day: the kept session's member, then the fresh one's.
+            for pair in stride(from: 0, to: given.count - 1, by: 2) { #expect(given[pair] == given[pair + 1], "\(id), submission \(pair)") }
+            #expect(given.last?.count == min(need.days, 5), "\(id)")
+        }
+        #expect(seen.last("temperature-and-cough")?.map(\.answers) == [
+            ["cough": .bool(true)], nil, ["cough": .bool(true), "temperature": .number(37.1)], ["cough": .bool(false)],
+        ])
+    }
+
+    /// Concurrent submitters of one campus read their sessions and pasts in one batch: two
+    /// sessions of one member, members with a past and without, and tokens that stand for
+    /// nothing here (unknown, revoked, expired, another campus's), each answered as alone.
+    @Test func sessionsAndTheirPastsAreReadTogetherAndEachGetsItsOwn() async throws {
+        let clock = try TestClock("2026-11-17T15:00:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock)
+        let south = try await server.campus("south")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: south, draft: Self.draft, actor: "test")
+        let (tested, testedToken) = try await server.user("tested@example.edu", at: campus)
+        let (_, quietToken) = try await server.user("quiet@example.edu", at: campus)
+        let sessions = SessionStore(client: server.pool)
+        let secondDevice = try await sessions.issue(campus: campus, user: tested.id).token
+        let revoked = try await sessions.issue(campus: campus, user: tested.id).token
+        #expect(try await sessions.revoke(campus: campus.id, token: revoked))
+        let expired = try await sessions.issue(campus: campus, user: tested.id, lifetime: -60).token
+        let (_, southToken) = try await server.user("tested@example.edu", at: south)
+        try await server.run { api in
+            // A positive test three days ago.
+            try clock.set("2026-11-14T15:00:00Z")
+            let day = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: testedToken,
+                json: Self.body(#"{"fever": false, "cough": false, "positive_test": true}"#))
+            #expect(day.status == 201)
+        }
+        // Another server on the same database, which keeps none of these sessions yet.
+        let pool = TestDatabase.client(database: server.database, maxConnections: 4)
+        let reader = TestServer(
+            database: server.database, pool: pool,
+            services: AttestServices(
+                database: pool, configuration: server.configuration, registry: .builtin, kek: TestServer.kek,
+                logger: TestDatabase.testLogger, clock: clock.read))
+        try clock.set("2026-11-17T15:00:00Z")
+        let now = clock.read()
+        let tokens = [testedToken, secondDevice, quietToken, revoked, expired, southToken, SessionStore.newToken()]
+        let found = try await withThrowingTaskGroup(of: (Int, AttestationService.Submitter?).self) { group in
+            for (index, token) in tokens.enumerated() {
+                group.addTask {
+                    let parsed = try #require(SessionStore.SessionToken(token))
+                    return (index, try await reader.services.attestations.submitter(campus: campus, token: parsed, at: now))
+                }
+            }
+            var found: [Int: AttestationService.Submitter] = [:]
+            for try await (index, submitter) in group { found[index] = submitter }
+            return found
+        }
+        let positive = try #require(found[0])
+        #expect(positive.session.user.id == tested.id)
+        #expect(positive.history?.history.map(\.date.description) == ["2026-11-14"])
+        #expect(positive.history?.history.first?.answers == ["positive_test": .bool(true)])
+        let second = try #require(found[1])
+        #expect(second.session.user.id == tested.id)
+        #expect(second.history?.history == positive.history?.history)
+        let quiet = try #require(found[2])
+        #expect(quiet.session.user.email == "quiet@example.edu")
+        #expect(quiet.history?.history == [])
+        for index in 3..<tokens.count { #expect(found[index] == nil, "token \(index) stands for nothing at north") }
+        // Now kept: a second look costs no read, and the past is left to the submission.
+        let again = try await reader.services.attestations.submitter(
+            campus: campus, token: try #require(SessionStore.SessionToken(testedToken)), at: now)
+        #expect(again?.session.user.id == tested.id)
+        #expect(again?.history == nil)
+        // End to end with a session this server does not keep: the past read with it makes the badge red.
+        let third = try await SessionStore(client: pool).issue(campus: campus, user: tested.id).token
+        try await reader.run { api in
+            let reply = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: third, json: Self.body(Self.healthy))
+            #expect(reply.status == 201)
+            let badge = reply.json["badge"] as? [String: Any]
+            #expect(badge?["color"] as? String == "red", "\(reply.body)")
+            #expect((badge?["reason"] as? String)?.hasPrefix("Positive test in the last 10 days (reported 2026-11-14") == true, "\(reply.body)")
+        }
     }
 
     @Test func aRulePluginFromATestRegistryDecidesAndFailuresBecomeNeedsReview() async throws {

@@ -87,9 +87,12 @@ struct AttestationRoutes: Sendable {
         }
     }
 
-    func register(on signedIn: RouterGroup<AttestRequestContext>) {
-        signedIn.post("attestations") { request, context -> Response in
-            try await submit(request, context)
+    /// The submission authenticates itself (as `AuthenticationMiddleware` does, with the same
+    /// answers), so that the member's session and past are one read.
+    func register(campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
+        let bearer = BearerAuthentication(services: services)
+        campus.post("attestations") { request, context -> Response in
+            try await submit(request, context, bearer: bearer)
         }
         signedIn.get("me/attestations") { request, context -> HistoryPage in
             try await history(request, context)
@@ -107,9 +110,13 @@ struct AttestationRoutes: Sendable {
             nextCursor: page.next?.description)
     }
 
-    private func submit(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
+    private func submit(_ request: Request, _ context: AttestRequestContext, bearer: BearerAuthentication) async throws -> Response {
         let campus = try context.requireCampus()
-        let user = try context.requireSession().user
+        let now = services.clock()
+        let submitter = try await bearer.authenticate(
+            request, context, kept: { services.sessions.cached(campus: campus.id, token: $0).map(AttestationService.Submitter.init(kept:)) },
+            read: { try await services.attestations.submitter(campus: campus, token: $0, at: now) })
+        let user = submitter.session.user
         let key = try idempotencyKey(request)
         let body = try await request.jsonObject(context: context)
         var problems: [Problem.FieldError] = []
@@ -130,9 +137,9 @@ struct AttestationRoutes: Sendable {
             problems.append(.init(field: FieldProblem.name(field), message: "is not a field of an attestation"))
         }
         guard problems.isEmpty, let version else { throw Problem.validation(problems) }
-        let now = services.clock()
         let outcome = try await services.attestations.submit(
-            campus: campus, user: user.id, surveyVersion: version, answers: raw, idempotencyKey: key, at: now)
+            campus: campus, user: user.id, surveyVersion: version, answers: raw, idempotencyKey: key, at: now,
+            prefetched: submitter.history)
         switch outcome {
         case .created(let attestation):
             return AttestationBody(attestation).created(replayed: false)

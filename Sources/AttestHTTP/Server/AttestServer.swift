@@ -62,7 +62,7 @@ public enum AttestServer {
         SessionRoutes(services: services).register(on: campus)
         let signedIn = campus.group().add(middleware: AuthenticationMiddleware(services: services))
         SurveyRoutes(services: services).register(on: signedIn)
-        AttestationRoutes(services: services).register(on: signedIn)
+        AttestationRoutes(services: services).register(campus: campus, signedIn: signedIn)
         BadgeRoutes(services: services).register(campus: campus, signedIn: signedIn)
         TestingLocationRoutes(services: services).register(on: signedIn)
         CommunityRoutes(services: services).register(on: signedIn)

@@ -78,7 +78,7 @@ public struct AttestServices: Sendable {
         self.writer = AttestationWriter(
             client: database, workers: configuration.writeWorkers, logger: logger, metrics: SubmissionMetrics(factory: metrics.factory))
         self.attestations = AttestationService(
-            client: database, writer: writer, questionnaires: activeQuestionnaires, registry: registry, logger: logger)
+            client: database, sessions: sessions, writer: writer, questionnaires: activeQuestionnaires, registry: registry, logger: logger)
         self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database, kek: kek))
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger)
