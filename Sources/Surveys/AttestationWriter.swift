@@ -268,21 +268,31 @@ public final class AttestationWriter: Service, Sendable {
             submitted.append(a.submittedAt)
             onTime.append(a.onTime)
             versions.append(Int32(truncatingIfNeeded: a.surveyVersion))
-            answers.append(JSONText.answers(pending.answers))
             colors.append(a.color.rawValue)
             reasons.append(a.reason)
             validUntil.append(a.validUntil)
             ruleIDs.append(a.ruleID)
             ruleVersions.append(a.ruleVersion)
             keys.append(a.idempotencyKey ?? "")  // a key is never empty: "" stands for none
+            // The answers' JSON in the questionnaire's order (jsonb keeps keys in its own), and
+            // what the day's counts add, in one pass.
+            var json = "{", written = 0
+            json.reserveCapacity(32 * pending.questionnaire.questions.count)
             for question in pending.questionnaire.questions {
-                switch pending.answers[question.id] {
-                case .bool(true)?: answerIDs.append(a.id); questions.append(question.id); values.append("true")
-                case .text(let option)? where question.kind == .choice:
+                guard let value = pending.answers[question.id] else { continue }
+                if written > 0 { json.append(",") }
+                written += 1
+                JSONText.appendMember(question.id, value, to: &json)
+                switch value {
+                case .bool(true): answerIDs.append(a.id); questions.append(question.id); values.append("true")
+                case .text(let option) where question.kind == .choice:
                     answerIDs.append(a.id); questions.append(question.id); values.append(option)
                 default: break
                 }
             }
+            json.append("}")
+            // Checked answers are the questionnaire's own; any other key is still stored.
+            answers.append(written == pending.answers.count ? json : JSONText.answers(pending.answers))
         }
         // The events (`AttestNotification`s) are made in SQL, only when a sink is enabled: one
         // id per event, whichever sinks receive it (a CTE with a volatile function is

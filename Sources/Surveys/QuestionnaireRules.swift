@@ -91,15 +91,16 @@ public enum QuestionnaireRules {
     }
 
     /// Checks answers against a questionnaire; returns every problem, by `answers.<id>`.
+    /// Every submission passes here: nothing is sorted or formatted unless there is a problem.
     public static func check(_ raw: [String: JSONValue], against questionnaire: Questionnaire) -> (SurveyAnswers, [FieldProblem]) {
-        var answers: SurveyAnswers = [:]
+        var answers = SurveyAnswers(minimumCapacity: questionnaire.questions.count)
         var problems: [FieldProblem] = []
-        for key in raw.keys.sorted() where questionnaire.question(key) == nil {
-            problems.append(.init("answers.\(FieldProblem.name(key))", "is not a question of questionnaire version \(questionnaire.version)"))
-        }
+        var asked = 0
         for question in questionnaire.questions {
-            let field = "answers.\(question.id)"
-            guard let value = raw[question.id], value != .null else {
+            let given = raw[question.id]
+            if given != nil { asked += 1 }
+            var field: String { "answers.\(question.id)" }
+            guard let value = given, value != .null else {
                 if question.required { problems.append(.init(field, "is required")) }
                 continue
             }
@@ -134,6 +135,14 @@ public enum QuestionnaireRules {
             case (.text, _):
                 problems.append(.init(field, "must be text"))
             }
+        }
+        // Keys that are no question come first, in order (a questionnaire's ids are unique, so
+        // every key was asked for exactly when as many were found as were given).
+        if asked < raw.count {
+            let unknown = raw.keys.sorted().filter { questionnaire.question($0) == nil }.map {
+                FieldProblem("answers.\(FieldProblem.name($0))", "is not a question of questionnaire version \(questionnaire.version)")
+            }
+            problems = unknown + problems
         }
         return (answers, problems)
     }
