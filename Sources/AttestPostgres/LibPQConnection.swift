@@ -324,34 +324,101 @@ final class LibPQConnection: @unchecked Sendable {
             guard plan.statements.allSatisfy({ $0.encodingFailure == nil }) else { return [] }
             return plan.statements.map { prepare($0, text: $0.text) }
         }
+        return try receive(try send(plans, names: names))
+    }
+
+    /// A pipeline whose statements have all been handed to libpq, for `receive` to read back.
+    struct SentPipeline: @unchecked Sendable {  // only moves with its connection, to the pool's thread
+        let plans: [(statements: [SQL], callers: [Bool])]
+        /// Per unit, the statements sent; none for a unit that failed before sending.
+        let sent: [[SQL]]
+        /// The units that failed before anything of them was sent.
+        let refused: [PostgresError?]
+        /// Whether it was sent in nonblocking mode, which `receive` ends.
+        let nonblocking: Bool
+    }
+
+    /// Sends `units` without blocking, from the caller's thread, when every statement of them
+    /// is prepared on this connection already (or takes no parameters) and the connection
+    /// makes settings with `set_config`: the statements then reach PostgreSQL while the pool's
+    /// thread that will read the results wakes (measured: about 0.2 ms a call under load),
+    /// instead of after. nil when that is not so (run `pipeline` on the pool instead); throws
+    /// only when the connection broke.
+    func sendWithoutBlocking(_ units: [PipelineUnit]) throws -> SentPipeline? {
+        guard settingsStyle == .setConfig, !broken else { return nil }
+        let plans = units.map { $0.plan(settingsStyle) }
+        var names: [[String?]] = []
+        names.reserveCapacity(plans.count)
+        for plan in plans {
+            var unit: [String?] = []
+            unit.reserveCapacity(plan.statements.count)
+            for sql in plan.statements {
+                guard sql.encodingFailure == nil else { return nil }
+                if sql.bindings.isEmpty {
+                    unit.append(nil)
+                    continue
+                }
+                let text = sql.text
+                guard let name = prepared[PreparedKey(text: text, types: sql.bindings.map { UInt32($0.type.oid) })] else { return nil }
+                unit.append(name)
+            }
+            names.append(unit)
+        }
+        guard PQsetnonblocking(handle, 1) == 0 else { return nil }
+        do {
+            return try send(plans, names: names, nonblocking: true)
+        } catch {
+            broken = true
+            throw error
+        }
+    }
+
+    /// Enters pipeline mode and sends every unit's statements, a sync after each.
+    private func send(
+        _ plans: [(statements: [SQL], callers: [Bool])], names: [[String?]], nonblocking: Bool = false
+    ) throws -> SentPipeline {
         guard PQenterPipelineMode(handle) == 1 else {
             throw connectionError(during: "entering pipeline mode")
         }
-        var outcomes: [Result<[PostgresRows], PostgresError>?] = Array(repeating: nil, count: units.count)
-        var sentStatements: [[SQL]] = Array(repeating: [], count: units.count)
+        var refused: [PostgresError?] = Array(repeating: nil, count: plans.count)
+        var sentStatements: [[SQL]] = Array(repeating: [], count: plans.count)
         do {
             for (index, plan) in plans.enumerated() {
                 let statements = plan.statements
                 // A value that cannot be encoded fails its unit before anything of it is sent.
                 if let failure = statements.lazy.compactMap(\.encodingFailure).first {
-                    outcomes[index] = .failure(failure)
+                    refused[index] = failure
                     continue
                 }
                 for (sql, name) in zip(statements, names[index]) {
-                    let text = sql.text
                     let sent = withParameters(of: sql) { count, types, values, lengths, formats in
                         if let name { return PQsendQueryPrepared(handle, name, count, values, lengths, formats, 1) }
-                        return PQsendQueryParams(handle, text, count, types, values, lengths, formats, 1)
+                        return PQsendQueryParams(handle, sql.text, count, types, values, lengths, formats, 1)
                     }
                     guard sent == 1 else { throw connectionError(during: "sending a pipelined statement") }
                 }
                 guard PQpipelineSync(handle) == 1 else { throw connectionError(during: "sending a pipeline sync") }
                 sentStatements[index] = statements
             }
-            for index in units.indices where outcomes[index] == nil {
+            // Nonblocking, what the socket did not take now is sent by `receive`.
+            if nonblocking, PQflush(handle) < 0 { throw connectionError(during: "sending a pipeline") }
+        } catch {
+            // The connection's protocol state is unknown now; the pool will discard it.
+            broken = true
+            throw error
+        }
+        return SentPipeline(plans: plans, sent: sentStatements, refused: refused, nonblocking: nonblocking)
+    }
+
+    /// Reads the results of a sent pipeline (blocking) and leaves pipeline mode.
+    func receive(_ sent: SentPipeline) throws -> [Result<[PostgresRows], PostgresError>] {
+        var outcomes: [Result<[PostgresRows], PostgresError>?] = sent.refused.map { $0.map { .failure($0) } }
+        do {
+            if sent.nonblocking { try endNonblocking() }
+            for index in sent.plans.indices where outcomes[index] == nil {
                 var results: [PostgresRows] = []
                 var failure: PostgresError?
-                for (sql, callers) in zip(sentStatements[index], plans[index].callers) {
+                for (sql, callers) in zip(sent.sent[index], sent.plans[index].callers) {
                     guard let result = PQgetResult(handle) else { throw connectionError(during: "reading pipeline results") }
                     do {
                         let rows = try rows(from: result, query: sql.text)
@@ -384,6 +451,24 @@ final class LibPQConnection: @unchecked Sendable {
             throw connectionError(during: "leaving pipeline mode")
         }
         return outcomes.map { $0 ?? .failure(PostgresError(code: .protocolError, message: "a pipelined unit got no outcome")) }
+    }
+
+    /// Sends what a nonblocking send left in libpq's buffer, waiting for the socket as it
+    /// must, and returns the connection to blocking mode (every other call expects it).
+    private func endNonblocking() throws {
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN | POLLOUT), revents: 0)
+        while true {
+            let pending = PQflush(handle)
+            if pending == 0 { break }
+            guard pending == 1, descriptor.fd >= 0 else { throw connectionError(during: "sending a pipeline") }
+            descriptor.revents = 0
+            guard poll(&descriptor, 1, -1) >= 0 || errno == EINTR else { throw connectionError(during: "waiting to send a pipeline") }
+            // Reading what the server sent meanwhile keeps both sides from waiting on each other.
+            if descriptor.revents & Int16(POLLIN) != 0, PQconsumeInput(handle) == 0 {
+                throw connectionError(during: "sending a pipeline")
+            }
+        }
+        guard PQsetnonblocking(handle, 0) == 0 else { throw connectionError(during: "returning to blocking mode") }
     }
 
     // MARK: COPY

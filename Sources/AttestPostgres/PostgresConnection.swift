@@ -34,6 +34,9 @@ public struct PostgresConnection: Sendable {
     /// Throws only when the connection itself broke (then no outcome is known).
     public func pipeline(_ units: [PipelineUnit]) async throws -> [Result<[PostgresRows], PostgresError>] {
         if units.isEmpty { return [] }
+        // Statements prepared before are sent from here without blocking, and only the
+        // results are read on the pool: they reach PostgreSQL while its thread wakes.
+        if let sent = try raw.sendWithoutBlocking(units) { return try await run { try $0.receive(sent) } }
         return try await run { try $0.pipeline(units) }
     }
 
