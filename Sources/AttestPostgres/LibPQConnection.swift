@@ -157,6 +157,9 @@ final class LibPQConnection: @unchecked Sendable {
     /// False once the connection is broken or closed.
     var isConnected: Bool { !closed && !broken && PQstatus(handle) == CONNECTION_OK }
 
+    /// Whether libpq is in nonblocking mode: only between `sendWithoutBlocking` and `receive`.
+    var isNonblocking: Bool { PQisnonblocking(handle) == 1 }
+
     /// True when the connection can go back to the pool: connected and not inside a transaction.
     var isReusable: Bool { isConnected && PQtransactionStatus(handle) == PQTRANS_IDLE }
 

@@ -1,4 +1,4 @@
-import AttestPostgres
+@testable import AttestPostgres
 import Foundation
 import Testing
 
@@ -57,6 +57,54 @@ struct PipelineTests {
             #expect(try rows.map { try $0.decode("n", as: Int.self) } == [1, 4, 6, 100])
             // The connection is still good for plain queries afterwards.
             #expect(try await client.query("SELECT 1 AS one")[0].decode("one", as: Int.self) == 1)
+        }
+    }
+
+    /// A pipeline of statements prepared before is sent from the caller's thread without
+    /// blocking and read on the pool's: one far larger than the socket takes at once (300
+    /// units of 64 KB) arrives whole, each unit with its own settings, a failing unit fails
+    /// alone, and the connection is back in blocking mode after (a COPY needs it).
+    @Test func aPipelineOfPreparedStatementsIsSentWithoutBlocking() async throws {
+        try await withFreshDatabase(settingsStyle: .setConfig) { client async throws in
+            try await client.query("CREATE TABLE notes (n int PRIMARY KEY, body text)")
+            let body = String(repeating: "x", count: 64 * 1024)
+            func units(_ numbers: Range<Int>) -> [PipelineUnit] {
+                numbers.map {
+                    PipelineUnit(
+                        settings: TransactionSettings([("test.n", "\($0)")]),
+                        statements: ["INSERT INTO notes VALUES (\(Int32($0)), \(body)) RETURNING n, length(body) AS size, current_setting('test.n') AS seen"])
+                }
+            }
+            try await client.withConnection { connection in
+                // New statements are prepared on the pool first: nothing is sent from here.
+                #expect(try connection.raw.sendWithoutBlocking(units(0..<1)) == nil)
+                let first = try await connection.pipeline(units(0..<300))
+                #expect(first.count == 300)
+                let again = units(300..<600) + units(5..<6) + units(600..<601)
+                let sent = try #require(try connection.raw.sendWithoutBlocking(again))
+                #expect(connection.raw.isNonblocking)
+                let outcomes = try await connection.run { try $0.receive(sent) }
+                #expect(!connection.raw.isNonblocking)
+                #expect(outcomes.count == 302)
+                for (index, outcome) in outcomes.enumerated() where index != 300 {
+                    let row = try outcome.get()[0][0]
+                    let n = try row.decode("n", as: Int.self)
+                    #expect(n == (index < 300 ? 300 + index : 600))
+                    #expect(try row.decode("size", as: Int.self) == 64 * 1024)
+                    #expect(try row.decode("seen", as: String.self) == "\(n)")
+                }
+                if case .failure(let error) = outcomes[300] { #expect(error.isUniqueViolation) } else { Issue.record("a duplicate was stored") }
+                let copied = try await connection.copy(into: "notes", columns: ["n", "body"]) { rows in
+                    for n in 1_000..<1_100 {
+                        rows.row(fields: 2)
+                        rows.int32(Int32(n))
+                        rows.field(Array(body.utf8))
+                    }
+                    return false
+                }
+                #expect(copied == 100)
+            }
+            #expect(try await client.query("SELECT count(*) AS n FROM notes")[0].decode("n", as: Int.self) == 701)
         }
     }
 
