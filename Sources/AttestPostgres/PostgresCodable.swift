@@ -149,7 +149,8 @@ extension Date: PostgresCodable {
     public func encode(into buffer: inout [UInt8]) throws {
         let micros = ((timeIntervalSince1970 - postgresEpochSeconds) * 1_000_000).rounded()
         guard let value = Int64(exactly: micros) else {
-            throw PostgresCodingFailure("the date \(self) is outside PostgreSQL's timestamp range")
+            // Not `\(self)`: Foundation's description of a date that is NaN or infinite traps.
+            throw PostgresCodingFailure("the time \(timeIntervalSince1970) s after 1970 is outside PostgreSQL's timestamp range")
         }
         buffer.appendInteger(value)
     }

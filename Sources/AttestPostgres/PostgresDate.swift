@@ -77,10 +77,18 @@ extension PostgresDate {
     /// `Date.ISO8601Format()` gives (from 1583 on: this is the proleptic Gregorian calendar,
     /// Foundation switches to the Julian before), without its calendar machinery.
     public static func timestamp(_ date: Date) -> String {
-        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        // Kept within PostgreSQL's range, whatever the date (NaN or infinite ones too): no trap.
+        let interval = date.timeIntervalSince1970
+        let unbounded = Int(exactly: interval.rounded(.down)) ?? (interval > 0 ? Self.latestSecond : Self.earliestSecond)
+        let seconds = min(max(unbounded, Self.earliestSecond), Self.latestSecond)
         let second = ((seconds % 86_400) + 86_400) % 86_400
         let day = PostgresDate(daysSinceUnixEpoch: (seconds - second) / 86_400)
         func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
         return "\(day)T\(pad(second / 3600)):\(pad(second / 60 % 60)):\(pad(second % 60))Z"
     }
+
+    /// PostgreSQL's first and last timestamps (4714-11-24 BC, 294276-12-31 23:59:59), in
+    /// seconds since 1970.
+    static let earliestSecond = -210_866_803_200
+    static let latestSecond = 9_224_318_015_999
 }

@@ -362,8 +362,12 @@ public struct AttestationService: Sendable {
             }
         }
         switch outcome {
-        case .success(let decision)? where decision.color != .gray:
+        case .success(let decision)? where decision.color != .gray && decision.validUntil.timeIntervalSince1970.isFinite:
             return (configured.id, rule.version, decision)
+        case .success(let decision)? where decision.color != .gray:
+            // Not a time (NaN or infinite): it could be neither stored nor shown.
+            logger.error("badge rule answered a validity that is no time", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)"])
+            writer.metrics.ruleError.increment()
         case .success?:
             logger.error("badge rule answered gray", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)"])
             writer.metrics.ruleGray.increment()

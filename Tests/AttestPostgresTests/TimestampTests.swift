@@ -13,4 +13,16 @@ import Testing
             #expect(PostgresDate.timestamp(date) == date.ISO8601Format(), "\(seconds)")
         }
     }
+
+    /// A time that is no time (a plugin's NaN, an infinity) or beyond PostgreSQL's range reads
+    /// as the range's edge, never a trap.
+    @Test func timesOutsidePostgreSQLsRangeReadAsItsEdges() {
+        let last = "294276-12-31T23:59:59Z"
+        for seconds in [TimeInterval.infinity, .greatestFiniteMagnitude, 1e300, 9.3e12] {
+            #expect(PostgresDate.timestamp(Date(timeIntervalSince1970: seconds)) == last, "\(seconds)")
+        }
+        for seconds in [-TimeInterval.infinity, .nan, -1e300, -2.2e11] {
+            #expect(PostgresDate.timestamp(Date(timeIntervalSince1970: seconds)).hasSuffix("-11-24T00:00:00Z"), "\(seconds)")
+        }
+    }
 }

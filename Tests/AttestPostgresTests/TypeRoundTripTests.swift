@@ -30,6 +30,13 @@ struct TypeRoundTripTests {
             #expect(abs(back.timeIntervalSince1970 - instant.timeIntervalSince1970) < 0.000_001)
             let early = Date(timeIntervalSince1970: -1_000_000_000.5)
             #expect(try await roundTrip(early, client) == early)
+            // A time that is no time, or past PostgreSQL's range, is refused when the statement
+            // runs, with an error that names it (its message must not describe the date: that traps).
+            for seconds in [TimeInterval.nan, .infinity, -.infinity, 1e300] {
+                await #expect(throws: PostgresError.self, "\(seconds)") {
+                    try await client.query("SELECT \(Date(timeIntervalSince1970: seconds)) AS at")
+                }
+            }
             // The server agrees on the instant, not just our own decoder.
             let rows = try await client.query("SELECT to_char(\(instant) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS text")
             #expect(try rows[0].decode("text", as: String.self) == "2025-11-21 12:00:00.123456")

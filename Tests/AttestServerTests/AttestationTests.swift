@@ -312,6 +312,44 @@ struct AttestationTests {
         }
     }
 
+    /// A rule whose badge is valid until a time that is no time.
+    struct NoTime: BadgeRule {
+        let seconds: TimeInterval
+        var version: String { "no-time-1" }
+        func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
+            BadgeDecision(color: .green, reason: "Valid until \(seconds)", validUntil: Date(timeIntervalSince1970: seconds))
+        }
+    }
+
+    /// A validity of NaN or minus infinity could be neither stored nor shown: the badge is
+    /// "needs review" until the end of the day, as for any rule that fails, not an error.
+    @Test func aRuleAnsweringAValidityThatIsNoTimeGivesNeedsReview() async throws {
+        var registry = PluginRegistry.builtin
+        registry.registerBadgeRule(id: "nan") { _, _ in NoTime(seconds: .nan) }
+        registry.registerBadgeRule(id: "minus-infinity") { _, _ in NoTime(seconds: -.infinity) }
+        let clock = try TestClock("2026-11-20T20:00:00Z")
+        let server = try await TestServer.make(registry: registry, clock: clock.read)
+        var members: [(slug: String, token: String)] = []
+        for rule in ["nan", "minus-infinity"] {
+            let campus = try await server.campus(rule)
+            _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
+            try await server.pool.query(
+                "INSERT INTO campus_plugins (campus_id, kind, plugin_id) VALUES (\(campus.id), 'badge-rule', \(rule))", campus: campus.id.rawValue)
+            members.append((rule, try await server.user("m@example.edu", at: campus).token))
+        }
+        let attending = members
+        try await server.run { api in
+            for member in attending {
+                let reply = try await api.send(
+                    .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: member.token, json: Self.body(Self.healthy))
+                #expect(reply.status == 201, "\(member.slug): \(reply.body)")
+                let badge = reply.json["badge"] as? [String: Any]
+                #expect(badge?["color"] as? String == "yellow", "\(member.slug)")
+                #expect(badge?["validUntil"] as? String == "2026-11-21T05:00:00Z", "\(member.slug)")
+            }
+        }
+    }
+
     struct Broken: BadgeRule {
         struct Failure: Error {}
         var version: String { "broken-1" }
