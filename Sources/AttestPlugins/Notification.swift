@@ -38,12 +38,12 @@ public struct AttestNotification: Sendable, Codable, Equatable {
         attestationId: UUID? = nil, date: LocalDate? = nil, color: BadgeColor? = nil, onTime: Bool? = nil,
         links: [String: String] = [:]
     ) {
-        self.id = id.uuidString.lowercased()
+        self.id = id.lowercasedText
         self.event = event
         self.campus = campus
         self.occurredAt = occurredAt.ISO8601Format()
         self.userId = userId?.description
-        self.attestationId = attestationId?.uuidString.lowercased()
+        self.attestationId = attestationId?.lowercasedText
         self.date = date?.description
         self.color = color
         self.onTime = onTime

@@ -27,7 +27,10 @@ public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringCo
     /// (DST-correct), then counted in whole days. Arithmetic, not `Calendar`: every submission
     /// and badge read asks.
     public init(_ instant: Date, in zone: TimeZone) {
-        let seconds = Int(instant.timeIntervalSince1970.rounded(.down)) + zone.secondsFromGMT(for: instant)
+        // An instant past ±10¹² s (31,000 years; NaN too) is taken at that bound, not trapped on.
+        let bound = 1_000_000_000_000.0, interval = instant.timeIntervalSince1970
+        let clamped = interval.isNaN ? 0 : min(max(interval, -bound), bound)
+        let seconds = (Int(exactly: clamped.rounded(.down)) ?? 0) + zone.secondsFromGMT(for: Date(timeIntervalSince1970: clamped))
         let (days, remainder) = seconds.quotientAndRemainder(dividingBy: 86_400)
         self.init(daysSince1970: remainder < 0 ? days - 1 : days)
     }
@@ -73,10 +76,30 @@ public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringCo
 
     /// `YYYY-MM-DD`, the year padded to four digits as `init?(_:)` reads it.
     public var description: String {
-        let year = String(self.year)
-        let month = self.month < 10 ? "0\(self.month)" : "\(self.month)"
-        let day = self.day < 10 ? "0\(self.day)" : "\(self.day)"
-        return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-\(month)-\(day)"
+        guard (0...9999).contains(year), (1...12).contains(month), (1...31).contains(day) else {
+            let year = String(self.year)
+            let month = self.month < 10 ? "0\(self.month)" : "\(self.month)"
+            let day = self.day < 10 ? "0\(self.day)" : "\(self.day)"
+            return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-\(month)-\(day)"
+        }
+        // Every submission and badge writes a date or two: the digits straight into the string.
+        return String(unsafeUninitializedCapacity: 10) { text in
+            Self.writeDigits(year, width: 4, into: text, at: 0)
+            text[4] = UInt8(ascii: "-")
+            Self.writeDigits(month, width: 2, into: text, at: 5)
+            text[7] = UInt8(ascii: "-")
+            Self.writeDigits(day, width: 2, into: text, at: 8)
+            return 10
+        }
+    }
+
+    /// The last `width` decimal digits of `value` (not negative) at `offset`, zero-padded.
+    static func writeDigits(_ value: Int, width: Int, into text: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        var rest = value
+        for position in (offset..<offset + width).reversed() {
+            text[position] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
     }
 
     public init(from decoder: any Decoder) throws {

@@ -83,8 +83,33 @@ extension PostgresDate {
         let seconds = min(max(unbounded, Self.earliestSecond), Self.latestSecond)
         let second = ((seconds % 86_400) + 86_400) % 86_400
         let day = PostgresDate(daysSinceUnixEpoch: (seconds - second) / 86_400)
-        func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
-        return "\(day)T\(pad(second / 3600)):\(pad(second / 60 % 60)):\(pad(second % 60))Z"
+        guard (0...9999).contains(day.year) else {
+            func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
+            return "\(day)T\(pad(second / 3600)):\(pad(second / 60 % 60)):\(pad(second % 60))Z"
+        }
+        // Every submission's answer holds two: the digits straight into the string.
+        return String(unsafeUninitializedCapacity: 20) { text in
+            var at = 0
+            func put(_ value: Int, _ width: Int, then separator: UInt8?) {
+                var rest = value
+                for position in (at..<at + width).reversed() {
+                    text[position] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+                    rest /= 10
+                }
+                at += width
+                if let separator {
+                    text[at] = separator
+                    at += 1
+                }
+            }
+            put(day.year, 4, then: UInt8(ascii: "-"))
+            put(day.month, 2, then: UInt8(ascii: "-"))
+            put(day.day, 2, then: UInt8(ascii: "T"))
+            put(second / 3600, 2, then: UInt8(ascii: ":"))
+            put(second / 60 % 60, 2, then: UInt8(ascii: ":"))
+            put(second % 60, 2, then: UInt8(ascii: "Z"))
+            return at
+        }
     }
 
     /// PostgreSQL's first and last timestamps (4714-11-24 BC, 294276-12-31 23:59:59), in

@@ -95,7 +95,7 @@ public enum EpisodeError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .notFound: "no such episode of yours: GET …/me/episodes lists them"
         case .alreadyOpen(let kind, let id):
-            "a \(kind) episode is already open (\(id.uuidString.lowercased())): stop it first with POST …/me/episodes/\(id.uuidString.lowercased())/stop"
+            "a \(kind) episode is already open (\(id.lowercasedText)): stop it first with POST …/me/episodes/\(id.lowercasedText)/stop"
         case .alreadyStopped: "the episode is already stopped: change its times with PATCH …/me/episodes/{id}"
         }
     }
@@ -125,7 +125,7 @@ public struct EpisodeStore: Sendable {
 
         /// `<microseconds since 1970>.<uuid>`.
         public var text: String {
-            "\(Int64(exactly: (startedAt.timeIntervalSince1970 * 1_000_000).rounded()) ?? 0).\(id.uuidString.lowercased())"
+            "\(Int64(exactly: (startedAt.timeIntervalSince1970 * 1_000_000).rounded()) ?? 0).\(id.lowercasedText)"
         }
 
         public init?(text: String) {
@@ -143,7 +143,7 @@ public struct EpisodeStore: Sendable {
     }
 
     static func context(_ campus: CampusID, _ user: UserID, _ id: UUID) -> String {
-        "episode/notes/\(campus)/\(user)/\(id.uuidString.lowercased())"
+        "episode/notes/\(campus)/\(user)/\(id.lowercasedText)"
     }
 
     private func seal(_ notes: String, campus: CampusID, user: UserID, id: UUID) throws -> Data {

@@ -34,7 +34,7 @@ public struct JournalStore: Sendable {
         }
 
         /// `2026-11-20.<uuid>`.
-        public var text: String { "\(date).\(id.uuidString.lowercased())" }
+        public var text: String { "\(date).\(id.lowercasedText)" }
 
         public init?(text: String) {
             let parts = text.split(separator: ".", maxSplits: 1)
@@ -49,7 +49,7 @@ public struct JournalStore: Sendable {
     }
 
     static func context(_ campus: CampusID, _ user: UserID, _ id: UUID, _ part: String) -> String {
-        "journal/\(part)/\(campus)/\(user)/\(id.uuidString.lowercased())"
+        "journal/\(part)/\(campus)/\(user)/\(id.lowercasedText)"
     }
 
     struct Words: Codable {

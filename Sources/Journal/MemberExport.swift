@@ -84,14 +84,14 @@ public struct MemberExport: Sendable {
             "generatedAt": generatedAt.ISO8601Format(),
             "journal": entries.map { entry -> [String: Any] in
                 [
-                    "id": entry.id.uuidString.lowercased(), "date": entry.date.description, "title": entry.title, "text": entry.text,
+                    "id": entry.id.lowercasedText, "date": entry.date.description, "title": entry.title, "text": entry.text,
                     "tags": entry.tags.map(\.rawValue),
                     "audio": entry.audio.map { ["type": $0.type.rawValue, "size": $0.size] as [String: Any] } ?? NSNull(),
                 ]
             },
             "episodes": episodes.map { episode -> [String: Any] in
                 [
-                    "id": episode.id.uuidString.lowercased(), "kind": episode.kind, "severity": episode.severity, "notes": episode.notes,
+                    "id": episode.id.lowercasedText, "kind": episode.kind, "severity": episode.severity, "notes": episode.notes,
                     "startedAt": episode.startedAt.ISO8601Format(), "stoppedAt": episode.stoppedAt?.ISO8601Format() ?? NSNull(),
                     "durationMinutes": episode.durationSeconds.map { $0 / 60 } ?? NSNull(), "autoClosed": episode.autoClosed,
                     "context": factors(episode.context), "baseline": factors(episode.baseline),

@@ -301,7 +301,7 @@ public struct StatisticsStore: Sendable {
         public var submittedMicroseconds: Int64
         public var user: UserID
 
-        public var description: String { "\(red ? "r" : "y").\(submittedMicroseconds).\(user.rawValue.uuidString.lowercased())" }
+        public var description: String { "\(red ? "r" : "y").\(submittedMicroseconds).\(user.rawValue.lowercasedText)" }
 
         /// The latest submission time a cursor names, 9999-12-31T23:59:59.999999Z: a later one
         /// is none this API gave out.

@@ -14,12 +14,12 @@ public enum CampusScope {
 
     /// The settings of a transaction scoped to one member of `campus`: their own rows only.
     public static func settings(_ campus: UUID, member: UUID) -> TransactionSettings {
-        TransactionSettings([(settingName, campus.uuidString.lowercased()), (memberSettingName, member.uuidString.lowercased())])
+        TransactionSettings([(settingName, campus.lowercasedText), (memberSettingName, member.lowercasedText)])
     }
 
     /// The settings of a transaction scoped to `campus` (none without one).
     public static func settings(_ campus: UUID?) -> TransactionSettings {
-        campus.map { TransactionSettings([(settingName, $0.uuidString.lowercased())]) } ?? .none
+        campus.map { TransactionSettings([(settingName, $0.lowercasedText)]) } ?? .none
     }
 }
 

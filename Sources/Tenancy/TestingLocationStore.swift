@@ -58,7 +58,7 @@ public struct TestingLocationStore: Sendable {
             let only: SQL = id.map { "AND id = \($0)" } ?? ""
             let removed = try await connection.query("DELETE FROM testing_locations WHERE campus_id = \(campus.id) \(only)").affectedRows
             try await AuditLog.record(
-                connection, campus: campus.id, actor: actor, action: "locations.remove", target: id?.uuidString.lowercased() ?? "all",
+                connection, campus: campus.id, actor: actor, action: "locations.remove", target: id?.lowercasedText ?? "all",
                 details: ["removed": "\(removed)"])
             return removed
         }

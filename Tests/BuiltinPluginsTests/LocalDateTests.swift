@@ -9,6 +9,30 @@ struct LocalDateTests {
 
     func instant(_ text: String) throws -> Date { try Date(text, strategy: .iso8601) }
 
+    /// The digits written straight into the string are what the formatting it replaced gave.
+    @Test func datesAndIdsAreWrittenAsBefore() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let date = LocalDate(
+                year: Int.random(in: 0...9999, using: &generator), month: Int.random(in: 1...12, using: &generator),
+                day: Int.random(in: 1...28, using: &generator))
+            let year = String(date.year)
+            let expected = String(repeating: "0", count: 4 - year.count) + year + String(format: "-%02d-%02d", date.month, date.day)
+            #expect(date.description == expected)
+            let id = UUID()
+            #expect(id.lowercasedText == id.uuidString.lowercased())
+        }
+        #expect(LocalDate(year: 12_026, month: 1, day: 2).description == "12026-01-02")
+        #expect(LocalDate(year: -5, month: 1, day: 2).description == "00-5-01-02")
+    }
+
+    /// An instant that is no time, or far beyond any calendar, is taken at a bound: no trap.
+    @Test func anInstantThatIsNoTimeStillHasADate() {
+        #expect(LocalDate(Date(timeIntervalSince1970: .nan), in: newYork).description == "1969-12-31")
+        #expect(LocalDate(Date(timeIntervalSince1970: .infinity), in: newYork).year > 30_000)
+        #expect(LocalDate(Date(timeIntervalSince1970: -.infinity), in: newYork).year < -29_000)
+    }
+
     @Test func oneInstantIsADifferentDateOnEachSideOfTheDateLine() throws {
         let now = try instant("2026-06-15T11:30:00Z")
         #expect(LocalDate(now, in: TimeZone(identifier: "Pacific/Kiritimati")!).description == "2026-06-16")  // UTC+14

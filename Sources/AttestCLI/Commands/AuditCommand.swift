@@ -27,7 +27,7 @@ struct AuditCommand: AsyncParsableCommand {
         }
         if json {
             return printJSONObject(entries.map {
-                ["id": $0.id.uuidString.lowercased(), "at": $0.at.ISO8601Format(), "actor": $0.actor, "action": $0.action, "target": $0.target, "details": $0.details]
+                ["id": $0.id.lowercasedText, "at": $0.at.ISO8601Format(), "actor": $0.actor, "action": $0.action, "target": $0.target, "details": $0.details]
                     as [String: Any]
             })
         }

@@ -52,7 +52,7 @@ extension LocationsCommand {
                 return printJSONObject(stored.map { item -> [String: Any] in
                     let location = item.location
                     return [
-                        "id": item.id.uuidString.lowercased(), "name": location.name, "address": location.address,
+                        "id": item.id.lowercasedText, "name": location.name, "address": location.address,
                         "lat": location.latitude, "lon": location.longitude, "hours": location.hours, "phone": location.phone,
                         "url": location.url, "notes": location.notes,
                     ]
@@ -60,7 +60,7 @@ extension LocationsCommand {
             }
             if stored.isEmpty { return say("\(campus) has no locations of its own: add some with `attest locations import`.") }
             for item in stored {
-                say("\(item.id.uuidString.lowercased())  \(item.location.name)  (\(item.location.latitude), \(item.location.longitude))  \(item.location.address)")
+                say("\(item.id.lowercasedText)  \(item.location.name)  (\(item.location.latitude), \(item.location.longitude))  \(item.location.address)")
             }
         }
     }

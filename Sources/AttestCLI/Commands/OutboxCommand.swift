@@ -70,7 +70,7 @@ extension OutboxCommand {
         if json {
             return printJSONObject(entries.map { entry -> [String: Any] in
                 var object: [String: Any] = [
-                    "id": entry.id.uuidString.lowercased(), "sink": entry.sink, "event": entry.event, "attempts": entry.attempts,
+                    "id": entry.id.lowercasedText, "sink": entry.sink, "event": entry.event, "attempts": entry.attempts,
                     "createdAt": entry.createdAt.ISO8601Format(), "nextAttemptAt": entry.nextAttemptAt.ISO8601Format(),
                 ]
                 object["deliveredAt"] = entry.deliveredAt?.ISO8601Format()
@@ -81,7 +81,7 @@ extension OutboxCommand {
         }
         if entries.isEmpty { return say("No \(state.rawValue) notifications at \(campus).") }
         for entry in entries {
-            var line = "\(entry.createdAt.ISO8601Format())  \(entry.event)  \(entry.sink)  \(entry.id.uuidString.lowercased())  attempts \(entry.attempts)"
+            var line = "\(entry.createdAt.ISO8601Format())  \(entry.event)  \(entry.sink)  \(entry.id.lowercasedText)  attempts \(entry.attempts)"
             if let error = entry.lastError { line += "  last error: \(error)" }
             say(line)
         }

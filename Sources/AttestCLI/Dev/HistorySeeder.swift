@@ -58,7 +58,7 @@ public struct HistorySeeder: Sendable {
         let today = campus.localDate(at: now)
         let first = today.adding(days: -days), last = today.adding(days: -1)
         let keepFrom = RetentionPurger.cutoff(campus: campus, now: now)
-        let tag = String(UUID().uuidString.lowercased().prefix(8))
+        let tag = String(UUID().lowercasedText.prefix(8))
         // Ids are a random per-run prefix (48 bits) and a counter: unique, and in index order.
         let userPrefix = UInt64.random(in: 0..<(1 << 48)), idPrefix = UInt64.random(in: 0..<(1 << 48))
         let plan = try SeedPlan(campus: campus, questionnaire: questionnaire, first: first, days: days, keepFrom: keepFrom, now: now, idPrefix: idPrefix)

@@ -25,7 +25,7 @@ struct AttestationRoutes: Sendable {
         var badge: Badge
 
         init(_ attestation: Attestation) {
-            id = attestation.id.uuidString.lowercased()
+            id = attestation.id.lowercasedText
             date = attestation.date.description
             submittedAt = PostgresDate.timestamp(attestation.submittedAt)
             onTime = attestation.onTime

@@ -27,7 +27,7 @@ struct EpisodeRoutes: Sendable {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(episode.id.uuidString.lowercased(), forKey: .id)
+            try container.encode(episode.id.lowercasedText, forKey: .id)
             try container.encode(episode.kind, forKey: .kind)
             try container.encode(episode.severity, forKey: .severity)
             try container.encode(episode.notes, forKey: .notes)
@@ -115,7 +115,7 @@ struct EpisodeRoutes: Sendable {
             let episode = try await Self.run { try await Self.start(services: services, campus: campus, user: user, draft, now: now) }
             var response = try Body(episode: episode).response(from: request, context: context)
             response.status = .created
-            response.headers[.location] = "/v1/campuses/\(campus.slug)/me/episodes/\(episode.id.uuidString.lowercased())"
+            response.headers[.location] = "/v1/campuses/\(campus.slug)/me/episodes/\(episode.id.lowercasedText)"
             response.headers[.cacheControl] = "private, no-store"
             return response
         }

@@ -29,13 +29,13 @@ struct JournalRoutes: Sendable {
         var updatedAt: String
 
         init(_ entry: JournalEntry, campus: String) {
-            id = entry.id.uuidString.lowercased()
+            id = entry.id.lowercasedText
             date = entry.date.description
             title = entry.title
             text = entry.text
             tags = entry.tags.map(\.rawValue)
             audio = entry.audio.map {
-                Audio(type: $0.type.rawValue, size: $0.size, url: "/v1/campuses/\(campus)/me/journal/\(entry.id.uuidString.lowercased())/audio")
+                Audio(type: $0.type.rawValue, size: $0.size, url: "/v1/campuses/\(campus)/me/journal/\(entry.id.lowercasedText)/audio")
             }
             createdAt = PostgresDate.timestamp(entry.createdAt)
             updatedAt = PostgresDate.timestamp(entry.updatedAt)
@@ -117,7 +117,7 @@ struct JournalRoutes: Sendable {
             let entry = try await Self.run { try await store.create(campus: campus.id, user: user, draft, at: services.clock()) }
             var response = try Entry(entry, campus: campus.slug).response(from: request, context: context)
             response.status = .created
-            response.headers[.location] = "/v1/campuses/\(campus.slug)/me/journal/\(entry.id.uuidString.lowercased())"
+            response.headers[.location] = "/v1/campuses/\(campus.slug)/me/journal/\(entry.id.lowercasedText)"
             response.headers[.cacheControl] = "private, no-store"
             return response
         }

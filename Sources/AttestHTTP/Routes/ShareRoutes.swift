@@ -86,7 +86,7 @@ struct ShareRoutes: Sendable {
             let (share, token) = try await store.create(
                 campus: campusValue.id, user: user, actor: "user:\(session.user.email)", from: from, to: to, seconds: seconds, now: now)
             var response = try Created(
-                id: share.id.uuidString.lowercased(), url: "/v1/campuses/\(campusValue.slug)/shared/\(token)",
+                id: share.id.lowercasedText, url: "/v1/campuses/\(campusValue.slug)/shared/\(token)",
                 expiresAt: PostgresDate.timestamp(share.expiresAt), from: from.description, to: to.description
             ).response(from: request, context: context)
             response.status = .created
@@ -103,7 +103,7 @@ struct ShareRoutes: Sendable {
                 Items(
                     items: shares.map { share in
                         Item(
-                            id: share.id.uuidString.lowercased(), from: share.from.description, to: share.to.description, status: share.status(at: now),
+                            id: share.id.lowercasedText, from: share.from.description, to: share.to.description, status: share.status(at: now),
                             expiresAt: PostgresDate.timestamp(share.expiresAt), revokedAt: share.revokedAt.map(PostgresDate.timestamp),
                             createdAt: PostgresDate.timestamp(share.createdAt),
                             openings: share.openings.map { Opening(openedAt: PostgresDate.timestamp($0.openedAt), format: $0.format) })

@@ -54,7 +54,7 @@ struct EpisodePages: Sendable {
                 do {
                     let user = try visit.signedInUser().id
                     _ = try await JournalRoutes.run { try await store.update(campus: visit.campus.id, user: user, id: episode.id, draft, now: now) }
-                    throw WebOutcome.redirect(visit.base + "episodes/\(episode.id.uuidString.lowercased())?saved=1")
+                    throw WebOutcome.redirect(visit.base + "episodes/\(episode.id.lowercasedText)?saved=1")
                 } catch EpisodeError.alreadyOpen(let kind, _) {
                     errors.add("kind", anchor: "episode-kind", visit.format("alreadyOpenError", kindWord(kind, visit).lowercased()))
                 }
@@ -216,7 +216,7 @@ struct EpisodePages: Sendable {
                     "text": visit.format(
                         "openSince", kindWord(episode.kind, visit), WebFormat.dateTime(episode.startedAt, campus: campus, language: visit.language),
                         WebFormat.duration(Int(exactly: now.timeIntervalSince(episode.startedAt).rounded(.down).clamped(to: 0...1e9)) ?? 0)),
-                    "stopAction": visit.base + "episodes/\(episode.id.uuidString.lowercased())/stop",
+                    "stopAction": visit.base + "episodes/\(episode.id.lowercasedText)/stop",
                     "stopLabel": visit.format("stopKind", kindWord(episode.kind, visit).lowercased()),
                 ]
             },
@@ -249,7 +249,7 @@ struct EpisodePages: Sendable {
 
     private func item(for episode: Episode, visit: WebVisit) -> [String: Any] {
         var item: [String: Any] = [
-            "href": visit.base + "episodes/\(episode.id.uuidString.lowercased())", "kind": kindWord(episode.kind, visit),
+            "href": visit.base + "episodes/\(episode.id.lowercasedText)", "kind": kindWord(episode.kind, visit),
             "started": WebFormat.dateTime(episode.startedAt, campus: visit.campus, language: visit.language),
             "duration": episode.durationSeconds.map(WebFormat.duration) ?? visit["openWord"], "severity": "\(episode.severity)",
         ]
@@ -261,7 +261,7 @@ struct EpisodePages: Sendable {
         _ episode: Episode, visit: WebVisit, values: Values, errors: FormErrors = FormErrors(), notice: String? = nil, status: HTTPResponse.Status = .ok
     ) throws -> Response {
         let campus = visit.campus
-        let href = visit.base + "episodes/\(episode.id.uuidString.lowercased())"
+        let href = visit.base + "episodes/\(episode.id.lowercasedText)"
         let kindText = kindWord(episode.kind, visit)
         var data: [String: Any] = [
             "heading": visit.format("episodeHeading", kindText, WebFormat.date(campus.localDate(at: episode.startedAt), campus: campus, language: visit.language)),

@@ -35,7 +35,7 @@ struct JournalPages: Sendable {
             let entry = try await JournalRoutes.run {
                 try await store.create(campus: visit.campus.id, user: user, draft, audio: audio, at: services.clock())
             }
-            throw WebOutcome.redirect(visit.base + "journal/\(entry.id.uuidString.lowercased())?saved=1")
+            throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }
         pages.get("journal/:id") { request, context -> Response in
             let (visit, entry) = try await find(request, context)
@@ -54,7 +54,7 @@ struct JournalPages: Sendable {
             _ = try await JournalRoutes.run {
                 try await store.update(campus: visit.campus.id, user: user, id: entry.id, draft, audio: audio, at: services.clock())
             }
-            throw WebOutcome.redirect(visit.base + "journal/\(entry.id.uuidString.lowercased())?saved=1")
+            throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }
         pages.post("journal/:id/delete") { request, context -> Response in
             let (visit, entry) = try await find(request, context)
@@ -68,7 +68,7 @@ struct JournalPages: Sendable {
             try web.checkCSRF(request, form: try await WebForm.read(request, context: context), visit: visit)
             let user = try visit.signedInUser().id
             _ = try await JournalRoutes.run { try await store.deleteAudio(campus: visit.campus.id, user: user, id: entry.id) }
-            throw WebOutcome.redirect(visit.base + "journal/\(entry.id.uuidString.lowercased())?saved=1")
+            throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }
         // The recording for the page's <audio> element, with ranges (the cookie's session).
         pages.get("journal/:id/audio") { request, context -> Response in
@@ -201,7 +201,7 @@ struct JournalPages: Sendable {
             "hasEntries": !page.entries.isEmpty,
             "entries": page.entries.map { entry -> [String: Any] in
                 var item: [String: Any] = [
-                    "href": visit.base + "journal/\(entry.id.uuidString.lowercased())", "title": entry.title,
+                    "href": visit.base + "journal/\(entry.id.lowercasedText)", "title": entry.title,
                     "dateText": WebFormat.date(entry.date, campus: visit.campus, language: visit.language),
                     "tags": entry.tags.map { visit["tag-" + $0.rawValue] }.joined(separator: ", "),
                     "excerpt": Self.excerpt(entry.text),
@@ -223,7 +223,7 @@ struct JournalPages: Sendable {
         _ entry: JournalEntry, visit: WebVisit, values: Values, errors: FormErrors = FormErrors(), notice: String? = nil,
         status: HTTPResponse.Status = .ok
     ) throws -> Response {
-        let href = visit.base + "journal/\(entry.id.uuidString.lowercased())"
+        let href = visit.base + "journal/\(entry.id.lowercasedText)"
         var data: [String: Any] = [
             "title": entry.title, "dateText": WebFormat.date(entry.date, campus: visit.campus, language: visit.language),
             "tags": entry.tags.map { visit["tag-" + $0.rawValue] }.joined(separator: ", "), "text": entry.text,

@@ -128,7 +128,7 @@ struct SharingPage: Sendable {
                         visit.format("openedAt", WebFormat.dateTime($0.openedAt, campus: campus, language: visit.language), $0.format.uppercased())
                     },
                 ]
-                if status == "active" { item["revokeAction"] = visit.base + "sharing/links/\(share.id.uuidString.lowercased())/revoke" }
+                if status == "active" { item["revokeAction"] = visit.base + "sharing/links/\(share.id.lowercasedText)/revoke" }
                 return item
             },
             "keep": keepErrors.field("keepDays", value: keepValue ?? keepDays.map(String.init) ?? ""),
