@@ -240,6 +240,26 @@ struct StatisticsTests {
             """, campus: campus.id.rawValue)[0].decode("n", as: Int.self)
     }
 
+    @Test func theDirectlyWrittenDashboardIsWhatJSONEncoderWrites() throws {
+        typealias Figures = StatisticsRoutes.DashboardFigures
+        let day = Figures(
+            date: "2026-11-20", activeMembers: 1_200, submitted: 997, onTime: 990, late: 7, missing: 203,
+            colors: .init(green: 900, yellow: 90, red: 7), symptoms: ["fever": 12, "cough": 0, "naïve \"q\"\n": 3],
+            answers: ["fever": ["true": 12, "false": 985], "mood": ["good": 1], "naïve \"q\"\n": ["true": 3]], complianceRate: 0.830833)
+        let empty = Figures(
+            date: "2026-11-21", activeMembers: 0, submitted: 0, onTime: 0, late: 0, missing: 0, colors: .init(green: 0, yellow: 0, red: 0),
+            symptoms: [:], answers: [:], complianceRate: nil)
+        var total = day
+        total.date = nil
+        total.complianceRate = 1
+        let body = StatisticsRoutes.DashboardBody(from: "2026-11-20", to: "2026-11-21", days: [day, empty], total: total)
+        let direct = try JSONSerialization.jsonObject(with: Data(body.jsonText.utf8)) as? NSDictionary
+        let encoded = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body)) as? NSDictionary
+        #expect(direct != nil && direct == encoded, "\(body.jsonText)")
+        // Keys sorted, so the same figures give the same bytes.
+        #expect(body.jsonText.contains(#""symptoms":{"cough":0,"fever":12,"naïve \"q\"\n":3}"#), "\(body.jsonText)")
+    }
+
     @Test func smallCountsAreSuppressedForMembers() async throws {
         let today = LocalDate(Date(), in: Self.zone)
         let (busy, quiet) = (today.adding(days: 1), today.adding(days: 2))
