@@ -18,7 +18,9 @@ enum Charts {
         var innerHeight: Double { height - top - bottom }
     }
 
-    static func number(_ value: Double) -> String { String(format: "%.1f", value) }
+    /// One decimal, as `%.1f` writes it (halves to even), without `String(format:)`, which a
+    /// 30-day dashboard called thousands of times: a third of its render time.
+    static func number(_ value: Double) -> String { oneDecimal(value) }
 
     /// The y axis (0 to `top`) with a few labelled ticks, and the x axis.
     static func axes(_ plot: Plot, top: Double, suffix: String = "") -> (axis: [[String: Any]], labels: [[String: Any]]) {

@@ -70,7 +70,7 @@ enum WebFormat {
     static func percent(_ value: Double) -> String {
         guard value.isFinite else { return "–" }
         let rounded = (value * 10).rounded() / 10
-        return rounded == rounded.rounded() ? String(format: "%.0f", rounded) : String(format: "%.1f", rounded)
+        return rounded == rounded.rounded() ? noDecimals(rounded) : oneDecimal(rounded)
     }
 
     /// "820 KB", "1.2 MB" (of 1,024 and 1,048,576 bytes).
@@ -88,4 +88,18 @@ enum WebFormat {
         let text = id.replacingOccurrences(of: "_", with: " ")
         return text.prefix(1).uppercased() + text.dropFirst()
     }
+}
+
+/// `value` with one decimal ("12.5", "-0.3"), rounded half to even on its tenths; a value
+/// beyond ±10¹⁵ or one that is no number is written as `String(format: "%.1f")` would.
+func oneDecimal(_ value: Double) -> String {
+    guard abs(value) < 1e15, let tenths = Int(exactly: (value * 10).rounded(.toNearestOrEven)) else { return String(format: "%.1f", value) }
+    let magnitude = tenths.magnitude
+    return (tenths < 0 ? "-" : "") + String(magnitude / 10) + "." + String(magnitude % 10)
+}
+
+/// `value` rounded half to even to a whole number, as `String(format: "%.0f")` writes it.
+func noDecimals(_ value: Double) -> String {
+    guard abs(value) < 1e15, let whole = Int(exactly: value.rounded(.toNearestOrEven)) else { return String(format: "%.0f", value) }
+    return String(whole)
 }
