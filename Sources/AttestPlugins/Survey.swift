@@ -93,11 +93,11 @@ public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringCo
         }
     }
 
-    /// The last `width` decimal digits of `value` (not negative) at `offset`, zero-padded.
+    /// The last `width` decimal digits of `value`'s magnitude at `offset`, zero-padded.
     static func writeDigits(_ value: Int, width: Int, into text: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
-        var rest = value
+        var rest = value.magnitude
         for position in (offset..<offset + width).reversed() {
-            text[position] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+            text[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
             rest /= 10
         }
     }

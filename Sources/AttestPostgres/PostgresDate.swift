@@ -91,9 +91,9 @@ extension PostgresDate {
         return String(unsafeUninitializedCapacity: 20) { text in
             var at = 0
             func put(_ value: Int, _ width: Int, then separator: UInt8?) {
-                var rest = value
+                var rest = value.magnitude
                 for position in (at..<at + width).reversed() {
-                    text[position] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+                    text[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
                     rest /= 10
                 }
                 at += width
