@@ -32,16 +32,27 @@ public struct BadgeClaims: Encodable, Sendable, Equatable {
     }
 
     /// The claims as the token carries them: compact JSON, keys sorted.
-    var json: String {
-        var json = #"{"campus":"#
+    var json: String { String(decoding: jsonBytes, as: UTF8.self) }
+
+    /// `json` as UTF-8, written straight into one buffer (a kept badge is written out again at
+    /// every read).
+    var jsonBytes: [UInt8] {
+        var json: [UInt8] = []
+        json.reserveCapacity(96 + campus.utf8.count + sub.utf8.count)
+        json.append(contentsOf: #"{"campus":"#.utf8)
         JSONText.appendString(campus, to: &json)
-        json += #","color":"#
+        json.append(contentsOf: #","color":"#.utf8)
         JSONText.appendString(color, to: &json)
-        json += #","date":"#
+        json.append(contentsOf: #","date":"#.utf8)
         JSONText.appendString(date, to: &json)
-        json += #","exp":\#(exp),"iat":\#(iat),"sub":"#
+        json.append(contentsOf: #","exp":"#.utf8)
+        json.append(contentsOf: String(exp).utf8)
+        json.append(contentsOf: #","iat":"#.utf8)
+        json.append(contentsOf: String(iat).utf8)
+        json.append(contentsOf: #","sub":"#.utf8)
         JSONText.appendString(sub, to: &json)
-        return json + "}"
+        json.append(UInt8(ascii: "}"))
+        return json
     }
 
     /// Numeric claims are below this magnitude (2^53): the integers every JSON reader holds
@@ -99,7 +110,7 @@ public enum BadgeToken {
     /// Header and claims are JSON with sorted keys and no spaces, written directly.
     public static func sign(_ claims: BadgeClaims, with key: BadgeKey) throws -> String {
         guard let privateKey = key.privateKey else { throw CampusError.noKeyEncryptionKey }
-        let input = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8))
+        let input = key.encodedHeader + "." + Base64URL.encode(claims.jsonBytes)
         let signature = try privateKey.signature(for: Array(input.utf8))
         return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
@@ -167,16 +178,23 @@ public struct BadgeService: Sendable {
             (self.shared, self.subject, self.iat, self.signature) = (shared, sub, claims.iat, sig)
         }
 
-        /// The badge again, its token written out from the same claims and signature.
+        /// The badge again, its token written out from the same claims and signature, in one
+        /// buffer.
         func badge(campus slug: String, key: BadgeKey) -> Badge {
-            let sub = withUnsafeBytes(of: subject) { Base64URL.encode(Array($0)) }
+            let sub = withUnsafeBytes(of: subject) { Base64URL.encode($0) }
             let claims = BadgeClaims(
                 campus: slug, sub: sub, date: shared.key.date.description, color: shared.key.color.rawValue, iat: iat, exp: shared.exp)
-            let signature = withUnsafeBytes(of: self.signature) { Base64URL.encode(Array($0)) }
-            let token = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8)) + "." + signature
+            let json = claims.jsonBytes
+            var token: [UInt8] = []
+            token.reserveCapacity(key.encodedHeader.utf8.count + (json.count + 64) * 4 / 3 + 8)
+            token.append(contentsOf: key.encodedHeader.utf8)
+            token.append(UInt8(ascii: "."))
+            Base64URL.append(json, to: &token)
+            token.append(UInt8(ascii: "."))
+            withUnsafeBytes(of: signature) { Base64URL.append($0, to: &token) }
             return Badge(
                 color: shared.key.color, date: shared.key.date, validUntil: shared.key.validUntil, reason: shared.key.reason,
-                token: token, submitted: true)
+                token: String(decoding: token, as: UTF8.self), submitted: true)
         }
     }
 
