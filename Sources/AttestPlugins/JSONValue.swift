@@ -306,27 +306,6 @@ public enum JSONText {
         output.append("\"")
     }
 
-    /// `text` as a JSON string literal, quotes included, appended as UTF-8 bytes.
-    public static func appendString(_ text: String, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        let digits: StaticString = "0123456789abcdef"
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case ..<0x20:
-                output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                output.append(digits.utf8Start[Int(byte >> 4)])
-                output.append(digits.utf8Start[Int(byte & 0x0F)])
-            default: output.append(byte)
-            }
-        }
-        output.append(UInt8(ascii: "\""))
-    }
-
     /// A number: integers below 2^53 without a fraction, others in Swift's shortest round-trip
     /// form; `null` for a non-finite one, which JSON cannot hold.
     public static func appendNumber(_ number: Double, to output: inout String) {

@@ -233,26 +233,16 @@ public final class SessionStore: Sendable {
     /// A bearer token of the shape this store issues, hashed once: a request asks the kept
     /// sessions and then perhaps the database with it.
     public struct SessionToken: Sendable {
-        let digest: SHA256Digest
+        /// SHA-256 of the token, what it is stored and looked up by.
+        public let hash: Data
         let key: Key
 
         /// nil when `text` is not 43 base64url characters.
         public init?(_ text: String) {
             guard SessionStore.isWellFormed(text) else { return nil }
-            // Hashed from the string's own bytes: a kept session's request needs only the key.
-            var text = text
-            let digest = text.withUTF8 { bytes in
-                var hasher = SHA256()
-                hasher.update(bufferPointer: UnsafeRawBufferPointer(bytes))
-                return hasher.finalize()
-            }
-            var words: (UInt64, UInt64) = (0, 0)
-            withUnsafeMutableBytes(of: &words) { words in digest.withUnsafeBytes { words.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(16))) } }
-            (self.digest, key) = (digest, Key(high: words.0, low: words.1))
+            hash = SessionStore.hash(text)
+            key = Key(hash: hash)
         }
-
-        /// SHA-256 of the token, what it is stored and looked up by.
-        public var hash: Data { Data(digest) }
     }
 
     /// 32 bytes from the system's CSPRNG, base64url without padding (43 characters).

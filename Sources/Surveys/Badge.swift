@@ -32,27 +32,16 @@ public struct BadgeClaims: Encodable, Sendable, Equatable {
     }
 
     /// The claims as the token carries them: compact JSON, keys sorted.
-    var json: String { String(decoding: jsonBytes, as: UTF8.self) }
-
-    /// `json` as UTF-8, written straight into one buffer (a kept badge is written out again at
-    /// every read).
-    var jsonBytes: [UInt8] {
-        var json: [UInt8] = []
-        json.reserveCapacity(96 + campus.utf8.count + sub.utf8.count)
-        json.append(contentsOf: #"{"campus":"#.utf8)
+    var json: String {
+        var json = #"{"campus":"#
         JSONText.appendString(campus, to: &json)
-        json.append(contentsOf: #","color":"#.utf8)
+        json += #","color":"#
         JSONText.appendString(color, to: &json)
-        json.append(contentsOf: #","date":"#.utf8)
+        json += #","date":"#
         JSONText.appendString(date, to: &json)
-        json.append(contentsOf: #","exp":"#.utf8)
-        json.append(contentsOf: String(exp).utf8)
-        json.append(contentsOf: #","iat":"#.utf8)
-        json.append(contentsOf: String(iat).utf8)
-        json.append(contentsOf: #","sub":"#.utf8)
+        json += #","exp":\#(exp),"iat":\#(iat),"sub":"#
         JSONText.appendString(sub, to: &json)
-        json.append(UInt8(ascii: "}"))
-        return json
+        return json + "}"
     }
 
     /// Numeric claims are below this magnitude (2^53): the integers every JSON reader holds
@@ -110,7 +99,7 @@ public enum BadgeToken {
     /// Header and claims are JSON with sorted keys and no spaces, written directly.
     public static func sign(_ claims: BadgeClaims, with key: BadgeKey) throws -> String {
         guard let privateKey = key.privateKey else { throw CampusError.noKeyEncryptionKey }
-        let input = key.encodedHeader + "." + Base64URL.encode(claims.jsonBytes)
+        let input = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8))
         let signature = try privateKey.signature(for: Array(input.utf8))
         return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
@@ -178,23 +167,16 @@ public struct BadgeService: Sendable {
             (self.shared, self.subject, self.iat, self.signature) = (shared, sub, claims.iat, sig)
         }
 
-        /// The badge again, its token written out from the same claims and signature, in one
-        /// buffer.
+        /// The badge again, its token written out from the same claims and signature.
         func badge(campus slug: String, key: BadgeKey) -> Badge {
-            let sub = withUnsafeBytes(of: subject) { Base64URL.encode($0) }
+            let sub = withUnsafeBytes(of: subject) { Base64URL.encode(Array($0)) }
             let claims = BadgeClaims(
                 campus: slug, sub: sub, date: shared.key.date.description, color: shared.key.color.rawValue, iat: iat, exp: shared.exp)
-            let json = claims.jsonBytes
-            var token: [UInt8] = []
-            token.reserveCapacity(key.encodedHeader.utf8.count + (json.count + 64) * 4 / 3 + 8)
-            token.append(contentsOf: key.encodedHeader.utf8)
-            token.append(UInt8(ascii: "."))
-            Base64URL.append(json, to: &token)
-            token.append(UInt8(ascii: "."))
-            withUnsafeBytes(of: signature) { Base64URL.append($0, to: &token) }
+            let signature = withUnsafeBytes(of: self.signature) { Base64URL.encode(Array($0)) }
+            let token = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8)) + "." + signature
             return Badge(
                 color: shared.key.color, date: shared.key.date, validUntil: shared.key.validUntil, reason: shared.key.reason,
-                token: String(decoding: token, as: UTF8.self), submitted: true)
+                token: token, submitted: true)
         }
     }
 

@@ -273,29 +273,30 @@ enum Base64URL {
     }()
 
     static func encode(_ data: some DataProtocol) -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity((data.count * 4 + 2) / 3)
-        append(data, to: &output)
-        return String(decoding: output, as: UTF8.self)
-    }
-
-    /// Appends `data` in base64url without padding.
-    static func append(_ data: some Collection<UInt8>, to output: inout [UInt8]) {
-        func put(_ bits: UInt32, _ shift: UInt32) { output.append(alphabet[Int(bits >> shift & 63)]) }
-        var iterator = data.makeIterator()
-        while let first = iterator.next() {
-            guard let second = iterator.next() else {
-                let bits = UInt32(first) << 16
+        let bytes = Array(data)
+        return String(unsafeUninitializedCapacity: (bytes.count * 4 + 2) / 3) { output in
+            var written = 0
+            func put(_ bits: UInt32, _ shift: UInt32) {
+                output[written] = alphabet[Int(bits >> shift & 63)]
+                written += 1
+            }
+            var index = 0
+            while index + 3 <= bytes.count {
+                let bits = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                put(bits, 18); put(bits, 12); put(bits, 6); put(bits, 0)
+                index += 3
+            }
+            switch bytes.count - index {
+            case 1:
+                let bits = UInt32(bytes[index]) << 16
                 put(bits, 18); put(bits, 12)
-                return
-            }
-            guard let third = iterator.next() else {
-                let bits = UInt32(first) << 16 | UInt32(second) << 8
+            case 2:
+                let bits = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
                 put(bits, 18); put(bits, 12); put(bits, 6)
-                return
+            default:
+                break
             }
-            let bits = UInt32(first) << 16 | UInt32(second) << 8 | UInt32(third)
-            put(bits, 18); put(bits, 12); put(bits, 6); put(bits, 0)
+            return written
         }
     }
 

@@ -56,18 +56,4 @@ import Testing
         #expect(text.hasPrefix(#"{"cough":true,"fever_chills":false,"huge":1.5e+20,"temperature":38.25,"tiny":-1e-05,"#), "\(text)")
         #expect(JSONText.answers([:]) == "{}")
     }
-
-    /// The byte writer (badges, the badge answer) escapes exactly as the text writer does.
-    @Test func stringsWrittenAsBytesAreTheStringsWrittenAsText() throws {
-        var generator = SystemRandomNumberGenerator()
-        let pieces = ["a", "\"", "\\", "\n", "\r", "\t", "\u{01}", "\u{1F}", " ", "ü", "😀", "/", "\u{7F}", "é"]
-        for _ in 0..<500 {
-            let text = (0..<Int.random(in: 0...12, using: &generator)).map { _ in pieces.randomElement(using: &generator) ?? "" }.joined()
-            var asText = "", asBytes: [UInt8] = []
-            JSONText.appendString(text, to: &asText)
-            JSONText.appendString(text, to: &asBytes)
-            #expect(asBytes == Array(asText.utf8), "\(text.debugDescription)")
-            #expect(try JSONValue(parsing: asBytes) == .string(text))
-        }
-    }
 }

@@ -10,23 +10,21 @@ import Surveys
 struct BadgeRoutes: Sendable {
     let services: AttestServices
 
-    /// The member's badge as JSON, written directly into one buffer.
+    /// The member's badge as JSON, written directly.
     static func response(_ badge: Badge) -> Response {
-        var json: [UInt8] = []
-        json.reserveCapacity(96 + badge.reason.utf8.count + badge.token.utf8.count)
-        json.append(contentsOf: #"{"color":"#.utf8)
-        JSONText.appendString(badge.color.rawValue, to: &json)
-        json.append(contentsOf: #","date":"#.utf8)
-        JSONText.appendString(badge.date.description, to: &json)
-        json.append(contentsOf: #","validUntil":"#.utf8)
-        JSONText.appendString(PostgresDate.timestamp(badge.validUntil), to: &json)
-        json.append(contentsOf: #","reason":"#.utf8)
-        JSONText.appendString(badge.reason, to: &json)
-        json.append(contentsOf: #","token":"#.utf8)
-        JSONText.appendString(badge.token, to: &json)
-        json.append(UInt8(ascii: "}"))
+        var text = #"{"color":"#
+        JSONText.appendString(badge.color.rawValue, to: &text)
+        text += #","date":"#
+        JSONText.appendString(badge.date.description, to: &text)
+        text += #","validUntil":"#
+        JSONText.appendString(PostgresDate.timestamp(badge.validUntil), to: &text)
+        text += #","reason":"#
+        JSONText.appendString(badge.reason, to: &text)
+        text += #","token":"#
+        JSONText.appendString(badge.token, to: &text)
+        text += "}"
         let headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     struct KeySet: ResponseEncodable {
