@@ -7,7 +7,8 @@ import Synchronization
 /// one reference, 24 bytes, where a `Dictionary` of the same entries, at most 3/4 full and
 /// with the read instant beside each value, takes 32 bytes a bucket and up to twice the
 /// buckets. A server keeps one session per member it saw within `ttl`, 100,000 and more, so
-/// this is most of what it keeps in memory (see Benchmarks/README.md, memory).
+/// this is most of what it keeps in memory (see docs/performance.md, "Badges and sessions
+/// kept in memory").
 ///
 /// Entries are kept in two generations, with a second chance: every `period`, or once
 /// `limit / 2` were stored, the table is rebuilt with the current generation and those of the

@@ -152,7 +152,7 @@ public struct AttestationService: Sendable {
     /// the server keeps costs no read (its past is read at the submission), nor does a rule
     /// that needs no past; otherwise submitting costs one round trip fewer: the session and
     /// the history were the two reads before every submission's write, each a batch of its
-    /// own (measured in Benchmarks/README.md, "Issue 34, third round").
+    /// own (measured in docs/performance.md, "Issue 34, third round").
     public func submitter(campus: Campus, token: SessionStore.SessionToken, at now: Date) async throws -> Submitter? {
         if let kept = sessions.cached(campus: campus.id, token: token) { return Submitter(session: kept, history: nil) }
         guard let day = try await historyDay(campus: campus, at: now) else {
