@@ -144,9 +144,9 @@ public struct BadgeService: Sendable {
         var attestation: (color: String, reason: String, validUntil: Date)?
     }
 
-    /// A member's coloured badge of one day, kept with their verified session (see `today`):
-    /// what its token was made from and its signature, not the token's text, since a server
-    /// keeps one for each member it has recently seen. What many members' badges share
+    /// A member's badge of one day, kept with their verified session (see `today`): what its
+    /// token was made from and its signature, not the token's text, since a server keeps one
+    /// for each member it has recently seen. What many members' badges share
     /// (colour, day, reason, key) is one `Shared` for all of them.
     final class Kept: Sendable {
         let shared: Shared
@@ -176,7 +176,7 @@ public struct BadgeService: Sendable {
             let token = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8)) + "." + signature
             return Badge(
                 color: shared.key.color, date: shared.key.date, validUntil: shared.key.validUntil, reason: shared.key.reason,
-                token: token, submitted: true)
+                token: token, submitted: shared.key.color != .gray)
         }
     }
 
@@ -228,16 +228,19 @@ public struct BadgeService: Sendable {
     /// an attestation is never edited), so once made it is kept in `kept` (the member's
     /// verified session's place for such things, which lives as long as the server trusts the
     /// session) and served again while it is the same day there, before its `validUntil`,
-    /// and the campus's current key signed it. A gray badge is never kept: the first read
-    /// after a submission, on whichever server, reads the database and finds the colour.
+    /// and the campus's current key signed it. A gray badge is never served from `kept`
+    /// without the database: every read of one asks whether the member has submitted, so the
+    /// first read after a submission, on whichever server, finds the colour. Only its
+    /// signature is kept, so a member still gray is not signed for again and again.
     public func today(campus: Campus, user: UserID, now: Date, kept: KeptValue? = nil) async throws -> Badge {
         let date = campus.localDate(at: now)
         guard let key = try await keys.keys(campus: campus.id).first(where: { $0.retiredAt == nil }) else {
             throw SurveysError.noSigningKey(campus: campus.slug)
         }
         // The place is the member's own session's, at this campus.
-        if let badge = kept?.kept(Kept.self), badge.shared.key.campus == campus.id, badge.shared.key.date == date,
-            badge.shared.key.validUntil > now, badge.shared.key.kid == key.kid
+        let keptBadge = kept?.kept(Kept.self)
+        if let badge = keptBadge, badge.shared.key.color != .gray, badge.shared.key.campus == campus.id,
+            badge.shared.key.date == date, badge.shared.key.validUntil > now, badge.shared.key.kid == key.kid
         {
             return badge.badge(campus: campus.slug, key: key)
         }
@@ -248,6 +251,11 @@ public struct BadgeService: Sendable {
         if let stored = member.attestation {
             color = BadgeColor(rawValue: stored.color) ?? .yellow
             (reason, validUntil) = (stored.reason, stored.validUntil)
+        } else if let gray = keptBadge, gray.shared.key.color == .gray, gray.shared.key.campus == campus.id,
+            gray.shared.key.date == date, gray.shared.key.validUntil == validUntil, validUntil > now, gray.shared.key.kid == key.kid
+        {
+            // Still not submitted, as the database says: the gray token signed before.
+            return gray.badge(campus: campus.slug, key: key)
         }
         let subject = BadgeKeyStore.subject(pseudonym: member.pseudonym, date: date, key: try await keys.subjectKey(campus: campus.id))
         let claims = BadgeClaims(
@@ -256,7 +264,7 @@ public struct BadgeService: Sendable {
         let badge = Badge(
             color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key),
             submitted: member.attestation != nil)
-        if let kept, badge.submitted, badge.color != .gray {
+        if let kept {
             let shared = sharedParts.shared(
                 .init(campus: campus.id, date: date, color: color, validUntil: validUntil, reason: reason, kid: key.kid), exp: claims.exp)
             kept.keep(Kept(shared: shared, badge: badge, claims: claims))
