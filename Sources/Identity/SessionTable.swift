@@ -13,7 +13,7 @@ import Synchronization
 /// Entries are kept in two generations, with a second chance: every `period`, or once
 /// `limit / 2` were stored, the table is rebuilt with the current generation and those of the
 /// older one that were used since the last rebuild (`Session.reused`) or that hold something
-/// kept with them (a coloured badge), none older than `ttl`. So a session used again and
+/// kept with them (a badge), none older than `ttl`. So a session used again and
 /// again stays (up to `ttl`), one whose member read their badge stays until its second read
 /// (up to `ttl`: at home, then at the door), and one used once for nothing kept (a member's
 /// daily submission) goes within two periods: memory follows the sessions in use, not every
