@@ -95,8 +95,8 @@ public struct BadgeDecision: Sendable, Equatable {
 ///   platform gives it a time budget of about 100 ms and answers yellow "needs review" when it
 ///   overruns or throws, logging the error; it never becomes a 500).
 /// - It returns green, yellow or red, never gray, and a `validUntil` no later than
-///   `input.endOfDay` (later values are cut to it; one that is no time, NaN or infinite,
-///   counts as a failure: "needs review").
+///   `input.endOfDay` (later values are cut to it; one that is no time, NaN, infinite or
+///   before 4714 BC, counts as a failure: "needs review").
 /// - `version` names the logic and settings in force; it is stored with every attestation so
 ///   a badge can be explained later. Change it whenever the outcome for the same input could.
 /// - `evaluatesInline` (default false) may be true only for a rule whose every evaluation

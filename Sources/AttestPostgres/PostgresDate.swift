@@ -112,6 +112,12 @@ extension PostgresDate {
         }
     }
 
+    /// Whether `date` lies within PostgreSQL's timestamps (so it can be stored); false for
+    /// NaN and infinities.
+    public static func holds(_ date: Date) -> Bool {
+        (Double(earliestSecond)...Double(latestSecond)).contains(date.timeIntervalSince1970)
+    }
+
     /// PostgreSQL's first and last timestamps (4714-11-24 BC, 294276-12-31 23:59:59), in
     /// seconds since 1970.
     static let earliestSecond = -210_866_803_200

@@ -362,11 +362,11 @@ public struct AttestationService: Sendable {
             }
         }
         switch outcome {
-        case .success(let decision)? where decision.color != .gray && decision.validUntil.timeIntervalSince1970.isFinite:
+        case .success(let decision)? where decision.color != .gray && PostgresDate.holds(decision.validUntil):
             return (configured.id, rule.version, decision)
         case .success(let decision)? where decision.color != .gray:
-            // Not a time (NaN or infinite): it could be neither stored nor shown.
-            logger.error("badge rule answered a validity that is no time", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)"])
+            // No time PostgreSQL holds (NaN, infinite, or ages away): it could not be stored.
+            logger.error("badge rule answered a validity that is no storable time", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)"])
             writer.metrics.ruleError.increment()
         case .success?:
             logger.error("badge rule answered gray", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)"])

@@ -24,5 +24,12 @@ import Testing
         for seconds in [-TimeInterval.infinity, .nan, -1e300, -2.2e11] {
             #expect(PostgresDate.timestamp(Date(timeIntervalSince1970: seconds)).hasSuffix("-11-24T00:00:00Z"), "\(seconds)")
         }
+        // What PostgreSQL can store: its first and last seconds, not a second beyond.
+        for seconds in [-210_866_803_200.0, 0, 1.8e9, 9_224_318_015_999] {
+            #expect(PostgresDate.holds(Date(timeIntervalSince1970: seconds)), "\(seconds)")
+        }
+        for seconds in [-210_866_803_201.0, 9_224_318_016_000, -1e20, .nan, .infinity, -.infinity] {
+            #expect(!PostgresDate.holds(Date(timeIntervalSince1970: seconds)), "\(seconds)")
+        }
     }
 }

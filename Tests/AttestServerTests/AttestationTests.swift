@@ -321,16 +321,18 @@ struct AttestationTests {
         }
     }
 
-    /// A validity of NaN or minus infinity could be neither stored nor shown: the badge is
+    /// A validity of NaN, minus infinity or one ages before PostgreSQL's first timestamp could
+    /// not be stored: the badge is
     /// "needs review" until the end of the day, as for any rule that fails, not an error.
     @Test func aRuleAnsweringAValidityThatIsNoTimeGivesNeedsReview() async throws {
         var registry = PluginRegistry.builtin
         registry.registerBadgeRule(id: "nan") { _, _ in NoTime(seconds: .nan) }
         registry.registerBadgeRule(id: "minus-infinity") { _, _ in NoTime(seconds: -.infinity) }
+        registry.registerBadgeRule(id: "far-past") { _, _ in NoTime(seconds: -1e20) }
         let clock = try TestClock("2026-11-20T20:00:00Z")
         let server = try await TestServer.make(registry: registry, clock: clock.read)
         var members: [(slug: String, token: String)] = []
-        for rule in ["nan", "minus-infinity"] {
+        for rule in ["nan", "minus-infinity", "far-past"] {
             let campus = try await server.campus(rule)
             _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
             try await server.pool.query(
