@@ -167,6 +167,11 @@ public struct BadgeService: Sendable {
             (self.shared, self.subject, self.iat, self.signature) = (shared, sub, claims.iat, sig)
         }
 
+        /// Whether this was made for that campus and day with that key.
+        func isFor(campus: CampusID, date: LocalDate, kid: String) -> Bool {
+            shared.key.campus == campus && shared.key.date == date && shared.key.kid == kid
+        }
+
         /// The badge again, its token written out from the same claims and signature.
         func badge(campus slug: String, key: BadgeKey) -> Badge {
             let sub = withUnsafeBytes(of: subject) { Base64URL.encode(Array($0)) }
@@ -239,8 +244,8 @@ public struct BadgeService: Sendable {
         }
         // The place is the member's own session's, at this campus.
         let keptBadge = kept?.kept(Kept.self)
-        if let badge = keptBadge, badge.shared.key.color != .gray, badge.shared.key.campus == campus.id,
-            badge.shared.key.date == date, badge.shared.key.validUntil > now, badge.shared.key.kid == key.kid
+        if let badge = keptBadge, badge.shared.key.color != .gray, badge.isFor(campus: campus.id, date: date, kid: key.kid),
+            badge.shared.key.validUntil > now
         {
             return badge.badge(campus: campus.slug, key: key)
         }
@@ -251,8 +256,8 @@ public struct BadgeService: Sendable {
         if let stored = member.attestation {
             color = BadgeColor(rawValue: stored.color) ?? .yellow
             (reason, validUntil) = (stored.reason, stored.validUntil)
-        } else if let gray = keptBadge, gray.shared.key.color == .gray, gray.shared.key.campus == campus.id,
-            gray.shared.key.date == date, gray.shared.key.validUntil == validUntil, validUntil > now, gray.shared.key.kid == key.kid
+        } else if let gray = keptBadge, gray.shared.key.color == .gray, gray.isFor(campus: campus.id, date: date, kid: key.kid),
+            gray.shared.key.validUntil == validUntil
         {
             // Still not submitted, as the database says: the gray token signed before.
             return gray.badge(campus: campus.slug, key: key)

@@ -101,11 +101,11 @@ struct StatisticsRoutes: Sendable {
 
         private static func append<Value>(_ object: [String: Value], to text: inout String, value: (Value, inout String) -> Void) {
             text += "{"
-            for (index, key) in object.keys.sorted().enumerated() {
+            for (index, member) in object.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { text += "," }
-                JSONText.appendString(key, to: &text)
+                JSONText.appendString(member.key, to: &text)
                 text += ":"
-                if let member = object[key] { value(member, &text) }
+                value(member.value, &text)
             }
             text += "}"
         }
