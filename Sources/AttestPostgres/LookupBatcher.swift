@@ -5,32 +5,27 @@ import Synchronization
 /// Under light load a lookup runs at once and alone; under heavy load one round trip serves
 /// many requests, which is what keeps the database's per-query cost off the hot path.
 ///
-/// No extra task runs the batches: the caller that finds its group idle leads its batch,
-/// and on finishing hands the lead to the first caller of the next batch. `load` gets each
-/// key once and returns the values found; a key it leaves out is nil for its callers. If
-/// `load` throws, every caller of that batch gets the error.
+/// A group with lookups to do has one task that runs its batches, one after another (the
+/// first lookup of an idle group starts it; it ends when nobody waits). Between two batches
+/// it only resumes the first one's callers, which is queueing them, and sends the next at
+/// once. When the next batch's first caller sent it instead, it did so only after the
+/// executor had run the callers resumed before it, and the database stood idle meanwhile
+/// (measured in docs/performance.md, "Issue 34, fourth round"). The task is nobody's request,
+/// so a caller's cancellation (its client went away) fails nobody else's lookup. `load` gets each key once and returns the values found; a
+/// key it leaves out is nil for its callers. If `load` throws, every caller of that batch gets
+/// the error.
 public final class LookupBatcher<Group: Hashable & Sendable, Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public typealias Load = @Sendable (Group, [Key]) async throws -> [Key: Value]
 
-    private enum Wake {
-        case value(Value?)
-        /// This caller leads the batch: its own key plus these waiting callers.
-        case lead([Waiter])
-    }
-
     private struct Waiter {
         let key: Key
-        let continuation: CheckedContinuation<Wake, any Error>
-    }
-
-    private struct GroupState {
-        var queue: [Waiter] = []
+        let continuation: CheckedContinuation<Value?, any Error>
     }
 
     private let load: Load
     private let maxBatch: Int
-    /// Groups with a batch in flight, and who waits for the next one.
-    private let state = Mutex<[Group: GroupState]>([:])
+    /// Groups whose task runs, and who waits for its next batch.
+    private let state = Mutex<[Group: [Waiter]]>([:])
 
     public init(maxBatch: Int = 256, load: @escaping Load) {
         precondition(maxBatch > 0)
@@ -40,51 +35,41 @@ public final class LookupBatcher<Group: Hashable & Sendable, Key: Hashable & Sen
 
     /// The value of `key` in `group`, nil when `load` found none.
     public func value(for key: Key, in group: Group) async throws -> Value? {
-        let wake = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Wake, any Error>) in
-            let lead = state.withLock { groups -> Bool in
-                if groups[group] != nil {
-                    groups[group]!.queue.append(Waiter(key: key, continuation: continuation))
-                    return false
-                }
-                groups[group] = GroupState()
-                return true
+        try await withCheckedThrowingContinuation { continuation in
+            let start = state.withLock { groups -> Bool in
+                let idle = groups[group] == nil
+                groups[group, default: []].append(Waiter(key: key, continuation: continuation))
+                return idle
             }
-            if lead { continuation.resume(returning: .lead([])) }
-        }
-        switch wake {
-        case .value(let value):
-            return value
-        case .lead(let waiters):
-            let keys = Array(Set([key] + waiters.map(\.key)))
-            // The load serves other requests too: it runs in its own task, so this caller's
-            // cancellation (its client went away) does not fail theirs.
-            let load = self.load
-            let result = await Task { () -> Result<[Key: Value], any Error> in
-                do { return .success(try await load(group, keys)) } catch { return .failure(error) }
-            }.value
-            for waiter in waiters {
-                waiter.continuation.resume(with: result.map { .value($0[waiter.key]) })
-            }
-            handOver(group)
-            return try result.get()[key]
+            if start { Task { await self.run(group) } }
         }
     }
 
     /// How many callers of `group` wait for the next batch (for tests).
-    func waiting(in group: Group) -> Int { state.withLock { $0[group]?.queue.count ?? 0 } }
+    func waiting(in group: Group) -> Int { state.withLock { $0[group]?.count ?? 0 } }
 
-    /// The next batch's first caller leads it; with nobody waiting the group goes idle.
-    private func handOver(_ group: Group) {
-        let next = state.withLock { groups -> (Waiter, [Waiter])? in
-            guard var waiting = groups[group], let first = waiting.queue.first else {
+    /// Loads `group`'s batches until nobody waits; the group is then idle.
+    private func run(_ group: Group) async {
+        while let batch = next(of: group) {
+            var keys = Set<Key>(minimumCapacity: batch.count)
+            for waiter in batch { keys.insert(waiter.key) }
+            let result: Result<[Key: Value], any Error>
+            do { result = .success(try await load(group, Array(keys))) } catch { result = .failure(error) }
+            for waiter in batch { waiter.continuation.resume(with: result.map { $0[waiter.key] }) }
+        }
+    }
+
+    /// The next batch of `group` (up to `maxBatch` callers, first come first), or nil, and the
+    /// group idle, when nobody waits.
+    private func next(of group: Group) -> [Waiter]? {
+        state.withLock { groups in
+            guard let waiting = groups[group], !waiting.isEmpty else {
                 groups[group] = nil
                 return nil
             }
-            let batch = Array(waiting.queue.prefix(maxBatch))
-            waiting.queue.removeFirst(batch.count)
-            groups[group] = waiting
-            return (first, Array(batch.dropFirst()))
+            let batch = Array(waiting.prefix(maxBatch))
+            groups[group] = Array(waiting.dropFirst(batch.count))
+            return batch
         }
-        if let (leader, followers) = next { leader.continuation.resume(returning: .lead(followers)) }
     }
 }

@@ -82,7 +82,7 @@ struct LookupBatcherTests {
             let batcher = loader.make()
             let outcomes = try await withThrowingTaskGroup(of: (Int64, Result<Int64?, any Error>).self) { group in
                 group.addTask { (2, await Result { try await batcher.value(for: 2, in: "north") }) }
-                // 2 leads; 13 and 14 queue behind it.
+                // 2 is loaded alone; 13 and 14 queue behind it.
                 while loader.batches.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
                 for key: Int64 in [13, 14] { group.addTask { (key, await Result { try await batcher.value(for: key, in: "north") }) } }
                 return try await group.reduce(into: [Int64: Result<Int64?, any Error>]()) { $0[$1.0] = $1.1 }
@@ -94,21 +94,21 @@ struct LookupBatcherTests {
         }
     }
 
-    /// The leader's request is cancelled mid-load (its client went away): the callers
-    /// waiting on the same batch still get their values.
-    @Test func aCancelledLeaderDoesNotFailItsBatch() async throws {
+    /// The first caller's request is cancelled mid-load (its client went away): the callers
+    /// waiting for the next batch still get their values.
+    @Test func aCancelledCallerDoesNotFailTheOthers() async throws {
         try await withFreshDatabase { client async throws in
             let loader = Loader(client: client, hold: 3)
             let batcher = loader.make()
-            let leader = Task { try await batcher.value(for: 2, in: "north") }
+            let first = Task { try await batcher.value(for: 2, in: "north") }
             while loader.batches.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
             async let four = batcher.value(for: 4, in: "north")
             async let five = batcher.value(for: 5, in: "north")
             async let six = batcher.value(for: 6, in: "north")
             while batcher.waiting(in: "north") < 3 { try await Task.sleep(for: .milliseconds(5)) }
-            leader.cancel()
+            first.cancel()
             #expect(try await [four, five, six] == [40, nil, 60])
-            #expect(try await leader.value == 20)
+            #expect(try await first.value == 20)
         }
     }
 
