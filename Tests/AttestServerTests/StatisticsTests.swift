@@ -540,7 +540,7 @@ struct StatisticsTests {
     /// deadline of 02:30 puts on-time minutes around the changes themselves, and Santiago's
     /// clocks change at midnight, so one day has no 00:00 to 00:59 (its deadline is 00:30) and
     /// one ends with an hour twice. A seed of more than one slice names existing members in
-    /// every slice.
+    /// every slice, and every seeded member has the member role's row.
     @Test func seededInstantsAreCampusLocal() async throws {
         let server = try await TestServer.make()
         let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database)]
@@ -572,11 +572,15 @@ struct StatisticsTests {
         #expect(seeded.status == 0, "\(seeded.stderr)")
         let row = try #require(try await server.pool.query(
             """
-            SELECT count(*) AS n, count(DISTINCT a.user_id) AS members, count(*) FILTER (WHERE u.id IS NULL) AS orphans
+            SELECT count(*) AS n, count(DISTINCT a.user_id) AS members, count(*) FILTER (WHERE u.id IS NULL) AS orphans,
+                   (SELECT count(*) FROM users m WHERE m.campus_id = \(wide.id) AND NOT EXISTS (
+                        SELECT 1 FROM user_roles r WHERE r.campus_id = m.campus_id AND r.user_id = m.id AND r.role = 'member')) AS roleless
             FROM attestations a LEFT JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
             WHERE a.campus_id = \(wide.id)
             """, campus: wide.id.rawValue).first)
         #expect(try row.decode("orphans", as: Int.self) == 0)
+        // Each seeded member holds the member role's row, as one who signed in does.
+        #expect(try row.decode("roleless", as: Int.self) == 0)
         #expect(try row.decode("members", as: Int.self) > 2_500)
         #expect(try row.decode("n", as: Int.self) > 4_600)
     }

@@ -64,7 +64,8 @@ public struct HistorySeeder: Sendable {
         let plan = try SeedPlan(campus: campus, questionnaire: questionnaire, first: first, days: days, keepFrom: keepFrom, now: now, idPrefix: idPrefix)
         let domain = campus.emailDomains.first ?? "seed.example.edu"
         let trusted = try await preflight()
-        // Members, created at the start of the first day (and counted active from then).
+        // Members, created at the start of the first day (and counted active from then), each
+        // with the member role's row, as a member who signs in gets.
         try await client.query(
             """
             WITH added AS (
@@ -72,7 +73,10 @@ public struct HistorySeeder: Sendable {
                 SELECT \(id), \(Self.counterID(prefix: userPrefix, "n")), format('seed-%s-%s@%s', \(tag)::text, n, \(domain)::text),
                        format('Seed Member %s', n), \(first.start(in: campus.zone))
                 FROM generate_series(1, \(members)) AS n
-                RETURNING campus_id, created_at, active
+                RETURNING campus_id, id, created_at, active
+            ), granted AS (
+                INSERT INTO user_roles (campus_id, user_id, role, granted_by)
+                SELECT campus_id, id, 'member', 'dev seed' FROM added
             ), \(UserStore.countAddedMembers(campus: id))
             SELECT 1
             """, campus: id.rawValue)
