@@ -11,9 +11,10 @@ import Synchronization
 /// once. When the next batch's first caller sent it instead, it did so only after the
 /// executor had run the callers resumed before it, and the database stood idle meanwhile
 /// (measured in docs/performance.md, "Issue 34, fourth round"). The task is nobody's request,
-/// so a caller's cancellation (its client went away) fails nobody else's lookup. `load` gets each key once and returns the values found; a
-/// key it leaves out is nil for its callers. If `load` throws, every caller of that batch gets
-/// the error.
+/// so a caller's cancellation (its client went away) fails nobody else's lookup.
+///
+/// `load` gets each key once and returns the values found; a key it leaves out is nil for its
+/// callers. If `load` throws, every caller of that batch gets the error.
 public final class LookupBatcher<Group: Hashable & Sendable, Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public typealias Load = @Sendable (Group, [Key]) async throws -> [Key: Value]
 
