@@ -133,6 +133,10 @@ public final class SessionStore: Sendable {
         """
     }
 
+    /// A NULL for each column of `live(campus:hashes:)`: the start of a row of another kind
+    /// in a `UNION ALL` with it.
+    public static let noLiveColumns = SQL(unsafeSQL: Array(repeating: "NULL", count: 8).joined(separator: ", "))
+
     /// The session in a row of `live(campus:hashes:)`.
     public static func session(from row: PostgresRow) throws -> Session {
         Session(user: try UserStore.user(from: row), expiresAt: try row.decode("expires_at"))

@@ -175,10 +175,14 @@ public struct AttestationService: Sendable {
 
     private let submitters: LookupBatcher<HistoryDay, Data, (session: SessionStore.Session, history: [PastAttestation])>
 
-    /// The live sessions among `hashes` with their members' past of `day`: one row per
-    /// member and past day (one with no attestation columns for a member with none), grouped
-    /// by session. The sessions are materialised first so that each member's roles are read
-    /// once, not once per past day.
+    /// The live sessions among `hashes` with their members' past of `day`, in two kinds of
+    /// row: one per session (the past columns null) and one per past day (the session columns
+    /// null, `past_of` naming the member; a member with two sessions here has their past
+    /// once). The sessions are materialised first so that each member's roles are read once.
+    /// With the past on rows of its own, PostgreSQL sends each member's columns, roles among
+    /// them, once rather than once per past day, and sorts nothing: one row per member and day
+    /// cost it about 13% more CPU (pgbench, 14 members of 8 past days a query;
+    /// docs/performance.md, "Issue 34, fifth round").
     static func submitters(
         _ client: PostgresClient, day: HistoryDay, hashes: [Data]
     ) async throws -> [Data: (session: SessionStore.Session, history: [PastAttestation])] {
@@ -186,23 +190,28 @@ public struct AttestationService: Sendable {
         let rows = try await client.query(
             """
             WITH live AS MATERIALIZED (\(SessionStore.live(campus: day.campus, hashes: hashes)))
-            SELECT live.*, a.local_date, a.color, \(pastAnswers(questions))
-            FROM live LEFT JOIN attestations a ON a.campus_id = \(day.campus) AND a.user_id = live.id
-                 AND a.local_date >= \(day.date.adding(days: -day.need.days)) AND a.local_date < \(day.date)
-            ORDER BY live.token_hash, a.local_date DESC
+            SELECT live.*, NULL::uuid AS past_of, NULL AS local_date, NULL AS color, \(pastAnswers(questions, null: true)) FROM live
+            UNION ALL
+            SELECT \(SessionStore.noLiveColumns), a.user_id, a.local_date, a.color, \(pastAnswers(questions))
+            FROM attestations a
+            WHERE a.campus_id = \(day.campus) AND a.user_id = ANY(ARRAY(SELECT id FROM live))
+              AND a.local_date >= \(day.date.adding(days: -day.need.days)) AND a.local_date < \(day.date)
             """, campus: day.campus.rawValue)
-        let past = try PastColumns(rows, questions: questions), token = try rows.position(of: "token_hash")
-        var found: [Data: (session: SessionStore.Session, history: [PastAttestation])] = [:]
-        var current: (hash: Data, session: SessionStore.Session, history: [PastAttestation])?
+        let past = try PastColumns(rows, questions: questions)
+        let token = try rows.position(of: "token_hash"), owner = try rows.position(of: "past_of")
+        var sessions: [(hash: Data, session: SessionStore.Session)] = []
+        var pasts: [UserID: [PastAttestation]] = [:]
         for row in rows {
-            let hash = try row.decode(at: token, as: Data.self)
-            if current?.hash != hash {
-                if let current { found[current.hash] = (current.session, current.history) }
-                current = (hash, try SessionStore.session(from: row), [])
+            if row.isNull(at: token) {
+                pasts[UserID(try row.decode(at: owner, as: UUID.self)), default: []].append(try past.attestation(in: row))
+            } else {
+                sessions.append((try row.decode(at: token, as: Data.self), try SessionStore.session(from: row)))
             }
-            if !row.isNull(at: past.date) { current?.history.append(try past.attestation(in: row)) }
         }
-        if let current { found[current.hash] = (current.session, current.history) }
+        var found: [Data: (session: SessionStore.Session, history: [PastAttestation])] = [:]
+        for (hash, session) in sessions {
+            found[hash] = (session, (pasts[session.user.id] ?? []).sorted { $0.date > $1.date })
+        }
         return found
     }
 
@@ -211,11 +220,12 @@ public struct AttestationService: Sendable {
     /// each named answer alone (`a0`, `a1`, … in `questions`' order; null when not given).
     /// Only those leave the database, and PostgreSQL builds no object for them: building one
     /// per row was a sixth of the history read's cost (pgbench, 10 members of 9 days each).
-    static func pastAnswers(_ questions: [String]?) -> SQL {
-        guard let questions else { return "answers" }
-        var columns: SQL = "answers IS NULL AS purged"
+    /// With `null`, the same columns, each NULL: a row that is no past day.
+    static func pastAnswers(_ questions: [String]?, null: Bool = false) -> SQL {
+        guard let questions else { return null ? "NULL AS answers" : "answers" }
+        var columns: SQL = null ? "NULL AS purged" : "answers IS NULL AS purged"
         for (index, question) in questions.enumerated() {
-            columns = columns + ", answers -> \(question)::text AS " + SQL(unsafeSQL: "a\(index)")
+            columns = columns + (null ? ", NULL AS " : ", answers -> \(question)::text AS ") + SQL(unsafeSQL: "a\(index)")
         }
         return columns
     }

@@ -570,6 +570,12 @@ struct AttestationTests {
                 .post, "/v1/campuses/north/attestations", template: Self.path, token: testedToken,
                 json: Self.body(#"{"fever": false, "cough": false, "positive_test": true}"#))
             #expect(day.status == 201)
+            // And a day without one after it: the past comes newest first.
+            try clock.set("2026-11-15T15:00:00Z")
+            let next = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: testedToken,
+                json: Self.body(#"{"fever": false, "cough": false, "positive_test": false}"#))
+            #expect(next.status == 201)
         }
         // Another server on the same database, which keeps none of these sessions yet.
         let pool = TestDatabase.client(database: server.database, maxConnections: 4)
@@ -594,8 +600,8 @@ struct AttestationTests {
         }
         let positive = try #require(found[0])
         #expect(positive.session.user.id == tested.id)
-        #expect(positive.history?.history.map(\.date.description) == ["2026-11-14"])
-        #expect(positive.history?.history.first?.answers == ["positive_test": .bool(true)])
+        #expect(positive.history?.history.map(\.date.description) == ["2026-11-15", "2026-11-14"])
+        #expect(positive.history?.history.map(\.answers) == [["positive_test": .bool(false)], ["positive_test": .bool(true)]])
         let second = try #require(found[1])
         #expect(second.session.user.id == tested.id)
         #expect(second.history?.history == positive.history?.history)
