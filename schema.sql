@@ -98,20 +98,14 @@ CREATE TABLE IF NOT EXISTS users (
     oidc_subject  text,
     active        boolean NOT NULL DEFAULT true,
     created_at    timestamptz NOT NULL DEFAULT now(),
+    -- What the user may do: every user is a member; grants and revocations are in the audit
+    -- log. Kept on the row so that reading a session's member reads no other table.
+    roles         text[] NOT NULL DEFAULT '{member}'
+                  CHECK (roles <@ ARRAY['member', 'screener', 'health_officer', 'admin']::text[]),
     PRIMARY KEY (campus_id, id),
     UNIQUE (campus_id, email),
     UNIQUE (campus_id, pseudonym),
     UNIQUE (campus_id, oidc_issuer, oidc_subject)
-);
-
-CREATE TABLE IF NOT EXISTS user_roles (
-    campus_id   uuid NOT NULL,
-    user_id     uuid NOT NULL,
-    role        text NOT NULL CHECK (role IN ('member', 'screener', 'health_officer', 'admin')),
-    granted_at  timestamptz NOT NULL DEFAULT now(),
-    granted_by  text NOT NULL,
-    PRIMARY KEY (campus_id, user_id, role),
-    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
 );
 
 -- Session tokens: only their SHA-256 hashes are stored.
@@ -449,7 +443,7 @@ DECLARE
     tenant_table text;
 BEGIN
     FOREACH tenant_table IN ARRAY ARRAY[
-        'campus_oidc_issuers', 'campus_plugins', 'users', 'user_roles', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys', 'badge_subject_keys',
+        'campus_oidc_issuers', 'campus_plugins', 'users', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys', 'badge_subject_keys',
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
         'journal_entries', 'journal_audio', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings'

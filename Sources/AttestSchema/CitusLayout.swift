@@ -12,7 +12,7 @@ public enum CitusLayout {
 
     /// Every tenant table, in an order where each table's foreign-key targets come first.
     public static let distributedTables = [
-        "users", "questionnaires", "campus_oidc_issuers", "campus_plugins", "user_roles", "sessions", "id_token_uses",
+        "users", "questionnaires", "campus_oidc_issuers", "campus_plugins", "sessions", "id_token_uses",
         "sign_in_nonces", "badge_keys", "badge_subject_keys", "attestations", "daily_stats", "daily_answer_counts",
         "member_changes", "purge_state", "testing_locations", "notification_outbox", "reminder_runs", "audit_log",
         "journal_entries", "journal_audio", "episodes", "journal_shares", "journal_share_openings", "member_settings",

@@ -11,8 +11,7 @@ public struct UserStore: Sendable {
     public init(client: PostgresClient) { self.client = client }
 
     static let columns: SQL = """
-        u.id, u.campus_id, u.email, u.display_name, u.created_at,
-        array(SELECT r.role FROM user_roles r WHERE r.campus_id = u.campus_id AND r.user_id = u.id ORDER BY r.role) AS roles
+        u.id, u.campus_id, u.email, u.display_name, u.created_at, u.roles
         """
 
     // MARK: Reading
@@ -77,12 +76,15 @@ public struct UserStore: Sendable {
             if grant {
                 changed = try await connection.query(
                     """
-                    INSERT INTO user_roles (campus_id, user_id, role, granted_by)
-                    VALUES (\(campus.id), \(userID), \(role.rawValue), \(actor)) ON CONFLICT DO NOTHING
+                    UPDATE users SET roles = roles || \(role.rawValue)::text
+                    WHERE campus_id = \(campus.id) AND id = \(userID) AND NOT \(role.rawValue)::text = ANY(roles)
                     """)
             } else {
                 changed = try await connection.query(
-                    "DELETE FROM user_roles WHERE campus_id = \(campus.id) AND user_id = \(userID) AND role = \(role.rawValue)")
+                    """
+                    UPDATE users SET roles = array_remove(roles, \(role.rawValue)::text)
+                    WHERE campus_id = \(campus.id) AND id = \(userID) AND \(role.rawValue)::text = ANY(roles)
+                    """)
             }
             guard changed.affectedRows > 0 else { return false }
             try await AuthGenerations.bump(connection, campus: campus.id)
@@ -127,22 +129,23 @@ public struct UserStore: Sendable {
                 SELECT inserted FROM upserted
                 """)
             let created = try upserted.filter { try $0.decode("inserted", as: Bool.self) }.count
-            try await connection.query(
-                """
-                INSERT INTO user_roles (campus_id, user_id, role, granted_by)
-                SELECT u.campus_id, u.id, 'member', \(actor) FROM users u
-                WHERE u.campus_id = \(campus.id) AND u.email = ANY(\(emails))
-                ON CONFLICT DO NOTHING
-                """)
+            // New users are members (the column's default); listed roles they lack are added.
             let granted = try await connection.query(
                 """
-                INSERT INTO user_roles (campus_id, user_id, role, granted_by)
-                SELECT u.campus_id, u.id, g.role, \(actor)
-                FROM unnest(\(roleEmails), \(roleNames)) AS g(email, role)
-                JOIN users u ON u.campus_id = \(campus.id) AND u.email = g.email
-                ON CONFLICT DO NOTHING
+                WITH wanted AS (
+                    SELECT DISTINCT u.id, g.role
+                    FROM unnest(\(roleEmails), \(roleNames)) AS g(email, role)
+                    JOIN users u ON u.campus_id = \(campus.id) AND u.email = g.email
+                    WHERE NOT g.role = ANY(u.roles)
+                ), added AS (
+                    UPDATE users u SET roles = u.roles || w.roles
+                    FROM (SELECT id, array_agg(role ORDER BY role) AS roles FROM wanted GROUP BY id) w
+                    WHERE u.campus_id = \(campus.id) AND u.id = w.id
+                )
+                SELECT count(*) AS granted FROM wanted
                 """)
-            let report = ImportReport(created: created, updated: entries.count - created, rolesGranted: granted.affectedRows)
+            let report = ImportReport(
+                created: created, updated: entries.count - created, rolesGranted: try granted.first?.decode("granted", as: Int.self) ?? 0)
             if report.updated > 0 || report.rolesGranted > 0 { try await AuthGenerations.bump(connection, campus: campus.id) }
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: "users.import", target: "\(entries.count) rows",
@@ -245,8 +248,6 @@ public struct UserStore: Sendable {
             ), \(Self.countAddedMembers(campus: campus))
             SELECT created_at FROM added
             """)
-        try await connection.query(
-            "INSERT INTO user_roles (campus_id, user_id, role, granted_by) VALUES (\(campus), \(id), 'member', 'onboarding')")
         return User(id: id, campusID: campus, email: email, displayName: displayName, roles: [.member], createdAt: try rows[0].decode("created_at"))
     }
 

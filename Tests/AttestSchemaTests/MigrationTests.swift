@@ -65,7 +65,7 @@ struct MigrationTests {
         }
         #expect(try await Self.attestationKeys(owner) != fresh)
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [2, 3, 4, 5, 6, 7, 8])
+        #expect(report.applied == [2, 3, 4, 5, 6, 7, 8, 9])
         #expect(try await Self.attestationKeys(owner) == fresh)
         await owner.shutdown()
     }
@@ -95,7 +95,49 @@ struct MigrationTests {
         }
         #expect(try await Self.catalog(owner) != fresh)
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [3, 4, 5, 6, 7, 8])
+        #expect(report.applied == [3, 4, 5, 6, 7, 8, 9])
+        let migrated = try await Self.catalog(owner)
+        #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
+        await owner.shutdown()
+    }
+
+    /// A database at version 8 keeps its roles in `user_roles`; version 9 moves each user's
+    /// onto their row (sorted; a user with no row keeps the member role) and drops the table,
+    /// ending as `schema.sql` builds it.
+    @Test func aVersion8DatabaseGetsItsRolesOntoTheUsersRows() async throws {
+        let name = try await TestDatabase.create(migrated: false)
+        let owner = TestDatabase.client(database: name, role: nil)
+        let migrator = SchemaMigrator(logger: TestDatabase.testLogger)
+        _ = try await migrator.migrate(owner)
+        let fresh = try await Self.catalog(owner)
+        let (campus, admin, plain, unlisted) = (UUID(), UUID(), UUID(), UUID())
+        try await owner.withConnection {
+            try await $0.runScript(
+                unsafeSQL: """
+                    ALTER TABLE users DROP COLUMN roles;
+                    CREATE TABLE user_roles (
+                        campus_id uuid NOT NULL, user_id uuid NOT NULL,
+                        role text NOT NULL CHECK (role IN ('member', 'screener', 'health_officer', 'admin')),
+                        granted_at timestamptz NOT NULL DEFAULT now(), granted_by text NOT NULL,
+                        PRIMARY KEY (campus_id, user_id, role),
+                        FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE);
+                    ALTER TABLE user_roles ENABLE ROW LEVEL SECURITY;
+                    ALTER TABLE user_roles FORCE ROW LEVEL SECURITY;
+                    INSERT INTO campuses (id, slug, name, time_zone) VALUES ('\(campus)', 'old', 'Old', 'UTC');
+                    INSERT INTO users (campus_id, id, email) VALUES ('\(campus)', '\(admin)', 'admin@old.edu'),
+                        ('\(campus)', '\(plain)', 'plain@old.edu'), ('\(campus)', '\(unlisted)', 'unlisted@old.edu');
+                    INSERT INTO user_roles (campus_id, user_id, role, granted_by) VALUES ('\(campus)', '\(admin)', 'member', 'test'),
+                        ('\(campus)', '\(admin)', 'screener', 'test'), ('\(campus)', '\(admin)', 'admin', 'test'),
+                        ('\(campus)', '\(plain)', 'member', 'test');
+                    DELETE FROM schema_migrations WHERE version > 8;
+                    """)
+        }
+        let report = try await migrator.migrate(owner)
+        #expect(report.applied == [9])
+        let rows = try await owner.query("SELECT email, array_to_string(roles, ',') AS roles FROM users ORDER BY email")
+        #expect(try rows.map { "\(try $0.decode("email", as: String.self)) \(try $0.decode("roles", as: String.self))" } == [
+            "admin@old.edu admin,member,screener", "plain@old.edu member", "unlisted@old.edu member",
+        ])
         let migrated = try await Self.catalog(owner)
         #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
         await owner.shutdown()

@@ -13,7 +13,6 @@ SELECT create_distributed_table('users', 'campus_id');
 SELECT create_distributed_table('questionnaires', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('campus_oidc_issuers', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('campus_plugins', 'campus_id', colocate_with => 'users');
-SELECT create_distributed_table('user_roles', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('sessions', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('id_token_uses', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('sign_in_nonces', 'campus_id', colocate_with => 'users');

@@ -65,7 +65,7 @@ public struct HistorySeeder: Sendable {
         let domain = campus.emailDomains.first ?? "seed.example.edu"
         let trusted = try await preflight()
         // Members, created at the start of the first day (and counted active from then), each
-        // with the member role's row, as a member who signs in gets.
+        // with the member role alone (the column's default), as a member who signs in gets.
         try await client.query(
             """
             WITH added AS (
@@ -74,9 +74,6 @@ public struct HistorySeeder: Sendable {
                        format('Seed Member %s', n), \(first.start(in: campus.zone))
                 FROM generate_series(1, \(members)) AS n
                 RETURNING campus_id, id, created_at, active
-            ), granted AS (
-                INSERT INTO user_roles (campus_id, user_id, role, granted_by)
-                SELECT campus_id, id, 'member', 'dev seed' FROM added
             ), \(UserStore.countAddedMembers(campus: id))
             SELECT 1
             """, campus: id.rawValue)
