@@ -178,10 +178,10 @@ public struct AttestationService: Sendable {
     /// The live sessions among `hashes` with their members' past of `day`, in two kinds of
     /// row: one per session (the past columns null) and one per past day (the session columns
     /// null, `past_of` naming the member; a member with two sessions here has their past
-    /// once). The sessions are materialised first so that each member's roles are read once.
-    /// With the past on rows of its own, PostgreSQL sends each member's columns, roles among
-    /// them, once rather than once per past day, and sorts nothing: one row per member and day
-    /// cost it about 13% more CPU (pgbench, 14 members of 8 past days a query;
+    /// once). The sessions are materialised first, and the past is read for the members they
+    /// name. With the past on rows of its own, PostgreSQL sends each member's columns, roles
+    /// among them, once rather than once per past day, and sorts nothing: one row per member
+    /// and day cost it about 13% more CPU (pgbench, 14 members of 8 past days a query;
     /// docs/performance.md, "Issue 34, fifth round").
     static func submitters(
         _ client: PostgresClient, day: HistoryDay, hashes: [Data]

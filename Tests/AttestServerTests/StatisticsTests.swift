@@ -540,7 +540,7 @@ struct StatisticsTests {
     /// deadline of 02:30 puts on-time minutes around the changes themselves, and Santiago's
     /// clocks change at midnight, so one day has no 00:00 to 00:59 (its deadline is 00:30) and
     /// one ends with an hour twice. A seed of more than one slice names existing members in
-    /// every slice, and every seeded member has the member role's row.
+    /// every slice, and every seeded member holds the member role alone.
     @Test func seededInstantsAreCampusLocal() async throws {
         let server = try await TestServer.make()
         let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database)]
