@@ -45,10 +45,7 @@ struct MigrationTests {
     /// index) gets version 2 (and 3, which finds its work done) and ends with the keys and
     /// indexes `schema.sql` makes.
     @Test func aVersion1DatabaseGetsVersion2AndEndsAsSchemaSQLBuildsIt() async throws {
-        let name = try await TestDatabase.create(migrated: false)
-        let owner = TestDatabase.client(database: name, role: nil)
-        let migrator = SchemaMigrator(logger: TestDatabase.testLogger)
-        _ = try await migrator.migrate(owner)
+        let (owner, migrator) = try await Self.migrated()
         let fresh = try await Self.attestationKeys(owner)
         #expect(fresh.contains { $0.hasPrefix("attestations_pkey: ") && $0.hasSuffix("(campus_id, user_id, local_date)") })
         // Back to version 1's shape, as a database migrated by the first release has it.
@@ -73,10 +70,7 @@ struct MigrationTests {
     /// A database at version 2 (before the security review) gets version 3 alone and ends
     /// with the tables, columns, policies, functions and grants `schema.sql` makes.
     @Test func aVersion2DatabaseGetsVersion3AndEndsAsSchemaSQLBuildsIt() async throws {
-        let name = try await TestDatabase.create(migrated: false)
-        let owner = TestDatabase.client(database: name, role: nil)
-        let migrator = SchemaMigrator(logger: TestDatabase.testLogger)
-        _ = try await migrator.migrate(owner)
+        let (owner, migrator) = try await Self.migrated()
         let fresh = try await Self.catalog(owner)
         #expect(fresh.contains { $0.hasPrefix("policy campuses.campus_isolation") })
         #expect(fresh.contains("function attest_campus_by_slug true"))
@@ -105,10 +99,7 @@ struct MigrationTests {
     /// onto their row (sorted; a user with no row keeps the member role) and drops the table,
     /// ending as `schema.sql` builds it.
     @Test func aVersion8DatabaseGetsItsRolesOntoTheUsersRows() async throws {
-        let name = try await TestDatabase.create(migrated: false)
-        let owner = TestDatabase.client(database: name, role: nil)
-        let migrator = SchemaMigrator(logger: TestDatabase.testLogger)
-        _ = try await migrator.migrate(owner)
+        let (owner, migrator) = try await Self.migrated()
         let fresh = try await Self.catalog(owner)
         let (campus, admin, plain, unlisted) = (UUID(), UUID(), UUID(), UUID())
         try await owner.withConnection {
@@ -141,6 +132,14 @@ struct MigrationTests {
         let migrated = try await Self.catalog(owner)
         #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
         await owner.shutdown()
+    }
+
+    /// A new database migrated to the latest version, its owner's client, and the migrator.
+    static func migrated() async throws -> (PostgresClient, SchemaMigrator) {
+        let owner = TestDatabase.client(database: try await TestDatabase.create(migrated: false), role: nil)
+        let migrator = SchemaMigrator(logger: TestDatabase.testLogger)
+        _ = try await migrator.migrate(owner)
+        return (owner, migrator)
     }
 
     /// What the security review changed, as lines: columns of every public table, row-level
