@@ -16,8 +16,8 @@ import Tenancy
 /// server moves the generation on, so every server drops the campus's sessions within about
 /// a second.
 /// Without a current generation (no poll running, as in the CLI, or the database unreachable
-/// for 3 s) a session is kept for `cacheTTL` (default 5 s) only, also if a generation becomes
-/// current meanwhile. A revocation takes effect at once on the server that revoked it.
+/// for 3 s) a session is kept for `cacheTTL` (default 5 s) only. A revocation takes effect at
+/// once on the server that revoked it.
 public final class SessionStore: Sendable {
     /// A verified session: who, and until when.
     /// A verified session: who, and until when. A class, since a server keeps a great many
@@ -104,9 +104,7 @@ public final class SessionStore: Sendable {
         guard let session = cache.value(for: key, now: now), session.user.campusID == campus, session.expiresAt > Date() else {
             return nil
         }
-        // A session verified under no generation keeps the short time to live even once one
-        // is current (the first poll lands while it is kept), rather than being dropped.
-        if session.generation != .min, let current = generations?.current(campus) { return session.generation == current ? session : nil }
+        if let current = generations?.current(campus) { return session.generation == current ? session : nil }
         return Self.elapsed(since: session.verifiedAt, until: now) < cacheTTL.clampedNanoseconds ? session : nil
     }
 

@@ -82,23 +82,6 @@ import Testing
         #expect(try await sessions.authenticate(campus: campus.id, token: token) == nil)
     }
 
-    /// A session verified before the server's first read of the generations is kept for the
-    /// short time to live, also once that read lands: it was dropped, and a member's known
-    /// token then counted as unknown against their address's allowance (a 429).
-    @Test func aSessionVerifiedBeforeTheFirstReadOfTheGenerationsIsStillKept() async throws {
-        let server = try await TestServer.make()
-        defer { Task { await server.pool.shutdown() } }
-        let campus = try await server.campus("north")
-        let (_, token) = try await server.user("early@example.edu", at: campus)
-        let generations = AuthGenerations(client: server.pool, trustedFor: .seconds(60))
-        let sessions = SessionStore(client: server.pool, cacheTTL: .seconds(30), generations: generations)
-        #expect(generations.current(campus.id) == nil)
-        #expect(try await sessions.authenticate(campus: campus.id, token: token) != nil)
-        try await generations.refresh()
-        #expect(generations.current(campus.id) != nil)
-        #expect(sessions.cached(campus: campus.id, token: token) != nil)
-    }
-
     /// Every change that a kept session would hide moves its campus's generation on, and
     /// only its own campus's; a revocation that finds nothing moves nothing.
     @Test func signOutsRoleChangesAndRenamesMoveTheirCampusGenerationOn() async throws {
