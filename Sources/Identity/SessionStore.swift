@@ -214,6 +214,13 @@ public final class SessionStore: Sendable {
     /// `cached(campus:token:)` for a token already hashed.
     public func cached(campus: CampusID, token: SessionToken) -> Session? { fresh(token.key, campus: campus) }
 
+    /// Whether this server keeps a session for `token` at `campus`, trusted now or not (one
+    /// whose campus's generation moved on is verified again at its next use): a token found
+    /// valid here lately, which the allowance of unknown tokens does not hold back.
+    public func recognises(campus: CampusID, token: SessionToken) -> Bool {
+        cache.value(for: token.key, now: Self.now())?.user.campusID == campus
+    }
+
     /// Revokes a token (idempotent); true when it was live.
     @discardableResult
     public func revoke(campus: CampusID, token: String) async throws -> Bool {

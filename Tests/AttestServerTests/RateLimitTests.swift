@@ -66,6 +66,11 @@ struct RateLimitTests {
             #expect(limited.headers[.retryAfter] != nil)
             // The member's token, known to this server, still works.
             #expect(try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: member).status == 200)
+            // Also once its kept session is no longer trusted (the campus's generation moved on,
+            // or was first read after it was verified): it is asked of the database, not refused.
+            _ = try await server.pool.withTransaction(campus: campus.id.rawValue) { try await AuthGenerations.bump($0, campus: campus.id) }
+            try await server.services.authGenerations.refresh()
+            #expect(try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: member).status == 200)
         }
     }
 

@@ -40,12 +40,14 @@ struct AuthenticationMiddleware: RouterMiddleware {
 /// with something else (the submission reads the member's past with it).
 struct BearerAuthentication: Sendable {
     let unknownTokens: RateLimiter
+    let sessions: SessionStore
 
-    init(services: AttestServices) { unknownTokens = services.limiters.unknownTokensByAddress }
+    init(services: AttestServices) { (unknownTokens, sessions) = (services.limiters.unknownTokensByAddress, services.sessions) }
 
     /// `kept` answers from memory; `read` asks the database, and counts against the client
     /// address's allowance of unknown tokens when it finds nothing (a malformed token is one
-    /// neither is asked about, counted the same).
+    /// neither is asked about, counted the same). A token this server still recognises (kept,
+    /// though no longer trusted) is read even when the allowance is spent.
     func authenticate<Found>(
         _ request: Request, _ context: AttestRequestContext, kept: (SessionStore.SessionToken) -> Found?,
         read: (SessionStore.SessionToken) async throws -> Found?
@@ -60,7 +62,8 @@ struct BearerAuthentication: Sendable {
         let token = SessionStore.SessionToken(String(parts[1])), address = context.clientAddress ?? "unknown"
         var known = token.flatMap(kept)
         if known == nil {
-            if let wait = unknownTokens.exhausted(address) {
+            if let wait = unknownTokens.exhausted(address),
+                !(try token.map { sessions.recognises(campus: try context.requireCampus().id, token: $0) } ?? false) {
                 throw Problem.tooManyRequests("Too many requests with session tokens this campus does not know came from your address.", retryAfter: wait)
             }
             if let token { known = try await read(token) }
