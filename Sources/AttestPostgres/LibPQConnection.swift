@@ -547,15 +547,17 @@ final class LibPQConnection: @unchecked Sendable {
     }
 
     /// Copies a result's rows out of libpq, or turns its error into a `PostgresError`.
-    private func rows(from result: OpaquePointer?, query: String?) throws -> PostgresRows {
+    /// The rows of `result`, or its error naming `query`, which is only made for an error: a
+    /// pipelined statement's text is a few kilobytes joined from its parts.
+    private func rows(from result: OpaquePointer?, query: @autoclosure () -> String?) throws -> PostgresRows {
         guard let result else { throw connectionError(during: "running a statement") }
         switch PQresultStatus(result) {
         case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_SINGLE_TUPLE:
             return materialize(result)
         case PGRES_PIPELINE_ABORTED:
-            throw PostgresError(code: .pipelineAborted, message: "skipped after an earlier statement of its unit failed", query: query)
+            throw PostgresError(code: .pipelineAborted, message: "skipped after an earlier statement of its unit failed", query: query())
         default:
-            throw error(from: result, query: query)
+            throw error(from: result, query: query())
         }
     }
 

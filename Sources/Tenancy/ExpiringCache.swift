@@ -15,8 +15,13 @@ import Synchronization
 /// the table every half `ttl` at most, and the table's spare capacity is paid for once, not
 /// per generation (a server keeps 100,000 sessions in one of these).
 public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    /// A value and when it was read, in nanoseconds after `origin`.
-    private typealias Entry = (value: Value, at: Int64)
+    /// A value and when it was read, in nanoseconds after `origin`. A struct, not a tuple: this
+    /// class is generic and used unspecialised from other modules, and a tuple's type metadata
+    /// was looked up on every read (`swift_getTupleTypeMetadata2` in a profile of submissions).
+    private struct Entry {
+        let value: Value
+        let at: Int64
+    }
 
     private struct State {
         var entries: [Key: Entry] = [:]
@@ -117,7 +122,7 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
             state.storedSince = 0
         }
         state.latest = max(state.latest, at)
-        state.entries[key] = (value, at)
+        state.entries[key] = Entry(value: value, at: at)
         state.storedSince += 1
     }
 }
