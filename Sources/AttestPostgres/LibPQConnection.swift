@@ -546,9 +546,9 @@ final class LibPQConnection: @unchecked Sendable {
         PQstatus(handle) != CONNECTION_OK || PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK
     }
 
-    /// Copies a result's rows out of libpq, or turns its error into a `PostgresError`.
-    /// The rows of `result`, or its error naming `query`, which is only made for an error: a
-    /// pipelined statement's text is a few kilobytes joined from its parts.
+    /// Copies a result's rows out of libpq, or turns its error into a `PostgresError` naming
+    /// `query`, whose text is only made then: a pipelined statement's is a few kilobytes
+    /// joined from its parts.
     private func rows(from result: OpaquePointer?, query: @autoclosure () -> String?) throws -> PostgresRows {
         guard let result else { throw connectionError(during: "running a statement") }
         switch PQresultStatus(result) {
