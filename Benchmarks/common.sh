@@ -216,3 +216,13 @@ bench_result() {
   [ -n "${BENCH_RESULTS:-}" ] && echo "$*" >> "$BENCH_RESULTS"
   return 0
 }
+
+# bench_median FILE NAME: the median of a field (` NAME=value`) over the lines of FILE, one
+# line a round (for an even count, the lower middle); bench_spread FILE NAME: its lowest and
+# highest, as "low–high".
+bench_median() {
+  sed -n "s/.* $2=\([^ ]*\).*/\1/p" "$1" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+bench_spread() {
+  sed -n "s/.* $2=\([^ ]*\).*/\1/p" "$1" | sort -g | awk 'NR == 1 { low = $1 } { high = $1 } END { print low "–" high }'
+}
