@@ -241,6 +241,59 @@ struct AttestationTests {
         }
     }
 
+    /// Submissions resumed together, as a read batch resumes its callers, are written as one
+    /// batch, though the first of them wakes the idle writer: its worker takes what is queued
+    /// when it runs, not when it is woken (taken at the wake-up, the first went alone). On one
+    /// serial executor the order is fixed: the resumed tasks run first in, first out, and the
+    /// woken worker's turn comes after theirs.
+    @Test func submissionsResumedTogetherAreWrittenInOneBatch() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock)
+        let questionnaire = try #require(try await QuestionnaireStore(client: server.pool).active(campus: campus.id))
+        var members: [UserID] = []
+        for index in 0..<13 { members.append(try await server.user("m\(index)@example.edu", at: campus).user.id) }
+        let metrics = ServerMetrics()
+        let writer = AttestationWriter(client: server.pool, logger: TestDatabase.testLogger, metrics: SubmissionMetrics(factory: metrics.factory))
+        @Sendable func pending(_ user: UserID) -> PendingAttestation {
+            let attestation = Attestation(
+                id: UUID(), date: LocalDate(year: 2026, month: 11, day: 20), submittedAt: clock.read(), onTime: true,
+                surveyVersion: 1, color: .green, reason: "test", validUntil: clock.read(), ruleID: "test",
+                ruleVersion: "1", idempotencyKey: nil)
+            return PendingAttestation(
+                campus: campus.id, campusSlug: campus.slug, user: user, attestation: attestation,
+                answers: ["fever": .bool(false), "cough": .bool(false)], questionnaire: questionnaire)
+        }
+        let executor = SerialThreadExecutor()
+        let gate = Gate()
+        let burst = Array(members.dropFirst())
+        let outcomes = try await withTaskExecutorPreference(executor) {
+            let running = Task(executorPreference: executor) { try await writer.run() }
+            // One submission first: the worker writes it alone and is idle afterwards.
+            let first = try await writer.submit(pending(members[0]))
+            let rest = try await withThrowingTaskGroup(of: WriteOutcome.self) { group in
+                for user in burst {
+                    group.addTask {
+                        await gate.wait()
+                        return try await writer.submit(pending(user))
+                    }
+                }
+                while gate.waiting < burst.count { await Task.yield() }
+                gate.open()  // every waiter resumed in one loop, as a read batch does
+                return try await group.reduce(into: [WriteOutcome]()) { $0.append($1) }
+            }
+            running.cancel()
+            _ = await running.result
+            return [first] + rest
+        }
+        executor.stop()
+        #expect(outcomes.count == members.count)
+        #expect(outcomes.allSatisfy { if case .created = $0 { true } else { false } })
+        let text = metrics.registry.emitToString()
+        #expect(metric(text, "attest_write_batch_size_count") == 2, "the first alone, then the twelve together: \(text)")
+        #expect(metric(text, "attest_write_batch_size_sum") == 13)
+        #expect(try await Self.count(server, campus) == 13)
+    }
+
     /// Thirty members and one id that is no member are queued before the writer runs, so its
     /// worker takes them as one batch (the batch-size histogram says so); the ghost's insert
     /// breaks that batch's transaction, the batch is written again one by one (the split
@@ -734,6 +787,68 @@ struct AttestationTests {
             try clock.set("2026-11-20T15:00:00Z")  // 10 days later
             let day10 = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
             #expect((day10.json["badge"] as? [String: Any])?["color"] as? String == "green")
+        }
+    }
+}
+
+/// Runs its jobs one at a time, first in, first out, on a thread of its own: there the order
+/// tasks run in is the order they were resumed in.
+final class SerialThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var stopped = false
+
+    init() {
+        Thread { [self] in run() }.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// The thread ends once the jobs queued before this have run.
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty, !stopped { condition.wait() }
+            if jobs.isEmpty {
+                condition.unlock()
+                return
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
+
+/// Tasks that wait until `open` resumes them all, in the order they came, in one loop.
+final class Gate: Sendable {
+    private let waiters = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    var waiting: Int { waiters.withLock { $0.count } }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in waiters.withLock { $0.append(continuation) } }
+    }
+
+    func open() {
+        for waiter in waiters.withLock({ waiters in
+            defer { waiters = [] }
+            return waiters
+        }) {
+            waiter.resume()
         }
     }
 }
