@@ -164,7 +164,8 @@ public final class AttestationWriter: Service, Sendable {
                 }
                 if !idle { continuation.resume(returning: true) }
             }
-            // Closed while idle: nothing was queued then, and nothing can be since.
+            // Closed while idle: whatever was queued before woke another worker, which writes
+            // it (a worker that finds the queue empty waits again), and nothing can be since.
             guard woken else { return nil }
         }
     }
