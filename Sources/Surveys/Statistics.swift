@@ -163,15 +163,56 @@ public struct StatisticsStore: Sendable {
     /// Where the rollups are read (`days`): a streaming standby's pool when the server has
     /// `DATABASE_READ_URL`, else `client`. Everything that writes or audits uses `client`.
     let reader: PostgresClient
+    /// The time "now", which says which days are settled (the server's clock).
+    let now: @Sendable () -> Date
+    /// Settled days' figures by campus and date, kept five minutes (at most 20,000 days).
+    private let settled = ExpiringCache<SettledDay, DayFigures>(ttl: .seconds(300), limit: 20_000)
 
-    public init(client: PostgresClient, reader: PostgresClient? = nil) {
+    struct SettledDay: Hashable, Sendable {
+        var campus: CampusID
+        var date: LocalDate
+    }
+
+    public init(client: PostgresClient, reader: PostgresClient? = nil, now: @escaping @Sendable () -> Date = { Date() }) {
         self.client = client
         self.reader = reader ?? client
+        self.now = now
     }
+
+    /// The first day whose figures may still change at `instant`: the UTC date two days
+    /// before. A submission counts on its campus's local date when it arrives, which is at
+    /// most a day from the UTC date in any time zone, and commits within seconds; member
+    /// changes count on the day they happen; the retention purge, erasure and compaction
+    /// change no figure. So every day before this one is settled in every campus.
+    static func firstOpenDay(at instant: Date) -> LocalDate { LocalDate(instant, in: .gmt).adding(days: -2) }
 
     /// Every day of `range`, in order (days without attestations have zero counts). Three
     /// index range scans over the rollups: the cost grows with days, not attestations.
+    /// Settled days (`firstOpenDay`) are read once and kept for five minutes, so a 30-day
+    /// dashboard reads only its open days, two or three, from the database: the figures of
+    /// a settled day no longer change, and the five minutes bound what an operator's
+    /// hand-made change to old rollups, or a standby days behind, would leave showing.
     public func days(campus: CampusID, range: DateRange) async throws -> [DayFigures] {
+        let open = Self.firstOpenDay(at: now())
+        var days: [DayFigures] = []
+        if range.from < open {
+            let past = DateRange(from: range.from, to: min(range.to, open.adding(days: -1)))
+            let dates = past.dates
+            days = dates.compactMap { settled.value(for: SettledDay(campus: campus, date: $0)) }
+            if days.count < dates.count {
+                let started = ContinuousClock.now
+                days = try await read(campus: campus, range: past)
+                for day in days { settled.store(day, for: SettledDay(campus: campus, date: day.date), at: started) }
+            }
+        }
+        if range.to >= open {
+            days += try await read(campus: campus, range: DateRange(from: max(range.from, open), to: range.to))
+        }
+        return days
+    }
+
+    /// The days of `range` as the database has them now.
+    func read(campus: CampusID, range: DateRange) async throws -> [DayFigures] {
         let (from, to) = (range.from, range.to)
         // One pipelined round trip, one transaction: the three reads see the same snapshot.
         // From the standby when there is one; if it cannot be reached, from the primary.

@@ -89,7 +89,7 @@ public struct AttestServices: Sendable {
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
             metrics: metrics.factory)
-        self.statistics = StatisticsStore(client: database, reader: readDatabase)
+        self.statistics = StatisticsStore(client: database, reader: readDatabase, now: clock)
         self.statisticsService = StatisticsService(store: statistics, questionnaires: activeQuestionnaires)
         self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database), JournalUpkeep(client: database)])
         self.signIns = SignInGuard(client: database)
