@@ -165,8 +165,9 @@ public struct StatisticsStore: Sendable {
     let reader: PostgresClient
     /// The time "now", which says which days are settled (the server's clock).
     let now: @Sendable () -> Date
-    /// Settled days' figures by campus and date, kept five minutes (at most 20,000 days).
-    private let settled = ExpiringCache<SettledDay, DayFigures>(ttl: .seconds(300), limit: 20_000)
+    /// Settled days' figures by campus and date, kept five minutes; at most 5,000 days, past
+    /// which older ones go sooner.
+    private let settled = ExpiringCache<SettledDay, DayFigures>(ttl: .seconds(300), limit: 5_000)
 
     struct SettledDay: Hashable, Sendable {
         var campus: CampusID
