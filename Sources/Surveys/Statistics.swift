@@ -141,8 +141,8 @@ public struct DateRange: Sendable, Equatable {
         self.to = to
     }
 
-    /// Every date of the range, in order.
-    public var dates: [LocalDate] { (0...from.days(until: to)).map { from.adding(days: $0) } }
+    /// Every date of the range, in order; none when `to` is before `from`.
+    public var dates: [LocalDate] { from <= to ? (0...from.days(until: to)).map { from.adding(days: $0) } : [] }
 }
 
 /// The upsert clauses every rollup writer ends with (the writer, the seed, compaction): a
@@ -194,6 +194,7 @@ public struct StatisticsStore: Sendable {
     /// a settled day no longer change, and the five minutes bound what an operator's
     /// hand-made change to old rollups, or a standby days behind, would leave showing.
     public func days(campus: CampusID, range: DateRange) async throws -> [DayFigures] {
+        guard range.from <= range.to else { return [] }  // `parse` refuses it; a range built otherwise reads nothing
         let open = Self.firstOpenDay(at: now())
         var days: [DayFigures] = []
         if range.from < open {

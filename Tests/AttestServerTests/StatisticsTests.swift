@@ -277,6 +277,9 @@ struct StatisticsTests {
             // A store without kept days (the CLI's report) reads the database.
             let fresh = try await StatisticsStore(client: server.pool).days(campus: north.id, range: DateRange(from: settled, to: open))
             #expect(fresh.map(\.submitted) == [6, 8])
+            // A range built backwards (`DateRange.parse` refuses one) reads nothing and traps nowhere.
+            #expect(try await StatisticsStore(client: server.pool).days(campus: north.id, range: DateRange(from: open, to: older)).isEmpty)
+            #expect(DateRange(from: open, to: older).dates.isEmpty)
             // A settled day not kept yet: the settled part is read whole, and kept.
             #expect(try await submitted("north", northAdmin, from: older, to: open) == [3, 6, 8])
             try await set(north, older, submitted: 4)
