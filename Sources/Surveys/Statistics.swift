@@ -196,20 +196,16 @@ public struct StatisticsStore: Sendable {
     public func days(campus: CampusID, range: DateRange) async throws -> [DayFigures] {
         guard range.from <= range.to else { return [] }  // `parse` refuses it; a range built otherwise reads nothing
         let open = Self.firstOpenDay(at: now())
-        var days: [DayFigures] = []
-        if range.from < open {
-            let past = DateRange(from: range.from, to: min(range.to, open.adding(days: -1)))
-            let dates = past.dates
-            days = dates.compactMap { settled.value(for: SettledDay(campus: campus, date: $0)) }
-            if days.count < dates.count {
-                let started = ContinuousClock.now
-                days = try await read(campus: campus, range: past)
-                for day in days { settled.store(day, for: SettledDay(campus: campus, date: day.date), at: started) }
-            }
+        let dates = range.from < open ? DateRange(from: range.from, to: min(range.to, open.adding(days: -1))).dates : []
+        let kept = dates.compactMap { settled.value(for: SettledDay(campus: campus, date: $0)) }
+        if kept.count == dates.count {
+            guard range.to >= open else { return kept }
+            return kept + (try await read(campus: campus, range: DateRange(from: max(range.from, open), to: range.to)))
         }
-        if range.to >= open {
-            days += try await read(campus: campus, range: DateRange(from: max(range.from, open), to: range.to))
-        }
+        // A settled day not kept: the whole range in one read, its settled days kept.
+        let started = ContinuousClock.now
+        let days = try await read(campus: campus, range: range)
+        for day in days where day.date < open { settled.store(day, for: SettledDay(campus: campus, date: day.date), at: started) }
         return days
     }
 

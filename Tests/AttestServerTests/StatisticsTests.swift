@@ -232,8 +232,8 @@ struct StatisticsTests {
     }
 
     /// A settled day (before `StatisticsStore.firstOpenDay`) is read once and kept; an open
-    /// day is read on every request; a day missing from what is kept has the whole settled
-    /// part read again; and one campus's kept days are never another's. Rollups are changed
+    /// day is read on every request; a day missing from what is kept has the whole range
+    /// read again; and one campus's kept days are never another's. Rollups are changed
     /// by hand between requests, which no server does to a settled day, to see where each
     /// figure came from.
     @Test func settledDaysAreKeptAndOpenDaysAreReadEveryTime() async throws {
@@ -280,7 +280,7 @@ struct StatisticsTests {
             // A range built backwards (`DateRange.parse` refuses one) reads nothing and traps nowhere.
             #expect(try await StatisticsStore(client: server.pool).days(campus: north.id, range: DateRange(from: open, to: older)).isEmpty)
             #expect(DateRange(from: open, to: older).dates.isEmpty)
-            // A settled day not kept yet: the settled part is read whole, and kept.
+            // A settled day not kept yet: the range is read whole, and its settled days kept.
             #expect(try await submitted("north", northAdmin, from: older, to: open) == [3, 6, 8])
             try await set(north, older, submitted: 4)
             #expect(try await submitted("north", northAdmin, from: older, to: settled) == [3, 6])
