@@ -133,6 +133,12 @@ public struct SchemaMigrator: Sendable {
                     END IF;
                 END $$;
                 """),
+        Migration(
+            version: 10, name: "questionnaire versions append-only for the application; attestations' key to them dropped",
+            sql: """
+                ALTER TABLE attestations DROP CONSTRAINT IF EXISTS attestations_campus_id_survey_version_fkey;
+                REVOKE UPDATE, DELETE ON questionnaires FROM attest_app;
+                """),
     ]
 
     /// What every server polls (`AuthGenerations`): each campus's sign-in generation, which

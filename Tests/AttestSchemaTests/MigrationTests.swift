@@ -62,7 +62,7 @@ struct MigrationTests {
         }
         #expect(try await Self.attestationKeys(owner) != fresh)
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [2, 3, 4, 5, 6, 7, 8, 9])
+        #expect(report.applied == [2, 3, 4, 5, 6, 7, 8, 9, 10])
         #expect(try await Self.attestationKeys(owner) == fresh)
         await owner.shutdown()
     }
@@ -89,7 +89,7 @@ struct MigrationTests {
         }
         #expect(try await Self.catalog(owner) != fresh)
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [3, 4, 5, 6, 7, 8, 9])
+        #expect(report.applied == [3, 4, 5, 6, 7, 8, 9, 10])
         let migrated = try await Self.catalog(owner)
         #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
         await owner.shutdown()
@@ -124,13 +124,47 @@ struct MigrationTests {
                     """)
         }
         let report = try await migrator.migrate(owner)
-        #expect(report.applied == [9])
+        #expect(report.applied == [9, 10])
         let rows = try await owner.query("SELECT email, array_to_string(roles, ',') AS roles FROM users ORDER BY email")
         #expect(try rows.map { "\(try $0.decode("email", as: String.self)) \(try $0.decode("roles", as: String.self))" } == [
             "admin@old.edu admin,member,screener", "plain@old.edu member", "unlisted@old.edu member",
         ])
         let migrated = try await Self.catalog(owner)
         #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
+        await owner.shutdown()
+    }
+
+    /// A database at version 9 has a foreign key from each attestation to its questionnaire
+    /// and lets the application change or delete a questionnaire; version 10 drops the key,
+    /// takes those two privileges, keeps every row, and ends as `schema.sql` builds it.
+    @Test func aVersion9DatabaseLosesTheQuestionnaireKeyAndTheRightToChangeAVersion() async throws {
+        let (owner, migrator) = try await Self.migrated()
+        let fresh = try await Self.catalog(owner)
+        #expect(fresh.contains("foreign key attestations (campus_id, user_id) -> users ON DELETE c"))
+        #expect(!fresh.contains { $0.hasPrefix("foreign key attestations (campus_id, survey_version)") })
+        #expect(fresh.contains("grant questionnaires INSERT") && !fresh.contains("grant questionnaires DELETE"))
+        let (campus, member) = (UUID(), UUID())
+        try await owner.withConnection {
+            try await $0.runScript(
+                unsafeSQL: """
+                    ALTER TABLE attestations ADD FOREIGN KEY (campus_id, survey_version) REFERENCES questionnaires (campus_id, version);
+                    GRANT UPDATE, DELETE ON questionnaires TO attest_app;
+                    INSERT INTO campuses (id, slug, name, time_zone) VALUES ('\(campus)', 'old', 'Old', 'UTC');
+                    INSERT INTO users (campus_id, id, email) VALUES ('\(campus)', '\(member)', 'member@old.edu');
+                    INSERT INTO questionnaires (campus_id, version, definition, published_by) VALUES ('\(campus)', 1, '{}', 'test');
+                    INSERT INTO attestations (campus_id, id, user_id, local_date, submitted_at, on_time, survey_version, answers,
+                                              color, valid_until, rule_id)
+                    VALUES ('\(campus)', gen_random_uuid(), '\(member)', '2026-11-20', now(), true, 1, '{}', 'green', now(), 'test');
+                    DELETE FROM schema_migrations WHERE version > 9;
+                    """)
+        }
+        #expect(try await Self.catalog(owner) != fresh)
+        let report = try await migrator.migrate(owner)
+        #expect(report.applied == [10])
+        let migrated = try await Self.catalog(owner)
+        #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
+        let kept = try await owner.query("SELECT survey_version FROM attestations WHERE campus_id = \(campus)")
+        #expect(try kept.map { try $0.decode("survey_version", as: Int.self) } == [1])
         await owner.shutdown()
     }
 
@@ -143,7 +177,8 @@ struct MigrationTests {
     }
 
     /// What the security review changed, as lines: columns of every public table, row-level
-    /// security and policies, functions, and the application role's table privileges.
+    /// security and policies, functions, foreign keys, and the application role's table
+    /// privileges.
     static func catalog(_ client: PostgresClient) async throws -> [String] {
         try await client.query(
             """
@@ -159,6 +194,12 @@ struct MigrationTests {
             SELECT 'policy ' || tablename || '.' || policyname || ' ' || coalesce(qual, '') || ' ' || coalesce(with_check, '') FROM pg_policies
             UNION ALL
             SELECT 'function ' || proname || ' ' || prosecdef FROM pg_proc WHERE pronamespace = 'public'::regnamespace
+            UNION ALL
+            SELECT 'foreign key ' || conrelid::regclass::text || ' ('
+                   || (SELECT string_agg(attname, ', ' ORDER BY k.n) FROM unnest(conkey) WITH ORDINALITY AS k(attnum, n)
+                       JOIN pg_attribute ON attrelid = conrelid AND pg_attribute.attnum = k.attnum)
+                   || ') -> ' || confrelid::regclass::text || ' ON DELETE ' || confdeltype::text
+            FROM pg_constraint WHERE contype = 'f' AND connamespace = 'public'::regnamespace
             UNION ALL
             SELECT 'grant ' || table_name || ' ' || privilege_type FROM information_schema.role_table_grants
             WHERE grantee = 'attest_app'

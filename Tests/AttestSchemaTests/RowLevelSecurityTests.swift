@@ -92,4 +92,27 @@ struct RowLevelSecurityTests {
         #expect(try await store.list().map(\.slug) == ["campus-a", "campus-b"])
         #expect(try await owner.query("SELECT count(*) AS n FROM audit_log")[0].decode("n", as: Int.self) == 2)
     }
+
+    /// A published questionnaire version is what its attestations were answered against, and
+    /// no foreign key guards it (schema version 10): the application may publish one, never
+    /// change or delete one, even on its own campus.
+    @Test func theApplicationPublishesQuestionnaireVersionsAndNeverChangesOrDeletesOne() async throws {
+        let name = try await TestDatabase.create()
+        let app = TestDatabase.client(database: name)
+        defer { Task { await app.shutdown() } }
+        let (a, _) = try await Self.twoCampuses(app)
+        try await app.query(
+            "INSERT INTO questionnaires (campus_id, version, definition, published_by) VALUES (\(a.id), 1, '{}', 'test')",
+            campus: a.id.rawValue)
+        let changed = await #expect(throws: PostgresError.self) {
+            try await app.query("UPDATE questionnaires SET definition = '{\"questions\": []}'", campus: a.id.rawValue)
+        }
+        #expect(changed?.sqlState == "42501")
+        let deleted = await #expect(throws: PostgresError.self) {
+            try await app.query("DELETE FROM questionnaires WHERE version = 1", campus: a.id.rawValue)
+        }
+        #expect(deleted?.sqlState == "42501")
+        let kept = try await app.query("SELECT definition::text AS definition FROM questionnaires", campus: a.id.rawValue)
+        #expect(try kept.map { try $0.decode("definition", as: String.self) } == ["{}"])
+    }
 }
