@@ -371,7 +371,7 @@ public final class EpisodeContext: Sendable {
     }
 }
 
-/// Episodes of a range summed up, by the rules the README documents: durations count closed
+/// Episodes of a range summed up, by the rules docs/api.md documents: durations count closed
 /// episodes only; a factor's average during episodes is over the episodes that have it, its
 /// baseline over the same place and hour a day earlier.
 public struct EpisodeSummary: Sendable, Equatable {

@@ -60,7 +60,7 @@ final class WebhookReceiver: Sendable {
 
     func stop() async { await server.stop() }
 
-    /// What a receiver does with `X-Attest-Signature: t=…,v1=…`, as the README shows it:
+    /// What a receiver does with `X-Attest-Signature: t=…,v1=…`, as docs/api.md (Notifications) shows it:
     /// HMAC-SHA256 of "t.body" with the shared secret, compared in constant time, and a `t`
     /// within five minutes of the receiver's clock. Written here apart from the sink's code.
     static func verify(signature header: String, body: Data, secret: String, now: Date = Date()) -> Bool {
