@@ -137,8 +137,7 @@ def receiver(port=0, delay=0.0):
         def log_message(self, *args):
             pass
 
-    http.server.ThreadingHTTPServer.daemon_threads = True
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Receiver)
+    server = s.Receiving(("127.0.0.1", port), Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, deliveries, lock, state
 
