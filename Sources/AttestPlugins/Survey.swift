@@ -27,12 +27,24 @@ public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringCo
     /// (DST-correct), then counted in whole days. Arithmetic, not `Calendar`: every submission
     /// and badge read asks.
     public init(_ instant: Date, in zone: TimeZone) {
+        let (days, remainder) = Self.wallClockSeconds(instant, in: zone).quotientAndRemainder(dividingBy: 86_400)
+        self.init(daysSince1970: remainder < 0 ? days - 1 : days)
+    }
+
+    /// The wall-clock time in `zone` at `instant`, in whole seconds since its local midnight
+    /// (0 ..< 86,400; the hour, minute and second `Calendar` gives, without a `Calendar`).
+    public static func secondOfDay(at instant: Date, in zone: TimeZone) -> Int {
+        let remainder = wallClockSeconds(instant, in: zone) % 86_400
+        return remainder < 0 ? remainder + 86_400 : remainder
+    }
+
+    /// Seconds from 1970-01-01 00:00 to `instant`'s wall-clock time in `zone`: the instant
+    /// moved by the zone's offset at that instant, rounded down to a whole second.
+    static func wallClockSeconds(_ instant: Date, in zone: TimeZone) -> Int {
         // An instant past ±10¹² s (31,000 years; NaN too) is taken at that bound, not trapped on.
         let bound = 1_000_000_000_000.0, interval = instant.timeIntervalSince1970
         let clamped = interval.isNaN ? 0 : min(max(interval, -bound), bound)
-        let seconds = (Int(exactly: clamped.rounded(.down)) ?? 0) + zone.secondsFromGMT(for: Date(timeIntervalSince1970: clamped))
-        let (days, remainder) = seconds.quotientAndRemainder(dividingBy: 86_400)
-        self.init(daysSince1970: remainder < 0 ? days - 1 : days)
+        return (Int(exactly: clamped.rounded(.down)) ?? 0) + zone.secondsFromGMT(for: Date(timeIntervalSince1970: clamped))
     }
 
     /// The proleptic Gregorian date `days` days after 1970-01-01 (H. Hinnant's `civil_from_days`).

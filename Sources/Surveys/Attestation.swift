@@ -20,13 +20,7 @@ public struct Attestation: Sendable, Equatable {
 extension Campus {
     /// Whether `instant` is before the campus's daily deadline, local time (09:59:59 is on
     /// time for a 10:00 deadline; 10:00:00 is late).
-    public func isOnTime(_ instant: Date) -> Bool {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        let parts = calendar.dateComponents([.hour, .minute, .second], from: instant)
-        let seconds = (parts.hour ?? 0) * 3600 + (parts.minute ?? 0) * 60 + (parts.second ?? 0)
-        return seconds < deadlineMinute * 60
-    }
+    public func isOnTime(_ instant: Date) -> Bool { LocalDate.secondOfDay(at: instant, in: zone) < deadlineMinute * 60 }
 
     /// When the next attestation window opens after `instant`: the next local midnight.
     public func nextWindow(after instant: Date) -> Date { localDate(at: instant).adding(days: 1).start(in: zone) }

@@ -54,9 +54,15 @@ struct LocalDateTests {
         #expect(spring2.adding(days: 1).start(in: auckland).timeIntervalSince(spring2.start(in: auckland)) == 23 * 3600)
         #expect(LocalDate(try instant("2026-09-26T11:59:59Z"), in: auckland).description == "2026-09-26")
         #expect(LocalDate(try instant("2026-09-26T12:00:00Z"), in: auckland).description == "2026-09-27")
+        // The wall clock jumps from 01:59:59 to 03:00 in New York, and 01:30 comes twice in the fall.
+        #expect(LocalDate.secondOfDay(at: try instant("2026-03-08T06:59:59Z"), in: newYork) == 1 * 3600 + 59 * 60 + 59)
+        #expect(LocalDate.secondOfDay(at: try instant("2026-03-08T07:00:00Z"), in: newYork) == 3 * 3600)
+        #expect(LocalDate.secondOfDay(at: try instant("2026-11-01T05:30:00Z"), in: newYork) == 1 * 3600 + 30 * 60)
+        #expect(LocalDate.secondOfDay(at: try instant("2026-11-01T06:30:00Z"), in: newYork) == 1 * 3600 + 30 * 60)
+        #expect(LocalDate.secondOfDay(at: Date(timeIntervalSince1970: -0.5), in: .gmt) == 86_399)
     }
 
-    /// Dates are computed with arithmetic; Foundation's Gregorian calendar is the reference,
+    /// Dates and times of day are computed with arithmetic; Foundation's Gregorian calendar is the reference,
     /// over random instants from 1901 to 2199 in zones with DST on either hemisphere, half-hour
     /// and 45-minute offsets, and both sides of the date line.
     @Test func datesAndDayArithmeticAgreeWithFoundationsCalendar() {
@@ -73,6 +79,9 @@ struct LocalDateTests {
                 let parts = calendar.dateComponents([.year, .month, .day], from: instant)
                 let date = LocalDate(instant, in: zone)
                 #expect([date.year, date.month, date.day] == [parts.year, parts.month, parts.day], "\(instant) in \(zone.identifier)")
+                let clock = calendar.dateComponents([.hour, .minute, .second], from: instant)
+                let second = [clock.hour, clock.minute, clock.second].map { $0 ?? -1 }.reduce(0) { $0 * 60 + $1 }
+                #expect(LocalDate.secondOfDay(at: instant, in: zone) == second, "\(instant) in \(zone.identifier)")
             }
         }
         var utc = Calendar(identifier: .gregorian)
