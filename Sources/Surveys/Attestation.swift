@@ -19,8 +19,9 @@ public struct Attestation: Sendable, Equatable {
 
 extension Campus {
     /// Whether `instant` is before the campus's daily deadline, local time (09:59:59 is on
-    /// time for a 10:00 deadline; 10:00:00 is late).
-    public func isOnTime(_ instant: Date) -> Bool { LocalDate.secondOfDay(at: instant, in: zone) < deadlineMinute * 60 }
+    /// time for a 10:00 deadline; 10:00:00 is late). Minutes compared, whole ones: no product
+    /// of a deadline that could overflow.
+    public func isOnTime(_ instant: Date) -> Bool { LocalDate.secondOfDay(at: instant, in: zone) / 60 < deadlineMinute }
 
     /// When the next attestation window opens after `instant`: the next local midnight.
     public func nextWindow(after instant: Date) -> Date { localDate(at: instant).adding(days: 1).start(in: zone) }
