@@ -13,6 +13,7 @@ public final class CampusDirectory: Sendable {
     }
 
     public func campus(slug: String) async throws -> Campus? {
-        try await cache.value(for: slug) { [store] in try await store.find(slug: slug) }
+        if let kept = cache.value(for: slug) { return kept }
+        return try await cache.value(for: slug) { [store] in try await store.find(slug: slug) }
     }
 }

@@ -18,13 +18,15 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// A value and when it was read, in nanoseconds after `origin`. A struct, not a tuple: this
     /// class is generic and used unspecialised from other modules, and a tuple's type metadata
     /// was looked up on every read (`swift_getTupleTypeMetadata2` in a profile of submissions).
-    private struct Entry {
-        let value: Value
-        let at: Int64
+    @usableFromInline
+    struct Entry {
+        @usableFromInline let value: Value
+        @usableFromInline let at: Int64
     }
 
-    private struct State {
-        var entries: [Key: Entry] = [:]
+    @usableFromInline
+    struct State {
+        @usableFromInline var entries: [Key: Entry] = [:]
         /// When the current generation began (nanoseconds after `origin`); older entries are
         /// the previous generation.
         var currentSince: Int64 = 0
@@ -36,11 +38,11 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
         var loading: [Key: Task<Value, any Error>] = [:]
     }
 
-    private let state = Mutex(State())
+    @usableFromInline let state = Mutex(State())
     let ttl: Duration
     let limit: Int
-    private let origin = ContinuousClock.now
-    private let ttlNanoseconds: Int64
+    @usableFromInline let origin = ContinuousClock.now
+    @usableFromInline let ttlNanoseconds: Int64
 
     public init(ttl: Duration, limit: Int = 10_000) {
         self.ttl = ttl
@@ -48,9 +50,15 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
         self.ttlNanoseconds = ttl.clampedNanoseconds
     }
 
-    private func nanoseconds(at instant: ContinuousClock.Instant) -> Int64 { (instant - origin).clampedNanoseconds }
+    @inlinable
+    func nanoseconds(at instant: ContinuousClock.Instant) -> Int64 { (instant - origin).clampedNanoseconds }
 
-    /// The value stored for `key` less than `ttl` ago.
+    /// The value stored for `key` less than `ttl` ago. Inlinable, so each caller's module
+    /// specialises it for its key and value (unspecialised, the cache's hashing and metadata
+    /// lookups were about 4% of a submission's server CPU), and synchronous: the hot paths
+    /// ask it first and call `value(for:orLoad:)` only on a miss, so a hit makes no closure
+    /// and no async call.
+    @inlinable
     public func value(for key: Key) -> Value? {
         let now = nanoseconds(at: .now)
         return state.withLock { fresh($0.entries[key], now: now) }
@@ -103,7 +111,8 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
         case loading(Task<Value, any Error>)
     }
 
-    private func fresh(_ entry: Entry?, now: Int64) -> Value? {
+    @inlinable
+    func fresh(_ entry: Entry?, now: Int64) -> Value? {
         guard let entry, now - entry.at < ttlNanoseconds else { return nil }
         return entry.value
     }
