@@ -17,6 +17,10 @@ import Testing
         #"{"s": "quote \" backslash \\ slash \/ tab \t nl \n cr \r bs \b ff \f"}"#,
         #"{"u": "caf\u00e9 \u20ac \ud83d\ude00 日本 😀"}"#, #""just a string""#, "-7", "true",
         #"{"nested": {"a": [{"b": [[]]}]}}"#, "{\"t\":\t\r\n1}",
+        // Each object gets its own members, however deep: the same key at several levels.
+        #"{"a": {"a": 1, "b": {"a": [{"a": 2, "b": 3}, {}, {"c": {}}]}}, "b": {"a": 4}, "c": 5, "d": {}}"#,
+        #"{"surveyVersion": 1, "answers": {"q1": false, "q2": false, "q3": true, "q4": false, "q5": false, "q6": false, "q7": false, "#
+            + #""q8": false, "q9": false, "q10": false, "q11": false, "q12": false, "q13": false, "temperature": 36.8}}"#,
     ]
 
     @Test(arguments: valid) func readsWhatFoundationReads(_ text: String) throws {
@@ -42,6 +46,9 @@ import Testing
 
     @Test func theErrorSaysWhatAndWhere() {
         #expect(throws: JSONSyntaxError(message: "expected ',' or '}' in an object", offset: 8)) { try Self.parse(#"{"a": 1 "b": 2}"#) }
+        // A repeated key is named where it was given again, at its own level only.
+        #expect(throws: JSONSyntaxError(message: #"the key "a" repeated"#, offset: 16)) { try Self.parse(#"{"a": {"x": 1}, "a": 2}"#) }
+        #expect(throws: JSONSyntaxError(message: #"the key "x" repeated"#, offset: 16)) { try Self.parse(#"[{"a": {"x": 1, "x": 2}}]"#) }
     }
 
     @Test func answersTextIsWhatJSONDecoderReadsBack() throws {
