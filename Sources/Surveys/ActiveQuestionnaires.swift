@@ -9,7 +9,6 @@ public final class ActiveQuestionnaires: Sendable {
     public init(store: QuestionnaireStore) { self.store = store }
 
     public func active(campus: CampusID) async throws -> Questionnaire? {
-        if let kept = cache.value(for: campus) { return kept }
-        return try await cache.value(for: campus) { [store] in try await store.active(campus: campus) }
+        try await cache.value(for: campus) { [store] in try await store.active(campus: campus) }
     }
 }

@@ -394,9 +394,7 @@ public struct AttestationService: Sendable {
     /// The campus's configured rule (`campus_plugins`, kind badge-rule), else `standard` with
     /// its default table; built once per campus and questionnaire version, kept 5 s.
     func rule(for campus: Campus, questionnaire: Questionnaire) async throws -> (id: String, rule: any BadgeRule) {
-        let key = RuleKey(campus: campus.id, version: questionnaire.version)
-        if let kept = rules.value(for: key) { return kept }
-        return try await rules.value(for: key) {
+        try await rules.value(for: RuleKey(campus: campus.id, version: questionnaire.version)) {
             let enabled = try await CampusPluginStore(client: client).list(campus: campus.id, kind: .badgeRule).first
             let id = enabled?.id ?? "standard"
             return (id, try registry.makeBadgeRule(id: id, settings: enabled?.settings ?? .null, questionnaire: questionnaire))

@@ -112,8 +112,7 @@ public struct BadgeKeyStore: Sendable {
 
     /// The campus's current key and the retired keys still verifying, newest first.
     public func keys(campus: CampusID) async throws -> [BadgeKey] {
-        if let kept = cache.value(for: campus) { return kept }
-        return try await cache.value(for: campus) { try await load(campus: campus) }
+        try await cache.value(for: campus) { try await load(campus: campus) }
     }
 
     private func load(campus: CampusID) async throws -> [BadgeKey] {
@@ -159,7 +158,6 @@ public struct BadgeKeyStore: Sendable {
     /// The campus's key for badge subjects (made on first use for a campus older than it).
     public func subjectKey(campus: CampusID) async throws -> SymmetricKey {
         let (client, kek) = (client, try requireKEK())
-        if let kept = subjects.value(for: campus) { return kept }
         return try await subjects.value(for: campus) {
             try await client.withTransaction(campus: campus.rawValue) { connection in
                 var rows = try await connection.query("SELECT sealed FROM badge_subject_keys WHERE campus_id = \(campus)")

@@ -13,7 +13,6 @@ public final class CampusDirectory: Sendable {
     }
 
     public func campus(slug: String) async throws -> Campus? {
-        if let kept = cache.value(for: slug) { return kept }
-        return try await cache.value(for: slug) { [store] in try await store.find(slug: slug) }
+        try await cache.value(for: slug) { [store] in try await store.find(slug: slug) }
     }
 }

