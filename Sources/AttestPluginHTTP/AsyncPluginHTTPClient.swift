@@ -47,8 +47,15 @@ public struct AsyncPluginHTTPClient: PluginHTTPClient {
         // At most an hour: a plugin's timeout never overflows nanoseconds.
         let seconds = min(max(request.timeout.components.seconds, 0), 3_600)
         let timeout = TimeAmount.nanoseconds(seconds * 1_000_000_000 + request.timeout.components.attoseconds / 1_000_000_000)
+        let pinned = PinnedClients.client(host: url.host ?? "", address: address)
+        // A turn among the host's connections first: the deadline is the answer's, not the queue's.
+        guard await pinned.gate.enter(within: timeout) else {
+            try Task.checkCancellation()
+            throw PluginHTTPError.timedOut
+        }
+        defer { pinned.gate.leave() }
         do {
-            let response = try await PinnedClients.client(host: url.host ?? "", address: address).execute(outgoing, timeout: timeout)
+            let response = try await pinned.client.execute(outgoing, timeout: timeout)
             let body: ByteBuffer
             do { body = try await response.body.collect(upTo: policy.maxResponseBytes) } catch { throw PluginHTTPError.responseTooLarge }
             return PluginHTTPResponse(
@@ -91,36 +98,49 @@ public struct AsyncPluginHTTPClient: PluginHTTPClient {
 }
 
 /// async-http-client clients, one per host and the address it was checked at, kept for the
-/// life of the process (an `HTTPClient` must be shut down, never just dropped). Redirects are
-/// off in all of them.
+/// life of the process (an `HTTPClient` must be shut down, never just dropped), each with the
+/// gate that lets `connections` requests reach the host at once. Redirects are off in all of
+/// them.
 enum PinnedClients {
-    private static let clients = Mutex<[String: HTTPClient]>([:])
-    static let limit = 64
+    struct Pinned: Sendable {
+        let client: HTTPClient
+        let gate: HostGate
+    }
 
-    static func client(host: String, address: String?) -> HTTPClient {
+    private static let clients = Mutex<[String: Pinned]>([:])
+    static let limit = 64
+    /// Requests to one host at once: as many as the outbox delivers at once for a campus
+    /// (32 a round). More wait at the gate, where their deadline has not started: queued
+    /// inside async-http-client for a connection, a delivery to a slow receiver spent its
+    /// timeout waiting, was sent late, timed out while the receiver answered it and was
+    /// delivered again (issue 33's webhook fault found it, with 8 connections; with 32,
+    /// two campuses sending to one receiver would do it).
+    static let connections = 32
+
+    static func client(host: String, address: String?) -> Pinned {
         let key = host + "|" + (address ?? "")
-        let (client, evicted) = clients.withLock { clients -> (HTTPClient, [HTTPClient]) in
-            if let client = clients[key] { return (client, []) }
+        let (pinned, evicted) = clients.withLock { clients -> (Pinned, [HTTPClient]) in
+            if let pinned = clients[key] { return (pinned, []) }
             var evicted: [HTTPClient] = []
             // The same host at a new address, and past the limit any: shut down, not dropped.
             for (other, old) in clients where other.hasPrefix(host + "|") || clients.count - evicted.count >= limit {
                 clients.removeValue(forKey: other)
-                evicted.append(old)
+                evicted.append(old.client)
             }
             var configuration = HTTPClient.Configuration(
                 redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5), read: .seconds(60)))
             if let address { configuration.dnsOverride = [host: address] }
-            // As many connections to one host as the outbox delivers at once (32 a campus a
-            // round). With async-http-client's default of 8, deliveries to a slow receiver
-            // queued for a connection and spent their timeout waiting: one sent late timed
-            // out while the receiver was still answering it, and was delivered again
-            // (issue 33's webhook fault found it, on a loaded machine).
-            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            clients[key] = client
-            return (client, evicted)
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connections
+            // A refused or failed connection fails the request at once. Retrying it under
+            // the request's deadline, the client held a delivery to a receiver that was down
+            // for its whole timeout, and after many failures backed off for up to a minute
+            // while requests waited; the outbox retries with a backoff of its own.
+            configuration.connectionPool.retryConnectionEstablishment = false
+            let pinned = Pinned(client: HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration), gate: HostGate(limit: connections))
+            clients[key] = pinned
+            return (pinned, evicted)
         }
         for old in evicted { Task { try? await old.shutdown() } }
-        return client
+        return pinned
     }
 }

@@ -1,8 +1,10 @@
 @testable import AttestPluginHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import AttestTestSupport
 import Foundation
 import Hummingbird
+import Synchronization
 import Testing
 
 /// The one outbound client (keys, webhooks, feeds): https to public addresses only, unless the
@@ -65,4 +67,82 @@ struct OutboundHTTPTests {
         // Allowing one host allows no other: localhost is a name of its own.
         #expect(await refusal(allowed, "http://localhost:\(port)/feed")?.contains("is not https") == true)
     }
+
+    /// A receiver that refuses connections fails each request at once, and once it answers,
+    /// requests past the host's 32 connections wait their turn before their deadline starts.
+    /// Retrying connections under a request's deadline, the client held deliveries to a
+    /// receiver that was down for their whole timeout; queued for a connection under it,
+    /// deliveries to a slow receiver were sent late, answered, timed out anyway and were
+    /// delivered twice (`faults.py webhook` in CI).
+    @Test func aReceiverDownFailsAtOnceAndRequestsQueuedForAConnectionKeepTheirDeadline() async throws {
+        let port = try LoopbackHTTP.freePort()
+        let url = URL(string: "http://127.0.0.1:\(port)/events")!
+        let clock = ContinuousClock()
+        /// `count` requests at once: each one's status, or its error.
+        func send(_ count: Int, timeout: Duration) async -> [String] {
+            await withTaskGroup(of: String.self) { group in
+                for _ in 0..<count {
+                    group.addTask {
+                        do {
+                            let request = PluginHTTPRequest(method: "POST", url: url, body: Data("{}".utf8), timeout: timeout)
+                            return "\(try await LoopbackServer.http.send(request).status)"
+                        } catch {
+                            return "\(error)"
+                        }
+                    }
+                }
+                return await group.reduce(into: [String]()) { $0.append($1) }
+            }
+        }
+        // Down: 40 at once, more than the host's 32 connections, each refused at once.
+        let started = clock.now
+        let refused = await send(40, timeout: .seconds(5))
+        let failing = clock.now - started
+        #expect(refused.count == 40 && refused.allSatisfy { $0.hasPrefix("connection failed") }, "\(Set(refused))")
+        #expect(failing < .seconds(3), "40 refused connections took \(failing)")
+        // Back, answering after 2 s: 40 at once with a 3 s deadline. 32 are answered at about
+        // 2 s, the other 8 sent then and answered at about 4 s, within their own 3 s.
+        let receiver = try await LoopbackServer.start(port: port, fallback: .init(status: 204, delay: .seconds(2)))
+        defer { Task { await receiver.stop() } }
+        let answers = await send(40, timeout: .seconds(3))
+        #expect(answers == Array(repeating: "204", count: 40), "\(answers.filter { $0 != "204" })")
+        #expect(receiver.requests.count == 40)
+    }
+
+    @Test func theGateGivesTurnsInOrderAndNoneAfterItsTimeoutOrCancellation() async throws {
+        let gate = HostGate(limit: 1)
+        #expect(await gate.enter(within: .seconds(1)))
+        let clock = ContinuousClock(), start = clock.now
+        #expect(await gate.enter(within: .milliseconds(200)) == false)
+        #expect(clock.now - start >= .milliseconds(150))
+        let cancelled = Task { await gate.enter(within: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(100))
+        cancelled.cancel()
+        #expect(await cancelled.value == false)
+        // Two waiting: the first to come is the first given a turn.
+        let order = Turns()
+        let first = Task {
+            guard await gate.enter(within: .seconds(30)) else { return }
+            order.taken.withLock { $0.append(1) }
+            gate.leave()
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let second = Task {
+            guard await gate.enter(within: .seconds(30)) else { return }
+            order.taken.withLock { $0.append(2) }
+            gate.leave()
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        gate.leave()
+        _ = await (first.value, second.value)
+        #expect(order.taken.withLock { $0 } == [1, 2])
+        // Every turn given back: the one turn is free again.
+        #expect(await gate.enter(within: .milliseconds(100)))
+        gate.leave()
+    }
+}
+
+/// Who had a turn, in order.
+private final class Turns: Sendable {
+    let taken = Mutex<[Int]>([])
 }

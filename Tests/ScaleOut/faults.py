@@ -122,17 +122,26 @@ def receiver(port=0, delay=0.0):
     """A webhook receiver counting deliveries by event id (the Idempotency-Key)."""
     deliveries = {}
     lock = threading.Lock()
-    state = {"delay": delay}
+    # Per delivery, by wall clock: when the sender signed it (X-Attest-Signature's t, whole
+    # seconds), when this receiver's handler began and when it answered. A delivery sent
+    # twice then shows where its first try's time went: before the handler (connecting,
+    # accepting) or in it.
+    state = {"delay": delay, "timings": {}}
 
     class Receiver(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
+            began = time.time()
             body = self.rfile.read(int(self.headers["Content-Length"]))
             if state["delay"]:
                 time.sleep(state["delay"])
+            key = self.headers["Idempotency-Key"]
+            signed = self.headers.get("X-Attest-Signature", "").partition("t=")[2].partition(",")[0]
             with lock:
-                deliveries.setdefault(self.headers["Idempotency-Key"], []).append(json.loads(body).get("event"))
+                deliveries.setdefault(key, []).append(json.loads(body).get("event"))
             self.send_response(204)
             self.end_headers()
+            with lock:
+                state["timings"].setdefault(key, []).append((int(signed or 0), began, time.time()))
 
         def log_message(self, *args):
             pass
@@ -140,6 +149,18 @@ def receiver(port=0, delay=0.0):
     server = s.Receiving(("127.0.0.1", port), Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, deliveries, lock, state
+
+
+def timings(db, state, keys):
+    """Where each twice-delivered event's deliveries spent their time, by the receiver's clock
+    against the sender's signing second, and how many times the outbox claimed it."""
+    lines = []
+    for key in list(keys)[:5]:
+        tries = ", ".join(f"signed {signed}, handler +{began - signed:.1f} s, answered +{answered - signed:.1f} s"
+                          for signed, began, answered in state["timings"].get(key, []))
+        attempts = db.sql(f"SELECT attempts FROM notification_outbox WHERE id = '{key}'")
+        lines.append(f"{key}: {tries}; claimed {attempts} times")
+    return "; ".join(lines)
 
 
 def enable_webhook(base, owner, port):
@@ -239,7 +260,7 @@ def webhook(base):
     dead = int(db.sql("SELECT count(*) FROM notification_outbox WHERE dead_at IS NOT NULL"))
     attempts = db.sql("SELECT max(attempts) FROM notification_outbox")
     slow_ones = int(db.sql(f"SELECT count(*) FROM notification_outbox WHERE attempts > 1"))
-    s.check(not twice, f"delivered more than once: {list(twice.items())[:3]}")
+    s.check(not twice, f"delivered more than once: {list(twice.items())[:3]}; {timings(db, state, twice)}")
     s.check(count == stored, f"{count} events delivered, {stored} attestations")
     s.check(dead == 0, f"{dead} events dead-lettered")
     s.log(f"  every event delivered once ({count}); {slow_ones} needed retries, at most {attempts} attempts; "
