@@ -66,6 +66,15 @@ final class HostGate: Sendable {
         }
     }
 
+    /// How many wait for a turn now.
+    var waiting: Int {
+        state.withLock { state in
+            state.tickets.values.reduce(0) { count, ticket in
+                if case .waiting = ticket { count + 1 } else { count }
+            }
+        }
+    }
+
     /// Gives a turn back: to the longest waiting, if any waits.
     func leave() {
         let next: CheckedContinuation<Bool, Never>? = state.withLock { state in
