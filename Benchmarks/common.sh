@@ -3,7 +3,8 @@
 #   bench_prepare              Debian packages and wrk; builds attest (release) into $attest
 #   bench_cluster SETTINGS…    a throwaway PostgreSQL cluster with normal durability, database
 #                              `attest`; sets $dir, $bin, $psql, DATABASE_URL (the owner's) and
-#                              $server_url (the server's login, only a member of attest_app)
+#                              $server_url (the server's login, only a member of attest_app);
+#                              PG_SETTINGS (e.g. "-c shared_buffers=6GB") overrides any setting
 #   bench_members CAMPUS N     N members with a session token each, tokens in $dir/tokens.txt
 #   bench_serve PORT ARGS…     starts `attest serve` and waits until it is ready; sets $server_pid
 #                              and $start_ms, how long it took from starting to a 200 from /readyz
@@ -56,7 +57,7 @@ bench_cluster() {  # extra postgres settings, e.g. -c max_wal_size=4GB
   "${as_server[@]}" "$bin/initdb" -D "$dir/data" -U postgres -E UTF8 --locale=C \
     --auth-local=trust --auth-host=reject --no-instructions >/dev/null
   "${as_server[@]}" "$bin/pg_ctl" start -w -D "$dir/data" -l "$dir/postgres.log" \
-    -o "-c listen_addresses='' -k $dir -c max_connections=200 -c shared_buffers=1GB -c shared_preload_libraries=pg_stat_statements $*" >/dev/null
+    -o "-c listen_addresses='' -k $dir -c max_connections=200 -c shared_buffers=1GB -c shared_preload_libraries=pg_stat_statements $* ${PG_SETTINGS:-}" >/dev/null
   psql=(psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -U postgres)
   "${psql[@]}" -d postgres -c "CREATE DATABASE attest"
   export DATABASE_URL="postgresql:///attest?host=$dir&user=postgres"
@@ -199,10 +200,13 @@ bench_ceiling() {
 
 # bench_statements N: PostgreSQL's execution time per operation for N operations by
 # statement since the last pg_stat_statements_reset(), the costliest first (pg_stat_statements
-# is loaded in every benchmark cluster; it times execution, not parsing, commits or the WAL).
+# is loaded in every benchmark cluster; it times execution, not parsing, commits or the WAL),
+# with the pages it found in shared buffers and those it had to read in (from the kernel's
+# page cache or the disk) per operation.
 bench_statements() {
   "${psql[@]}" -d attest -At -F ' ' -c "
     SELECT to_char(total_exec_time * 1000 / $1, '9990.0') || ' µs', to_char(calls::numeric / $1, '0.00') || ' calls',
+           to_char(shared_blks_hit::numeric / $1, '9990.0') || ' pages hit', to_char(shared_blks_read::numeric / $1, '9990.0') || ' read',
            left(regexp_replace(query, '\s+', ' ', 'g'), 100)
     FROM pg_stat_statements WHERE total_exec_time * 1000 / $1 >= 0.5 ORDER BY total_exec_time DESC LIMIT 8" \
   | sed 's/^/  /'
