@@ -125,7 +125,8 @@ def receiver(port=0, delay=0.0):
     # Per delivery, by wall clock: when the sender signed it (X-Attest-Signature's t, whole
     # seconds), when this receiver's handler began and when it answered. A delivery sent
     # twice then shows where its first try's time went: before the handler (connecting,
-    # accepting) or in it.
+    # accepting) or in it. Recorded before the answer is written: a sender that timed out
+    # has closed the connection, and writing to it may raise.
     state = {"delay": delay, "timings": {}}
 
     class Receiver(http.server.BaseHTTPRequestHandler):
@@ -138,10 +139,9 @@ def receiver(port=0, delay=0.0):
             signed = self.headers.get("X-Attest-Signature", "").partition("t=")[2].partition(",")[0]
             with lock:
                 deliveries.setdefault(key, []).append(json.loads(body).get("event"))
+                state["timings"].setdefault(key, []).append((int(signed or 0), began, time.time()))
             self.send_response(204)
             self.end_headers()
-            with lock:
-                state["timings"].setdefault(key, []).append((int(signed or 0), began, time.time()))
 
         def log_message(self, *args):
             pass
