@@ -49,11 +49,12 @@ public struct AsyncPluginHTTPClient: PluginHTTPClient {
         let timeout = TimeAmount.nanoseconds(seconds * 1_000_000_000 + request.timeout.components.attoseconds / 1_000_000_000)
         let pinned = PinnedClients.client(host: url.host ?? "", address: address)
         // A turn among the host's connections first: the deadline is the answer's, not the queue's.
-        guard await pinned.gate.enter(within: timeout) else {
+        let gate = pinned.gates.gate(for: url)
+        guard await gate.enter(within: timeout) else {
             try Task.checkCancellation()
             throw PluginHTTPError.timedOut
         }
-        defer { pinned.gate.leave() }
+        defer { gate.leave() }
         do {
             let response = try await pinned.client.execute(outgoing, timeout: timeout)
             let body: ByteBuffer
@@ -99,12 +100,12 @@ public struct AsyncPluginHTTPClient: PluginHTTPClient {
 
 /// async-http-client clients, one per host and the address it was checked at, kept for the
 /// life of the process (an `HTTPClient` must be shut down, never just dropped), each with the
-/// gate that lets `connections` requests reach the host at once. Redirects are off in all of
-/// them.
+/// gates that let `connections` requests reach each of the host's ports at once. Redirects are
+/// off in all of them.
 enum PinnedClients {
     struct Pinned: Sendable {
         let client: HTTPClient
-        let gate: HostGate
+        let gates: PortGates
     }
 
     private static let clients = Mutex<[String: Pinned]>([:])
@@ -136,11 +137,35 @@ enum PinnedClients {
             // for its whole timeout, and after many failures backed off for up to a minute
             // while requests waited; the outbox retries with a backoff of its own.
             configuration.connectionPool.retryConnectionEstablishment = false
-            let pinned = Pinned(client: HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration), gate: HostGate(limit: connections))
+            let pinned = Pinned(client: HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration), gates: PortGates())
             clients[key] = pinned
             return (pinned, evicted)
         }
         for old in evicted { Task { try? await old.shutdown() } }
         return pinned
     }
+}
+
+/// A host's gates, one for each scheme and port: async-http-client keeps a pool of
+/// `PinnedClients.connections` connections for each, so receivers on two ports of one host
+/// (a university's notification service and its pager gateway) wait for no turn of each
+/// other's. With one gate a host, a slow receiver held the turns of every other port.
+final class PortGates: Sendable {
+    private let gates = Mutex<[String: HostGate]>([:])
+    /// Ports a host keeps gates for: past this, the idle ones are let go (one in use stays).
+    static let limit = 64
+
+    func gate(for url: URL) -> HostGate {
+        let scheme = url.scheme?.lowercased() ?? "https"
+        let key = "\(scheme):\(url.port ?? (scheme == "http" ? 80 : 443))"
+        return gates.withLock { gates in
+            if let gate = gates[key] { return gate }
+            if gates.count >= Self.limit { gates = gates.filter { !$0.value.isIdle } }
+            let gate = HostGate(limit: PinnedClients.connections)
+            gates[key] = gate
+            return gate
+        }
+    }
+
+    var count: Int { gates.withLock { $0.count } }
 }

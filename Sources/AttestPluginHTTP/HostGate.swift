@@ -16,6 +16,7 @@ final class HostGate: Sendable {
     }
 
     private struct State {
+        let limit: Int
         var available: Int
         var next: UInt64 = 0
         var tickets: [UInt64: Ticket] = [:]
@@ -25,7 +26,10 @@ final class HostGate: Sendable {
 
     private let state: Mutex<State>
 
-    init(limit: Int) { state = Mutex(State(available: max(1, limit))) }
+    init(limit: Int) { state = Mutex(State(limit: max(1, limit), available: max(1, limit))) }
+
+    /// No turn taken and nobody waiting or about to: the gate can be let go.
+    var isIdle: Bool { state.withLock { $0.available == $0.limit && $0.tickets.isEmpty } }
 
     /// Takes a turn, waiting for one at most `timeout`: false when none came in time or the
     /// task was cancelled (then there is no turn to give back). A true must be matched by

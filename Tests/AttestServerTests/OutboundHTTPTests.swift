@@ -99,6 +99,25 @@ struct OutboundHTTPTests {
         #expect(await gate.enter(within: .milliseconds(100)))
         gate.leave()
     }
+
+    /// A gate for each scheme and port of a host, as async-http-client keeps a pool for each;
+    /// past the limit, idle gates are let go and one in use is kept.
+    @Test func eachPortOfAHostHasAGateOfItsOwn() async throws {
+        let gates = PortGates()
+        let one = gates.gate(for: URL(string: "http://hooks.example.edu:8080/a")!)
+        #expect(gates.gate(for: URL(string: "http://hooks.example.edu:8080/b")!) === one)
+        #expect(gates.gate(for: URL(string: "http://hooks.example.edu:8081/a")!) !== one)
+        #expect(gates.gate(for: URL(string: "http://hooks.example.edu/a")!) === gates.gate(for: URL(string: "http://hooks.example.edu:80/")!))
+        #expect(gates.gate(for: URL(string: "https://hooks.example.edu/a")!) === gates.gate(for: URL(string: "https://hooks.example.edu:443/")!))
+        #expect(gates.gate(for: URL(string: "https://hooks.example.edu/a")!) !== gates.gate(for: URL(string: "http://hooks.example.edu/")!))
+        #expect(gates.count == 4)
+        #expect(await one.enter(within: .seconds(1)))
+        for port in 1...PortGates.limit { _ = gates.gate(for: URL(string: "http://hooks.example.edu:\(port)/")!) }
+        #expect(gates.count <= PortGates.limit)
+        #expect(gates.gate(for: URL(string: "http://hooks.example.edu:8080/")!) === one, "a gate in use was let go")
+        one.leave()
+        #expect(one.isIdle)
+    }
 }
 
 /// The outbound client's deadlines against a receiver down, then slow. These time an
@@ -147,6 +166,35 @@ struct OutboundDeadlineTests {
         let answers = await send(40, timeout: .seconds(8))
         #expect(answers == Array(repeating: "204", count: 40), "\(answers.filter { $0 != "204" })")
         #expect(receiver.requests.count == 40)
+    }
+
+    /// The turns are a port's, not a host's: a receiver that holds all 32 of its connections
+    /// with slow answers keeps no one waiting at another port of the same host. With one gate
+    /// a host, the request to the quick receiver waited about 4 s for a turn (and in the test
+    /// suite, where every receiver is on 127.0.0.1, one test's slow receiver held up others).
+    @Test func aSlowReceiverHoldsUpNoOtherPortOfItsHost() async throws {
+        let slow = try await LoopbackServer.start(fallback: .init(status: 204, delay: .seconds(4)))
+        let quick = try await LoopbackServer.start(fallback: .init(status: 204))
+        defer { Task { await slow.stop(); await quick.stop() } }
+        let held = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<PinnedClients.connections {
+                    group.addTask {
+                        let request = PluginHTTPRequest(method: "POST", url: slow.url("/events"), body: Data("{}".utf8), timeout: .seconds(8))
+                        _ = try? await LoopbackServer.http.send(request)
+                    }
+                }
+            }
+        }
+        let clock = ContinuousClock(), started = clock.now
+        while slow.requests.count < PinnedClients.connections, clock.now - started < .seconds(3) { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(slow.requests.count == PinnedClients.connections)
+        let asked = clock.now
+        let answer = try await LoopbackServer.http.send(PluginHTTPRequest(method: "POST", url: quick.url("/events"), body: Data("{}".utf8), timeout: .seconds(8)))
+        let waited = clock.now - asked
+        #expect(answer.status == 204)
+        #expect(waited < .seconds(2), "the quick receiver answered after \(waited)")
+        await held.value
     }
 }
 
