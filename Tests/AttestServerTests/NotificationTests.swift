@@ -222,8 +222,8 @@ struct NotificationTests {
         let workers = [Self.quickWorker(server, metrics: metrics), Self.quickWorker(server, metrics: metrics)]
         try await server.run { api in
             for token in members { try await Self.submitRed(api, token: token) }
-            // Down: every round fails (async-http-client retries a refused connection until the
-            // request's 2 s deadline) and is retried, nothing is dropped.
+            // Down: every round's connections are refused at once, and each event is kept to
+            // be tried again; nothing is dropped.
             for _ in 0..<2 {
                 for worker in workers { try await worker.runOnce() }
                 try await Task.sleep(for: .milliseconds(20))
