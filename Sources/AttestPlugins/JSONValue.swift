@@ -288,6 +288,92 @@ struct JSONParser {
     }
 }
 
+/// JSON text written straight into UTF-8 bytes, for the hottest responses (a submission's
+/// 201, the admin dashboard): no `String` is grown, so no append pays for String's
+/// bookkeeping (a 30-day dashboard spent over half of its server time appending to a String,
+/// docs/performance.md, "fifteenth round"). The caller writes keys in sorted order, as
+/// `JSONText` does, so equal values give equal text.
+public struct JSONBytes: Sendable {
+    public private(set) var bytes: [UInt8]
+
+    public init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Text written as it is: punctuation and keys known when the code was written.
+    public mutating func literal(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// `text` as a JSON string literal, quotes included, escaped as `JSONText.appendString` does.
+    public mutating func string(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { utf8 in
+            var pending = 0
+            for index in utf8.indices {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[pending..<index]))
+                switch byte {
+                case UInt8(ascii: "\""): literal("\\\"")
+                case UInt8(ascii: "\\"): literal("\\\\")
+                case 0x0A: literal("\\n")
+                case 0x0D: literal("\\r")
+                case 0x09: literal("\\t")
+                default:
+                    literal("\\u00")
+                    bytes.append(Self.hexDigit(byte >> 4))
+                    bytes.append(Self.hexDigit(byte & 0xF))
+                }
+                pending = index + 1
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[pending...]))
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// A lowercase hexadecimal digit for `value` (0 to 15).
+    static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + (value - 10)
+    }
+
+    /// An integer in decimal; `Int.min` too (its magnitude is taken as a `UInt`).
+    public mutating func integer(_ value: Int) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        // UInt.max has 20 digits.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        }
+    }
+
+    /// A number as `JSONText.appendNumber` writes it: integers below 2^53 without a fraction,
+    /// others in Swift's shortest round-trip form, `null` for a non-finite one.
+    public mutating func number(_ number: Double) {
+        guard number.isFinite else { return literal("null") }
+        if abs(number) < 9_007_199_254_740_992, let integer = Int(exactly: number) {
+            self.integer(integer)
+        } else {
+            bytes.append(contentsOf: number.description.utf8)
+        }
+    }
+
+    public mutating func bool(_ value: Bool) {
+        value ? literal("true") : literal("false")
+    }
+
+    /// The text written, as a `String` (for tests and logs; responses send `bytes`).
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+}
+
 /// Writes JSON text without `JSONEncoder`, for the hot paths: object keys in sorted order, so
 /// equal values give equal text.
 public enum JSONText {

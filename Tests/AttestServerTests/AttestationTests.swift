@@ -144,9 +144,9 @@ struct AttestationTests {
             onTime: false, surveyVersion: 12, color: .yellow, reason: "Say \"why\"\n\\ – ünïcode 😀 \u{01}",
             validUntil: Date(timeIntervalSince1970: 1_795_215_600), ruleID: "standard", ruleVersion: "1", idempotencyKey: nil)
         let body = AttestationRoutes.AttestationBody(attestation)
-        let direct = try JSONSerialization.jsonObject(with: Data(body.jsonText.utf8)) as? NSDictionary
+        let direct = try JSONSerialization.jsonObject(with: Data(body.json.text.utf8)) as? NSDictionary
         let encoded = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body)) as? NSDictionary
-        #expect(direct != nil && direct == encoded, "\(body.jsonText)")
+        #expect(direct != nil && direct == encoded, "\(body.json.text)")
     }
 
     @Test func badSubmissionsAre4xxWithFieldsAndStoreNothing() async throws {

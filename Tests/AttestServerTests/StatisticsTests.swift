@@ -309,11 +309,11 @@ struct StatisticsTests {
         total.date = nil
         total.complianceRate = 1
         let body = StatisticsRoutes.DashboardBody(from: "2026-11-20", to: "2026-11-21", days: [day, empty], total: total)
-        let direct = try JSONSerialization.jsonObject(with: Data(body.jsonText.utf8)) as? NSDictionary
+        let direct = try JSONSerialization.jsonObject(with: Data(body.json.text.utf8)) as? NSDictionary
         let encoded = try JSONSerialization.jsonObject(with: JSONEncoder().encode(body)) as? NSDictionary
-        #expect(direct != nil && direct == encoded, "\(body.jsonText)")
+        #expect(direct != nil && direct == encoded, "\(body.json.text)")
         // Keys sorted, so the same figures give the same bytes.
-        #expect(body.jsonText.contains(#""symptoms":{"cough":0,"fever":12,"naïve \"q\"\n":3}"#), "\(body.jsonText)")
+        #expect(body.json.text.contains(#""symptoms":{"cough":0,"fever":12,"naïve \"q\"\n":3}"#), "\(body.json.text)")
     }
 
     @Test func smallCountsAreSuppressedForMembers() async throws {

@@ -43,6 +43,32 @@ struct ParserFuzzTests {
         }
     }
 
+    /// The same text as `text(of:)`, written by `JSONBytes` (the hot responses' writer).
+    static func bytes(of value: JSONValue, to json: inout JSONBytes) {
+        switch value {
+        case .null: json.literal("null")
+        case .bool(let flag): json.bool(flag)
+        case .number(let number): json.number(number)
+        case .string(let string): json.string(string)
+        case .array(let items):
+            json.literal("[")
+            for (index, item) in items.enumerated() {
+                if index > 0 { json.literal(",") }
+                bytes(of: item, to: &json)
+            }
+            json.literal("]")
+        case .object(let members):
+            json.literal("{")
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
+                if index > 0 { json.literal(",") }
+                json.string(member.key)
+                json.literal(":")
+                bytes(of: member.value, to: &json)
+            }
+            json.literal("}")
+        }
+    }
+
     static let jsonSeeds: [[UInt8]] = [
         #"{"surveyVersion": 3, "answers": {"fever": false, "temperature": 36.6, "mood": "ok", "note": "fine"}}"#,
         #"{"token": "eyJhbGciOiJFUzI1NiJ9.e30.AAAA"}"#, #"{"idToken": "a.b.c"}"#,
@@ -59,6 +85,10 @@ struct ParserFuzzTests {
                 accepted += 1
                 // What was accepted reads back as the same value.
                 #expect(try JSONValue(parsing: Array(Self.text(of: value).utf8)) == value, "\(String(decoding: input, as: UTF8.self))")
+                // And the byte writer writes the same text for it.
+                var json = JSONBytes()
+                Self.bytes(of: value, to: &json)
+                #expect(json.text == Self.text(of: value), "\(String(decoding: input, as: UTF8.self))")
             } catch {
                 #expect((0...input.count).contains(error.offset), "offset \(error.offset) outside \(input.count) bytes")
             }

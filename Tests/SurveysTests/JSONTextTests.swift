@@ -63,4 +63,39 @@ import Testing
         #expect(text.hasPrefix(#"{"cough":true,"fever_chills":false,"huge":1.5e+20,"temperature":38.25,"tiny":-1e-05,"#), "\(text)")
         #expect(JSONText.answers([:]) == "{}")
     }
+
+    /// The byte writer of the hottest responses writes what `JSONText` writes, which
+    /// Foundation reads back: every control character, quotes, backslashes, non-ASCII text,
+    /// the integers at both ends of `Int` and numbers past 2^53.
+    @Test func bytesAreWhatJSONTextWrites() throws {
+        let controls = String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self)
+        let strings = ["", "plain", "quote \" backslash \\ slash /", controls, "ünïcode 😀 日本", "\u{7F}\u{2028}", String(repeating: "a\"", count: 300)]
+        for string in strings {
+            var expected = ""
+            JSONText.appendString(string, to: &expected)
+            var json = JSONBytes()
+            json.string(string)
+            #expect(json.text == expected, "\(string.debugDescription)")
+            #expect(try JSONSerialization.jsonObject(with: Data(json.bytes), options: .fragmentsAllowed) as? String == string)
+        }
+        for integer in [0, 7, -1, 10, 36, 1_000_000, Int.max, Int.min, Int.min + 1] {
+            var json = JSONBytes()
+            json.integer(integer)
+            #expect(json.text == String(integer))
+        }
+        for number in [0, -0.5, 36.8, 1e300, -1e-5, 9_007_199_254_740_992, 9_007_199_254_740_991, .nan, .infinity, -.infinity, 0.8385] {
+            var expected = ""
+            JSONText.appendNumber(number, to: &expected)
+            var json = JSONBytes()
+            json.number(number)
+            #expect(json.text == expected, "\(number)")
+        }
+        var json = JSONBytes(capacity: 0)
+        json.literal("[")
+        json.bool(true)
+        json.literal(",")
+        json.bool(false)
+        json.literal("]")
+        #expect(json.text == "[true,false]")
+    }
 }

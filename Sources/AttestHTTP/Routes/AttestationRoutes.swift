@@ -34,28 +34,33 @@ struct AttestationRoutes: Sendable {
         }
 
         /// The same JSON `encode(to:)` gives, written directly: the 201 of every submission.
-        var jsonText: String {
-            var text = #"{"id":"#
-            JSONText.appendString(id, to: &text)
-            text += #","date":"#
-            JSONText.appendString(date, to: &text)
-            text += #","submittedAt":"#
-            JSONText.appendString(submittedAt, to: &text)
-            text += #","onTime":\#(onTime),"surveyVersion":\#(surveyVersion),"badge":{"color":"#
-            JSONText.appendString(badge.color, to: &text)
-            text += #","reason":"#
-            JSONText.appendString(badge.reason, to: &text)
-            text += #","validUntil":"#
-            JSONText.appendString(badge.validUntil, to: &text)
-            text += "}}"
-            return text
+        var json: JSONBytes {
+            var json = JSONBytes(capacity: 256 + badge.reason.utf8.count)
+            json.literal(#"{"id":"#)
+            json.string(id)
+            json.literal(#","date":"#)
+            json.string(date)
+            json.literal(#","submittedAt":"#)
+            json.string(submittedAt)
+            json.literal(#","onTime":"#)
+            json.bool(onTime)
+            json.literal(#","surveyVersion":"#)
+            json.integer(surveyVersion)
+            json.literal(#","badge":{"color":"#)
+            json.string(badge.color)
+            json.literal(#","reason":"#)
+            json.string(badge.reason)
+            json.literal(#","validUntil":"#)
+            json.string(badge.validUntil)
+            json.literal("}}")
+            return json
         }
 
         /// A 201 with this body.
         func created(replayed: Bool) -> Response {
             var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
             if replayed { headers[HTTPField.Name("Idempotent-Replayed")!] = "true" }
-            return Response(status: .created, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: jsonText)))
+            return Response(status: .created, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.bytes)))
         }
     }
 
