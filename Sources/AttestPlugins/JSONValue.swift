@@ -314,29 +314,14 @@ public struct JSONBytes: Sendable {
             var pending = 0
             for index in utf8.indices {
                 let byte = utf8[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                guard JSONText.needsEscape(byte) else { continue }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[pending..<index]))
-                switch byte {
-                case UInt8(ascii: "\""): literal("\\\"")
-                case UInt8(ascii: "\\"): literal("\\\\")
-                case 0x0A: literal("\\n")
-                case 0x0D: literal("\\r")
-                case 0x09: literal("\\t")
-                default:
-                    literal("\\u00")
-                    bytes.append(Self.hexDigit(byte >> 4))
-                    bytes.append(Self.hexDigit(byte & 0xF))
-                }
+                bytes.append(contentsOf: JSONText.escape(byte).utf8)
                 pending = index + 1
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[pending...]))
         }
         bytes.append(UInt8(ascii: "\""))
-    }
-
-    /// A lowercase hexadecimal digit for `value` (0 to 15).
-    static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + (value - 10)
     }
 
     /// An integer in decimal; `Int.min` too (its magnitude is taken as a `UInt`).
@@ -359,7 +344,7 @@ public struct JSONBytes: Sendable {
     /// others in Swift's shortest round-trip form, `null` for a non-finite one.
     public mutating func number(_ number: Double) {
         guard number.isFinite else { return literal("null") }
-        if abs(number) < 9_007_199_254_740_992, let integer = Int(exactly: number) {
+        if let integer = JSONText.integral(number) {
             self.integer(integer)
         } else {
             bytes.append(contentsOf: number.description.utf8)
@@ -385,20 +370,9 @@ public enum JSONText {
         var index = pending
         while index != utf8.endIndex {
             let byte = utf8[index]
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            if needsEscape(byte) {
                 output.append(contentsOf: text[pending..<index])
-                switch byte {
-                case UInt8(ascii: "\""): output.append("\\\"")
-                case UInt8(ascii: "\\"): output.append("\\\\")
-                case 0x0A: output.append("\\n")
-                case 0x0D: output.append("\\r")
-                case 0x09: output.append("\\t")
-                default:
-                    let hex = Array("0123456789abcdef".utf8)
-                    output.append("\\u00")
-                    output.append(Character(Unicode.Scalar(hex[Int(byte >> 4)])))
-                    output.append(Character(Unicode.Scalar(hex[Int(byte & 0xF)])))
-                }
+                output.append(escape(byte))
                 pending = utf8.index(after: index)
             }
             index = utf8.index(after: index)
@@ -407,14 +381,40 @@ public enum JSONText {
         output.append("\"")
     }
 
+    /// Whether a byte of UTF-8 text must be escaped in a JSON string: a control character, a
+    /// quote or a backslash (`JSONBytes` writes by the same rule).
+    static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    /// The escape for a byte that `needsEscape`: the short form where JSON has one, else `\u00XX`.
+    static func escape(_ byte: UInt8) -> String {
+        switch byte {
+        case UInt8(ascii: "\""): return "\\\""
+        case UInt8(ascii: "\\"): return "\\\\"
+        case 0x0A: return "\\n"
+        case 0x0D: return "\\r"
+        case 0x09: return "\\t"
+        default:
+            let hex = Array("0123456789abcdef".utf8)
+            return "\\u00" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]], as: UTF8.self)
+        }
+    }
+
     /// A number: integers below 2^53 without a fraction, others in Swift's shortest round-trip
     /// form; `null` for a non-finite one, which JSON cannot hold.
     public static func appendNumber(_ number: Double, to output: inout String) {
         guard number.isFinite else { return output.append("null") }
-        if abs(number) < 9_007_199_254_740_992, let integer = Int64(exactly: number) {
+        if let integer = integral(number) {
             output.append(String(integer))
         } else {
             output.append(number.description)
         }
+    }
+
+    /// `number` as an integer when JSON should show it without a fraction: whole and below
+    /// 2^53 in magnitude (where every integer is a Double). Never traps (no `Int(Double)`).
+    static func integral(_ number: Double) -> Int? {
+        abs(number) < 9_007_199_254_740_992 ? Int(exactly: number) : nil
     }
 }
