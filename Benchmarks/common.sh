@@ -17,6 +17,12 @@
 #   bench_cpu_per N BEFORE AFTER  ms of CPU per operation between two bench_cpu samples
 #   bench_statements N         PostgreSQL's execution time per operation by statement (pg_stat_statements)
 #   bench_ceiling CPU          operations/s a server using no CPU could reach, from a bench_cpu_per line
+#   bench_perf_start SECONDS   with PERF=1, perf records the server for SECONDS (PERF_RECORD
+#                              replaces perf's options); with PERF_EVENTS=E1,E2, perf stat
+#                              counts those events in it; both in the background
+#   bench_perf_report N WHAT   waits for them and prints where the server's CPU went, and each
+#                              counted event per operation (N operations of WHAT); PERF_KEEP=FILE
+#                              keeps the profile
 #   calc FORMAT EXPRESSION     arithmetic through awk
 #   bench_result KEY=VALUE…    appends one line to $BENCH_RESULTS, when set (for Benchmarks/run)
 
@@ -229,4 +235,42 @@ bench_median() {
 }
 bench_spread() {
   sed -n "s/.* $2=\([^ ]*\).*/\1/p" "$1" | sort -g | awk 'NR == 1 { low = $1 } { high = $1 } END { print low "–" high }'
+}
+
+perf_pid= stat_pid=
+bench_perf_start() {  # seconds
+  if [ "${PERF:-0}" = 1 ]; then
+    command -v perf >/dev/null || { echo "PERF=1 needs perf: apt-get install linux-perf"; exit 2; }
+    # perf's own cost shows in the figures. PERF_RECORD is split into perf's options on purpose.
+    # shellcheck disable=SC2086
+    perf record -q ${PERF_RECORD:--F 499 -g} -p "$server_pid" -o "$dir/perf.data" -- sleep "$1" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
+  if [ -n "${PERF_EVENTS:-}" ]; then
+    perf stat -x, -e "$PERF_EVENTS" -p "$server_pid" -o "$dir/perf-stat.csv" -- sleep "$1" >/dev/null 2>&1 &
+    stat_pid=$!
+  fi
+}
+
+bench_perf_report() {  # operations, what one is
+  if [ -n "$perf_pid" ]; then
+    wait "$perf_pid" || true
+    perf_pid=
+    echo "Where the server's CPU went (perf, self time by library and by function, the top 40):"
+    perf report -q -i "$dir/perf.data" --no-children --sort dso --percent-limit 1 --stdio -g none 2>/dev/null | grep -v '^$' | head -n 15
+    perf report -q -i "$dir/perf.data" --no-children --sort sym --percent-limit 0.4 --stdio -g none 2>/dev/null | grep -v '^$' | head -n 40
+    if [ -n "${PERF_KEEP:-}" ]; then cp "$dir/perf.data" "$PERF_KEEP" && echo "The profile is kept in $PERF_KEEP"; fi
+  fi
+  if [ -n "$stat_pid" ]; then
+    wait "$stat_pid" || true
+    stat_pid=
+    echo "The server's events per $2 (perf stat, $1 of them):"
+    grep -v '^#' "$dir/perf-stat.csv" | grep -v '^$' | while IFS=, read -r count _ event _; do
+      # perf writes "<not counted>" or "<not supported>" for an event it could not count.
+      case "$count" in
+        '' | *[!0-9.]*) printf '  %-60s %s\n' "$event" "${count:-?} (perf could not count it: is the probe made?)" ;;
+        *) printf '  %-60s %s\n' "$event" "$(calc %.1f "$count / $1")" ;;
+      esac
+    done
+  fi
 }

@@ -75,6 +75,12 @@ public final class SessionStore: Sendable {
             withUnsafeMutableBytes(of: &words) { $0.copyBytes(from: hash.prefix(16)) }
             (high, low) = words
         }
+
+        init(hash: UnsafeRawBufferPointer) {
+            var words: (UInt64, UInt64) = (0, 0)
+            withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: hash.prefix(16))) }
+            (high, low) = words
+        }
     }
 
     let client: PostgresClient
@@ -244,15 +250,19 @@ public final class SessionStore: Sendable {
     /// A bearer token of the shape this store issues, hashed once: a request asks the kept
     /// sessions and then perhaps the database with it.
     public struct SessionToken: Sendable {
-        /// SHA-256 of the token, what it is stored and looked up by.
-        public let hash: Data
+        /// The digest, inline: a request that finds its session kept never makes `hash`.
+        let digest: SHA256Digest
         let key: Key
+
+        /// SHA-256 of the token, what it is stored and looked up by.
+        public var hash: Data { Data(digest) }
 
         /// nil when `text` is not 43 base64url characters.
         public init?(_ text: String) {
             guard SessionStore.isWellFormed(text) else { return nil }
-            hash = SessionStore.hash(text)
-            key = Key(hash: hash)
+            var text = text
+            digest = text.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+            key = digest.withUnsafeBytes { Key(hash: $0) }
         }
     }
 

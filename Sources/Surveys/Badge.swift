@@ -32,16 +32,25 @@ public struct BadgeClaims: Encodable, Sendable, Equatable {
     }
 
     /// The claims as the token carries them: compact JSON, keys sorted.
-    var json: String {
-        var json = #"{"campus":"#
-        JSONText.appendString(campus, to: &json)
-        json += #","color":"#
-        JSONText.appendString(color, to: &json)
-        json += #","date":"#
-        JSONText.appendString(date, to: &json)
-        json += #","exp":\#(exp),"iat":\#(iat),"sub":"#
-        JSONText.appendString(sub, to: &json)
-        return json + "}"
+    var json: String { jsonBytes.text }
+
+    /// `json`'s bytes, as signed.
+    var jsonBytes: JSONBytes {
+        var json = JSONBytes(capacity: 96 + campus.utf8.count + sub.utf8.count)
+        json.literal(#"{"campus":"#)
+        json.string(campus)
+        json.literal(#","color":"#)
+        json.string(color)
+        json.literal(#","date":"#)
+        json.string(date)
+        json.literal(#","exp":"#)
+        json.integer(exp)
+        json.literal(#","iat":"#)
+        json.integer(iat)
+        json.literal(#","sub":"#)
+        json.string(sub)
+        json.literal("}")
+        return json
     }
 
     /// Numeric claims are below this magnitude (2^53): the integers every JSON reader holds
@@ -99,9 +108,29 @@ public enum BadgeToken {
     /// Header and claims are JSON with sorted keys and no spaces, written directly.
     public static func sign(_ claims: BadgeClaims, with key: BadgeKey) throws -> String {
         guard let privateKey = key.privateKey else { throw CampusError.noKeyEncryptionKey }
-        let input = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8))
-        let signature = try privateKey.signature(for: Array(input.utf8))
-        return input + "." + Base64URL.encode(signature.rawRepresentation)
+        let input = signingInput(claims, key: key)
+        let signature = try privateKey.signature(for: input).rawRepresentation
+        return signature.withUnsafeBytes { token(input, signature: $0) }
+    }
+
+    /// The header and the claims, each base64url, joined by a dot: what is signed, and the
+    /// token's start (with room left for the rest).
+    static func signingInput(_ claims: BadgeClaims, key: BadgeKey) -> [UInt8] {
+        let json = claims.jsonBytes.bytes
+        var input: [UInt8] = []
+        input.reserveCapacity(key.encodedHeader.utf8.count + Base64URL.encodedCount(json.count) + 2 + Base64URL.encodedCount(64))
+        input.append(contentsOf: key.encodedHeader.utf8)
+        input.append(UInt8(ascii: "."))
+        json.withUnsafeBytes { Base64URL.append($0, to: &input) }
+        return input
+    }
+
+    /// The token: the signing input, a dot, and the signature base64url.
+    static func token(_ signingInput: consuming [UInt8], signature: UnsafeRawBufferPointer) -> String {
+        var token = signingInput
+        token.append(UInt8(ascii: "."))
+        Base64URL.append(signature, to: &token)
+        return String(decoding: token, as: UTF8.self)
     }
 
     /// Checks a token presented at `campus`: shape, key, signature, then what the verified
@@ -174,11 +203,10 @@ public struct BadgeService: Sendable {
 
         /// The badge again, its token written out from the same claims and signature.
         func badge(campus slug: String, key: BadgeKey) -> Badge {
-            let sub = withUnsafeBytes(of: subject) { Base64URL.encode(Array($0)) }
+            let sub = withUnsafeBytes(of: subject) { Base64URL.encode($0) }
             let claims = BadgeClaims(
                 campus: slug, sub: sub, date: shared.key.date.description, color: shared.key.color.rawValue, iat: iat, exp: shared.exp)
-            let signature = withUnsafeBytes(of: self.signature) { Base64URL.encode(Array($0)) }
-            let token = key.encodedHeader + "." + Base64URL.encode(Array(claims.json.utf8)) + "." + signature
+            let token = withUnsafeBytes(of: signature) { BadgeToken.token(BadgeToken.signingInput(claims, key: key), signature: $0) }
             return Badge(
                 color: shared.key.color, date: shared.key.date, validUntil: shared.key.validUntil, reason: shared.key.reason,
                 token: token, submitted: shared.key.color != .gray)

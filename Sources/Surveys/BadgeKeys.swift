@@ -272,32 +272,50 @@ enum Base64URL {
         return values
     }()
 
+    /// How many characters `count` bytes take, unpadded.
+    static func encodedCount(_ count: Int) -> Int { (count * 4 + 2) / 3 }
+
     static func encode(_ data: some DataProtocol) -> String {
         let bytes = Array(data)
-        return String(unsafeUninitializedCapacity: (bytes.count * 4 + 2) / 3) { output in
-            var written = 0
-            func put(_ bits: UInt32, _ shift: UInt32) {
-                output[written] = alphabet[Int(bits >> shift & 63)]
-                written += 1
-            }
-            var index = 0
-            while index + 3 <= bytes.count {
-                let bits = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-                put(bits, 18); put(bits, 12); put(bits, 6); put(bits, 0)
-                index += 3
-            }
-            switch bytes.count - index {
-            case 1:
-                let bits = UInt32(bytes[index]) << 16
-                put(bits, 18); put(bits, 12)
-            case 2:
-                let bits = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-                put(bits, 18); put(bits, 12); put(bits, 6)
-            default:
-                break
-            }
-            return written
+        return bytes.withUnsafeBytes { bytes in
+            String(unsafeUninitializedCapacity: encodedCount(bytes.count)) { write(bytes, to: $0) }
         }
+    }
+
+    /// Appends `bytes` in base64url to `output`.
+    static func append(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+        let start = output.count, count = encodedCount(bytes.count)
+        output.append(contentsOf: repeatElement(0, count: count))
+        output.withUnsafeMutableBufferPointer { buffer in
+            _ = write(bytes, to: UnsafeMutableBufferPointer(rebasing: buffer[start..<start + count]))
+        }
+    }
+
+    /// Writes `bytes` in base64url at the start of `output`, which has room for
+    /// `encodedCount(bytes.count)`; returns how many it wrote.
+    private static func write(_ bytes: UnsafeRawBufferPointer, to output: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var written = 0
+        func put(_ bits: UInt32, _ shift: UInt32) {
+            output[written] = alphabet[Int(bits >> shift & 63)]
+            written += 1
+        }
+        var index = 0
+        while index + 3 <= bytes.count {
+            let bits = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            put(bits, 18); put(bits, 12); put(bits, 6); put(bits, 0)
+            index += 3
+        }
+        switch bytes.count - index {
+        case 1:
+            let bits = UInt32(bytes[index]) << 16
+            put(bits, 18); put(bits, 12)
+        case 2:
+            let bits = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+            put(bits, 18); put(bits, 12); put(bits, 6)
+        default:
+            break
+        }
+        return written
     }
 
     static func decode(_ text: Substring) -> Data? {

@@ -110,6 +110,20 @@ import Testing
         #expect(try await Self.generation(server, other) == otherStart)
     }
 
+    /// A token is looked up in memory by the key its digest gives and in the database by its
+    /// SHA-256: the key of a token must be the key of the hash the session was kept under.
+    @Test func aTokenIsLookedUpByTheKeyItsStoredHashGives() throws {
+        for _ in 0..<200 {
+            let text = SessionStore.newToken()
+            let token = try #require(SessionStore.SessionToken(text))
+            #expect(token.hash == SessionStore.hash(text))
+            #expect(token.hash.count == 32)
+            #expect(token.key == SessionStore.Key(hash: SessionStore.hash(text)))
+        }
+        #expect(SessionStore.SessionToken(String(SessionStore.newToken().dropLast())) == nil)
+        #expect(SessionStore.SessionToken(String(SessionStore.newToken().dropLast()) + "=") == nil)
+    }
+
     /// The session table against a dictionary, under random stores and removals, with keys
     /// whose first words collide (long probe runs, wrapping round the table's end): every
     /// lookup agrees, the table is never more than 7/8 full, and a stale generation goes.

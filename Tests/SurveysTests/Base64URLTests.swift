@@ -24,6 +24,19 @@ struct Base64URLTests {
         #expect(Base64URL.encode([0xFB, 0xFF, 0xBF]) == "-_-_")  // both URL-safe characters
     }
 
+    /// What a badge token is written with: appended after what is there, at the length
+    /// `encodedCount` promises.
+    @Test func appendsAfterWhatIsThereAtTheCountsLength() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0...70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            var output = Array("head.".utf8)
+            bytes.withUnsafeBytes { Base64URL.append($0, to: &output) }
+            #expect(String(decoding: output, as: UTF8.self) == "head." + Self.reference(bytes), "length \(length)")
+            #expect(Base64URL.encodedCount(length) == Self.reference(bytes).utf8.count, "length \(length)")
+        }
+    }
+
     @Test func decodingRefusesAnythingButTheOneCanonicalSpelling() {
         #expect(Base64URL.decode("QQ") == Data([0x41]))
         for bad in ["QQ==", "Q", "QR", "QUJ", "+_8", "/_8", "QQ QQ", "QQ\n", "é"] {

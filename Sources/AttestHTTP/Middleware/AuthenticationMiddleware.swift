@@ -59,9 +59,10 @@ struct BearerAuthentication: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             throw Problem.unauthorized("The Authorization header must be Bearer <token>.", error: "invalid_request")
         }
-        let token = SessionStore.SessionToken(String(parts[1])), address = context.clientAddress ?? "unknown"
+        let token = SessionStore.SessionToken(String(parts[1]))
         var known = token.flatMap(kept)
         if known == nil {
+            let address = context.clientAddress ?? "unknown"
             if let wait = unknownTokens.exhausted(address),
                 !(try token.map { sessions.recognises(campus: try context.requireCampus().id, token: $0) } ?? false) {
                 throw Problem.tooManyRequests("Too many requests with session tokens this campus does not know came from your address.", retryAfter: wait)

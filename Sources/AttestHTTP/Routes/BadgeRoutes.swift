@@ -12,20 +12,22 @@ struct BadgeRoutes: Sendable {
 
     /// The member's badge as JSON, written directly.
     static func response(_ badge: Badge) -> Response {
-        var text = #"{"color":"#
-        JSONText.appendString(badge.color.rawValue, to: &text)
-        text += #","date":"#
-        JSONText.appendString(badge.date.description, to: &text)
-        text += #","validUntil":"#
-        JSONText.appendString(PostgresDate.timestamp(badge.validUntil), to: &text)
-        text += #","reason":"#
-        JSONText.appendString(badge.reason, to: &text)
-        text += #","token":"#
-        JSONText.appendString(badge.token, to: &text)
-        text += "}"
-        let headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        var json = JSONBytes(capacity: 96 + badge.reason.utf8.count + badge.token.utf8.count)
+        json.literal(#"{"color":"#)
+        json.string(badge.color.rawValue)
+        json.literal(#","date":"#)
+        json.string(badge.date.description)
+        json.literal(#","validUntil":"#)
+        json.string(PostgresDate.timestamp(badge.validUntil))
+        json.literal(#","reason":"#)
+        json.string(badge.reason)
+        json.literal(#","token":"#)
+        json.string(badge.token)
+        json.literal("}")
+        return Response(status: .ok, headers: responseHeaders, body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.bytes)))
     }
+
+    private static let responseHeaders: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
 
     struct KeySet: ResponseEncodable {
         var keys: [[String: String]]

@@ -11,19 +11,26 @@ public struct AttestRequestContext: RequestContext {
     public var campus: Campus?
     /// Set by `AuthenticationMiddleware` on routes that need a signed-in user.
     public var session: SessionStore.Session?
+    /// The connection's peer, taken when the request arrived (NIO forgets it once the
+    /// connection closes) and written out only when a route asks: most never do.
+    private let peer: SocketAddress?
     /// The address the connection came from (the proxy's, behind one).
-    public let peerAddress: String?
+    public var peerAddress: String? { peer?.ipAddress }
+    /// Behind a trusted proxy, the client it names (set by `ClientAddressMiddleware`).
+    private var forwardedClient: String?
     /// The client's address: the peer's, or behind a trusted proxy the one it names in
     /// `X-Forwarded-For` (set by `ClientAddressMiddleware`). What rate limits count by.
-    public var clientAddress: String?
+    public var clientAddress: String? {
+        get { forwardedClient ?? peerAddress }
+        set { forwardedClient = newValue }
+    }
     /// The connection, to end it when a request body does not arrive in time.
     let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         channel = source.channel
-        peerAddress = source.channel.remoteAddress?.ipAddress
-        clientAddress = peerAddress
+        peer = source.channel.remoteAddress
     }
 
     /// The largest request body any route accepts (64 KiB); more is a 413.
