@@ -207,8 +207,8 @@ public final class SessionStore: Sendable {
     /// `authenticate(campus:token:)` for a token already hashed.
     public func authenticate(campus: CampusID, token: SessionToken) async throws -> Session? {
         if let session = fresh(token.key, campus: campus) { return session }
-        let verification = verification(campus: campus)
-        return keep(try await lookups.value(for: token.hash, in: campus), hash: token.hash, verification: verification)
+        let verification = verification(campus: campus), hash = token.hash
+        return keep(try await lookups.value(for: hash, in: campus), hash: hash, verification: verification)
     }
 
     /// The session of a token this server verified and may still trust (see the type's

@@ -159,8 +159,9 @@ public struct AttestationService: Sendable {
             return try await sessions.authenticate(campus: campus.id, token: token).map { Submitter(session: $0, history: nil) }
         }
         let verification = sessions.verification(campus: campus.id)
-        let found = try await submitters.value(for: token.hash, in: day)
-        guard let session = sessions.keep(found?.session, hash: token.hash, verification: verification) else { return nil }
+        let hash = token.hash
+        let found = try await submitters.value(for: hash, in: day)
+        guard let session = sessions.keep(found?.session, hash: hash, verification: verification) else { return nil }
         return Submitter(session: session, history: found.map { PrefetchedHistory(user: session.user.id, day: day, history: $0.history) })
     }
 
