@@ -82,6 +82,35 @@ struct WebPageTests {
         #expect(WebFormat.percent(12.34) == "12.3" && WebFormat.percent(99.96) == "100" && WebFormat.percent(.nan) == "–")
     }
 
+    /// The QR code's path, read back rectangle by rectangle, paints exactly libqrencode's dark
+    /// modules, for tokens of every length up to the widest codes (numbers of three digits).
+    @Test func theQRPathPaintsExactlyTheDarkModules() throws {
+        for length in [1, 40, 300, 1_000, 2_000] {
+            let text = String((0..<length).map { index in Character(UnicodeScalar(UInt8(65 + (index * 7) % 58))) })
+            let rows = try #require(QRCode.modules(text))
+            var painted = Array(repeating: Array(repeating: false, count: rows.count), count: rows.count)
+            let pattern = /M(\d+) (\d+)h(\d+)v1h-(\d+)z/
+            var rest = Substring(QRCode.path(rows))
+            while let match = rest.prefixMatch(of: pattern) {
+                let (x, y, run) = (Int(match.1)! - 4, Int(match.2)! - 4, Int(match.3)!)
+                #expect(match.4 == match.3)
+                guard (0..<rows.count).contains(y), x >= 0, run > 0, x + run <= rows.count else {
+                    Issue.record("a rectangle outside the code: \(match.0)")
+                    break
+                }
+                for column in x..<(x + run) {
+                    #expect(!painted[y][column], "painted twice")
+                    painted[y][column] = true
+                }
+                rest = rest[match.range.upperBound...]
+            }
+            #expect(rest.isEmpty, "the path is all rectangles")
+            #expect(painted == rows, "length \(length), \(rows.count) modules wide")
+        }
+        let svg = try #require(QRCode.svg("token", label: "Badge <green>"))
+        #expect(svg.contains(#"aria-label="Badge &lt;green&gt;""#) && svg.contains(#"class="qr""#))
+    }
+
     @Test func everyTemplateParsesAndAPageWithItsFilesStaysUnder60KB() throws {
         let assets = try WebAssets.shared.get()
         for name in ["layout", "error", "signin", "survey", "badge", "history", "locations", "stats", "admin", "followups", "scan", "journal", "entry", "entryform", "errorsummary", "episodes", "episode", "sharing"] {

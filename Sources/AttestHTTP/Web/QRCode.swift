@@ -19,21 +19,46 @@ enum QRCode {
     static func svg(_ text: String, label: String) -> String? {
         guard let rows = modules(text) else { return nil }
         let size = rows.count + 8
-        var path = ""
+        return """
+            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(size) \(size)" role="img" aria-label="\(WebHTML.escape(label))" \
+            shape-rendering="crispEdges" class="qr"><rect width="\(size)" height="\(size)" fill="#fff"/><path d="\(path(rows))" fill="#000"/></svg>
+            """
+    }
+
+    /// The dark modules as a path: each run of them in a row one rectangle,
+    /// `M{x} {y}h{run}v1h-{run}z`, offset by the quiet zone. Written as bytes: made with
+    /// string interpolation, it was a sixth of the badge page's time.
+    static func path(_ rows: [[Bool]]) -> String {
+        var path: [UInt8] = []
         path.reserveCapacity(rows.count * rows.count * 4)
+        func number(_ value: Int) {  // never negative here
+            var divisor = 1
+            while divisor <= value / 10 { divisor *= 10 }
+            var rest = value
+            repeat {
+                path.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest / divisor))
+                rest %= divisor
+                divisor /= 10
+            } while divisor > 0
+        }
         for (y, row) in rows.enumerated() {
             var x = 0
             while x < row.count {
                 guard row[x] else { x += 1; continue }
                 var run = 1
                 while x + run < row.count, row[x + run] { run += 1 }
-                path += "M\(x + 4) \(y + 4)h\(run)v1h-\(run)z"
+                path.append(UInt8(ascii: "M"))
+                number(x + 4)
+                path.append(UInt8(ascii: " "))
+                number(y + 4)
+                path.append(UInt8(ascii: "h"))
+                number(run)
+                path.append(contentsOf: "v1h-".utf8)
+                number(run)
+                path.append(UInt8(ascii: "z"))
                 x += run
             }
         }
-        return """
-            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(size) \(size)" role="img" aria-label="\(WebHTML.escape(label))" \
-            shape-rendering="crispEdges" class="qr"><rect width="\(size)" height="\(size)" fill="#fff"/><path d="\(path)" fill="#000"/></svg>
-            """
+        return String(decoding: path, as: UTF8.self)
     }
 }
