@@ -82,6 +82,27 @@ struct WebPageTests {
         #expect(WebFormat.percent(12.34) == "12.3" && WebFormat.percent(99.96) == "100" && WebFormat.percent(.nan) == "–")
     }
 
+    /// A chart's table: the caption and every text escaped, figures' columns right-aligned
+    /// (`num`), each row's first cell its header, a cell past the columns plain.
+    @Test func aChartsTableIsWrittenWithItsHeadersAndEscapedText() {
+        let table = Charts.table(
+            caption: "Badges <today>", columns: [("Date", false), ("Count", true), ("Note \"x\"", false)],
+            rows: [["2026-11-27", "12", "a & b"], ["2026-11-28", "3", "c", "extra"]])
+        #expect(WebHTML.table(table) == """
+            <div class="table-wrap">
+            <table>
+            <caption>Badges &lt;today&gt;</caption>
+            <thead><tr><th scope="col">Date</th><th scope="col" class="num">Count</th><th scope="col">Note &quot;x&quot;</th></tr></thead>
+            <tbody>
+            <tr><th scope="row">2026-11-27</th><td class="num">12</td><td>a &amp; b</td></tr>
+            <tr><th scope="row">2026-11-28</th><td class="num">3</td><td>c</td><td>extra</td></tr>
+            </tbody>
+            </table>
+            </div>
+
+            """)
+    }
+
     /// The QR code's path, read back rectangle by rectangle, paints exactly libqrencode's dark
     /// modules, for tokens of every length up to the widest codes (numbers of three digits).
     @Test func theQRPathPaintsExactlyTheDarkModules() throws {

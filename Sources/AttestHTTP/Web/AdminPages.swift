@@ -46,7 +46,7 @@ struct AdminPages: Sendable {
         let pieDay = days.last { $0.date == today } ?? days.last
         let colorNames: [(key: String, label: String)] = [("green", visit["colorGreen"]), ("yellow", visit["colorYellow"]), ("red", visit["colorRed"])]
         var charts: [[String: Any]] = []
-        var tables: [[String: Any]] = []
+        var tables: [WebTable] = []
         if let pieDay {
             let counts = [pieDay.green, pieDay.yellow, pieDay.red]
             let dateText = WebFormat.date(pieDay.date, campus: visit.campus, language: visit.language)

@@ -212,13 +212,8 @@ enum Charts {
     }
 
     /// A table: the first column a row header.
-    static func table(caption: String, columns: [(label: String, num: Bool)], rows: [[String]]) -> [String: Any] {
-        [
-            "caption": caption, "columns": columns.map { ["label": $0.label, "num": $0.num] },
-            "rows": rows.map { row in
-                ["cells": row.enumerated().map { index, text in ["text": text, "header": index == 0, "num": index > 0 && (columns.indices.contains(index) ? columns[index].num : false)] }]
-            },
-        ]
+    static func table(caption: String, columns: [(label: String, num: Bool)], rows: [[String]]) -> WebTable {
+        WebTable(caption: caption, columns: columns, rows: rows)
     }
 
     // MARK: The pages' charts
@@ -247,7 +242,7 @@ enum Charts {
             rows: days.map { day in [day.date.description] + day.symptoms.map { cell($0.percent, day.suppressed) } })
         return [
             "intro": visit.format("statsIntro", "\(days.count)", visit.campus.name, "\(visit.campus.statsMinCount)"),
-            "charts": [bars], "tables": [colorTable, symptomTable],
+            "charts": [bars], "tables": [colorTable, symptomTable] as [WebTable],
         ]
     }
 

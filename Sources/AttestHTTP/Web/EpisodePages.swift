@@ -351,7 +351,7 @@ struct EpisodePages: Sendable {
                     desc: visit.format("perMonthDesc", range.from.description, range.to.description), categories: months, values: hours,
                     fill: "#912b88", suffix: " h", smallestStep: 0.5))
         }
-        var tables: [[String: Any]] = [
+        var tables: [WebTable] = [
             Charts.table(
                 caption: visit["summaryByMonth"],
                 columns: [(visit["month"], false), (visit["episodesWord"], true), (visit["closedWord"], true), (visit["totalTime"], true), (visit["averageTime"], true)],

@@ -76,27 +76,42 @@ enum WebHTML {
     }
 
     /// A table made by `Charts.table`: a caption, column headers, the first cell of each row a row header.
-    static func table(_ table: [String: Any]) -> String {
-        var html = "<div class=\"table-wrap\">\n<table>\n<caption>\(escape(string(table["caption"])))</caption>\n<thead><tr>"
-        for column in list(table["columns"]) {
-            html += flag(column["num"]) ? "<th scope=\"col\" class=\"num\">" : "<th scope=\"col\">"
-            html += escape(string(column["label"])) + "</th>"
+    static func table(_ table: WebTable) -> String {
+        var html = "<div class=\"table-wrap\">\n<table>\n<caption>"
+        html.reserveCapacity(256 + table.rows.count * table.columns.count * 32)
+        html += escape(table.caption)
+        html += "</caption>\n<thead><tr>"
+        for column in table.columns {
+            html += column.num ? "<th scope=\"col\" class=\"num\">" : "<th scope=\"col\">"
+            html += escape(column.label)
+            html += "</th>"
         }
         html += "</tr></thead>\n<tbody>\n"
-        for row in list(table["rows"]) {
+        for row in table.rows {
             html += "<tr>"
-            for cell in list(row["cells"]) {
-                let text = escape(string(cell["text"]))
-                if flag(cell["header"]) {
-                    html += "<th scope=\"row\">\(text)</th>"
+            for (index, text) in row.enumerated() {
+                if index == 0 {
+                    html += "<th scope=\"row\">"
+                    html += escape(text)
+                    html += "</th>"
                 } else {
-                    html += flag(cell["num"]) ? "<td class=\"num\">\(text)</td>" : "<td>\(text)</td>"
+                    html += table.columns.indices.contains(index) && table.columns[index].num ? "<td class=\"num\">" : "<td>"
+                    html += escape(text)
+                    html += "</td>"
                 }
             }
             html += "</tr>\n"
         }
         return html + "</tbody>\n</table>\n</div>\n"
     }
+}
+
+/// A table of figures beside a chart: a caption, the columns (figures right-aligned), and the
+/// rows, whose first cell heads its row.
+struct WebTable {
+    var caption: String
+    var columns: [(label: String, num: Bool)]
+    var rows: [[String]]
 }
 
 extension Dictionary where Key == String, Value == Any {

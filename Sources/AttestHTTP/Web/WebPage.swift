@@ -75,7 +75,7 @@ struct WebRenderer: Sendable {
         data["slug"] = visit.campus.slug
         // Charts and tables are written directly (WebHTML): the dashboard's many elements.
         if let charts = data["charts"] as? [[String: Any]] { data["chartsHTML"] = charts.map(WebHTML.chart).joined() }
-        if let tables = data["tables"] as? [[String: Any]] { data["tablesHTML"] = tables.map(WebHTML.table).joined() }
+        if let tables = data["tables"] as? [WebTable] { data["tablesHTML"] = tables.map(WebHTML.table).joined() }
         guard let body = assets.library.render(data, withTemplate: page.template) else { throw WebAssetsError(file: page.template, reason: "no such template") }
         var layout: [String: Any] = [
             "lang": visit.language, "title": page.title, "siteName": visit.campus.name, "css": assets.paths["site.css"] ?? "",
