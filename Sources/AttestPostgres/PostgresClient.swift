@@ -45,8 +45,12 @@ public final class PostgresClient: Service, Sendable {
     private let logger: Logger
     private let threadPool: NIOThreadPool
     private let state = Mutex(State())
-    /// Whether the threads that run blocking libpq calls have been started.
-    private let threadsStarted = Atomic<Bool>(false)
+    /// Where the threads that run blocking libpq calls are. Under a lock, not a flag swapped
+    /// atomically: with a flag, a caller that lost the swap could run a call before the
+    /// winner had started the threads, and be told the pool was shut down (the CLI's first
+    /// query racing `run()` under load).
+    private let threads = Mutex(Threads.notStarted)
+    private enum Threads { case notStarted, started, shutDown }
 
     /// Makes a client; it starts nothing (no thread, no connection) until it runs or is used.
     public init(configuration: PostgresConfiguration, options: Options = Options(), logger: Logger) {
@@ -67,8 +71,10 @@ public final class PostgresClient: Service, Sendable {
     /// A client used before its service runs (a test, a one-off read) starts its threads at
     /// its first connection.
     private func startThreadsIfNeeded() {
-        if threadsStarted.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+        threads.withLock { threads in
+            guard threads == .notStarted else { return }
             threadPool.start()
+            threads = .started
         }
     }
 
@@ -83,6 +89,8 @@ public final class PostgresClient: Service, Sendable {
         }
         for waiter in waiters { waiter.continuation.resume(throwing: Self.closedError) }
         for connection in idle { connection.close() }
+        // Never started after this: a call still on its way finds the pool closed.
+        threads.withLock { $0 = .shutDown }
         try? await threadPool.shutdownGracefully()
     }
 

@@ -21,6 +21,27 @@ struct PoolTests {
         }
     }
 
+    /// The CLI's way: the client's service starts in one task while the first query runs in
+    /// another. Whichever starts the pool's threads, the other waits for them: no call may be
+    /// told the pool is shut down while it is starting (seen once in CI when the winner of an
+    /// atomic flag was preempted before it started them). Once shut down, a call is refused as
+    /// closed, however it arrives.
+    @Test func aFirstQueryRacingTheServicesStartIsNeverToldThePoolIsShutDown() async throws {
+        let name = try await TestDatabase.create(migrated: false)
+        for round in 0..<100 {
+            let client = TestDatabase.client(database: name, role: nil, maxConnections: 8)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await client.run() }
+                let rows = try await client.query("SELECT \(round) AS round")
+                #expect(try rows[0].decode("round", as: Int.self) == round)
+                group.cancelAll()
+                try await group.waitForAll()
+            }
+            let error = await #expect(throws: PostgresError.self) { try await client.query("SELECT 1") }
+            #expect(error?.code == .poolClosed)
+        }
+    }
+
     @Test func aWaiterGetsTheConnectionWhenItIsReturned() async throws {
         try await withFreshDatabase(maxConnections: 1, leaseTimeout: .seconds(5)) { client in
             async let holder: Void = client.withConnection { connection in
