@@ -45,7 +45,7 @@ struct AdminPages: Sendable {
         let today = visit.campus.localDate(at: services.clock())
         let pieDay = days.last { $0.date == today } ?? days.last
         let colorNames: [(key: String, label: String)] = [("green", visit["colorGreen"]), ("yellow", visit["colorYellow"]), ("red", visit["colorRed"])]
-        var charts: [[String: Any]] = []
+        var charts: [WebChart] = []
         var tables: [WebTable] = []
         if let pieDay {
             let counts = [pieDay.green, pieDay.yellow, pieDay.red]

@@ -338,7 +338,7 @@ struct EpisodePages: Sendable {
         let parts = months.map { byMonth[$0] }
         let counts = parts.map { Double($0?.count ?? 0) }
         let hours = parts.map { $0?.averageMinutes.map { $0 / 60 } }
-        var charts: [[String: Any]] = [
+        var charts: [WebChart] = [
             Charts.bars(
                 id: "episodes-per-month", title: visit["episodesPerMonth"],
                 desc: visit.format("perMonthDesc", range.from.description, range.to.description), categories: months, values: counts,

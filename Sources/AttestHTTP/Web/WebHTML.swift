@@ -23,52 +23,39 @@ enum WebHTML {
         return result
     }
 
-    static func string(_ value: Any?) -> String {
-        switch value {
-        case let text as String: text
-        case let number as Int: String(number)
-        case let number as Double: String(number)
-        case nil: ""
-        case let other?: "\(other)"
-        }
-    }
-
-    static func flag(_ value: Any?) -> Bool { (value as? Bool) ?? false }
-
-    static func list(_ value: Any?) -> [[String: Any]] { (value as? [[String: Any]]) ?? [] }
-
-    /// A chart made by `Charts` (its dictionary), as an SVG figure.
-    static func chart(_ chart: [String: Any]) -> String {
-        let id = escape(string(chart["id"]))
+    /// A chart made by `Charts`, as an SVG figure.
+    static func chart(_ chart: WebChart) -> String {
+        let id = escape(chart.id)
         var html = "<figure class=\"card\">\n"
-        if flag(chart["heading"]) { html += "<h3 class=\"chart-heading\" aria-hidden=\"true\">\(escape(string(chart["title"])))</h3>\n" }
-        html += "<svg class=\"chart\" viewBox=\"0 0 \(string(chart["width"])) \(string(chart["height"]))\" role=\"img\" "
+        html.reserveCapacity(1_024 + (chart.axis.count + chart.labels.count + chart.rects.count + chart.slices.count + chart.lines.count) * 160)
+        if chart.heading { html += "<h3 class=\"chart-heading\" aria-hidden=\"true\">\(escape(chart.title))</h3>\n" }
+        html += "<svg class=\"chart\" viewBox=\"0 0 \(chart.width) \(chart.height)\" role=\"img\" "
         html += "aria-labelledby=\"\(id)-title \(id)-desc\" xmlns=\"http://www.w3.org/2000/svg\">\n"
-        html += "<title id=\"\(id)-title\">\(escape(string(chart["title"])))</title>\n<desc id=\"\(id)-desc\">\(escape(string(chart["desc"])))</desc>\n"
-        for line in list(chart["axis"]) {
-            html += "<line x1=\"\(string(line["x1"]))\" y1=\"\(string(line["y1"]))\" x2=\"\(string(line["x2"]))\" y2=\"\(string(line["y2"]))\" stroke=\"#56606b\" stroke-width=\"1\"/>\n"
+        html += "<title id=\"\(id)-title\">\(escape(chart.title))</title>\n<desc id=\"\(id)-desc\">\(escape(chart.desc))</desc>\n"
+        for line in chart.axis {
+            html += "<line x1=\"\(line.x1)\" y1=\"\(line.y1)\" x2=\"\(line.x2)\" y2=\"\(line.y2)\" stroke=\"#56606b\" stroke-width=\"1\"/>\n"
         }
-        for label in list(chart["labels"]) {
-            html += "<text x=\"\(string(label["x"]))\" y=\"\(string(label["y"]))\" text-anchor=\"\(string(label["anchor"]))\">\(escape(string(label["text"])))</text>\n"
+        for label in chart.labels {
+            html += "<text x=\"\(label.x)\" y=\"\(label.y)\" text-anchor=\"\(label.anchor)\">\(escape(label.text))</text>\n"
         }
-        for rect in list(chart["rects"]) {
-            html += "<rect x=\"\(string(rect["x"]))\" y=\"\(string(rect["y"]))\" width=\"\(string(rect["w"]))\" height=\"\(string(rect["h"]))\" fill=\"\(string(rect["fill"]))\""
-            if flag(rect["pattern"]) { html += " stroke=\"#0b0c0c\" stroke-width=\"0.5\"" }
-            html += "><title>\(escape(string(rect["tip"])))</title></rect>\n"
+        for rect in chart.rects {
+            html += "<rect x=\"\(rect.x)\" y=\"\(rect.y)\" width=\"\(rect.w)\" height=\"\(rect.h)\" fill=\"\(rect.fill)\""
+            if rect.pattern { html += " stroke=\"#0b0c0c\" stroke-width=\"0.5\"" }
+            html += "><title>\(escape(rect.tip))</title></rect>\n"
         }
-        for slice in list(chart["slices"]) {
-            html += "<path d=\"\(string(slice["d"]))\" fill=\"\(string(slice["fill"]))\" stroke=\"#fff\" stroke-width=\"2\"><title>\(escape(string(slice["tip"])))</title></path>\n"
+        for slice in chart.slices {
+            html += "<path d=\"\(slice.d)\" fill=\"\(slice.fill)\" stroke=\"#fff\" stroke-width=\"2\"><title>\(escape(slice.tip))</title></path>\n"
         }
-        for line in list(chart["lines"]) {
-            html += "<polyline points=\"\(string(line["points"]))\" fill=\"none\" stroke=\"\(string(line["stroke"]))\" stroke-width=\"2.5\" stroke-linecap=\"round\" stroke-linejoin=\"round\""
-            if let dash = line["dash"] as? String { html += " stroke-dasharray=\"\(dash)\"" }
-            html += "><title>\(escape(string(line["tip"])))</title></polyline>\n"
+        for line in chart.lines {
+            html += "<polyline points=\"\(line.points)\" fill=\"none\" stroke=\"\(line.stroke)\" stroke-width=\"2.5\" stroke-linecap=\"round\" stroke-linejoin=\"round\""
+            if let dash = line.dash { html += " stroke-dasharray=\"\(dash)\"" }
+            html += "><title>\(escape(line.tip))</title></polyline>\n"
         }
         html += "</svg>\n"
-        if let legend = chart["legend"] as? [String: Any] {
+        if let legend = chart.legend {
             html += "<figcaption>"
-            for item in list(legend["items"]) {
-                html += "<span class=\"legend-item\"><span class=\"swatch \(escape(string(item["swatch"])))\" aria-hidden=\"true\"></span>\(escape(string(item["label"])))</span> "
+            for item in legend {
+                html += "<span class=\"legend-item\"><span class=\"swatch \(escape(item.swatch))\" aria-hidden=\"true\"></span>\(escape(item.label))</span> "
             }
             html += "</figcaption>"
         }
@@ -104,6 +91,35 @@ enum WebHTML {
         }
         return html + "</tbody>\n</table>\n</div>\n"
     }
+}
+
+/// A chart made by `Charts`: its size, title and description, and its elements, their
+/// coordinates already written out (`Charts.number`).
+struct WebChart {
+    struct Line { var x1, y1, x2, y2: String }
+    struct Label { var x, y, anchor, text: String }
+    struct Rect {
+        var x, y, w, h, fill: String
+        /// Outlined as well as filled: a light fill (yellow, missing) must not need its colour to be seen.
+        var pattern = false
+        var tip: String
+    }
+    struct Slice { var d, fill, tip: String }
+    struct Polyline {
+        var points, stroke: String
+        var dash: String? = nil
+        var tip: String
+    }
+
+    var id, title, desc, width, height: String
+    /// A visible heading above the chart (the episode summary's charts).
+    var heading = false
+    var axis: [Line] = []
+    var labels: [Label] = []
+    var rects: [Rect] = []
+    var slices: [Slice] = []
+    var lines: [Polyline] = []
+    var legend: [(swatch: String, label: String)]? = nil
 }
 
 /// A table of figures beside a chart: a caption, the columns (figures right-aligned), and the

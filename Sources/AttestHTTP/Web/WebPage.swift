@@ -74,7 +74,7 @@ struct WebRenderer: Sendable {
         data["csrf"] = visit.csrf
         data["slug"] = visit.campus.slug
         // Charts and tables are written directly (WebHTML): the dashboard's many elements.
-        if let charts = data["charts"] as? [[String: Any]] { data["chartsHTML"] = charts.map(WebHTML.chart).joined() }
+        if let charts = data["charts"] as? [WebChart] { data["chartsHTML"] = charts.map(WebHTML.chart).joined() }
         if let tables = data["tables"] as? [WebTable] { data["tablesHTML"] = tables.map(WebHTML.table).joined() }
         guard let body = assets.library.render(data, withTemplate: page.template) else { throw WebAssetsError(file: page.template, reason: "no such template") }
         var layout: [String: Any] = [
