@@ -355,6 +355,13 @@ public struct JSONBytes: Sendable {
         value ? literal("true") : literal("false")
     }
 
+    /// What another `JSONBytes` wrote, as it is (JSON kept from an earlier response).
+    public mutating func append(_ written: JSONBytes) {
+        bytes.append(contentsOf: written.bytes)
+    }
+
+    public var isEmpty: Bool { bytes.isEmpty }
+
     /// The text written, as a `String` (for tests and logs; responses send `bytes`).
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 }

@@ -81,7 +81,12 @@ public struct RangeTotals: Sendable, Equatable {
     public var answers: [String: [String: Int]] = [:]
 
     public init(_ days: [DayFigures]) {
-        activeMembers = days.last?.active ?? 0
+        add(days[...])
+    }
+
+    /// Adds days that follow those already added.
+    public mutating func add(_ days: ArraySlice<DayFigures>) {
+        activeMembers = days.last?.active ?? activeMembers
         for day in days {
             memberDays += day.active
             submitted += day.submitted
@@ -167,7 +172,10 @@ public struct StatisticsStore: Sendable {
     let now: @Sendable () -> Date
     /// Settled days' figures by campus and date, kept five minutes; at most 5,000 days, past
     /// which older ones go sooner.
-    private let settled = ExpiringCache<SettledDay, DayFigures>(ttl: .seconds(300), limit: 5_000)
+    private let settled = ExpiringCache<SettledDay, DayFigures>(ttl: keptFor, limit: 5_000)
+    /// How long a settled day's figures are kept: what is made from them (a server's written
+    /// dashboard) is kept no longer after they were read.
+    public static let keptFor = Duration.seconds(300)
 
     struct SettledDay: Hashable, Sendable {
         var campus: CampusID
@@ -194,19 +202,42 @@ public struct StatisticsStore: Sendable {
     /// a settled day no longer change, and the five minutes bound what an operator's
     /// hand-made change to old rollups, or a standby days behind, would leave showing.
     public func days(campus: CampusID, range: DateRange) async throws -> [DayFigures] {
-        guard range.from <= range.to else { return [] }  // `parse` refuses it; a range built otherwise reads nothing
+        try await keptDays(campus: campus, range: range).days
+    }
+
+    /// A range's days as `days(campus:range:)` gives them, and which of them are settled.
+    public struct KeptDays: Sendable {
+        public var days: [DayFigures]
+        /// How many of `days`, from the first, are settled.
+        public var settled: Int
+        /// When the oldest settled one was read from the database (nil when none is settled):
+        /// what is made from them is no fresher, and is kept at most `keptFor` after it.
+        public var since: ContinuousClock.Instant?
+    }
+
+    /// `days(campus:range:)`, saying which days are settled and since when they are as read.
+    public func keptDays(campus: CampusID, range: DateRange) async throws -> KeptDays {
+        guard range.from <= range.to else { return KeptDays(days: [], settled: 0, since: nil) }  // `parse` refuses it; a range built otherwise reads nothing
         let open = Self.firstOpenDay(at: now())
         let dates = range.from < open ? DateRange(from: range.from, to: min(range.to, open.adding(days: -1))).dates : []
-        let kept = dates.compactMap { settled.value(for: SettledDay(campus: campus, date: $0)) }
+        var kept: [DayFigures] = []
+        kept.reserveCapacity(dates.count)
+        var since: ContinuousClock.Instant?
+        for date in dates {
+            guard let entry = settled.entry(for: SettledDay(campus: campus, date: date)) else { break }
+            kept.append(entry.value)
+            since = min(since ?? entry.at, entry.at)
+        }
         if kept.count == dates.count {
-            guard range.to >= open else { return kept }
-            return kept + (try await read(campus: campus, range: DateRange(from: max(range.from, open), to: range.to)))
+            guard range.to >= open else { return KeptDays(days: kept, settled: kept.count, since: since) }
+            let openDays = try await read(campus: campus, range: DateRange(from: max(range.from, open), to: range.to))
+            return KeptDays(days: kept + openDays, settled: kept.count, since: since)
         }
         // A settled day not kept: the whole range in one read, its settled days kept.
         let started = ContinuousClock.now
         let days = try await read(campus: campus, range: range)
         for day in days where day.date < open { settled.store(day, for: SettledDay(campus: campus, date: day.date), at: started) }
-        return days
+        return KeptDays(days: days, settled: dates.count, since: dates.isEmpty ? nil : started)
     }
 
     /// The days of `range` as the database has them now.

@@ -66,6 +66,12 @@ public struct StatisticsService: Sendable {
         return (days, RangeTotals(days), try await symptoms(campus: campus))
     }
 
+    /// The admin dashboard's days as kept (which are settled, and since when), and the
+    /// symptom questions: for a caller that keeps what it makes of the settled days.
+    public func keptDashboard(campus: CampusID, range: DateRange) async throws -> (days: StatisticsStore.KeptDays, symptoms: [String]) {
+        (try await store.keptDays(campus: campus, range: range), try await symptoms(campus: campus))
+    }
+
     /// A page of the day's red and yellow attestations with who (audited); see
     /// `StatisticsStore.followUps`.
     public func followUps(

@@ -62,6 +62,17 @@ public final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sen
         return state.withLock { fresh($0.entries[key], now: now) }
     }
 
+    /// The value stored for `key` less than `ttl` ago, and the instant it was stored as of:
+    /// what is made from it is no fresher than that.
+    @inlinable
+    public func entry(for key: Key) -> (value: Value, at: ContinuousClock.Instant)? {
+        let now = nanoseconds(at: .now)
+        return state.withLock { state in
+            guard let entry = state.entries[key], let value = fresh(entry, now: now) else { return nil }
+            return (value, origin.advanced(by: .nanoseconds(entry.at)))
+        }
+    }
+
     /// Stores `value` as of `instant`: a value read from the database is as fresh as the
     /// moment the read began, not the moment it ended.
     public func store(_ value: Value, for key: Key, at instant: ContinuousClock.Instant = .now) {

@@ -287,6 +287,88 @@ struct StatisticsTests {
         }
     }
 
+    /// A server writes a range's settled days once and keeps what it wrote with their totals:
+    /// asked again, it writes only the open days, and the body is what writing every day
+    /// afresh gives, the totals too, with an open day's change in both.
+    @Test func writtenSettledDaysAreWhatWritingThemAfreshGives() async throws {
+        let now = Date()
+        let server = try await TestServer.make(clock: TestClock(now).read)
+        let north = try await server.campus("north"), south = try await server.campus("south")
+        for campus in [north, south] { _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test") }
+        let (_, admin) = try await server.user("admin@example.edu", at: north, roles: [.admin])
+        let (_, southAdmin) = try await server.user("admin@example.edu", at: south, roles: [.admin])
+        let open = StatisticsStore.firstOpenDay(at: now)
+        let (from, to) = (open.adding(days: -3), open.adding(days: 1))
+        @Sendable func set(_ campus: Campus, _ date: LocalDate, submitted: Int, fever: Int, site: Int) async throws {
+            try await server.pool.query(
+                """
+                INSERT INTO daily_stats (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
+                VALUES (\(campus.id), \(date), 0, \(submitted), \(submitted - 1), 1, \(submitted - fever), \(fever), 0)
+                ON CONFLICT (campus_id, local_date, shard) DO UPDATE
+                SET submitted = EXCLUDED.submitted, on_time = EXCLUDED.on_time, green = EXCLUDED.green, yellow = EXCLUDED.yellow
+                """, campus: campus.id.rawValue)
+            for (question, answer, count) in [("fever", "true", fever), ("fever", "false", submitted - fever), ("site", "remote", site)] {
+                try await server.pool.query(
+                    """
+                    INSERT INTO daily_answer_counts (campus_id, local_date, question_id, answer, shard, count)
+                    VALUES (\(campus.id), \(date), \(question), \(answer), 0, \(count))
+                    ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = EXCLUDED.count
+                    """, campus: campus.id.rawValue)
+            }
+        }
+        for (offset, date) in DateRange(from: from, to: to).dates.enumerated() {
+            try await set(north, date, submitted: 10 + offset, fever: offset, site: 2 * offset + 1)
+            try await set(south, date, submitted: 100 + offset, fever: 50, site: 1)
+        }
+        /// The dashboard written afresh from the database, by `JSONEncoder`.
+        @Sendable func afresh(_ campus: Campus) async throws -> NSDictionary? {
+            let days = try await StatisticsStore(client: server.pool).days(campus: campus.id, range: DateRange(from: from, to: to))
+            func figures(_ date: String?, active: Int, submitted: Int, onTime: Int, late: Int, missing: Int, green: Int, yellow: Int, red: Int,
+                         answers: [String: [String: Int]], rate: Double?) -> StatisticsRoutes.DashboardFigures {
+                .init(
+                    date: date, activeMembers: active, submitted: submitted, onTime: onTime, late: late, missing: missing,
+                    colors: .init(green: green, yellow: yellow, red: red),
+                    symptoms: ["fever": answers["fever"]?["true"] ?? 0, "cough": answers["cough"]?["true"] ?? 0], answers: answers, complianceRate: rate)
+            }
+            let total = RangeTotals(days)
+            let body = StatisticsRoutes.DashboardBody(
+                from: from.description, to: to.description,
+                days: days.map {
+                    figures($0.date.description, active: $0.active, submitted: $0.submitted, onTime: $0.onTime, late: $0.late, missing: $0.missing,
+                            green: $0.green, yellow: $0.yellow, red: $0.red, answers: $0.answers, rate: $0.complianceRate)
+                },
+                total: figures(nil, active: total.activeMembers, submitted: total.submitted, onTime: total.onTime, late: total.late, missing: total.missing,
+                               green: total.green, yellow: total.yellow, red: total.red, answers: total.answers, rate: total.complianceRate))
+            return try JSONSerialization.jsonObject(with: JSONEncoder().encode(body)) as? NSDictionary
+        }
+        try await server.run { api in
+            func dashboard(_ slug: String, _ token: String) async throws -> (body: String, json: NSDictionary?) {
+                let response = try await api.send(
+                    .get, "/v1/campuses/\(slug)/admin/dashboard?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/admin/dashboard", token: token)
+                #expect(response.status == 200, "\(response.body)")
+                return (response.body, try JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? NSDictionary)
+            }
+            let first = try await dashboard("north", admin)
+            let expected = try await afresh(north)
+            #expect(expected != nil && first.json == expected, "\(first.body)")
+            let total = try #require(first.json?["total"] as? [String: Any])
+            #expect(total["submitted"] as? Int == (10...14).reduce(0, +) && (total["symptoms"] as? [String: Int])?["fever"] == (0...4).reduce(0, +))
+            // Asked again: the settled days as written the first time, byte for byte.
+            #expect(try await dashboard("north", admin).body == first.body)
+            // South's days, the same dates and survey, are its own.
+            let southFirst = try await dashboard("south", southAdmin)
+            #expect(southFirst.json == (try await afresh(south)) && southFirst.body != first.body)
+            // An open day changes: it and the totals show it, the settled days as they were.
+            try await set(north, open, submitted: 40, fever: 9, site: 0)
+            let changed = try await dashboard("north", admin)
+            #expect(changed.json == (try await afresh(north)), "\(changed.body)")
+            let changedTotal = try #require(changed.json?["total"] as? [String: Any])
+            #expect(changedTotal["submitted"] as? Int == (10...14).reduce(0, +) - 13 + 40)
+            let days = try #require(changed.json?["days"] as? [NSDictionary])
+            #expect(days.prefix(3) == (first.json?["days"] as? [NSDictionary])?.prefix(3))
+        }
+    }
+
     /// Rollup rows outside shard 0, in both rollup tables.
     static func shardRows(_ server: TestServer, _ campus: Campus) async throws -> Int {
         try await server.pool.query(

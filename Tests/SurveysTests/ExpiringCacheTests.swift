@@ -127,13 +127,19 @@ import Testing
     }
 
     /// A value stored as of an earlier instant expires a TTL after that instant.
-    @Test func aValueIsAsFreshAsTheInstantItWasStoredAt() {
+    @Test func aValueIsAsFreshAsTheInstantItWasStoredAt() throws {
         let cache = ExpiringCache<String, Int>(ttl: .seconds(5))
         cache.store(1, for: "read long ago", at: .now - .seconds(6))
         cache.store(2, for: "read just now", at: .now - .seconds(1))
         #expect(cache.value(for: "read long ago") == nil)
         #expect(cache.value(for: "read just now") == 2)
+        // `entry` says as of when: what is made from the value is kept no longer than it.
+        let stored = ContinuousClock.now - .seconds(2)
+        cache.store(3, for: "read a moment ago", at: stored)
+        let entry = try #require(cache.entry(for: "read a moment ago"))
+        #expect(entry.value == 3 && entry.at - stored < .microseconds(1) && stored - entry.at < .microseconds(1), "\(entry.at) against \(stored)")
+        #expect(cache.entry(for: "read long ago") == nil)
         cache.remove("read just now")
-        #expect(cache.value(for: "read just now") == nil && cache.count == 1)
+        #expect(cache.value(for: "read just now") == nil && cache.count == 2)
     }
 }

@@ -2,6 +2,7 @@ import AttestPlugins
 import Foundation
 import Hummingbird
 import Surveys
+import Tenancy
 
 /// Statistics from the daily rollups: `GET …/stats` for members (shares, small counts
 /// suppressed), `GET …/admin/dashboard` for admins (counts), and the identifiable
@@ -133,15 +134,19 @@ struct StatisticsRoutes: Sendable {
 
         /// The JSON `encode(to:)` gives, written directly: `JSONEncoder` took about a third of
         /// a 30-day dashboard's time in the server, which under load is what a busy admin waits for.
-        var json: JSONBytes {
-            var json = JSONBytes(capacity: 1_024 * (days.count + 1))
+        var json: JSONBytes { Self.json(from: from, to: to, written: WrittenDays(), days: days, total: total) }
+
+        /// The body with `written`'s days before `days`.
+        static func json(from: String, to: String, written: WrittenDays, days: [DashboardFigures], total: DashboardFigures) -> JSONBytes {
+            var json = JSONBytes(capacity: written.json.bytes.count + 1_024 * (days.count + 1))
             json.literal(#"{"from":"#)
             json.string(from)
             json.literal(#","to":"#)
             json.string(to)
             json.literal(#","days":["#)
+            json.append(written.json)
             for (index, day) in days.enumerated() {
-                if index > 0 { json.literal(",") }
+                if index > 0 || !written.json.isEmpty { json.literal(",") }
                 day.append(to: &json)
             }
             json.literal(#"],"total":"#)
@@ -150,12 +155,35 @@ struct StatisticsRoutes: Sendable {
             return json
         }
 
-        var response: Response {
+        var response: Response { Self.response(json) }
+
+        static func response(_ json: JSONBytes) -> Response {
             Response(
                 status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.bytes)))
         }
     }
+
+    /// A dashboard's settled days written out (their objects, comma-separated) with their
+    /// totals. A settled day's figures no longer change, so a server writes them once and
+    /// keeps them as long as the figures themselves (`StatisticsStore.keptFor` from the
+    /// oldest one's read): an admin's dashboard, asked for again, writes only its open days.
+    struct WrittenDays: Sendable {
+        var json = JSONBytes(capacity: 0)
+        var totals = RangeTotals([])
+    }
+
+    struct WrittenKey: Hashable, Sendable {
+        var campus: CampusID
+        var from: LocalDate
+        var to: LocalDate
+        /// The symptom questions the days were written for (a new survey may name others).
+        var symptoms: [String]
+    }
+
+    /// Kept per campus, range and symptoms. A 30-day range writes about 19 KB, a year's about
+    /// 230 KB: at most 64 are kept (15 MB if every one were a year's).
+    let written = ExpiringCache<WrittenKey, WrittenDays>(ttl: StatisticsStore.keptFor, limit: 64)
 
     struct FollowUpItem: Codable, Sendable {
         var userId: String
@@ -194,7 +222,7 @@ struct StatisticsRoutes: Sendable {
         }
         campus.group("admin/dashboard").add(middleware: AuthenticationMiddleware(services: services, roles: [.admin]))
             .get { request, context -> Response in
-                try await dashboard(request, context).response
+                try await dashboard(request, context)
             }
         campus.group("admin/follow-ups").add(middleware: AuthenticationMiddleware(services: services, roles: [.healthOfficer]))
             .get { request, context -> Response in
@@ -230,25 +258,45 @@ struct StatisticsRoutes: Sendable {
             })
     }
 
-    private func dashboard(_ request: Request, _ context: AttestRequestContext) async throws -> DashboardBody {
+    private func dashboard(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
         let campus = try context.requireCampus()
         let range = try range(request)
-        let (days, total, symptoms) = try await services.statisticsService.dashboard(campus: campus.id, range: range)
-        func symptomCounts(_ answers: [String: [String: Int]]) -> [String: Int] {
-            Dictionary(uniqueKeysWithValues: symptoms.map { ($0, answers[$0]?["true"] ?? 0) })
+        let (kept, symptoms) = try await services.statisticsService.keptDashboard(campus: campus.id, range: range)
+        func figures(_ day: DayFigures) -> DashboardFigures {
+            DashboardFigures(
+                date: day.date.description, activeMembers: day.active, submitted: day.submitted, onTime: day.onTime,
+                late: day.late, missing: day.missing, colors: Counts(green: day.green, yellow: day.yellow, red: day.red),
+                symptoms: Self.symptomCounts(day.answers, symptoms), answers: day.answers, complianceRate: day.complianceRate)
         }
-        return DashboardBody(
-            from: range.from.description, to: range.to.description,
-            days: days.map { day in
-                DashboardFigures(
-                    date: day.date.description, activeMembers: day.active, submitted: day.submitted, onTime: day.onTime,
-                    late: day.late, missing: day.missing, colors: Counts(green: day.green, yellow: day.yellow, red: day.red),
-                    symptoms: symptomCounts(day.answers), answers: day.answers, complianceRate: day.complianceRate)
-            },
+        let settled = kept.days.prefix(kept.settled), open = kept.days.dropFirst(kept.settled)
+        var written = WrittenDays()
+        if let first = settled.first, let last = settled.last {
+            let key = WrittenKey(campus: campus.id, from: first.date, to: last.date, symptoms: symptoms)
+            if let kept = self.written.value(for: key) {
+                written = kept
+            } else {
+                for (index, day) in settled.enumerated() {
+                    if index > 0 { written.json.literal(",") }
+                    figures(day).append(to: &written.json)
+                }
+                written.totals.add(settled)
+                if let since = kept.since { self.written.store(written, for: key, at: since) }
+            }
+        }
+        var total = written.totals
+        total.add(open)
+        let body = DashboardBody.json(
+            from: range.from.description, to: range.to.description, written: written, days: open.map(figures),
             total: DashboardFigures(
                 date: nil, activeMembers: total.activeMembers, submitted: total.submitted, onTime: total.onTime, late: total.late,
                 missing: total.missing, colors: Counts(green: total.green, yellow: total.yellow, red: total.red),
-                symptoms: symptomCounts(total.answers), answers: total.answers, complianceRate: total.complianceRate))
+                symptoms: Self.symptomCounts(total.answers, symptoms), answers: total.answers, complianceRate: total.complianceRate))
+        return DashboardBody.response(body)
+    }
+
+    /// How many attestations said yes to each symptom question (0 for one nobody did).
+    static func symptomCounts(_ answers: [String: [String: Int]], _ symptoms: [String]) -> [String: Int] {
+        Dictionary(symptoms.map { ($0, answers[$0]?["true"] ?? 0) }, uniquingKeysWith: { first, _ in first })
     }
 
     private func followUps(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
