@@ -155,8 +155,6 @@ struct StatisticsRoutes: Sendable {
             return json
         }
 
-        var response: Response { Self.response(json) }
-
         static func response(_ json: JSONBytes) -> Response {
             Response(
                 status: .ok, headers: [.contentType: "application/json; charset=utf-8"],

@@ -26,39 +26,29 @@ enum QRCode {
     }
 
     /// The dark modules as a path: each run of them in a row one rectangle,
-    /// `M{x} {y}h{run}v1h-{run}z`, offset by the quiet zone. Written as bytes: made with
-    /// string interpolation, it was a sixth of the badge page's time.
+    /// `M{x} {y}h{run}v1h-{run}z`, offset by the quiet zone. Written as bytes (`JSONBytes`'
+    /// literals and integers, no JSON in it): made with string interpolation, it was a sixth
+    /// of the badge page's time.
     static func path(_ rows: [[Bool]]) -> String {
-        var path: [UInt8] = []
-        path.reserveCapacity(rows.count * rows.count * 4)
-        func number(_ value: Int) {  // never negative here
-            var divisor = 1
-            while divisor <= value / 10 { divisor *= 10 }
-            var rest = value
-            repeat {
-                path.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest / divisor))
-                rest %= divisor
-                divisor /= 10
-            } while divisor > 0
-        }
+        var path = JSONBytes(capacity: rows.count * rows.count * 4)
         for (y, row) in rows.enumerated() {
             var x = 0
             while x < row.count {
                 guard row[x] else { x += 1; continue }
                 var run = 1
                 while x + run < row.count, row[x + run] { run += 1 }
-                path.append(UInt8(ascii: "M"))
-                number(x + 4)
-                path.append(UInt8(ascii: " "))
-                number(y + 4)
-                path.append(UInt8(ascii: "h"))
-                number(run)
-                path.append(contentsOf: "v1h-".utf8)
-                number(run)
-                path.append(UInt8(ascii: "z"))
+                path.literal("M")
+                path.integer(x + 4)
+                path.literal(" ")
+                path.integer(y + 4)
+                path.literal("h")
+                path.integer(run)
+                path.literal("v1h-")
+                path.integer(run)
+                path.literal("z")
                 x += run
             }
         }
-        return String(decoding: path, as: UTF8.self)
+        return path.text
     }
 }
