@@ -125,18 +125,17 @@ struct CLIError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// `--kek-file`: the operator's key-encryption key, which seals every badge-signing key.
+/// `--kek-file`: the operator's key-encryption key, which seals every campus's secrets.
 struct KeyOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "A file holding the key-encryption key that seals badge keys (what `attest keys new-kek` prints). Default: $ATTEST_KEK_FILE, else $ATTEST_KEK (the key itself, base64).",
+            "A file holding the key-encryption key that seals secrets (what `attest keys new-kek` prints). Default: $ATTEST_KEK_FILE, else $ATTEST_KEK (the key itself, base64).",
             valueName: "file"))
     var kekFile: String?
 
-    /// The key, or nil when none is named.
-    func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> KeyEncryptionKey? {
-        if let path = kekFile ?? environment["ATTEST_KEK_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            let option = kekFile != nil ? "--kek-file" : "ATTEST_KEK_FILE"
+    /// The keys held by `files`, `option` naming them in errors.
+    static func load(files: [String], option: String) throws -> [KeyEncryptionKey] {
+        try files.map { path in
             guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
                 throw CLIError("\(option) names \(path), which cannot be read: check the path and that this user may read it")
             }
@@ -144,6 +143,13 @@ struct KeyOptions: ParsableArguments {
                 throw CLIError("\(option) names \(path), which does not hold a key: it must hold 32 bytes in base64, as `attest keys new-kek` prints")
             }
             return key
+        }
+    }
+
+    /// The key, or nil when none is named.
+    func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> KeyEncryptionKey? {
+        if let path = kekFile ?? environment["ATTEST_KEK_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            return try Self.load(files: [path], option: kekFile != nil ? "--kek-file" : "ATTEST_KEK_FILE").first
         }
         if let text = environment["ATTEST_KEK"], !text.isEmpty {
             guard let key = KeyEncryptionKey(text: text) else {

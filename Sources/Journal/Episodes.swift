@@ -146,6 +146,13 @@ public struct EpisodeStore: Sendable {
         "episode/notes/\(campus)/\(user)/\(id.lowercasedText)"
     }
 
+    /// The column this store seals, for `attest keys rotate-kek` (`SealedColumn`).
+    public static let sealedColumns: [SealedColumn] = [
+        SealedColumn(table: "episodes", column: "sealed", key: [.uuid("id")], scope: .member) { campus, member, row in
+            context(campus, try SealedColumn.require(member), try row.decode("id"))
+        }
+    ]
+
     private func seal(_ notes: String, campus: CampusID, user: UserID, id: UUID) throws -> Data {
         try SealedSecret.seal(Data(notes.utf8), under: try requireKEK(), context: Self.context(campus, user, id))
     }

@@ -52,6 +52,16 @@ public struct JournalStore: Sendable {
         "journal/\(part)/\(campus)/\(user)/\(id.lowercasedText)"
     }
 
+    /// The columns this store seals, for `attest keys rotate-kek` (`SealedColumn`).
+    public static let sealedColumns: [SealedColumn] = [
+        SealedColumn(table: "journal_entries", column: "sealed", key: [.uuid("id")], scope: .member) { campus, member, row in
+            context(campus, try SealedColumn.require(member), try row.decode("id"), "text")
+        },
+        SealedColumn(table: "journal_audio", column: "sealed", key: [.uuid("entry_id")], scope: .member) { campus, member, row in
+            context(campus, try SealedColumn.require(member), try row.decode("entry_id"), "audio")
+        },
+    ]
+
     struct Words: Codable {
         var title: String
         var text: String

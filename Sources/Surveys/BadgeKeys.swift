@@ -188,8 +188,8 @@ public struct BadgeKeyStore: Sendable {
         let kek = try requireKEK()
         let foreign = try await connection.query(
             """
-            SELECT kek_id FROM badge_keys WHERE campus_id = \(campus) AND kek_id <> \(kek.id)
-            UNION ALL SELECT kek_id FROM badge_subject_keys WHERE campus_id = \(campus) AND kek_id <> \(kek.id)
+            SELECT kek_id FROM badge_keys WHERE campus_id = \(campus) AND kek_id <> ALL(\(kek.ids))
+            UNION ALL SELECT kek_id FROM badge_subject_keys WHERE campus_id = \(campus) AND kek_id <> ALL(\(kek.ids))
             LIMIT 1
             """)
         if let other = try foreign.first?.decode("kek_id", as: String.self) {
@@ -218,46 +218,16 @@ public struct BadgeKeyStore: Sendable {
         }
     }
 
-    /// Re-wraps every sealed key of `campus` from `old` to `new` (only the data keys change);
-    /// keys already under `new` are left as they are. Audited. Returns how many changed.
-    public static func rewrap(
-        client: PostgresClient, campus: CampusID, from old: KeyEncryptionKey, to new: KeyEncryptionKey, actor: String
-    ) async throws -> Int {
-        try await client.withTransaction(campus: campus.rawValue) { connection in
-            var changed = 0
-            let keys = try await connection.query(
-                "SELECT kid, private_key FROM badge_keys WHERE campus_id = \(campus) AND kek_id = \(old.id) FOR UPDATE")
-            for row in keys {
-                let kid: String = try row.decode("kid")
-                let rewrapped = try SealedSecret.rewrap(
-                    try row.decode("private_key"), from: old, to: new, context: BadgeKey.sealingContext(campus: campus, kid: kid))
-                try await connection.query(
-                    "UPDATE badge_keys SET private_key = \(rewrapped), kek_id = \(new.id) WHERE campus_id = \(campus) AND kid = \(kid)")
-                changed += 1
-            }
-            let subjects = try await connection.query(
-                "SELECT sealed FROM badge_subject_keys WHERE campus_id = \(campus) AND kek_id = \(old.id) FOR UPDATE")
-            if let row = subjects.first {
-                let rewrapped = try SealedSecret.rewrap(try row.decode("sealed"), from: old, to: new, context: subjectContext(campus: campus))
-                try await connection.query(
-                    "UPDATE badge_subject_keys SET sealed = \(rewrapped), kek_id = \(new.id) WHERE campus_id = \(campus)")
-                changed += 1
-            }
-            let stale = try await connection.query(
-                """
-                SELECT (SELECT count(*) FROM badge_keys WHERE campus_id = \(campus) AND kek_id <> \(new.id))
-                     + (SELECT count(*) FROM badge_subject_keys WHERE campus_id = \(campus) AND kek_id <> \(new.id)) AS n
-                """)
-            let left: Int = try stale.first?.decode("n") ?? 0
-            guard left == 0 else { throw CampusError.otherKeyEncryptionKey(sealedWith: "another key", given: old.id) }
-            if changed > 0 {
-                try await AuditLog.record(
-                    connection, campus: campus, actor: actor, action: "kek.rotate", target: new.id,
-                    details: ["from": old.id, "rewrapped": "\(changed)"])
-            }
-            return changed
-        }
-    }
+    /// The columns this store seals, for `attest keys rotate-kek` (`SealedColumn`).
+    public static let sealedColumns: [SealedColumn] = [
+        SealedColumn(
+            table: "badge_keys", column: "private_key", key: [.text("kid")], scope: .campus, kekIDColumn: "kek_id",
+            condition: "kek_id IS NOT NULL"
+        ) { campus, _, row in BadgeKey.sealingContext(campus: campus, kid: try row.decode("kid")) },
+        SealedColumn(table: "badge_subject_keys", column: "sealed", key: [], scope: .campus, kekIDColumn: "kek_id") { campus, _, _ in
+            subjectContext(campus: campus)
+        },
+    ]
 }
 
 /// base64url without padding (RFC 4648 §5), as JOSE uses it, written and read byte by byte.

@@ -8,6 +8,30 @@ public struct KeyEncryptionKey: Sendable {
     let key: SymmetricKey
     /// The first 8 bytes of the key's SHA-256, hex: names it without revealing it.
     public let id: String
+    /// Keys that still open what they sealed but seal nothing: the previous key while
+    /// `attest keys rotate-kek` re-wraps (`serve --previous-kek-file`).
+    public private(set) var previous: [KeyEncryptionKey] = []
+
+    /// This key, also opening what `others` sealed (never sealing with them).
+    public func accepting(_ others: [KeyEncryptionKey]) -> KeyEncryptionKey {
+        var ring = self
+        ring.previous = (previous + others.map(\.sealingOnly)).filter { $0.id != id }
+        return ring
+    }
+
+    /// The fingerprints of every key this one opens with: its own first.
+    public var ids: [String] { [id] + previous.map(\.id) }
+
+    /// The key of this ring that sealed under `id`, or nil.
+    func opening(_ id: String) -> KeyEncryptionKey? {
+        id == self.id ? self : previous.first { $0.id == id }
+    }
+
+    private var sealingOnly: KeyEncryptionKey {
+        var key = self
+        key.previous = []
+        return key
+    }
 
     /// From the 32 bytes themselves.
     public init?(bytes: some DataProtocol) {
@@ -46,6 +70,8 @@ public struct KeyEncryptionKey: Sendable {
 public enum SealedSecret {
     static let version: UInt8 = 1
     static let wrappedKeySize = 12 + 32 + 16
+    /// The version, the KEK id and the sealed data key: every envelope is longer.
+    public static let headerSize = 9 + wrappedKeySize
 
     public static func seal(_ secret: some DataProtocol, under kek: KeyEncryptionKey, context: String) throws -> Data {
         let dataKey = SymmetricKey(size: .bits256)
@@ -60,13 +86,14 @@ public enum SealedSecret {
 
     /// The KEK id an envelope names, or nil when it is no envelope.
     public static func kekID(of envelope: Data) -> String? {
-        guard envelope.count > 9 + wrappedKeySize, envelope.first == version else { return nil }
+        guard envelope.count > headerSize, envelope.first == version else { return nil }
         return envelope.dropFirst().prefix(8).map { String(format: "%02x", $0) }.joined()
     }
 
+    /// The secret, opened with `kek` or with one of the previous keys it accepts.
     public static func open(_ envelope: Data, with kek: KeyEncryptionKey, context: String) throws -> Data {
         guard let sealedWith = kekID(of: envelope) else { throw CampusError.sealedSecretDamaged }
-        guard sealedWith == kek.id else { throw CampusError.otherKeyEncryptionKey(sealedWith: sealedWith, given: kek.id) }
+        guard let kek = kek.opening(sealedWith) else { throw CampusError.otherKeyEncryptionKey(sealedWith: sealedWith, given: kek.id) }
         let aad = Data(context.utf8)
         let body = envelope.dropFirst(9)
         do {
@@ -79,9 +106,10 @@ public enum SealedSecret {
     }
 
     /// The same secret under `new`: only the data key is re-sealed.
+    /// `old` may be a ring: whichever of its keys sealed the envelope opens it.
     public static func rewrap(_ envelope: Data, from old: KeyEncryptionKey, to new: KeyEncryptionKey, context: String) throws -> Data {
         guard let sealedWith = kekID(of: envelope) else { throw CampusError.sealedSecretDamaged }
-        guard sealedWith == old.id else { throw CampusError.otherKeyEncryptionKey(sealedWith: sealedWith, given: old.id) }
+        guard let old = old.opening(sealedWith) else { throw CampusError.otherKeyEncryptionKey(sealedWith: sealedWith, given: old.id) }
         let aad = Data(context.utf8)
         let body = envelope.dropFirst(9)
         let dataKey: Data

@@ -97,12 +97,12 @@ struct TestServer {
     static func make(
         registry: PluginRegistry = .builtin, clock: @escaping @Sendable () -> Date = { Date() },
         configuration: ServerConfiguration = ServerConfiguration(outbound: .init(allowedHosts: ["127.0.0.1"])),
-        settingsStyle: TransactionSettings.Style = .automatic
+        settingsStyle: TransactionSettings.Style = .automatic, kek: KeyEncryptionKey = Self.kek, database existing: String? = nil
     ) async throws -> TestServer {
-        let database = try await TestDatabase.create()
+        let database = if let existing { existing } else { try await TestDatabase.create() }
         let pool = TestDatabase.client(database: database, maxConnections: 8, settingsStyle: settingsStyle)
         let services = AttestServices(
-            database: pool, configuration: configuration, registry: registry, kek: Self.kek, logger: TestDatabase.testLogger, clock: clock)
+            database: pool, configuration: configuration, registry: registry, kek: kek, logger: TestDatabase.testLogger, clock: clock)
         return TestServer(database: database, pool: pool, services: services, configuration: configuration)
     }
 

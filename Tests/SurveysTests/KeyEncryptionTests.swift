@@ -31,6 +31,25 @@ struct KeyEncryptionTests {
         #expect(throws: CampusError.sealedSecretDamaged) { try SealedSecret.open(Data([1, 2, 3]), with: kek, context: "x") }
     }
 
+    /// During a rotation a server seals with the new key and opens with either.
+    @Test func aKeyAcceptingThePreviousOneOpensBothAndSealsWithItself() throws {
+        let old = KeyEncryptionKey.generate().key, new = KeyEncryptionKey.generate().key, third = KeyEncryptionKey.generate().key
+        let ring = new.accepting([old])
+        #expect(ring.ids == [new.id, old.id])
+        #expect(new.accepting([new, old]).ids == [new.id, old.id])
+        let underOld = try SealedSecret.seal(Data("a".utf8), under: old, context: "c")
+        #expect(try SealedSecret.open(underOld, with: ring, context: "c") == Data("a".utf8))
+        #expect(SealedSecret.kekID(of: try SealedSecret.seal(Data("b".utf8), under: ring, context: "c")) == new.id)
+        #expect(throws: CampusError.otherKeyEncryptionKey(sealedWith: old.id, given: new.id)) {
+            try SealedSecret.open(underOld, with: new, context: "c")
+        }
+        #expect(throws: CampusError.self) { try SealedSecret.open(try SealedSecret.seal(Data(), under: third, context: "c"), with: ring, context: "c") }
+        // Re-wrapping from the ring: whichever of its keys sealed a value opens it.
+        let rewrapped = try SealedSecret.rewrap(underOld, from: third.accepting([old]), to: new, context: "c")
+        #expect(SealedSecret.kekID(of: rewrapped) == new.id)
+        #expect(try SealedSecret.open(rewrapped, with: new, context: "c") == Data("a".utf8))
+    }
+
     @Test func rewrappingChangesOnlyTheDataKeysSeal() throws {
         let old = KeyEncryptionKey.generate().key, new = KeyEncryptionKey.generate().key
         let secret = Data("thirty-two bytes of badge secret".utf8)

@@ -53,6 +53,11 @@ struct ServeCommand: AsyncParsableCommand {
             "A streaming standby's libpq URI or conninfo (or @FILE), logged in as the same role: the statistics, dashboard and report reads go there (a standby is usually under a second behind). Default: $DATABASE_READ_URL; none: everything reads the primary.",
             valueName: "url"))
     var databaseReadURL: String?
+    @Option(
+        help: ArgumentHelp(
+            "A key-encryption key that still opens what it sealed but seals nothing (repeatable): the old key while `attest keys rotate-kek` runs.",
+            valueName: "file"))
+    var previousKekFile: [String] = []
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var keys: KeyOptions
     @OptionGroup var logging: LoggingOptions
@@ -76,7 +81,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = logging.makeLogger(label: "attest")
-        let kek = try keys.require()
+        let kek = try keys.require().accepting(try KeyOptions.load(files: previousKekFile, option: "--previous-kek-file"))
         try await migrateThenServe(
             database: database, readURL: try database.resolveReadURL(databaseReadURL), migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek, server: ServerConfiguration(
                 host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort, trustedProxies: Swift.Set(trustedProxies),

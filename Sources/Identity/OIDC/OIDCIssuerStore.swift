@@ -112,24 +112,12 @@ public struct OIDCIssuerStore: Sendable {
         return (id, String(decoding: secret, as: UTF8.self))
     }
 
-    /// Re-seals every client secret of `campus` under `new` (`attest keys rotate-kek`); how many.
-    public static func rewrap(client: PostgresClient, campus: CampusID, from old: KeyEncryptionKey, to new: KeyEncryptionKey) async throws -> Int {
-        try await client.withTransaction(campus: campus.rawValue) { connection in
-        var changed = 0
-        for row in try await connection.query(
-            "SELECT issuer, client_secret FROM campus_oidc_issuers WHERE campus_id = \(campus) AND client_secret IS NOT NULL FOR UPDATE")
-        {
-            let issuer: String = try row.decode("issuer")
-            let sealed: Data = try row.decode("client_secret")
-            guard SealedSecret.kekID(of: sealed) != new.id else { continue }
-            let rewrapped = try SealedSecret.rewrap(sealed, from: old, to: new, context: secretContext(campus: campus, issuer: issuer))
-            try await connection.query(
-                "UPDATE campus_oidc_issuers SET client_secret = \(rewrapped) WHERE campus_id = \(campus) AND issuer = \(issuer)")
-            changed += 1
+    /// The column this store seals, for `attest keys rotate-kek` (`SealedColumn`).
+    public static let sealedColumns: [SealedColumn] = [
+        SealedColumn(table: "campus_oidc_issuers", column: "client_secret", key: [.text("issuer")], scope: .campus) { campus, _, row in
+            secretContext(campus: campus, issuer: try row.decode("issuer"))
         }
-        return changed
-        }
-    }
+    ]
 
     public func list(campus: CampusID) async throws -> [OIDCIssuer] {
         let rows = try await client.query(
