@@ -9,60 +9,57 @@ public enum CSV {
         public let line: Int
     }
 
-    /// One field written for RFC 4180, with a leading quote for text a spreadsheet would
-    /// run as a formula (`=`, `+`, `-`, `@` …) unless it is a number.
+    /// One field written for RFC 4180, decided on Unicode scalars (never on grapheme clusters:
+    /// `"\r\n"`, or a quote followed by a combining mark, is one `Character`): quoted when a
+    /// comma, quote, CR or LF is anywhere in it, and with a leading `'` when it starts with a
+    /// scalar a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR) unless it is a
+    /// plain number (`-1.5`, `+3e2`).
     public static func escape(_ field: String) -> String {
-        var text = field
-        if let first = text.first, "=+-@\t\r".contains(first), Double(text) == nil { text = "'" + text }
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        var scalars = field.unicodeScalars
+        if let first = scalars.first, formulaStarts.contains(first.value), !isPlainNumber(field) {
+            scalars.insert("'", at: scalars.startIndex)
+        }
+        guard scalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return String(scalars) }
+        var quoted = String.UnicodeScalarView()
+        quoted.append("\"")
+        for scalar in scalars {
+            if scalar == "\"" { quoted.append("\"") }
+            quoted.append(scalar)
+        }
+        quoted.append("\"")
+        return String(quoted)
     }
 
+    /// `=`, `+`, `-`, `@`, tab, CR: what makes a spreadsheet read a cell as a formula.
+    static let formulaStarts: Set<UInt32> = [0x3D, 0x2B, 0x2D, 0x40, 0x09, 0x0D]
+
+    /// An ASCII decimal number with an optional sign, fraction and exponent, nothing else.
+    static func isPlainNumber(_ text: String) -> Bool {
+        var bytes = text.utf8[...]
+        if let sign = bytes.first, sign == 0x2B || sign == 0x2D { bytes = bytes.dropFirst() }
+        func digits() -> Int {
+            let count = bytes.prefix { (0x30...0x39).contains($0) }.count
+            bytes = bytes.dropFirst(count)
+            return count
+        }
+        var mantissa = digits()
+        if bytes.first == 0x2E {
+            bytes = bytes.dropFirst()
+            mantissa += digits()
+        }
+        guard mantissa > 0 else { return false }
+        if let e = bytes.first, e == 0x65 || e == 0x45 {
+            bytes = bytes.dropFirst()
+            if let sign = bytes.first, sign == 0x2B || sign == 0x2D { bytes = bytes.dropFirst() }
+            guard digits() > 0 else { return false }
+        }
+        return bytes.isEmpty
+    }
+
+    /// Every record of `text`, read as `forEachRecord` reads bytes.
     public static func records(_ text: String) throws -> [(line: Int, fields: [String])] {
-        var records: [(Int, [String])] = []
-        var fields: [String] = []
-        var field = ""
-        var inQuotes = false
-        var line = 1
-        var recordLine = 1
-        var characters = Array(text.replacingOccurrences(of: "\r\n", with: "\n"))
-        if characters.last != "\n" { characters.append("\n") }
-        var index = 0
-        while index < characters.count {
-            let character = characters[index]
-            if inQuotes {
-                if character == "\"" {
-                    if index + 1 < characters.count, characters[index + 1] == "\"" {
-                        field.append("\"")
-                        index += 1
-                    } else {
-                        inQuotes = false
-                    }
-                } else {
-                    if character == "\n" { line += 1 }
-                    field.append(character)
-                }
-            } else {
-                switch character {
-                case "\"" where field.isEmpty: inQuotes = true
-                case ",":
-                    fields.append(field)
-                    field = ""
-                case "\n":
-                    fields.append(field)
-                    records.append((recordLine, fields))
-                    fields = []
-                    field = ""
-                    line += 1
-                    recordLine = line
-                default: field.append(character)
-                }
-            }
-            index += 1
-        }
-        if inQuotes {
-            throw UnclosedQuote(line: recordLine)
-        }
+        var records: [(line: Int, fields: [String])] = []
+        try forEachRecord(in: Data(text.utf8)) { line, fields in records.append((line, fields)) }
         return records
     }
 

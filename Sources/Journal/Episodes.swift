@@ -251,15 +251,43 @@ public struct EpisodeStore: Sendable {
         return (episodes, next)
     }
 
-    /// Every episode started from `from` through `to` (instants), oldest first.
-    public func range(campus: CampusID, user: UserID, from: Date, to: Date, now: Date) async throws -> [Episode] {
-        try await transaction(campus: campus, user: user, now: now) { connection in
+    /// Episodes started from `from` until `to` (instants), oldest first, `limit` after
+    /// `cursor` (in this order): an export, a batch at a time.
+    public func range(
+        campus: CampusID, user: UserID, from: Date, to: Date, after cursor: Cursor? = nil, limit: Int = 10_000, now: Date
+    ) async throws -> [Episode] {
+        let after: SQL = cursor.map { "AND (started_at, id) > (\($0.startedAt), \($0.id))" } ?? ""
+        return try await transaction(campus: campus, user: user, now: now) { connection in
             try await connection.query(
                 """
                 SELECT \(Self.columns) FROM episodes WHERE campus_id = \(campus) AND user_id = \(user.rawValue)
-                  AND started_at >= \(from) AND started_at < \(to) ORDER BY started_at, id
+                  AND started_at >= \(from) AND started_at < \(to) \(after) ORDER BY started_at, id LIMIT \(limit)
                 """)
         }.map { try episode($0, campus: campus, user: user) }
+    }
+
+    /// How many episodes a range has, and the closed ones' count and total length (each
+    /// counted at most 366 days, as `Episode.durationSeconds` rounds): an export's heading.
+    public struct Summary: Sendable, Equatable {
+        public var count: Int
+        public var closedCount: Int
+        public var closedSeconds: Int
+
+        public init(count: Int, closedCount: Int, closedSeconds: Int) {
+            (self.count, self.closedCount, self.closedSeconds) = (count, closedCount, closedSeconds)
+        }
+    }
+
+    public func summary(campus: CampusID, user: UserID, from: Date, to: Date, now: Date) async throws -> Summary {
+        let row = try await transaction(campus: campus, user: user, now: now) { connection in
+            try await connection.query(
+                """
+                SELECT count(*) AS n, count(stopped_at) AS closed,
+                       coalesce(sum(least(floor(greatest(extract(epoch FROM stopped_at - started_at), 0)), 31622400)), 0)::bigint AS seconds
+                FROM episodes WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND started_at >= \(from) AND started_at < \(to)
+                """)
+        }.first
+        return Summary(count: try row?.decode("n") ?? 0, closedCount: try row?.decode("closed") ?? 0, closedSeconds: try row?.decode("seconds") ?? 0)
     }
 
     /// Stops an open episode at `at` (not before its start).

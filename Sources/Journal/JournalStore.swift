@@ -145,17 +145,32 @@ public struct JournalStore: Sendable {
         return Page(entries: entries, next: next)
     }
 
-    /// Every entry dated from `from` through `to`, oldest first: for export.
-    public func range(campus: CampusID, user: UserID, from: LocalDate, to: LocalDate) async throws -> [JournalEntry] {
+    /// Entries dated from `from` through `to`, oldest first, `limit` after `cursor` (an
+    /// entry's date and id, in this order): an export, a batch at a time.
+    public func range(
+        campus: CampusID, user: UserID, from: LocalDate, to: LocalDate, after cursor: Cursor? = nil, limit: Int = 10_000
+    ) async throws -> [JournalEntry] {
+        let after: SQL = cursor.map { "AND (e.entry_date, e.id) > (\($0.date), \($0.id))" } ?? ""
         let rows = try await transaction(campus: campus, user: user) { connection in
             try await connection.query(
                 """
                 SELECT \(Self.columns) FROM \(Self.from)
-                WHERE e.campus_id = \(campus) AND e.user_id = \(user.rawValue) AND e.entry_date BETWEEN \(from) AND \(to)
-                ORDER BY e.entry_date, e.id
+                WHERE e.campus_id = \(campus) AND e.user_id = \(user.rawValue) AND e.entry_date BETWEEN \(from) AND \(to) \(after)
+                ORDER BY e.entry_date, e.id LIMIT \(limit)
                 """)
         }
         return try rows.map { try entry($0, campus: campus, user: user) }
+    }
+
+    /// How many entries are dated from `from` through `to`.
+    public func count(campus: CampusID, user: UserID, from: LocalDate, to: LocalDate) async throws -> Int {
+        try await transaction(campus: campus, user: user) { connection in
+            try await connection.query(
+                """
+                SELECT count(*) AS n FROM journal_entries
+                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND entry_date BETWEEN \(from) AND \(to)
+                """)
+        }.first?.decode("n") ?? 0
     }
 
     public func find(campus: CampusID, user: UserID, id: UUID) async throws -> JournalEntry? {

@@ -1,32 +1,80 @@
 import Foundation
 
-/// A small PDF 1.4 writer: US Letter pages of text in Helvetica (regular and bold), lines
-/// wrapped by the font's widths, rules, and "Page N of M" at the foot of each. Text is
-/// written in WinAnsiEncoding, which the standard fonts carry: characters beyond it (most
-/// scripts other than Latin) are shown as `?`. The export's CSV and JSON carry every
+/// A small streaming PDF 1.4 writer: US Letter pages of text in Helvetica (regular and
+/// bold), lines wrapped by the font's widths, rules, and "Page N of M" at the foot of each.
+///
+/// Each page is written out as soon as it is full (`take()` hands over the bytes made so far),
+/// so a document of any length costs the memory of one page. The catalog, the page tree and
+/// the total page count come at the end: every page's footer draws the count from one form
+/// XObject written last.
+///
+/// Every string is written as a hex string (`<48656C6C6F>`) of WinAnsiEncoding bytes: nothing
+/// in a member's text can close it or reach the content stream's syntax, whatever its
+/// scalars. Characters beyond WinAnsi (most scripts other than Latin, combining marks) are
+/// shown as `?`; control characters as spaces. The export's CSV and JSON carry every
 /// character; the PDF is for printing and handing over.
 public struct PDFWriter {
     public static let pageWidth = 612.0, pageHeight = 792.0
     static let margin = 56.0
     static let footer = 36.0
 
-    private var pages: [String] = []
-    private var current = ""
+    /// Objects 1 to 6 are written last: catalog, page tree, the two fonts, the document
+    /// information, the page count's form; pages and their contents follow from 7.
+    static let catalog = 1, pageTree = 2, regular = 3, bold = 4, info = 5, pageCount = 6
+
+    /// Bytes made and not yet taken.
+    private var output: [UInt8] = []
+    /// Bytes taken before `output` began.
+    private var taken = 0
+    /// Each object's offset in the file, by number (0 unused).
+    private var offsets: [Int] = Array(repeating: 0, count: 7)
+    private var pages: [Int] = []
+    private var current: [UInt8] = []
     private var y = pageHeight - margin
 
-    public init() {}
+    public init() {
+        output = Array("%PDF-1.4\n%".utf8) + [0xE2, 0xE3, 0xCF, 0xD3, 0x0A]
+    }
 
     /// The usable width of a line.
     public static var lineWidth: Double { pageWidth - 2 * margin }
+
+    /// The bytes made since the last call: whole objects, in file order.
+    public mutating func take() -> [UInt8] {
+        defer {
+            taken += output.count
+            output = []
+        }
+        return output
+    }
 
     /// Starts a new page when fewer than `height` points are left.
     public mutating func need(_ height: Double) {
         if y - height < Self.margin + Self.footer { newPage() }
     }
 
+    /// Writes out the page so far and starts another.
     public mutating func newPage() {
-        pages.append(current)
-        current = ""
+        let number = pages.count + 1
+        let page = offsets.count, contents = page + 1
+        let label = "Page \(number) of "
+        let labelWidth = Self.width(label, size: 8)
+        let x = (Self.pageWidth - labelWidth - Self.width("00", size: 8)) / 2
+        var stream = current
+        stream += Array(String(format: "BT /F1 8 Tf %.1f %.1f Td ", x, Self.margin - 20).utf8)
+        Self.appendHexString(Self.winAnsi(label), to: &stream)
+        stream += Array(String(format: " Tj ET q 1 0 0 1 %.1f %.1f cm /Pg Do Q\n", x + labelWidth, Self.margin - 20).utf8)
+        offsets.append(0)
+        offsets.append(0)
+        object(
+            page,
+            Array(
+                ("<< /Type /Page /Parent \(Self.pageTree) 0 R /MediaBox [0 0 \(Int(Self.pageWidth)) \(Int(Self.pageHeight))] "
+                    + "/Resources << /Font << /F1 \(Self.regular) 0 R /F2 \(Self.bold) 0 R >> /XObject << /Pg \(Self.pageCount) 0 R >> >> "
+                    + "/Contents \(contents) 0 R >>").utf8))
+        object(contents, Self.stream(stream))
+        pages.append(page)
+        current = []
         y = Self.pageHeight - Self.margin
     }
 
@@ -56,65 +104,79 @@ public struct PDFWriter {
     public mutating func rule(after: Double = 6) {
         need(4)
         y -= 3
-        current += String(format: "0.6 G 0.5 w %.1f %.1f m %.1f %.1f l S 0 G\n", Self.margin, y, Self.pageWidth - Self.margin, y)
+        current += Array(String(format: "0.6 G 0.5 w %.1f %.1f m %.1f %.1f l S 0 G\n", Self.margin, y, Self.pageWidth - Self.margin, y).utf8)
         y -= after
     }
 
     private mutating func place(_ text: String, x: Double, y: Double, size: Double, bold: Bool) {
-        current += "BT /\(bold ? "F2" : "F1") " + String(format: "%.1f Tf %.1f %.1f Td (", size, x, y) + Self.escape(text) + ") Tj ET\n"
+        current += Array(("BT /\(bold ? "F2" : "F1") " + String(format: "%.1f Tf %.1f %.1f Td ", size, x, y)).utf8)
+        Self.appendHexString(Self.winAnsi(text), to: &current)
+        current += Array(" Tj ET\n".utf8)
     }
 
-    /// The document's bytes.
-    public func finished(title: String) -> Data {
-        var pages = self.pages
-        if !current.isEmpty || pages.isEmpty { pages.append(current) }
-        let count = pages.count
-        var objects: [Data] = []
-        // 1 catalog, 2 pages, 3 and 4 fonts, 5 info, then each page and its contents.
-        let kids = (0..<count).map { "\(6 + 2 * $0) 0 R" }.joined(separator: " ")
-        objects.append(Data("<< /Type /Catalog /Pages 2 0 R >>".utf8))
-        objects.append(Data("<< /Type /Pages /Kids [\(kids)] /Count \(count) >>".utf8))
-        objects.append(Data("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".utf8))
-        objects.append(Data("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>".utf8))
-        objects.append(Self.winAnsi("<< /Title (\(Self.escape(title))) /Producer (Campus Attest) >>"))
-        for (index, content) in pages.enumerated() {
-            let foot = "Page \(index + 1) of \(count)"
-            let footWidth = Self.width(foot, size: 8)
-            let stream = Self.winAnsi(
-                content + String(format: "BT /F1 8 Tf %.1f %.1f Td (", (Self.pageWidth - footWidth) / 2, Self.margin - 20) + foot + ") Tj ET\n")
-            objects.append(
-                Data(
-                    ("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 \(Int(Self.pageWidth)) \(Int(Self.pageHeight))] "
-                        + "/Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> /Contents \(7 + 2 * index) 0 R >>").utf8))
-            objects.append(Data("<< /Length \(stream.count) >>\nstream\n".utf8) + stream + Data("\nendstream".utf8))
-        }
-        var output = Data("%PDF-1.4\n%".utf8) + Data([0xE2, 0xE3, 0xCF, 0xD3, 0x0A])
-        var offsets: [Int] = []
-        for (index, object) in objects.enumerated() {
-            offsets.append(output.count)
-            output += Data("\(index + 1) 0 obj\n".utf8)
-            output += object
-            output += Data("\nendobj\n".utf8)
-        }
-        let xref = output.count
-        var table = "xref\n0 \(objects.count + 1)\n0000000000 65535 f \n"
-        for offset in offsets { table += String(format: "%010ld 00000 n \n", offset) }
-        table += "trailer\n<< /Size \(objects.count + 1) /Root 1 0 R /Info 5 0 R >>\nstartxref\n\(xref)\n%EOF\n"
-        output += Data(table.utf8)
-        return output
+    /// The rest of the document: the last page, the objects every page refers to, the
+    /// cross-reference table and the trailer. Nothing may be added after.
+    public mutating func finish(title: String) -> [UInt8] {
+        if !current.isEmpty || pages.isEmpty { newPage() }
+        var count = Array("BT /F1 8 Tf 0 0 Td ".utf8)
+        Self.appendHexString(Array("\(pages.count)".utf8), to: &count)
+        count += Array(" Tj ET".utf8)
+        object(
+            Self.pageCount,
+            Array("<< /Type /XObject /Subtype /Form /BBox [0 0 60 12] /Resources << /Font << /F1 \(Self.regular) 0 R >> >> /Length \(count.count) >>\nstream\n".utf8)
+                + count + Array("\nendstream".utf8))
+        object(Self.catalog, Array("<< /Type /Catalog /Pages \(Self.pageTree) 0 R >>".utf8))
+        object(
+            Self.pageTree,
+            Array("<< /Type /Pages /Kids [\(pages.map { "\($0) 0 R" }.joined(separator: " "))] /Count \(pages.count) >>".utf8))
+        object(Self.regular, Array("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".utf8))
+        object(Self.bold, Array("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>".utf8))
+        var information = Array("<< /Title ".utf8)
+        // A text string: UTF-16BE after its byte order mark.
+        Self.appendHexString([0xFE, 0xFF] + title.utf16.flatMap { [UInt8(truncatingIfNeeded: $0 >> 8), UInt8(truncatingIfNeeded: $0)] }, to: &information)
+        information += Array(" /Producer (Campus Attest) >>".utf8)
+        object(Self.info, information)
+        let xref = taken + output.count
+        var table = "xref\n0 \(offsets.count)\n0000000000 65535 f \n"
+        for offset in offsets.dropFirst() { table += String(format: "%010ld 00000 n \n", offset) }
+        table += "trailer\n<< /Size \(offsets.count) /Root \(Self.catalog) 0 R /Info \(Self.info) 0 R >>\nstartxref\n\(xref)\n%EOF\n"
+        output += Array(table.utf8)
+        return take()
+    }
+
+    private mutating func object(_ number: Int, _ body: [UInt8]) {
+        offsets[number] = taken + output.count
+        output += Array("\(number) 0 obj\n".utf8)
+        output += body
+        output += Array("\nendobj\n".utf8)
+    }
+
+    private static func stream(_ content: [UInt8]) -> [UInt8] {
+        Array("<< /Length \(content.count) >>\nstream\n".utf8) + content + Array("\nendstream".utf8)
     }
 
     // MARK: Text
 
-    /// Text in WinAnsiEncoding: ASCII and Latin-1 as themselves, typographic quotes, dashes,
-    /// bullet, ellipsis and euro at their code points, anything else as `?`; control
-    /// characters as spaces.
-    static func winAnsi(_ text: String) -> Data {
+    /// `<…>`: each byte as two hex digits. No byte can end it early.
+    static func appendHexString(_ bytes: [UInt8], to output: inout [UInt8]) {
+        let digits = Array("0123456789ABCDEF".utf8)
+        output.reserveCapacity(output.count + 2 * bytes.count + 2)
+        output.append(UInt8(ascii: "<"))
+        for byte in bytes {
+            output.append(digits[Int(byte >> 4)])
+            output.append(digits[Int(byte & 0x0F)])
+        }
+        output.append(UInt8(ascii: ">"))
+    }
+
+    /// Text in WinAnsiEncoding, scalar by scalar: ASCII and Latin-1 as themselves, typographic
+    /// quotes, dashes, bullet, ellipsis and euro at their code points, anything else as `?`;
+    /// control characters as spaces.
+    static func winAnsi(_ text: String) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
             switch scalar.value {
-            case 0x0A: bytes.append(0x0A)
             case 0x00..<0x20, 0x7F: bytes.append(0x20)
             case 0x20..<0x7F, 0xA0...0xFF: bytes.append(UInt8(truncatingIfNeeded: scalar.value))
             case 0x2018: bytes.append(0x91)
@@ -129,20 +191,7 @@ public struct PDFWriter {
             default: bytes.append(0x3F)
             }
         }
-        return Data(bytes)
-    }
-
-    /// A PDF literal string's inside: `\`, `(` and `)` escaped.
-    static func escape(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            switch character {
-            case "\\", "(", ")": result += "\\" + String(character)
-            case "\n", "\r", "\t": result += " "
-            default: result.append(character)
-            }
-        }
-        return result
+        return bytes
     }
 
     /// Helvetica's advance widths (thousandths of the size) for ASCII 32…126; 556 otherwise.
@@ -164,11 +213,34 @@ public struct PDFWriter {
         return Double(total) * size / 1000
     }
 
+    /// The text's lines, broken at every line break by scalars (CR LF, CR, LF, NEL, U+2028,
+    /// U+2029), whatever marks follow them.
+    static func lines(_ text: String) -> [String] {
+        var lines: [String] = []
+        var line = String.UnicodeScalarView()
+        var afterCR = false
+        for scalar in text.unicodeScalars {
+            if scalar == "\n", afterCR {
+                afterCR = false
+                continue
+            }
+            afterCR = scalar == "\r"
+            if scalar == "\r" || scalar == "\n" || scalar.value == 0x85 || scalar.value == 0x2028 || scalar.value == 0x2029 {
+                lines.append(String(line))
+                line = String.UnicodeScalarView()
+            } else {
+                line.append(scalar)
+            }
+        }
+        lines.append(String(line))
+        return lines
+    }
+
     /// Lines of at most `width` points: words kept whole where they fit, a word longer than a
     /// line cut; the text's own line breaks kept.
     static func wrap(_ text: String, width: Double, size: Double) -> [String] {
         var lines: [String] = []
-        for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for paragraph in Self.lines(text) {
             var line = ""
             for word in paragraph.split(separator: " ", omittingEmptySubsequences: true) {
                 let candidate = line.isEmpty ? String(word) : line + " " + word

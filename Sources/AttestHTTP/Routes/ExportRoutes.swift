@@ -48,24 +48,22 @@ struct ExportRoutes: Sendable {
         services: AttestServices, campus: Campus, user: UserID, member: String, from: LocalDate, to: LocalDate, format: MemberExport.Format,
         disposition: String
     ) async throws -> Response {
-        let now = services.clock()
-        let (entries, episodes) = try await EpisodeRoutes.run {
-            (
-                try await services.journal.range(campus: campus.id, user: user, from: from, to: to),
-                try await services.episodes.range(
-                    campus: campus.id, user: user, from: campus.startOfDay(from), to: campus.startOfDay(to.adding(days: 1)), now: now)
-            )
+        let exports = MemberExports(journal: services.journal, episodes: services.episodes)
+        let prepared = try await EpisodeRoutes.run {
+            try await exports.prepare(campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
         }
-        let export = MemberExport(
-            campusName: campus.name, member: member, from: from, to: to, zone: campus.zone, generatedAt: now, entries: entries, episodes: episodes)
-        let body = export.data(format)
         return Response(
             status: .ok,
             headers: [
                 .contentType: format.contentType, .cacheControl: "private, no-store",
                 .contentDisposition: "\(disposition); filename=\"health-journal-\(from)-\(to).\(format.rawValue)\"",
             ],
-            body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            body: ResponseBody { writer in
+                try await prepared.write { chunk in
+                    if !chunk.isEmpty { try await writer.write(ByteBuffer(bytes: chunk)) }
+                }
+                try await writer.finish(nil)
+            })
     }
 
     /// The signed-in member's own export, recorded in the audit log (that it happened and its
