@@ -75,7 +75,7 @@ public struct AsyncPluginHTTPClient: PluginHTTPClient {
     /// literal address, which needs no lookup).
     func checked(_ url: URL) async throws -> (URL, String?) {
         guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else {
-            throw PluginHTTPError.refused("\(url.absoluteString.prefix(200)) is not an absolute http(s) URL")
+            throw PluginHTTPError.refused("\(url.forLogs.prefix(200)) is not an absolute http(s) URL")
         }
         let allowed = policy.allowedHosts.contains(host)
         guard scheme == "https" || (scheme == "http" && allowed) else {

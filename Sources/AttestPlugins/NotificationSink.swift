@@ -109,3 +109,14 @@ public enum DeliveryResult: Sendable, Equatable {
 public protocol NotificationSink: Sendable {
     func deliver(_ notification: AttestNotification, payload: Data, context: PluginContext) async -> DeliveryResult
 }
+
+extension URL {
+    /// The URL as a log or an error message may show it: scheme, host, port and path, without
+    /// user information, query or fragment, which may carry a password or an API key.
+    public var forLogs: String {
+        guard let host, !host.isEmpty else { return "(a URL without a host)" }
+        var text = "\(scheme ?? "?")://\(host)"
+        if let port { text += ":\(port)" }
+        return text + path
+    }
+}

@@ -95,7 +95,7 @@ struct SourceLocation: Sendable, CustomStringConvertible {
 
     var description: String {
         switch place {
-        case .url(let url): url.absoluteString
+        case .url(let url): url.forLogs
         case .file(let path): path
         }
     }
@@ -104,7 +104,7 @@ struct SourceLocation: Sendable, CustomStringConvertible {
         switch place {
         case .url(let url):
             let response = try await context.http.send(PluginHTTPRequest(url: url, timeout: .seconds(10)))
-            guard response.status == 200 else { throw PluginSettingsError("\(url) answered \(response.status)") }
+            guard response.status == 200 else { throw PluginSettingsError("\(url.forLogs) answered \(response.status)") }
             return response.body
         case .file(let path):
             let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
@@ -219,7 +219,7 @@ public final class CommunityJSONFeedProvider: CommunityDataProvider {
         }
         self.url = url
         attribution = try attributionSetting(settings)
-        kept = KeptSource(ttl: try ttlSetting(settings, fallback: .seconds(3600)), describe: url.absoluteString)
+        kept = KeptSource(ttl: try ttlSetting(settings, fallback: .seconds(3600)), describe: url.forLogs)
     }
 
     /// Reads a feed document; a region or day that does not fit is an error naming it.
@@ -245,7 +245,7 @@ public final class CommunityJSONFeedProvider: CommunityDataProvider {
     func dataset(context: PluginContext) async throws -> (value: CommunityDataset, stale: Bool) {
         try await kept.value(context: context) { [url] in
             let response = try await context.http.send(PluginHTTPRequest(url: url, timeout: .seconds(10)))
-            guard response.status == 200 else { throw PluginSettingsError("\(url) answered \(response.status)") }
+            guard response.status == 200 else { throw PluginSettingsError("\(url.forLogs) answered \(response.status)") }
             return try Self.parse(response.body)
         }
     }

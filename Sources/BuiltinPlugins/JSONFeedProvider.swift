@@ -40,7 +40,7 @@ public final class JSONFeedProvider: TestingLocationProvider {
             cache.withLock { $0 = (locations, .now) }
             return ProvidedLocations(locations: locations)
         } catch {
-            context.logger.warning("testing-location feed unavailable", metadata: ["url": "\(url)", "error": "\(error)"])
+            context.logger.warning("testing-location feed unavailable", metadata: ["url": "\(url.forLogs)", "error": "\(error)"])
             guard let kept else { throw error }
             return ProvidedLocations(locations: kept.locations, stale: true)
         }

@@ -74,6 +74,18 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The description without the email address some carry: what a log may hold.
+    public var logReason: String {
+        switch self {
+        case .invalidEmail: "invalid email address"
+        case .emailDomainNotAllowed: "the email address is not in the campus's email domains"
+        case .userExists: "a user with that email address already exists"
+        case .userNotFound: "no user with that email address"
+        case .importFailed(let line, _): "line \(line) of an import was refused"
+        default: description
+        }
+    }
+
     public var description: String {
         switch self {
         case .invalidEmail(let email):

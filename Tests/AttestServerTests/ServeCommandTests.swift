@@ -78,7 +78,7 @@ struct ServeCommandTests {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
             return object["message"] as? String == "request" ? object : nil
         }
-        #expect(requests.contains { $0["path"] as? String == "/readyz" && $0["status"] as? String == "200" })
+        #expect(requests.contains { $0["route"] as? String == "/readyz" && $0["status"] as? String == "200" })
         #expect(lines.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) != nil })
         await #expect(throws: (any Error).self) { try await LoopbackHTTP.request(port: port, path: "/healthz") }
     }

@@ -34,7 +34,7 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             if problem.status.code >= 500 { context.logger.error("request failed", metadata: ["error": "\(error)"]) }
             throw problem
         } catch let error as IdentityError {
-            if error.refusesSignIn { context.logger.info("sign-in refused", metadata: ["reason": "\(error)"]) }
+            if error.refusesSignIn { context.logger.info("sign-in refused", metadata: ["reason": "\(error.logReason)"]) }
             throw Problem(error)
         } catch let error as CampusError {
             throw Problem(error)

@@ -1,8 +1,10 @@
 import Hummingbird
 import Logging
 
-/// One structured log line per request: method, path, status, duration. Never headers,
-/// query strings or bodies: they carry tokens and health answers.
+/// One structured log line per request: method, route, status, duration. The route is the
+/// matched template (`/v1/campuses/{campus}/shared/{token}`), as the metrics label it, never
+/// the path: a path can hold a shared link's token, an id or an email. Never headers, query
+/// strings or bodies: they carry tokens and health answers.
 public struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
     public init() {}
 
@@ -16,7 +18,7 @@ public struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.info(
                 "request",
                 metadata: [
-                    "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(status)",
+                    "method": "\(request.method)", "route": "\(RequestSeries.route(context.endpointPath))", "status": "\(status)",
                     "ms": "\((milliseconds * 10).rounded() / 10)",
                 ])
         }

@@ -26,8 +26,7 @@ final class RequestSeries: Sendable {
 
     func callAsFunction(_ key: RequestKey) -> (requests: CoreMetrics.Counter, latency: CoreMetrics.Timer) {
         if let found = made.withLock({ $0[key] }) { return found }
-        // Hummingbird names a path no route matched "NotFound".
-        let route = key.route.flatMap { $0 == "NotFound" ? nil : Self.template($0) } ?? "unmatched"
+        let route = Self.route(key.route)
         let method = key.method
         let series = (
             CoreMetrics.Counter(
@@ -40,6 +39,12 @@ final class RequestSeries: Sendable {
     }
 
     static let methods: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options]
+
+    /// The template of a matched route, `unmatched` for a path no route has (Hummingbird
+    /// names it "NotFound") or none.
+    static func route(_ endpointPath: String?) -> String {
+        endpointPath.flatMap { $0 == "NotFound" ? nil : template($0) } ?? "unmatched"
+    }
 
     /// `/v1/campuses/:campus/me` → `/v1/campuses/{campus}/me`, as in the OpenAPI document.
     static func template(_ path: String) -> String {

@@ -72,7 +72,7 @@ struct SignInPages: Sendable {
                     code: query.get("code").map { String($0) } ?? "", redirectURI: redirect)
                 throw WebOutcome.redirect(next, cookies: cleared + [self.session(visit.campus, token: session.token, expiresAt: session.expiresAt)])
             } catch let error as IdentityError {
-                context.logger.info("web sign-in refused", metadata: ["reason": "\(error)"])
+                context.logger.info("web sign-in refused", metadata: ["reason": "\(error.logReason)"])
                 return try await signInPage(
                     visit: visit, next: next, message: visit.format("signInFailed", Problem.sentence(error)), status: .unauthorized,
                     cookies: cleared)

@@ -108,22 +108,23 @@ public final class JWKSCache: Sendable {
     }
 
     private func fetch(url: String) async throws -> KeySet {
+        let shown = URL(string: url)?.forLogs ?? "(not a URL)"
         do {
-            guard let target = URL(string: url) else { throw IdentityError.keysUnavailable("\(url) is not a URL") }
+            guard let target = URL(string: url) else { throw IdentityError.keysUnavailable("the key set's location is not a URL") }
             let response = try await http.send(PluginHTTPRequest(url: target, headers: [("Accept", "application/json")], timeout: .seconds(5)))
             guard response.status == 200 else { throw IdentityError.keysUnavailable("the key set answered HTTP \(response.status)") }
             guard response.body.count <= Self.maxBytes else { throw IdentityError.keysUnavailable("the key set is larger than 1 MiB") }
             let keys = try await KeySet.parse(response.body).keys
             let maxAge = Self.maxAge(response.header("Cache-Control"))
             state.withLock { $0.entries[url] = Entry(keys: keys, fetchedAt: .now, maxAge: maxAge) }
-            logger.debug("fetched signing keys", metadata: ["url": "\(url)", "keys": "\(keys.count)"])
+            logger.debug("fetched signing keys", metadata: ["url": "\(shown)", "keys": "\(keys.count)"])
             return keys
         } catch {
             if let stale = state.withLock({ $0.entries[url]?.keys }) {
-                logger.warning("cannot refresh signing keys; using the last good set", metadata: ["url": "\(url)", "error": "\(error)"])
+                logger.warning("cannot refresh signing keys; using the last good set", metadata: ["url": "\(shown)", "error": "\(error)"])
                 return stale
             }
-            logger.error("cannot fetch signing keys", metadata: ["url": "\(url)", "error": "\(error)"])
+            logger.error("cannot fetch signing keys", metadata: ["url": "\(shown)", "error": "\(error)"])
             if let error = error as? IdentityError { throw error }
             throw IdentityError.keysUnavailable("\(error)")
         }
