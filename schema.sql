@@ -197,6 +197,9 @@ CREATE TABLE IF NOT EXISTS attestations (
     rule_id          text NOT NULL,
     rule_version     text NOT NULL DEFAULT '',
     idempotency_key  text CHECK (length(idempotency_key) BETWEEN 1 AND 200),
+    -- The SHA-256 of what the key was sent with (the questionnaire version and answers): the
+    -- same key with another body is refused, not replayed (draft-ietf-httpapi-idempotency-key-header).
+    idempotency_digest bytea CHECK (length(idempotency_digest) = 32),
     answers_purged_at timestamptz,
     PRIMARY KEY (campus_id, user_id, local_date),
     FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE

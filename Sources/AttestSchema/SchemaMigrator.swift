@@ -139,6 +139,11 @@ public struct SchemaMigrator: Sendable {
                 ALTER TABLE attestations DROP CONSTRAINT IF EXISTS attestations_campus_id_survey_version_fkey;
                 REVOKE UPDATE, DELETE ON questionnaires FROM attest_app;
                 """),
+        Migration(
+            version: 11, name: "an Idempotency-Key bound to the digest of what it was sent with",
+            sql: """
+                ALTER TABLE attestations ADD COLUMN IF NOT EXISTS idempotency_digest bytea CHECK (length(idempotency_digest) = 32);
+                """),
     ]
 
     /// What every server polls (`AuthGenerations`): each campus's sign-in generation, which

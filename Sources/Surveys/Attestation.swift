@@ -15,6 +15,8 @@ public struct Attestation: Sendable, Equatable {
     public var ruleID: String
     public var ruleVersion: String
     public var idempotencyKey: String?
+    /// The SHA-256 of the questionnaire version and answers the key came with.
+    public var idempotencyDigest: Data? = nil
 }
 
 extension Campus {

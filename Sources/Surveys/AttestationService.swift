@@ -1,5 +1,6 @@
 import AttestPlugins
 import AttestPostgres
+import Crypto
 import Foundation
 import Identity
 import Logging
@@ -60,13 +61,26 @@ public struct AttestationService: Sendable {
         let (answers, problems) = QuestionnaireRules.check(raw, against: questionnaire)
         guard problems.isEmpty else { throw SurveysError.invalidAnswers(problems) }
         return try await submit(
-            campus: campus, user: user, questionnaire: questionnaire, answers: answers, idempotencyKey: idempotencyKey, at: now,
+            campus: campus, user: user, questionnaire: questionnaire, answers: answers, idempotencyKey: idempotencyKey,
+            idempotencyDigest: idempotencyKey.map { _ in Self.digest(surveyVersion: surveyVersion, answers: raw) }, at: now,
             prefetched: prefetched)
     }
 
+    /// What an `Idempotency-Key` is bound to: the SHA-256 of the use case, the questionnaire
+    /// version and the answers as canonical JSON (keys sorted), so the same body however
+    /// spaced or ordered is the same request, and any other is not.
+    static func digest(surveyVersion: Int, answers: [String: JSONValue]) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var hasher = SHA256()
+        hasher.update(data: Data("attestation v\(surveyVersion)\n".utf8))
+        hasher.update(data: (try? encoder.encode(JSONValue.object(answers))) ?? Data())
+        return Data(hasher.finalize())
+    }
+
     func submit(
-        campus: Campus, user: UserID, questionnaire: Questionnaire, answers: SurveyAnswers, idempotencyKey: String?, at now: Date,
-        prefetched: PrefetchedHistory? = nil
+        campus: Campus, user: UserID, questionnaire: Questionnaire, answers: SurveyAnswers, idempotencyKey: String?,
+        idempotencyDigest: Data? = nil, at now: Date, prefetched: PrefetchedHistory? = nil
     ) async throws -> WriteOutcome {
         let date = campus.localDate(at: now)
         let endOfDay = campus.nextWindow(after: now)
@@ -87,7 +101,7 @@ public struct AttestationService: Sendable {
         let attestation = Attestation(
             id: .timeOrdered(at: now), date: date, submittedAt: now, onTime: campus.isOnTime(now), surveyVersion: questionnaire.version,
             color: decision.color, reason: String(decision.reason.prefix(500)), validUntil: min(decision.validUntil, endOfDay),
-            ruleID: ruleID, ruleVersion: ruleVersion, idempotencyKey: idempotencyKey)
+            ruleID: ruleID, ruleVersion: ruleVersion, idempotencyKey: idempotencyKey, idempotencyDigest: idempotencyDigest)
         return try await writer.submit(
             PendingAttestation(campus: campus.id, campusSlug: campus.slug, user: user, attestation: attestation, answers: answers, questionnaire: questionnaire))
     }
@@ -314,7 +328,7 @@ public struct AttestationService: Sendable {
         let rows = try await client.query(
             """
             SELECT id, local_date, submitted_at, on_time, survey_version, color, reason, valid_until, rule_id, rule_version,
-                   idempotency_key, answers
+                   idempotency_key, idempotency_digest, answers
             FROM attestations
             WHERE campus_id = \(campus) AND user_id = \(user) \(bound)
             ORDER BY local_date DESC

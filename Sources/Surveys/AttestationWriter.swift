@@ -33,8 +33,11 @@ public struct PendingAttestation: Sendable {
 public enum WriteOutcome: Sendable, Equatable {
     /// Stored now.
     case created(Attestation)
-    /// The same `Idempotency-Key` was stored before: that attestation.
+    /// The same `Idempotency-Key` was stored before, with the same body: that attestation.
     case replayed(Attestation)
+    /// The same `Idempotency-Key` was stored before with another body: nothing is stored, and
+    /// the stored one is not answered as if it were this one's.
+    case keyReused
     /// The member already attested on that campus-local date.
     case alreadySubmitted(LocalDate)
 }
@@ -275,7 +278,7 @@ public final class AttestationWriter: Service, Sendable {
         let campus = batch[0].campus, slug = batch[0].campusSlug
         var ids: [UUID] = [], users: [UUID] = [], dates: [String] = [], submitted: [Date] = [], onTime: [Bool] = []
         var versions: [Int32] = [], answers: [String] = [], colors: [String] = [], reasons: [String] = []
-        var validUntil: [Date] = [], ruleIDs: [String] = [], ruleVersions: [String] = [], keys: [String] = []
+        var validUntil: [Date] = [], ruleIDs: [String] = [], ruleVersions: [String] = [], keys: [String] = [], digests: [Data] = []
         var answerIDs: [UUID] = [], questions: [String] = [], values: [String] = []
         for pending in batch {
             let a = pending.attestation
@@ -291,6 +294,7 @@ public final class AttestationWriter: Service, Sendable {
             ruleIDs.append(a.ruleID)
             ruleVersions.append(a.ruleVersion)
             keys.append(a.idempotencyKey ?? "")  // a key is never empty: "" stands for none
+            digests.append(a.idempotencyDigest ?? Data())
             // The answers' JSON in the questionnaire's order (jsonb keeps keys in its own), and
             // what the day's counts add, in one pass.
             var json = "{", written = 0
@@ -318,13 +322,14 @@ public final class AttestationWriter: Service, Sendable {
         return """
             WITH inserted AS (
                 INSERT INTO attestations (campus_id, id, user_id, local_date, submitted_at, on_time, survey_version, answers,
-                                          color, reason, valid_until, rule_id, rule_version, idempotency_key)
+                                          color, reason, valid_until, rule_id, rule_version, idempotency_key, idempotency_digest)
                 SELECT \(campus), i.id, i.user_id, i.local_date::date, i.submitted_at, i.on_time, i.survey_version,
-                       i.answers::jsonb, i.color, i.reason, i.valid_until, i.rule_id, i.rule_version, NULLIF(i.idempotency_key, '')
+                       i.answers::jsonb, i.color, i.reason, i.valid_until, i.rule_id, i.rule_version, NULLIF(i.idempotency_key, ''),
+                       NULLIF(i.idempotency_digest, ''::bytea)
                 FROM unnest(\(ids), \(users), \(dates), \(submitted), \(onTime), \(versions), \(answers), \(colors), \(reasons),
-                            \(validUntil), \(ruleIDs), \(ruleVersions), \(keys))
+                            \(validUntil), \(ruleIDs), \(ruleVersions), \(keys), \(digests))
                      AS i(id, user_id, local_date, submitted_at, on_time, survey_version, answers, color, reason, valid_until,
-                          rule_id, rule_version, idempotency_key)
+                          rule_id, rule_version, idempotency_key, idempotency_digest)
                 ON CONFLICT DO NOTHING
                 RETURNING id, user_id, local_date, submitted_at, on_time, color
             ), events AS (
@@ -365,7 +370,7 @@ public final class AttestationWriter: Service, Sendable {
         let a = pending.attestation
         return """
             SELECT id, local_date, submitted_at, on_time, survey_version, color, reason, valid_until, rule_id, rule_version,
-                   idempotency_key
+                   idempotency_key, idempotency_digest
             FROM attestations
             WHERE campus_id = \(pending.campus) AND user_id = \(pending.user)
               AND (local_date = \(a.date) OR idempotency_key = \(a.idempotencyKey))
@@ -381,7 +386,11 @@ public final class AttestationWriter: Service, Sendable {
             throw PostgresError(code: .protocolError, message: "an attestation conflicted but no row was found")
         }
         let stored = try attestation(from: row)
-        if let key = pending.attestation.idempotencyKey, stored.idempotencyKey == key { return .replayed(stored) }
+        if let key = pending.attestation.idempotencyKey, stored.idempotencyKey == key {
+            // A row stored before keys were bound to a digest has none: replayed, as then.
+            guard stored.idempotencyDigest == nil || stored.idempotencyDigest == pending.attestation.idempotencyDigest else { return .keyReused }
+            return .replayed(stored)
+        }
         return .alreadySubmitted(stored.date)
     }
 
@@ -391,6 +400,6 @@ public final class AttestationWriter: Service, Sendable {
             onTime: try row.decode("on_time"), surveyVersion: try row.decode("survey_version"),
             color: BadgeColor(rawValue: try row.decode("color")) ?? .yellow, reason: try row.decode("reason"),
             validUntil: try row.decode("valid_until"), ruleID: try row.decode("rule_id"), ruleVersion: try row.decode("rule_version"),
-            idempotencyKey: try row.decode("idempotency_key"))
+            idempotencyKey: try row.decode("idempotency_key"), idempotencyDigest: try row.decode("idempotency_digest"))
     }
 }

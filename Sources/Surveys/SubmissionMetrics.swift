@@ -5,8 +5,9 @@ import Metrics
 /// campus, a member or an answer: only outcomes, whose number is fixed.
 public struct SubmissionMetrics: Sendable {
     /// `attest_submissions_total{outcome}`: created, replayed (same Idempotency-Key),
-    /// already_submitted (409), failed (the write failed; the caller got a 5xx or 503).
-    let created, replayed, alreadySubmitted, failed: Counter
+    /// already_submitted (409), key_reused (the same key with another body: 422), failed
+    /// (the write failed; the caller got a 5xx or 503).
+    let created, replayed, alreadySubmitted, keyReused, failed: Counter
     /// `attest_write_batch_size`: submissions per batched write (histogram).
     let batchSize: Recorder
     /// `attest_write_batch_seconds`: how long a batch took to write, conflicts read back included.
@@ -31,6 +32,7 @@ public struct SubmissionMetrics: Sendable {
         created = outcome("created")
         replayed = outcome("replayed")
         alreadySubmitted = outcome("already_submitted")
+        keyReused = outcome("key_reused")
         failed = outcome("failed")
         batchSize = Recorder(label: "attest_write_batch_size", dimensions: [], aggregate: true, factory: factory)
         batchDuration = CoreMetrics.Timer(label: "attest_write_batch_seconds", dimensions: [], factory: factory)
@@ -46,6 +48,7 @@ public struct SubmissionMetrics: Sendable {
         case .success(.created): created.increment()
         case .success(.replayed): replayed.increment()
         case .success(.alreadySubmitted): alreadySubmitted.increment()
+        case .success(.keyReused): keyReused.increment()
         case .failure: failed.increment()
         }
     }

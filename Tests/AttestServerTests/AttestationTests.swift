@@ -109,6 +109,9 @@ struct AttestationTests {
         }
     }
 
+    /// An `Idempotency-Key` is bound to what it came with (draft-ietf-httpapi-idempotency-key-header):
+    /// the same body, however spaced or ordered, replays the 201; another body is a 422 naming
+    /// the key, on the same day and any later one.
     @Test func anIdempotencyKeyReturnsTheOriginal201() async throws {
         let clock = try TestClock("2026-11-20T20:00:00Z")
         let (server, campus) = try await Self.setUp(clock: clock)
@@ -127,14 +130,61 @@ struct AttestationTests {
             #expect(first.0 == 201 && retry.0 == 201)
             #expect(first.1 != nil && first.1 == retry.1)
             #expect(first.2 == nil && retry.2 == "true")
+            let reordered = try await post("retry-me-1", #"{ "cough" : false,   "fever": false }"#)
+            #expect(reordered.0 == 201 && reordered.1 == first.1 && reordered.2 == "true")
+            let changed = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(#"{"fever": true, "cough": false}"#),
+                headers: [HTTPField.Name("Idempotency-Key")!: "retry-me-1"])
+            #expect(changed.status == 422 && changed.problem.type.hasSuffix("/idempotency-key-reused") && changed.problem.fields == ["Idempotency-Key"])
             let other = try await post("another-key", Self.healthy)
             #expect(other.0 == 409)
+            // A later day: the key still names that first body.
+            clock.advance(by: 86_400)
+            let nextDay = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(#"{"fever": true, "cough": true}"#),
+                headers: [HTTPField.Name("Idempotency-Key")!: "retry-me-1"])
+            #expect(nextDay.status == 422 && nextDay.problem.fields == ["Idempotency-Key"], "\(nextDay.body)")
+            clock.advance(by: -86_400)
             let bad = try await api.client.execute(
                 uri: "/v1/campuses/north/attestations", method: .post,
                 headers: [.authorization: "Bearer \(token)", .contentType: "application/json", HTTPField.Name("Idempotency-Key")!: String(repeating: "k", count: 201)],
                 body: ByteBuffer(string: Self.body(Self.healthy)))
             #expect(bad.status == .unprocessableContent)
             #expect(try await Self.count(server, campus) == 1)
+        }
+    }
+
+    /// Two requests racing with one key and one body store one attestation; with one key and
+    /// two bodies, one is stored and the other refused.
+    @Test func racingRequestsWithOneKeyStoreOneAttestation() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock)
+        var tokens: [String] = []
+        for index in 0..<12 { tokens.append(try await server.user("race\(index)@example.edu", at: campus).token) }
+        let members = tokens
+        try await server.run { api in
+            try await api.withConnections(members.count * 2) { clients in
+                let statuses = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+                    for (index, client) in clients.enumerated() {
+                        let member = index / 2, second = index % 2 == 1
+                        // Even members send the same body twice; odd ones two bodies.
+                        let answers = member % 2 == 1 && second ? #"{"fever": true, "cough": false}"# : Self.healthy
+                        group.addTask {
+                            let reply = try await client.send(
+                                .post, "/v1/campuses/north/attestations", template: Self.path, token: members[member], json: Self.body(answers),
+                                headers: [HTTPField.Name("Idempotency-Key")!: "race-key"])
+                            return (member, reply.status)
+                        }
+                    }
+                    var seen: [Int: [Int]] = [:]
+                    for try await (member, status) in group { seen[member, default: []].append(status) }
+                    return seen
+                }
+                for (member, pair) in statuses {
+                    #expect(pair.sorted() == (member % 2 == 0 ? [201, 201] : [201, 422]), "member \(member): \(pair)")
+                }
+            }
+            #expect(try await Self.count(server, campus) == members.count)
         }
     }
 

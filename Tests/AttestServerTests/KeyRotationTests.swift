@@ -19,6 +19,7 @@ struct KeyRotationTests {
     /// Columns of the schema that are `bytea` but hold no envelope: SHA-256 hashes.
     static let hashColumns: Set<String> = [
         "sessions.token_hash", "id_token_uses.token_id", "sign_in_nonces.nonce_hash", "journal_shares.token_hash",
+        "attestations.idempotency_digest",
     ]
 
     /// Two keys in files, as an operator keeps them.

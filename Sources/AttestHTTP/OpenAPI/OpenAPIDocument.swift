@@ -227,7 +227,7 @@ public enum OpenAPIDocument {
                         "parameters": [
                             [
                                 "name": "Idempotency-Key", "in": "header", "required": false,
-                                "description": "Retrying with the same key returns the original 201. 1 to 200 visible ASCII characters, such as a UUID.",
+                                "description": "Retrying with the same key and body returns the original 201; the same key with another body is a 422 naming it. 1 to 200 visible ASCII characters, such as a UUID.",
                                 "schema": ["type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[!-~]{1,200}$"],
                                 "example": "0b6f2c1e-6c3d-4a51-9a57-3f7d1c2e8a90",
                             ]
@@ -248,7 +248,7 @@ public enum OpenAPIDocument {
                             "408": responseRef("TooSlow"),
                             "413": responseRef("TooLarge"),
                             "415": responseRef("UnsupportedMediaType"),
-                            "422": responseRef("Invalid"),
+                            "422": problem("Answers that do not fit the questionnaire (each field named), or an Idempotency-Key sent before with another body (type /problems/idempotency-key-reused, the field Idempotency-Key)."),
                             "503": problem("The database cannot be reached; retry with the same Idempotency-Key."),
                         ],
                     ],

@@ -150,6 +150,12 @@ struct AttestationRoutes: Sendable {
             return AttestationBody(attestation).created(replayed: false)
         case .replayed(let attestation):
             return AttestationBody(attestation).created(replayed: true)
+        case .keyReused:
+            throw Problem(
+                .unprocessableContent, slug: "idempotency-key-reused", title: "Idempotency-Key used with another body",
+                detail: "This Idempotency-Key was sent before with other answers, which were stored. Send a new key for a new submission, "
+                    + "or the same body to read back the stored one.",
+                errors: [.init(field: "Idempotency-Key", message: "was used before with another body: use a new key (a UUID) for each submission")])
         case .alreadySubmitted(let date):
             throw Problem(
                 .conflict, slug: "already-submitted", title: "Already submitted today",

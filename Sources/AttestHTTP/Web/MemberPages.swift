@@ -170,7 +170,7 @@ struct MemberPages: Sendable {
             {
             case .created, .replayed:
                 throw WebOutcome.redirect(visit.base + "badge")
-            case .alreadySubmitted:
+            case .alreadySubmitted, .keyReused:
                 throw WebOutcome.redirect(visit.base + "badge?already=1")
             }
         } catch SurveysError.surveyChanged {
