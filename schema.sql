@@ -502,28 +502,55 @@ GRANT SELECT, INSERT, UPDATE ON campuses TO attest_app;
 -- the wall: a request's slug resolved to its campus, and the list the servers' background
 -- work (outbox, reminders, retention) goes through. SECURITY DEFINER runs them as the owner.
 CREATE OR REPLACE FUNCTION attest_campus_by_slug(wanted text) RETURNS SETOF campuses
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp
     AS $$ SELECT * FROM campuses WHERE slug = wanted $$;
 CREATE OR REPLACE FUNCTION attest_campus_directory() RETURNS SETOF campuses
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp
     AS $$ SELECT * FROM campuses ORDER BY slug $$;
 REVOKE ALL ON FUNCTION attest_campus_by_slug(text), attest_campus_directory() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION attest_campus_by_slug(text), attest_campus_directory() TO attest_app;
 -- The third door: every campus's sign-in generation, which each server polls every second.
 CREATE OR REPLACE FUNCTION attest_auth_generations() RETURNS TABLE (campus_id uuid, generation bigint)
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp
     AS $$ SELECT id, auth_generation FROM campuses $$;
 REVOKE ALL ON FUNCTION attest_auth_generations() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION attest_auth_generations() TO attest_app;
 -- The fourth door: a shared link's token (its hash) at a campus, to the share it names, for
--- a clinician who has no session. Nothing but the share's own row comes through.
+-- a clinician who has no session. Nothing but the share's own row comes through, and only
+-- while its member is active. It sets what the policies read (the campus, the link's hash)
+-- for its own statement only (it puts back what was set before as it returns; an error aborts
+-- the transaction), so it works under an owner that is neither superuser nor BYPASSRLS, as
+-- managed PostgreSQL gives (which may not name these settings in a SET clause).
 CREATE OR REPLACE FUNCTION attest_journal_share(wanted_campus uuid, wanted_hash bytea)
     RETURNS TABLE (user_id uuid, id uuid, from_date date, to_date date, expires_at timestamptz, revoked_at timestamptz)
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
-    AS $$ SELECT user_id, id, from_date, to_date, expires_at, revoked_at FROM journal_shares
-          WHERE campus_id = wanted_campus AND token_hash = wanted_hash $$;
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, public, pg_temp
+    AS $$
+    DECLARE
+        campus_before text := current_setting('attest.campus_id', true);
+        hash_before text := current_setting('attest.share_hash', true);
+    BEGIN
+        PERFORM set_config('attest.campus_id', wanted_campus::text, true);
+        PERFORM set_config('attest.share_hash', encode(wanted_hash, 'hex'), true);
+        RETURN QUERY
+            SELECT s.user_id, s.id, s.from_date, s.to_date, s.expires_at, s.revoked_at
+            FROM journal_shares s JOIN users u ON u.campus_id = s.campus_id AND u.id = s.user_id
+            WHERE s.campus_id = wanted_campus AND s.token_hash = wanted_hash AND u.active;
+        PERFORM set_config('attest.campus_id', coalesce(campus_before, ''), true);
+        PERFORM set_config('attest.share_hash', coalesce(hash_before, ''), true);
+    END $$;
 REVOKE ALL ON FUNCTION attest_journal_share(uuid, bytea) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION attest_journal_share(uuid, bytea) TO attest_app;
+-- A link's own row is what that door reads: besides its member, a transaction that names the
+-- link's hash (attest.share_hash) sees it, and may change or delete nothing through it.
+DROP POLICY IF EXISTS member_only ON journal_shares;
+CREATE POLICY member_only ON journal_shares AS RESTRICTIVE
+    USING (user_id = nullif(current_setting('attest.user_id', true), '')::uuid
+           OR token_hash = decode(nullif(current_setting('attest.share_hash', true), ''), 'hex'))
+    WITH CHECK (user_id = nullif(current_setting('attest.user_id', true), '')::uuid);
+DROP POLICY IF EXISTS member_only_delete ON journal_shares;
+CREATE POLICY member_only_delete ON journal_shares AS RESTRICTIVE FOR DELETE
+    USING (user_id = nullif(current_setting('attest.user_id', true), '')::uuid);
 
 GRANT SELECT ON schema_migrations TO attest_app;
 -- Community figures are public: the servers read them; only the owner imports.

@@ -108,7 +108,7 @@ public struct SchemaMigrator: Sendable {
                 \(memberOnly("episodes"))
                 \(memberOnly("journal_shares"))
                 \(memberOnly("journal_share_openings"))
-                \(journalShareFunction)
+                \(journalShareFunctionVersion8)
                 ALTER TABLE campus_plugins DROP CONSTRAINT IF EXISTS campus_plugins_kind_check;
                 ALTER TABLE campus_plugins ADD CONSTRAINT campus_plugins_kind_check
                     CHECK (kind IN ('badge-rule', 'testing-locations', 'sink', 'community-data', 'context'));
@@ -143,6 +143,15 @@ public struct SchemaMigrator: Sendable {
             version: 11, name: "an Idempotency-Key bound to the digest of what it was sent with",
             sql: """
                 ALTER TABLE attestations ADD COLUMN IF NOT EXISTS idempotency_digest bytea CHECK (length(idempotency_digest) = 32);
+                """),
+        Migration(
+            version: 12, name: "SECURITY DEFINER functions that work under an ordinary owner; search_path ending in pg_temp; links stop with their member",
+            sql: """
+                ALTER FUNCTION attest_campus_by_slug(text) SET search_path = pg_catalog, public, pg_temp;
+                ALTER FUNCTION attest_campus_directory() SET search_path = pg_catalog, public, pg_temp;
+                ALTER FUNCTION attest_auth_generations() SET search_path = pg_catalog, public, pg_temp;
+                DROP FUNCTION IF EXISTS attest_journal_share(uuid, bytea);
+                \(journalShareFunction)
                 """),
     ]
 
@@ -314,10 +323,49 @@ public struct SchemaMigrator: Sendable {
         );
         """
 
-    /// What a shared link's view reads first (`JournalShareStore.open`). The same in `schema.sql`.
+    /// What a shared link's view reads first (`JournalShareStore.open`), and the policies that
+    /// let it. The same in `schema.sql`.
     static let journalShareFunction = """
         -- The fourth door: a shared link's token (its hash) at a campus, to the share it names, for
-        -- a clinician who has no session. Nothing but the share's own row comes through.
+        -- a clinician who has no session. Nothing but the share's own row comes through, and only
+        -- while its member is active. It sets what the policies read (the campus, the link's hash)
+        -- for its own statement only (it puts back what was set before as it returns; an error aborts
+        -- the transaction), so it works under an owner that is neither superuser nor BYPASSRLS, as
+        -- managed PostgreSQL gives (which may not name these settings in a SET clause).
+        CREATE OR REPLACE FUNCTION attest_journal_share(wanted_campus uuid, wanted_hash bytea)
+            RETURNS TABLE (user_id uuid, id uuid, from_date date, to_date date, expires_at timestamptz, revoked_at timestamptz)
+            LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+            SET search_path = pg_catalog, public, pg_temp
+            AS $$
+            DECLARE
+                campus_before text := current_setting('attest.campus_id', true);
+                hash_before text := current_setting('attest.share_hash', true);
+            BEGIN
+                PERFORM set_config('attest.campus_id', wanted_campus::text, true);
+                PERFORM set_config('attest.share_hash', encode(wanted_hash, 'hex'), true);
+                RETURN QUERY
+                    SELECT s.user_id, s.id, s.from_date, s.to_date, s.expires_at, s.revoked_at
+                    FROM journal_shares s JOIN users u ON u.campus_id = s.campus_id AND u.id = s.user_id
+                    WHERE s.campus_id = wanted_campus AND s.token_hash = wanted_hash AND u.active;
+                PERFORM set_config('attest.campus_id', coalesce(campus_before, ''), true);
+                PERFORM set_config('attest.share_hash', coalesce(hash_before, ''), true);
+            END $$;
+        REVOKE ALL ON FUNCTION attest_journal_share(uuid, bytea) FROM PUBLIC;
+        GRANT EXECUTE ON FUNCTION attest_journal_share(uuid, bytea) TO attest_app;
+        -- A link's own row is what that door reads: besides its member, a transaction that names the
+        -- link's hash (attest.share_hash) sees it, and may change or delete nothing through it.
+        DROP POLICY IF EXISTS member_only ON journal_shares;
+        CREATE POLICY member_only ON journal_shares AS RESTRICTIVE
+            USING (user_id = nullif(current_setting('attest.user_id', true), '')::uuid
+                   OR token_hash = decode(nullif(current_setting('attest.share_hash', true), ''), 'hex'))
+            WITH CHECK (user_id = nullif(current_setting('attest.user_id', true), '')::uuid);
+        DROP POLICY IF EXISTS member_only_delete ON journal_shares;
+        CREATE POLICY member_only_delete ON journal_shares AS RESTRICTIVE FOR DELETE
+            USING (user_id = nullif(current_setting('attest.user_id', true), '')::uuid);
+        """
+
+    /// The shared link's door as version 8 made it (version 12 replaces it).
+    static let journalShareFunctionVersion8 = """
         CREATE OR REPLACE FUNCTION attest_journal_share(wanted_campus uuid, wanted_hash bytea)
             RETURNS TABLE (user_id uuid, id uuid, from_date date, to_date date, expires_at timestamptz, revoked_at timestamptz)
             LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public

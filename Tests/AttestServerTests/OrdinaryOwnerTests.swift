@@ -1,0 +1,108 @@
+import AttestPostgres
+import AttestSchema
+import AttestTestSupport
+import Foundation
+import Identity
+import Journal
+import Logging
+import Tenancy
+import Testing
+
+/// The schema under an owner like a managed PostgreSQL's (Amazon RDS, Cloud SQL, Azure): a role
+/// that may create roles but is neither superuser nor BYPASSRLS, so the forced row-level
+/// security of the tenant tables applies to it too, inside its SECURITY DEFINER functions.
+@Suite("Under an ordinary schema owner")
+struct OrdinaryOwnerTests {
+    static let owner = "attest_ordinary_owner"
+
+    /// A database migrated by `owner`, who owns the schema and every function in it.
+    static func database() async throws -> String {
+        let admin = try TestDatabase.adminClient()
+        let name = "attest_ordinary_\(UUID().uuidString.prefix(8).lowercased())"
+        do {
+            try await admin.query(
+                """
+                DO $$ BEGIN
+                    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'attest_ordinary_owner') THEN
+                        CREATE ROLE attest_ordinary_owner LOGIN CREATEROLE NOSUPERUSER NOBYPASSRLS;
+                    END IF;
+                EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+                END $$
+                """)
+            try await admin.query("CREATE DATABASE \(identifier: name) OWNER \(identifier: Self.owner)")
+        } catch {
+            await admin.shutdown()
+            throw error
+        }
+        await admin.shutdown()
+        let migrating = PostgresClient(
+            configuration: PostgresConfiguration(connectionString: "dbname=\(name) user=\(Self.owner)"), options: .init(maxConnections: 1),
+            logger: TestDatabase.testLogger)
+        do {
+            _ = try await SchemaMigrator(logger: TestDatabase.testLogger).migrate(migrating)
+        } catch {
+            await migrating.shutdown()
+            throw error
+        }
+        await migrating.shutdown()
+        return name
+    }
+
+    @Test func everyDoorOfTheSchemaOpensUnderAnOrdinaryOwner() async throws {
+        let database = try await Self.database()
+        let superuser = TestDatabase.client(database: database, role: nil, maxConnections: 1)
+        let role = try await superuser.query(
+            """
+            SELECT r.rolsuper, r.rolbypassrls, count(p.oid) AS functions
+            FROM pg_roles r LEFT JOIN pg_proc p ON p.proowner = r.oid AND p.prosecdef
+            WHERE r.rolname = \(Self.owner) GROUP BY r.rolsuper, r.rolbypassrls
+            """)
+        #expect(try role.first?.decode("rolsuper", as: Bool.self) == false && role.first?.decode("rolbypassrls", as: Bool.self) == false)
+        #expect(try role.first?.decode("functions", as: Int.self) == 4)
+
+        let server = try await TestServer.make(database: database)
+        let north = try await server.campus("north")
+        let (member, _) = try await server.user("m@example.edu", at: north)
+        // attest_campus_by_slug, attest_campus_directory, attest_auth_generations.
+        #expect(try await CampusStore(client: server.pool).find(slug: "north")?.id == north.id)
+        #expect(try await CampusStore(client: server.pool).list().map(\.slug) == ["north"])
+        let generations = AuthGenerations(client: server.pool)
+        try await generations.refresh()
+        #expect(generations.current(north.id) != nil)
+        // attest_journal_share: the link opens, and stops with its member.
+        let shares = JournalShareStore(client: server.pool)
+        let today = north.localDate(at: Date())
+        let (_, token) = try await shares.create(campus: north.id, user: member.id, actor: "test", from: today, to: today, seconds: 3_600, now: Date())
+        #expect(try await shares.open(campus: north.id, token: token, format: "pdf", now: Date())?.user == member.id)
+        // The door set the campus for its own statement only.
+        try await server.pool.withTransaction(campus: nil) { connection in
+            _ = try await connection.query("SELECT * FROM attest_journal_share(\(north.id), \(Data(count: 32)))")
+            let after = try await connection.query("SELECT current_setting('attest.campus_id', true) AS campus, current_setting('attest.share_hash', true) AS hash")
+            #expect(try after.first?.decode("campus", as: String?.self) ?? "" == "")
+            #expect(try after.first?.decode("hash", as: String?.self) ?? "" == "")
+        }
+        try await superuser.query("UPDATE users SET active = false WHERE campus_id = \(north.id) AND id = \(member.id.rawValue)")
+        #expect(try await shares.open(campus: north.id, token: token, format: "pdf", now: Date()) == nil)
+        await superuser.shutdown()
+        await server.pool.shutdown()
+    }
+
+    /// A SECURITY DEFINER function runs as its owner: a search_path a caller could put a table
+    /// of their own in front of would let them change what it reads. Each ends with pg_temp.
+    @Test func everySecurityDefinerFunctionEndsItsSearchPathWithPgTemp() async throws {
+        let database = try await TestDatabase.create()
+        let client = TestDatabase.client(database: database, role: nil, maxConnections: 1)
+        let rows = try await client.query(
+            """
+            SELECT p.proname, coalesce(array_to_string(p.proconfig, ';'), '') AS config FROM pg_proc p
+            JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.prosecdef ORDER BY p.proname
+            """)
+        await client.shutdown()
+        #expect(rows.count == 4)
+        for row in rows {
+            let name: String = try row.decode("proname"), config: String = try row.decode("config")
+            let path = config.split(separator: ";").first { $0.hasPrefix("search_path=") }
+            #expect(path.map { $0.hasSuffix("pg_temp") } == true, "\(name): \(config)")
+        }
+    }
+}
