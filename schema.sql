@@ -116,6 +116,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     created_at  timestamptz NOT NULL DEFAULT now(),
     expires_at  timestamptz NOT NULL,
     revoked_at  timestamptz,
+    -- Minted by an operator (`attest token issue`), not signed in to by the member: such a
+    -- session never opens the member's private journal, episodes, exports or links.
+    by_operator boolean NOT NULL DEFAULT false,
     PRIMARY KEY (campus_id, token_hash),
     FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
 );

@@ -153,6 +153,11 @@ public struct SchemaMigrator: Sendable {
                 DROP FUNCTION IF EXISTS attest_journal_share(uuid, bytea);
                 \(journalShareFunction)
                 """),
+        Migration(
+            version: 13, name: "sessions an operator minted are marked, and open no member's private data",
+            sql: """
+                ALTER TABLE sessions ADD COLUMN IF NOT EXISTS by_operator boolean NOT NULL DEFAULT false;
+                """),
     ]
 
     /// What every server polls (`AuthGenerations`): each campus's sign-in generation, which

@@ -27,6 +27,9 @@ public final class SessionStore: Sendable {
     public final class Session: KeptValue, @unchecked Sendable {  // immutable but for KeptValue's Mutex
         public let user: User
         public let expiresAt: Date
+        /// Minted by an operator (`attest token issue`), not signed in to by the member: it
+        /// opens none of the member's private data.
+        public let byOperator: Bool
         /// The campus's sign-in generation it was verified under; `Int64.min` when none was current.
         let generation: Int64
         /// When its verification's read began, in nanoseconds on `SessionStore.clock`.
@@ -41,12 +44,12 @@ public final class SessionStore: Sendable {
         /// Whether it was used since the last call, and from now on not.
         func takeReused() -> Bool { reused.exchange(false, ordering: .relaxed) }
 
-        init(user: User, expiresAt: Date, generation: Int64 = .min, verifiedAt: Int64 = .min) {
-            (self.user, self.expiresAt, self.generation, self.verifiedAt) = (user, expiresAt, generation, verifiedAt)
+        init(user: User, expiresAt: Date, byOperator: Bool = false, generation: Int64 = .min, verifiedAt: Int64 = .min) {
+            (self.user, self.expiresAt, self.byOperator, self.generation, self.verifiedAt) = (user, expiresAt, byOperator, generation, verifiedAt)
         }
 
         func verified(under generation: Int64?, at instant: Int64) -> Session {
-            Session(user: user, expiresAt: expiresAt, generation: generation ?? .min, verifiedAt: instant)
+            Session(user: user, expiresAt: expiresAt, byOperator: byOperator, generation: generation ?? .min, verifiedAt: instant)
         }
     }
 
@@ -132,7 +135,7 @@ public final class SessionStore: Sendable {
     /// `session(from:)`, and keep what was found with `keep(_:hash:verification:)`.
     public static func live(campus: CampusID, hashes: [Data]) -> SQL {
         """
-        SELECT s.token_hash, s.expires_at, \(UserStore.columns)
+        SELECT s.token_hash, s.expires_at, s.by_operator, \(UserStore.columns)
         FROM sessions s JOIN users u ON u.campus_id = s.campus_id AND u.id = s.user_id
         WHERE s.campus_id = \(campus) AND s.token_hash = ANY(\(hashes))
           AND s.revoked_at IS NULL AND s.expires_at > now() AND u.active
@@ -141,11 +144,11 @@ public final class SessionStore: Sendable {
 
     /// A NULL for each column of `live(campus:hashes:)`: the start of a row of another kind
     /// in a `UNION ALL` with it.
-    public static let noLiveColumns = SQL(unsafeSQL: Array(repeating: "NULL", count: 8).joined(separator: ", "))
+    public static let noLiveColumns = SQL(unsafeSQL: Array(repeating: "NULL", count: 9).joined(separator: ", "))
 
     /// The session in a row of `live(campus:hashes:)`.
     public static func session(from row: PostgresRow) throws -> Session {
-        Session(user: try UserStore.user(from: row), expiresAt: try row.decode("expires_at"))
+        Session(user: try UserStore.user(from: row), expiresAt: try row.decode("expires_at"), byOperator: try row.decode("by_operator"))
     }
 
     /// What a verification from the database is kept under: taken before the read, so a
@@ -177,16 +180,17 @@ public final class SessionStore: Sendable {
 
     /// Creates a session for `user` lasting `lifetime` seconds (default: the campus's
     /// session lifetime) and returns the token, which is never stored or shown again.
+    /// `byOperator`: minted by an operator, not signed in to by the member (`Session.byOperator`).
     public func issue(
-        campus: Campus, user: UserID, lifetime: Int? = nil, audit: (actor: String, target: String)? = nil
+        campus: Campus, user: UserID, lifetime: Int? = nil, audit: (actor: String, target: String)? = nil, byOperator: Bool = false
     ) async throws -> (token: String, expiresAt: Date) {
         let token = Self.newToken()
         let expiresAt = Date().addingTimeInterval(TimeInterval(lifetime ?? campus.sessionLifetimeSeconds))
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
             try await connection.query(
                 """
-                INSERT INTO sessions (campus_id, token_hash, user_id, expires_at)
-                VALUES (\(campus.id), \(Self.hash(token)), \(user), \(expiresAt))
+                INSERT INTO sessions (campus_id, token_hash, user_id, expires_at, by_operator)
+                VALUES (\(campus.id), \(Self.hash(token)), \(user), \(expiresAt), \(byOperator))
                 """)
             if let audit {
                 try await AuditLog.record(

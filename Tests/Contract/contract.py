@@ -15,6 +15,7 @@ CI runs 100 examples per operation (about 90 s in all on 2 cores); a release che
 """
 
 import argparse
+import http.client
 import json
 import os
 import re
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,8 +42,34 @@ def free_port():
         return s.getsockname()[1]
 
 
+def demo_sign_in(port, email):
+    """A session the person signed in to themselves, through `attest dev`'s demo sign-in (the
+    tokens `attest dev` prints are minted, and open no member's private data)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", "/c/demo/signin")
+    page = connection.getresponse()
+    body = page.read().decode()
+    cookie = next((value.split(";")[0] for name, value in page.getheaders() if name.lower() == "set-cookie" and value.startswith("attest-csrf=")), None)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', body)
+    if page.status != 200 or not cookie or not csrf:
+        raise SystemExit("the demo sign-in page did not answer as expected (%d)" % page.status)
+    form = urllib.parse.urlencode({"csrf": csrf.group(1), "email": email, "next": "/c/demo/"})
+    connection.request("POST", "/c/demo/signin/demo", body=form, headers={
+        "Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie, "Origin": "http://127.0.0.1:%d" % port,
+        "Sec-Fetch-Site": "same-origin"})
+    answer = connection.getresponse()
+    answer.read()
+    session = next((value.split(";")[0].split("=", 1)[1] for name, value in answer.getheaders()
+                    if name.lower() == "set-cookie" and value.startswith("attest-demo=")), None)
+    connection.close()
+    if answer.status != 303 or not session:
+        raise SystemExit("the demo sign-in of %s answered %d without a session" % (email, answer.status))
+    return session
+
+
 def start_dev(attest, base, port):
-    """`attest dev` on `port`; returns (process, {role: token}) once it serves."""
+    """`attest dev` on `port`; returns (process, {role: token}) once it serves: each role's
+    demo person signed in through the demo sign-in."""
     data = os.path.join(base, "dev")
     log = open(os.path.join(base, "dev.out"), "w")
     env = dict(os.environ)
@@ -49,22 +77,22 @@ def start_dev(attest, base, port):
         [attest, "dev", "--port", str(port), "--data-dir", data], stdout=log, stderr=subprocess.STDOUT, env=env,
         start_new_session=True)
     deadline = time.monotonic() + 120
-    tokens = {}
+    emails = {}
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit("attest dev exited with %d:\n%s" % (process.returncode, open(log.name).read()[-3000:]))
         text = open(log.name).read()
         for line in text.splitlines():
             match = re.match(r"^\s+(member|screener|health_officer|admin)\s+(\S+@\S+)\s+(\S+)$", line)
-            if match and match.group(1) not in tokens:
-                tokens[match.group(1)] = match.group(3)
+            if match and match.group(1) not in emails:
+                emails[match.group(1)] = match.group(2)
             elif match and match.group(1) == "member":
-                tokens["second member"] = match.group(3)
-        if all(role in tokens for role in ROLES):
+                emails["second member"] = match.group(2)
+        if all(role in emails for role in ROLES + ["second member"]):
             try:
                 with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port, timeout=5) as answer:
                     if answer.status == 200:
-                        return process, tokens
+                        return process, {role: demo_sign_in(port, email) for role, email in emails.items()}
             except OSError:
                 pass
         time.sleep(0.5)

@@ -34,7 +34,7 @@ struct TokenCommand: AsyncParsableCommand {
                     throw CLIError("no user \(email) at \(campus.slug): add them with `attest user add`, or pass --create")
                 }
                 return try await context.sessions.issue(
-                    campus: campus, user: user.id, lifetime: lifetime, audit: (TenantContext.actor, user.email)
+                    campus: campus, user: user.id, lifetime: lifetime, audit: (TenantContext.actor, user.email), byOperator: true
                 ).token
             }
             say(token)

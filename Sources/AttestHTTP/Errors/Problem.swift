@@ -63,6 +63,12 @@ public struct Problem: Error, HTTPResponseError, Sendable, Equatable {
         detail: "The database cannot be reached right now. Retry in a few seconds.",
         headers: [.retryAfter: "2"])
 
+    /// A session an operator minted asked for a member's private data.
+    public static let operatorSession = Problem(
+        .forbidden, slug: "operator-session", title: "Not with an operator's session",
+        detail: "This session was made by an operator (`attest token issue`), not signed in to by the member: a member's journal, "
+            + "episodes, exports and links open only in a session the member signed in to. Sign in as the member.")
+
     public static func notFound(_ detail: String) -> Problem {
         Problem(.notFound, slug: "not-found", title: "Not found", detail: detail)
     }

@@ -370,6 +370,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "200": json("A page of entries.", ref("JournalPage")),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
                             "422": responseRef("Invalid"),
@@ -385,6 +386,7 @@ public enum OpenAPIDocument {
                             "201": json("Stored; Location names it.", ref("JournalEntry")),
                             "400": responseRef("BadRequest"),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
                             "408": responseRef("TooSlow"),
@@ -404,6 +406,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "200": json("The entry.", ref("JournalEntry")),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, or no such entry of the member's."),
                             "503": problem("The server has no key-encryption key to open entries with."),
@@ -418,6 +421,7 @@ public enum OpenAPIDocument {
                             "200": json("The entry as it is now.", ref("JournalEntry")),
                             "400": responseRef("BadRequest"),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, or no such entry of the member's."),
                             "408": responseRef("TooSlow"),
@@ -434,6 +438,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "204": ["description": "Deleted."],
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, or no such entry of the member's."),
                         ],
@@ -459,6 +464,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "204": ["description": "Stored."],
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, or no such entry of the member's."),
                             "408": responseRef("TooSlow"),
@@ -477,6 +483,7 @@ public enum OpenAPIDocument {
                             "200": audioResponse("The whole recording (Accept-Ranges: bytes)."),
                             "206": audioResponse("The range asked for (Content-Range)."),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, entry of the member's, or recording."),
                             "416": problem("The range lies outside the recording (Content-Range: bytes */size)."),
@@ -490,6 +497,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "204": ["description": "Removed."],
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, entry of the member's, or recording."),
                         ],
@@ -505,6 +513,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "200": json("A page of episodes.", ref("EpisodePage")),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
                             "422": responseRef("Invalid"),
@@ -521,6 +530,7 @@ public enum OpenAPIDocument {
                             "201": json("Started; Location names it.", ref("Episode")),
                             "400": responseRef("BadRequest"),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
                             "408": responseRef("TooSlow"),
@@ -545,6 +555,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "200": json("The summary.", ref("EpisodeSummary")),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
                             "422": responseRef("Invalid"),
@@ -561,6 +572,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "200": json("The episode.", ref("Episode")),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, or no such episode of the member's."),
                             "503": problem("The server has no key-encryption key to open notes with."),
@@ -575,6 +587,7 @@ public enum OpenAPIDocument {
                             "200": json("The episode as it is now.", ref("Episode")),
                             "400": responseRef("BadRequest"),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, or no such episode of the member's."),
                             "408": responseRef("TooSlow"),
@@ -592,6 +605,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "204": ["description": "Deleted."],
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, or no such episode of the member's."),
                         ],
@@ -608,6 +622,7 @@ public enum OpenAPIDocument {
                             "200": json("The stopped episode.", ref("Episode")),
                             "400": responseRef("BadRequest"),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, or no such episode of the member's."),
                             "408": responseRef("TooSlow"),
@@ -633,6 +648,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "200": exportResponse("The export (Content-Disposition: attachment)."),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
                             "422": responseRef("Invalid"),
@@ -649,6 +665,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "200": json("The links.", ref("ShareList")),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
                             "422": responseRef("Invalid"),
@@ -664,6 +681,7 @@ public enum OpenAPIDocument {
                             "201": json("The link.", ref("ShareCreated")),
                             "400": responseRef("BadRequest"),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
                             "408": responseRef("TooSlow"),
@@ -685,6 +703,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "204": ["description": "Revoked."],
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": problem("No such campus, or no such live link of the member's."),
                         ],
@@ -717,6 +736,7 @@ public enum OpenAPIDocument {
                         "responses": [
                             "200": json("The member's choice.", ref("Privacy")),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
                             "422": responseRef("Invalid"),
@@ -731,6 +751,7 @@ public enum OpenAPIDocument {
                             "200": json("The member's choice.", ref("Privacy")),
                             "400": responseRef("BadRequest"),
                             "401": responseRef("Unauthorized"),
+                            "403": responseRef("OperatorSession"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
                             "408": responseRef("TooSlow"),
@@ -865,6 +886,7 @@ public enum OpenAPIDocument {
                     "BadRequest": problem("The body is not a JSON object."),
                     "Unauthorized": problem("No token, or one not valid at this campus (WWW-Authenticate: Bearer)."),
                     "Forbidden": problem("Signed in, but without the role this needs."),
+                    "OperatorSession": problem("The session was minted by an operator (`attest token issue`), not signed in to by the member: it opens none of the member's private data (type /problems/operator-session)."),
                     "NotFound": problem("No such campus (or resource)."),
                     "TooLarge": problem("The body is larger than the server accepts."),
                     "TooSlow": problem("The body did not arrive within 10 s; the connection is closed. Send it again, all at once."),

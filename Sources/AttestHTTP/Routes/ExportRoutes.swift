@@ -82,7 +82,7 @@ struct ExportRoutes: Sendable {
 
     func register(on signedIn: RouterGroup<AttestRequestContext>) {
         signedIn.get("me/export") { request, context -> Response in
-            let campus = try context.requireCampus()
+            let (campus, _) = try JournalRoutes.member(context)
             let session = try context.requireSession()
             let (from, to, format) = try Self.parse(
                 QueryParameters(request, accepting: ["from", "to", "format"]), today: campus.localDate(at: services.clock()), defaultFormat: .pdf)

@@ -198,8 +198,12 @@ struct JournalRoutes: Sendable {
         }
     }
 
+    /// The campus and the member whose own private data (journal, episodes, exports, links,
+    /// keeping) a request reads or writes: 403 for a session an operator minted.
     static func member(_ context: AttestRequestContext) throws -> (Campus, UserID) {
-        (try context.requireCampus(), try context.requireSession().user.id)
+        let session = try context.requireSession()
+        guard !session.byOperator else { throw Problem.operatorSession }
+        return (try context.requireCampus(), session.user.id)
     }
 
     static func entryID(_ context: AttestRequestContext) throws -> UUID {

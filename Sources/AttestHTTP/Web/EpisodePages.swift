@@ -28,7 +28,7 @@ struct EpisodePages: Sendable {
             var (values, draft, errors) = read(form, base: nil, visit: visit, now: now)
             if let draft, errors.isEmpty {
                 do {
-                    let user = try visit.signedInUser().id
+                    let user = try visit.privateUser().id
                     _ = try await JournalRoutes.run { try await EpisodeRoutes.start(services: services, campus: visit.campus, user: user, draft, now: now) }
                     throw WebOutcome.redirect(visit.base + "episodes?started=1")
                 } catch EpisodeError.alreadyOpen(let kind, _) {
@@ -52,7 +52,7 @@ struct EpisodePages: Sendable {
             var (values, draft, errors) = read(form, base: base, visit: visit, now: now)
             if let draft, errors.isEmpty {
                 do {
-                    let user = try visit.signedInUser().id
+                    let user = try visit.privateUser().id
                     _ = try await JournalRoutes.run { try await store.update(campus: visit.campus.id, user: user, id: episode.id, draft, now: now) }
                     throw WebOutcome.redirect(visit.base + "episodes/\(episode.id.lowercasedText)?saved=1")
                 } catch EpisodeError.alreadyOpen(let kind, _) {
@@ -66,7 +66,7 @@ struct EpisodePages: Sendable {
             let (visit, episode) = try await find(request, context)
             try web.checkCSRF(request, form: try await WebForm.read(request, context: context), visit: visit)
             let now = services.clock()
-            let user = try visit.signedInUser().id
+            let user = try visit.privateUser().id
             do {
                 _ = try await JournalRoutes.run { try await store.stop(campus: visit.campus.id, user: user, id: episode.id, at: now, now: now) }
             } catch EpisodeError.alreadyStopped {
@@ -77,7 +77,7 @@ struct EpisodePages: Sendable {
         pages.post("episodes/:id/delete") { request, context -> Response in
             let (visit, episode) = try await find(request, context)
             try web.checkCSRF(request, form: try await WebForm.read(request, context: context), visit: visit)
-            let user = try visit.signedInUser().id
+            let user = try visit.privateUser().id
             _ = try await EpisodeRoutes.run { try await store.delete(campus: visit.campus.id, user: user, id: episode.id, now: services.clock()) }
             throw WebOutcome.redirect(visit.base + "episodes?deleted=1")
         }
@@ -86,7 +86,7 @@ struct EpisodePages: Sendable {
     /// The signed-in member's episode named in the path; another's, or none, is the 404 page.
     private func find(_ request: Request, _ context: AttestRequestContext) async throws -> (WebVisit, Episode) {
         let visit = try await web.visit(request, context)
-        let user = try visit.signedInUser().id
+        let user = try visit.privateUser().id
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
             let episode = try await EpisodeRoutes.run({ try await store.find(campus: visit.campus.id, user: user, id: id, now: services.clock()) })
         else { throw Problem.notFound(visit["episodeNotFound"]) }
@@ -191,7 +191,7 @@ struct EpisodePages: Sendable {
     private func episodesPage(
         visit: WebVisit, request: Request, values: Values, errors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let user = try visit.signedInUser().id, campus = visit.campus, now = services.clock()
+        let user = try visit.privateUser().id, campus = visit.campus, now = services.clock()
         let query = request.uri.queryParameters
         let today = campus.localDate(at: now)
         // The summary: by default the six calendar months to today.

@@ -27,7 +27,7 @@ struct JournalPages: Sendable {
             let visit = try await web.visit(request, context)
             let form = try await Self.readForm(request, context)
             try web.checkCSRF(request, form: form, visit: visit)
-            let user = try visit.signedInUser().id
+            let user = try visit.privateUser().id
             let (values, draft, audio, errors) = try read(form, base: nil, visit: visit)
             guard let draft, errors.isEmpty else {
                 return try await journalPage(visit: visit, request: request, values: values, errors: errors, status: .unprocessableContent)
@@ -50,7 +50,7 @@ struct JournalPages: Sendable {
             guard let draft, errors.isEmpty else {
                 return try entryPage(entry, visit: visit, values: values, errors: errors, status: .unprocessableContent)
             }
-            let user = try visit.signedInUser().id
+            let user = try visit.privateUser().id
             _ = try await JournalRoutes.run {
                 try await store.update(campus: visit.campus.id, user: user, id: entry.id, draft, audio: audio, at: services.clock())
             }
@@ -59,21 +59,21 @@ struct JournalPages: Sendable {
         pages.post("journal/:id/delete") { request, context -> Response in
             let (visit, entry) = try await find(request, context)
             try web.checkCSRF(request, form: try await WebForm.read(request, context: context), visit: visit)
-            let user = try visit.signedInUser().id
+            let user = try visit.privateUser().id
             _ = try await JournalRoutes.run { try await store.delete(campus: visit.campus.id, user: user, id: entry.id) }
             throw WebOutcome.redirect(visit.base + "journal?deleted=1")
         }
         pages.post("journal/:id/audio/delete") { request, context -> Response in
             let (visit, entry) = try await find(request, context)
             try web.checkCSRF(request, form: try await WebForm.read(request, context: context), visit: visit)
-            let user = try visit.signedInUser().id
+            let user = try visit.privateUser().id
             _ = try await JournalRoutes.run { try await store.deleteAudio(campus: visit.campus.id, user: user, id: entry.id) }
             throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }
         // The recording for the page's <audio> element, with ranges (the cookie's session).
         pages.get("journal/:id/audio") { request, context -> Response in
             let visit = try await web.visit(request, context)
-            let user = try visit.signedInUser().id
+            let user = try visit.privateUser().id
             guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
                 let audio = try await JournalRoutes.run({ try await store.audio(campus: visit.campus.id, user: user, id: id) })
             else { throw Problem.notFound(visit["entryNoRecording"]) }
@@ -92,7 +92,7 @@ struct JournalPages: Sendable {
     /// The signed-in member's entry named in the path; another's, or none, is the 404 page.
     private func find(_ request: Request, _ context: AttestRequestContext) async throws -> (WebVisit, JournalEntry) {
         let visit = try await web.visit(request, context)
-        let user = try visit.signedInUser().id
+        let user = try visit.privateUser().id
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
             let entry = try await JournalRoutes.run({ try await store.find(campus: visit.campus.id, user: user, id: id) })
         else { throw Problem.notFound(visit["entryNotFound"]) }
@@ -192,7 +192,7 @@ struct JournalPages: Sendable {
     private func journalPage(
         visit: WebVisit, request: Request, values: Values, errors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let user = try visit.signedInUser().id
+        let user = try visit.privateUser().id
         let cursorText = request.uri.queryParameters.get("cursor").map { String($0) }
         let cursor = cursorText.flatMap { JournalStore.Cursor(text: $0) }
         let page = try await JournalRoutes.run { try await store.list(campus: visit.campus.id, user: user, after: cursor, limit: 20) }

@@ -30,13 +30,13 @@ struct SharingPage: Sendable {
             let today = visit.campus.localDate(at: services.clock())
             let (from, to, format) = try ExportRoutes.parse(
                 QueryParameters(request, accepting: ["from", "to", "format"]), today: today, defaultFormat: .pdf)
-            return try await ExportRoutes.ownExport(services: services, campus: visit.campus, user: try visit.signedInUser(), from: from, to: to, format: format)
+            return try await ExportRoutes.ownExport(services: services, campus: visit.campus, user: try visit.privateUser(), from: from, to: to, format: format)
         }
         pages.post("sharing/links") { request, context -> Response in
             let visit = try await web.visit(request, context)
             let form = try await WebForm.read(request, context: context)
             try web.checkCSRF(request, form: form, visit: visit)
-            let user = try visit.signedInUser()
+            let user = try visit.privateUser()
             var values = LinkValues(from: form["from"] ?? "", to: form["to"] ?? "", expiresIn: form["expiresIn"] ?? "")
             var errors = FormErrors()
             let from = LocalDate(values.from.trimmingCharacters(in: .whitespaces)), to = LocalDate(values.to.trimmingCharacters(in: .whitespaces))
@@ -60,7 +60,7 @@ struct SharingPage: Sendable {
         pages.post("sharing/links/:id/revoke") { request, context -> Response in
             let visit = try await web.visit(request, context)
             try web.checkCSRF(request, form: try await WebForm.read(request, context: context), visit: visit)
-            let user = try visit.signedInUser().id
+            let user = try visit.privateUser().id
             guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
                 try await shares.revoke(campus: visit.campus.id, user: user, id: id, now: services.clock())
             else { throw Problem.notFound(visit["noSuchLink"]) }
@@ -70,7 +70,7 @@ struct SharingPage: Sendable {
             let visit = try await web.visit(request, context)
             let form = try await WebForm.read(request, context: context)
             try web.checkCSRF(request, form: form, visit: visit)
-            let user = try visit.signedInUser().id
+            let user = try visit.privateUser().id
             let chosen = (form["keepDays"] ?? "").trimmingCharacters(in: .whitespaces)
             var days: Int?
             if !chosen.isEmpty {
@@ -97,7 +97,7 @@ struct SharingPage: Sendable {
         visit: WebVisit, request: Request, notice: String? = nil, link: LinkValues? = nil, linkErrors: FormErrors = FormErrors(),
         keepValue: String? = nil, keepErrors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let campus = visit.campus, user = try visit.signedInUser().id, now = services.clock()
+        let campus = visit.campus, user = try visit.privateUser().id, now = services.clock()
         let today = campus.localDate(at: now)
         let defaultFrom = today.adding(days: -29).description
         async let listed = shares.list(campus: campus.id, user: user)

@@ -39,6 +39,14 @@ struct WebVisit {
         return user
     }
 
+    /// The signed-in member, for their own private pages (journal, episodes, sharing): an
+    /// operator's minted session is shown why it cannot open them.
+    func privateUser() throws -> User {
+        let user = try signedInUser()
+        if session?.byOperator == true { throw WebOutcome.operatorSession }
+        return user
+    }
+
     func has(_ roles: Set<Role>) -> Bool { user.map { !$0.roles.filter(roles.contains).isEmpty } ?? false }
 }
 
@@ -48,6 +56,8 @@ enum WebOutcome: Error {
     case redirect(String, cookies: [Cookie] = [])
     /// The 403 page naming the roles that would do.
     case forbidden(Set<Role>)
+    /// The 403 page of a member's private page asked with an operator's minted session.
+    case operatorSession
 }
 
 /// Renders pages into the layout, with the security headers every web response carries.

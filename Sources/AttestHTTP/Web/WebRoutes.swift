@@ -126,6 +126,15 @@ struct WebResponseMiddleware: RouterMiddleware {
                     data: ["heading": visit["forbiddenTitle"], "detail": visit.format("forbidden", names), "homeHref": visit.base],
                     status: .forbidden),
                 visit: visit)
+        case .operatorSession:
+            guard let inCampus = await withCampus(context) else { throw Problem.internalError }
+            let visit = try await web.visit(request, inCampus, signIn: false)
+            return try web.renderer.render(
+                .init(
+                    template: "error", title: visit["operatorSessionTitle"],
+                    data: ["heading": visit["operatorSessionTitle"], "detail": visit["operatorSession"], "homeHref": visit.base],
+                    status: .forbidden),
+                visit: visit)
         }
     }
 
