@@ -115,22 +115,73 @@ public struct JournalShareStore: Sendable {
         }
     }
 
-    /// The member and range a token opens at `campus` now, the opening recorded in their log;
-    /// nil for a token that is malformed, unknown here, expired or revoked.
-    public func open(campus: CampusID, token: String, format: String, now: Date) async throws -> (user: UserID, from: LocalDate, to: LocalDate)? {
+    /// How many times one link may be opened: enough for a clinician and a colleague, not a
+    /// way to pull a member's record without end.
+    public static let maxOpenings = 20
+
+    /// What a link shows before it is opened: whose record, which range, until when, and how
+    /// often it was opened.
+    public struct Described: Sendable, Equatable {
+        public var user: UserID
+        public var id: UUID
+        public var from: LocalDate
+        public var to: LocalDate
+        public var expiresAt: Date
+        public var openings: Int
+    }
+
+    /// The link `token` names at `campus`, still open at `now`, without opening it; nil for a
+    /// token that is malformed, unknown here, expired, revoked, or whose member is inactive.
+    public func describe(campus: CampusID, token: String, now: Date) async throws -> Described? {
         guard Self.isWellFormed(token) else { return nil }
         let rows = try await client.query("SELECT * FROM attest_journal_share(\(campus), \(Self.hash(token)))")
         guard let row = rows.first, try row.decode("revoked_at", as: Date?.self) == nil, try row.decode("expires_at", as: Date.self) > now else {
             return nil
         }
         let user = UserID(try row.decode("user_id", as: UUID.self)), id = try row.decode("id", as: UUID.self)
-        try await client.withTransaction(settings: CampusScope.settings(campus.rawValue, member: user.rawValue)) { connection in
+        let openings: Int = try await client.query(
+            "SELECT count(*) AS n FROM journal_share_openings WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND share_id = \(id)",
+            settings: CampusScope.settings(campus.rawValue, member: user.rawValue)
+        ).first?.decode("n") ?? 0
+        return Described(
+            user: user, id: id, from: try row.decode("from_date"), to: try row.decode("to_date"), expiresAt: try row.decode("expires_at"),
+            openings: openings)
+    }
+
+    /// What opening a link came to.
+    public enum Opened: Sendable, Equatable {
+        /// The member and range to export; the opening is in their log.
+        case opened(user: UserID, from: LocalDate, to: LocalDate)
+        /// The link was opened `maxOpenings` times already; nothing was recorded.
+        case exhausted
+    }
+
+    /// Opens the link `token` names at `campus` now, recording the opening (`format`) in the
+    /// member's log, at most `maxOpenings` times a link; nil for a token that is malformed,
+    /// unknown here, expired, revoked or whose member is inactive.
+    public func open(campus: CampusID, token: String, format: String, now: Date) async throws -> Opened? {
+        guard let link = try await describe(campus: campus, token: token, now: now) else { return nil }
+        return try await client.withTransaction(settings: CampusScope.settings(campus.rawValue, member: link.user.rawValue)) { connection in
+            // The link's row, locked: two openings at once count one after the other.
+            let locked = try await connection.query(
+                """
+                SELECT id FROM journal_shares WHERE campus_id = \(campus) AND user_id = \(link.user.rawValue) AND id = \(link.id)
+                  AND revoked_at IS NULL FOR UPDATE
+                """)
+            guard !locked.isEmpty else { return nil }
+            let opened: Int = try await connection.query(
+                """
+                SELECT count(*) AS n FROM journal_share_openings
+                WHERE campus_id = \(campus) AND user_id = \(link.user.rawValue) AND share_id = \(link.id)
+                """
+            ).first?.decode("n") ?? 0
+            guard opened < Self.maxOpenings else { return .exhausted }
             try await connection.query(
                 """
                 INSERT INTO journal_share_openings (campus_id, user_id, share_id, opened_at, format)
-                VALUES (\(campus), \(user.rawValue), \(id), \(now), \(format))
+                VALUES (\(campus), \(link.user.rawValue), \(link.id), \(now), \(format))
                 """)
+            return .opened(user: link.user, from: link.from, to: link.to)
         }
-        return (user, try row.decode("from_date"), try row.decode("to_date"))
     }
 }

@@ -333,7 +333,8 @@ struct JournalPageTests {
             let url = try #require(made.body.firstMatch(of: /id="new-link-url" value="(http:\/\/[^"]+)"/)?.1).description
             let path = try #require(URL(string: url)?.path)
             #expect(path.hasPrefix("/v1/campuses/north/shared/"))
-            let opened = try await WebClient(api.client).get(path + "?format=csv")
+            #expect(try await WebClient(api.client).get(path).body.contains("Open as CSV"))
+            let opened = try await WebClient(api.client).post(path, form: [("format", "csv")])
             #expect(opened.status == 200 && opened.body.contains("Saw the nurse"))
             let listed = try await ana.get("/c/north/sharing")
             #expect(listed.body.contains("Opened 1 times:") && listed.body.contains("(CSV)") && listed.body.contains("active until 10:25, Fri, Nov 20, 2026"))

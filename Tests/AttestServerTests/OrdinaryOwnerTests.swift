@@ -73,7 +73,8 @@ struct OrdinaryOwnerTests {
         let shares = JournalShareStore(client: server.pool)
         let today = north.localDate(at: Date())
         let (_, token) = try await shares.create(campus: north.id, user: member.id, actor: "test", from: today, to: today, seconds: 3_600, now: Date())
-        #expect(try await shares.open(campus: north.id, token: token, format: "pdf", now: Date())?.user == member.id)
+        #expect(try await shares.describe(campus: north.id, token: token, now: Date())?.user == member.id)
+        #expect(try await shares.open(campus: north.id, token: token, format: "pdf", now: Date()) == .opened(user: member.id, from: today, to: today))
         // The door set the campus for its own statement only.
         try await server.pool.withTransaction(campus: nil) { connection in
             _ = try await connection.query("SELECT * FROM attest_journal_share(\(north.id), \(Data(count: 32)))")

@@ -33,21 +33,32 @@ struct ShareTests {
             for personal in ["ana", author.id.rawValue.uuidString.lowercased(), "2026-11-18"] { #expect(!url.lowercased().contains(personal)) }
             #expect(made.json["expiresAt"] as? String == "2026-11-21T20:00:04Z")
 
-            // Opened with no session: the range only, as PDF (inline) or JSON.
-            let pdf = try await api.client.execute(uri: url, method: HTTPRequest.Method.get, headers: [:], body: nil)
+            // A GET (a chat's link preview, a mail scanner) shows whose record it is and opens nothing.
+            for _ in 0..<3 {
+                let page = try await api.send(.get, url, template: Self.shared)
+                #expect(page.status == 200 && page.headers[.contentType] == "text/html; charset=utf-8")
+                #expect(page.body.contains("Shared by <strong>ana@example.edu</strong> of North, from 2026-11-18 to 2026-11-18."))
+                #expect(page.body.contains(#"<form method="post">"#) && page.body.contains(#"value="csv">Open as CSV"#))
+                #expect(page.body.contains("may be opened 20 more times") && page.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
+            }
+
+            // Opened with no session by the page's POST: the range only, as PDF (inline) or JSON.
+            let pdf = try await api.client.execute(uri: url, method: HTTPRequest.Method.post, headers: [:], body: nil)
             #expect(pdf.status == .ok && pdf.headers[.contentType] == "application/pdf" && pdf.headers[.contentDisposition]?.hasPrefix("inline;") == true)
             let text = try await ExportTests.text(ofPDF: Data(pdf.body.readableBytesView))
             #expect(text.contains("Café visit, then a headache") && !text.contains("A long day") && text.contains("From 2026-11-18 to 2026-11-18"))
             clock.advance(by: 1)
-            let json = try await api.send(.get, url + "?format=json", template: Self.shared)
+            let json = try await api.send(.post, url, template: Self.shared, json: "format=json", contentType: "application/x-www-form-urlencoded")
             #expect((json.json["journal"] as? [[String: Any]])?.compactMap { $0["title"] as? String } == ["Café visit, then a headache"])
             #expect((json.json["episodes"] as? [[String: Any]])?.count == 1)
 
             // Anything else is refused alike: a changed token, another campus, a made-up one.
             let changed = String(token.dropLast()) + (token.hasSuffix("A") ? "B" : "A")
             for uri in ["/v1/campuses/north/shared/\(changed)", "/v1/campuses/south/shared/\(token)", "/v1/campuses/north/shared/nothing"] {
-                let refused = try await api.send(.get, uri, template: Self.shared)
-                #expect(refused.status == 404 && refused.problem.detail.contains("does not open anything"), "\(uri)")
+                for method in [HTTPRequest.Method.get, .post] {
+                    let refused = try await api.send(method, uri, template: Self.shared)
+                    #expect(refused.status == 404 && refused.problem.detail.contains("does not open anything"), "\(method) \(uri)")
+                }
             }
 
             // The member sees every opening; nobody else sees the links.
@@ -62,6 +73,7 @@ struct ShareTests {
             // Revoked: closed at once.
             #expect((try await api.send(.delete, "/v1/campuses/north/me/shares/\(id)", template: Self.one, token: member)).status == 204)
             #expect((try await api.send(.get, url, template: Self.shared)).status == 404)
+            #expect((try await api.send(.post, url, template: Self.shared)).status == 404)
             #expect((try await api.send(.delete, "/v1/campuses/north/me/shares/\(id)", template: Self.one, token: member)).status == 404)
 
             // Expired: an hour's link after an hour.
@@ -69,9 +81,9 @@ struct ShareTests {
             let hour = try await api.send(
                 .post, "/v1/campuses/north/me/shares", template: Self.mine, token: member, json: #"{"expiresIn": 3600, "from": "2026-11-01", "to": "2026-11-20"}"#)
             let hourURL = try #require(hour.json["url"] as? String)
-            #expect((try await api.send(.get, hourURL + "?format=json", template: Self.shared)).status == 200)
+            #expect((try await api.send(.post, hourURL + "?format=json", template: Self.shared)).status == 200)
             clock.advance(by: 3_601)
-            #expect((try await api.send(.get, hourURL + "?format=json", template: Self.shared)).status == 404)
+            #expect((try await api.send(.post, hourURL + "?format=json", template: Self.shared)).status == 404)
             let statuses = try await api.send(.get, "/v1/campuses/north/me/shares", template: Self.mine, token: member)
             #expect((statuses.json["items"] as? [[String: Any]])?.compactMap { $0["status"] as? String } == ["expired", "revoked"])
 
@@ -90,5 +102,26 @@ struct ShareTests {
         #expect(audit.filter { $0.action == "member.share" }.count == 2)
         #expect(audit.filter { $0.action == "member.share" }.allSatisfy { $0.details.isEmpty && $0.target == "" })
         #expect(!audit.contains { $0.action.contains("open") })
+    }
+
+    /// A link opens at most `maxOpenings` times; then a 429 naming the limit, and nothing more
+    /// is recorded. Describing it costs no opening.
+    @Test func aLinkOpensAsOftenAsTheLimitAndNoMore() async throws {
+        let (server, _, _, member, _) = try await ExportTests.setUp()
+        try await server.run { api in
+            let made = try await api.send(
+                .post, "/v1/campuses/north/me/shares", template: Self.mine, token: member, json: #"{"expiresIn": 86400, "from": "2026-11-18", "to": "2026-11-19"}"#)
+            let url = try #require(made.json["url"] as? String)
+            for index in 0..<JournalShareStore.maxOpenings {
+                #expect(try await api.send(.post, url + "?format=json", template: Self.shared).status == 200, "opening \(index + 1)")
+            }
+            #expect(try await api.send(.get, url, template: Self.shared).body.contains("may be opened 0 more times"))
+            let refused = try await api.send(.post, url + "?format=csv", template: Self.shared)
+            #expect(refused.status == 429 && refused.problem.type.hasSuffix("/link-openings-exhausted") && refused.problem.detail.contains("at most 20 times"))
+            let listed = try await api.send(.get, "/v1/campuses/north/me/shares", template: Self.mine, token: member)
+            #expect(((listed.json["items"] as? [[String: Any]])?.first?["openings"] as? [Any])?.count == JournalShareStore.maxOpenings)
+            let unknownField = try await api.send(.post, url, template: Self.shared, json: "format=pdf&who=me", contentType: "application/x-www-form-urlencoded")
+            #expect(unknownField.status == 422 && unknownField.problem.fields == ["who"])
+        }
     }
 }

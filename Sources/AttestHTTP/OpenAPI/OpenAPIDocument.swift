@@ -715,14 +715,40 @@ public enum OpenAPIDocument {
                         ["name": "token", "in": "path", "required": true, "description": "The link's token.", "schema": ["type": "string"]],
                     ],
                     "get": [
-                        "summary": "What a shared link shows: the range's journal entries and episodes, PDF by default (inline); no sign-in. Each opening is recorded in the member's access log.",
-                        "operationId": "openShare",
-                        "parameters": [["name": "format", "in": "query", "required": false, "schema": ["type": "string", "enum": ["pdf", "csv", "json"], "default": "pdf"]]],
+                        "summary": "What a shared link shows before it is opened: a small page naming whose record it is, its range, until when it works and how many openings are left, with a button per format. It opens nothing and is not recorded (a chat's or mail's link scanner may fetch it); no sign-in.",
+                        "operationId": "describeShare",
+                        "parameters": [["name": "format", "in": "query", "required": false, "description": "The format whose button comes first.", "schema": ["type": "string", "enum": ["pdf", "csv", "json"]]]],
                         "responses": [
-                            "200": exportResponse("The export (Content-Disposition: inline)."),
-                            "404": problem("No such campus, or a link that is unknown here, expired or revoked (all alike)."),
+                            "200": ["description": "The page.", "content": ["text/html": ["schema": ["type": "string"]]]],
+                            "404": problem("No such campus, or a link that is unknown here, expired, revoked or whose member left (all alike)."),
                             "422": responseRef("Invalid"),
                             "429": responseRef("TooManyRequests"),
+                        ],
+                    ],
+                    "post": [
+                        "summary": "Opens a shared link: the range's journal entries and episodes, PDF by default (inline); no sign-in. Each opening is recorded in the member's access log; a link opens at most 20 times.",
+                        "operationId": "openShare",
+                        "parameters": [["name": "format", "in": "query", "required": false, "schema": ["type": "string", "enum": ["pdf", "csv", "json"], "default": "pdf"]]],
+                        "requestBody": [
+                            "required": false,
+                            "content": [
+                                "application/x-www-form-urlencoded": [
+                                    "schema": [
+                                        "type": "object", "additionalProperties": false,
+                                        "properties": ["format": ["type": "string", "enum": ["pdf", "csv", "json"]]],
+                                    ]
+                                ]
+                            ],
+                        ],
+                        "responses": [
+                            "200": exportResponse("The export (Content-Disposition: inline)."),
+                            "400": responseRef("BadRequest"),
+                            "404": problem("No such campus, or a link that is unknown here, expired, revoked or whose member left (all alike)."),
+                            "408": responseRef("TooSlow"),
+                            "413": responseRef("TooLarge"),
+                            "415": problem("The body is not a form (application/x-www-form-urlencoded)."),
+                            "422": responseRef("Invalid"),
+                            "429": problem("Too many unknown links from this address (Retry-After), or this link was opened as often as a link may be (type /problems/link-openings-exhausted)."),
                             "503": problem("The server has no key-encryption key to open entries with."),
                         ],
                     ],

@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import Identity
 import Journal
+import Surveys
 import Tenancy
 
 /// Links a member gives a clinician: `POST|GET …/me/shares`, `DELETE …/me/shares/{id}`, and the
@@ -119,25 +120,101 @@ struct ShareRoutes: Sendable {
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
         }
         // The clinician's view: no session; the token is the key. Every refusal looks the same.
+        // A GET makes nothing: a page saying whose record it is, with a button per format (a
+        // chat's or mail's link scanner fetches it without opening anything). The POST its
+        // form sends makes the export and is the opening recorded.
         campus.get("shared/{token}") { request, context -> Response in
             let campusValue = try context.requireCampus()
-            let (_, _, format) = try ExportRoutes.parse(
-                QueryParameters(request, accepting: ["format"]), today: campusValue.localDate(at: services.clock()), defaultFormat: .pdf)
-            let address = context.clientAddress ?? "unknown"
-            let limiter = services.limiters.unknownTokensByAddress
-            if let wait = limiter.exhausted(address) {
-                throw Problem.tooManyRequests("Too many links this campus does not know came from your address.", retryAfter: wait)
+            let query = QueryParameters(request, accepting: ["format"])
+            guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+            let link = try await Self.known(services: services, store: store, campus: campusValue, context: context) { token, now in
+                try await store.describe(campus: campusValue.id, token: token, now: now)
             }
-            let token = context.parameters.get("token") ?? ""
-            guard let opened = try await store.open(campus: campusValue.id, token: token, format: format.rawValue, now: services.clock()) else {
-                _ = limiter.take(address)
-                throw Problem.notFound("This link does not open anything: it expired, was revoked, or was copied wrong. Ask for a new one.")
+            let member = try await services.users.find(campus: campusValue.id, id: link.user)
+            let page = Self.page(
+                campus: campusValue, member: member.map(ExportRoutes.name(of:)) ?? "a member", link: link,
+                chosen: query["format"].flatMap(MemberExport.Format.init(rawValue:)))
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/html; charset=utf-8", .cacheControl: "private, no-store",
+                    .contentSecurityPolicy: "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+                    HTTPField.Name("Referrer-Policy")!: "no-referrer", HTTPField.Name("X-Robots-Tag")!: "noindex, nofollow",
+                    HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+                ],
+                body: .init(byteBuffer: ByteBuffer(string: page)))
+        }
+        campus.post("shared/{token}") { request, context -> Response in
+            let campusValue = try context.requireCampus()
+            var format = MemberExport.Format.pdf
+            let query = QueryParameters(request, accepting: ["format"])
+            var chosen = query["format"]
+            if request.headers[.contentType] != nil {
+                let form = try await WebForm.read(request, context: context, limit: 1_024)
+                for field in form.fields where field.name != "format" {
+                    throw Problem.validation([.init(field: FieldProblem.name(field.name), message: "is not a field here (only format)")])
+                }
+                chosen = form["format"] ?? chosen
             }
-            let member = try await services.users.find(campus: campusValue.id, id: opened.user)
+            guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+            if let chosen {
+                guard let known = MemberExport.Format(rawValue: chosen) else {
+                    throw Problem.validation([.init(field: "format", message: "must be pdf, csv or json")])
+                }
+                format = known
+            }
+            let opened = try await Self.known(services: services, store: store, campus: campusValue, context: context) { token, now in
+                try await store.open(campus: campusValue.id, token: token, format: format.rawValue, now: now)
+            }
+            guard case .opened(let user, let from, let to) = opened else {
+                throw Problem(
+                    .tooManyRequests, slug: "link-openings-exhausted", title: "This link was opened as often as a link may be",
+                    detail: "A link opens at most \(JournalShareStore.maxOpenings) times, and this one has been. Ask the member for a new link.")
+            }
+            let member = try await services.users.find(campus: campusValue.id, id: user)
             let name = member.map(ExportRoutes.name(of:)) ?? "a member"
             return try await ExportRoutes.export(
-                services: services, campus: campusValue, user: opened.user, member: name, from: opened.from, to: opened.to, format: format,
+                services: services, campus: campusValue, user: user, member: name, from: from, to: to, format: format,
                 disposition: "inline")
         }
+    }
+
+    /// `find`'s answer for the request's token, or the one 404 every unknown, expired,
+    /// revoked or altered link gets; an address trying many is slowed (429).
+    static func known<Value>(
+        services: AttestServices, store: JournalShareStore, campus: Campus, context: AttestRequestContext,
+        _ find: (_ token: String, _ now: Date) async throws -> Value?
+    ) async throws -> Value {
+        let address = context.clientAddress ?? "unknown"
+        let limiter = services.limiters.unknownTokensByAddress
+        if let wait = limiter.exhausted(address) {
+            throw Problem.tooManyRequests("Too many links this campus does not know came from your address.", retryAfter: wait)
+        }
+        guard let found = try await find(context.parameters.get("token") ?? "", services.clock()) else {
+            _ = limiter.take(address)
+            throw Problem.notFound("This link does not open anything: it expired, was revoked, or was copied wrong. Ask for a new one.")
+        }
+        return found
+    }
+
+    /// The page a link shows: whose record, which range, until when, and a button per format
+    /// (the one a `?format=` names first). No script, no style from elsewhere.
+    static func page(campus: Campus, member: String, link: JournalShareStore.Described, chosen: MemberExport.Format?) -> String {
+        let escape = WebHTML.escape
+        let formats = [(MemberExport.Format.pdf, "PDF, to read or print"), (.csv, "CSV, for a spreadsheet"), (.json, "JSON, for software")]
+            .sorted { first, _ in first.0 == chosen }
+        let buttons = formats.map { format, words in
+            #"<p><button type="submit" name="format" value="\#(format.rawValue)">Open as \#(words)</button></p>"#
+        }.joined()
+        let left = max(0, JournalShareStore.maxOpenings - link.openings)
+        return """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
+            <title>Health journal shared by \(escape(member))</title></head><body><main>\
+            <h1>Health journal and episodes</h1>\
+            <p>Shared by <strong>\(escape(member))</strong> of \(escape(campus.name)), from \(link.from) to \(link.to).</p>\
+            <p>The link works until \(escape(PostgresDate.timestamp(link.expiresAt))) and may be opened \(left) more \(left == 1 ? "time" : "times"); \
+            each opening is shown to \(escape(member)).</p>\
+            <form method="post">\(buttons)</form></main></body></html>
+            """
     }
 }
