@@ -54,6 +54,8 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
     case replayed
     case keysUnavailable(String)
     case identityConflict
+    /// An operator deactivated the account (`attest user deactivate`).
+    case deactivated
     /// The issuer has no web client (client ID and secret) for the browser sign-in.
     case noWebClient(String)
     /// The issuer's discovery document or token endpoint failed; what went wrong.
@@ -68,7 +70,7 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .noIssuer, .malformed, .unsupportedAlgorithm, .issuerNotAccepted, .unknownKey, .badSignature, .wrongAudience, .expired,
             .notYetValid, .issuedInTheFuture, .emailMissing, .emailNotVerified, .domainNotAllowed, .noDomainAllowed, .nonceMismatch,
-            .replayed, .keysUnavailable, .identityConflict, .providerFailed, .signInAbandoned:
+            .replayed, .keysUnavailable, .identityConflict, .deactivated, .providerFailed, .signInAbandoned:
             true
         default: false
         }
@@ -132,6 +134,7 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
         case .replayed: "this ID token was used to sign in already; sign in again for a new one"
         case .keysUnavailable: "the issuer's signing keys cannot be fetched right now; retry shortly"
         case .identityConflict: "this email address is already linked to another sign-in identity at this campus"
+        case .deactivated: "this account is deactivated at this campus: ask the campus's IT team to reactivate it"
         case .noWebClient(let issuer):
             "issuer \(issuer) has no web client for the browser sign-in: add it again with --client-id and --client-secret-file"
         case .providerFailed(let reason): "the sign-in provider could not be used: \(reason)"

@@ -154,6 +154,83 @@ public struct UserStore: Sendable {
         }
     }
 
+    // MARK: Lifecycle
+
+    /// Deactivates (`active: false`) or reactivates the user `email`, audited. A deactivated
+    /// user cannot sign in, loses every session (revoked, and the campus's sign-in generation
+    /// moved on, so no server keeps one), gets no reminders, opens no shared link, and is
+    /// counted apart from the active members from today. `changed` is false when the user was
+    /// so already.
+    public func setActive(
+        campus: Campus, email rawEmail: String, active: Bool, actor: String, at now: Date = Date()
+    ) async throws -> (changed: Bool, sessionsRevoked: Int) {
+        guard let email = Self.normalizedEmail(rawEmail) else { throw IdentityError.invalidEmail(rawEmail) }
+        return try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let rows = try await connection.query(
+                "SELECT id, active FROM users WHERE campus_id = \(campus.id) AND email = \(email) FOR UPDATE")
+            guard let row = rows.first else { throw IdentityError.userNotFound(email) }
+            let id: UserID = try row.decode("id")
+            guard try row.decode("active", as: Bool.self) != active else { return (false, 0) }
+            try await connection.query("UPDATE users SET active = \(active) WHERE campus_id = \(campus.id) AND id = \(id)")
+            var revoked = 0
+            if !active {
+                revoked = try await connection.query(
+                    "UPDATE sessions SET revoked_at = \(now) WHERE campus_id = \(campus.id) AND user_id = \(id) AND revoked_at IS NULL"
+                ).affectedRows
+            }
+            try await Self.countMemberChange(connection, campus: campus, change: active ? 1 : -1, at: now)
+            try await AuthGenerations.bump(connection, campus: campus.id)
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: active ? "user.reactivate" : "user.deactivate", target: email,
+                details: active ? [:] : ["sessionsRevoked": "\(revoked)"])
+            return (true, revoked)
+        }
+    }
+
+    /// Erases the user `email`: their row, and with it every row of theirs (attestations,
+    /// sessions, journal entries and recordings, episodes, links and their openings,
+    /// settings); the audit log keeps only that an erasure happened (the entries naming them
+    /// are removed, then one `user.erase` naming their id, which names nobody now). The day's
+    /// rollups keep their counts, which name nobody. Run it on the schema owner's client: the
+    /// audit log is append-only for the application role.
+    public func erase(campus: Campus, email rawEmail: String, actor: String, at now: Date = Date()) async throws -> (id: UserID, auditEntriesRemoved: Int) {
+        guard let email = Self.normalizedEmail(rawEmail) else { throw IdentityError.invalidEmail(rawEmail) }
+        return try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let rows = try await connection.query(
+                "SELECT id, active FROM users WHERE campus_id = \(campus.id) AND email = \(email) FOR UPDATE")
+            guard let row = rows.first else { throw IdentityError.userNotFound(email) }
+            let id: UserID = try row.decode("id")
+            try await connection.query("DELETE FROM users WHERE campus_id = \(campus.id) AND id = \(id)")
+            if try row.decode("active", as: Bool.self) { try await Self.countMemberChange(connection, campus: campus, change: -1, at: now) }
+            let removed = try await connection.query(
+                "DELETE FROM audit_log WHERE campus_id = \(campus.id) AND (target = \(email) OR actor = \("user:" + email))"
+            ).affectedRows
+            try await AuthGenerations.bump(connection, campus: campus.id)
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "user.erase", target: id.rawValue.lowercasedText,
+                details: ["auditEntriesRemoved": "\(removed)"])
+            return (id, removed)
+        }
+    }
+
+    /// Whether each user of `campus` is active, by id.
+    public func activity(campus: CampusID) async throws -> [UserID: Bool] {
+        var active: [UserID: Bool] = [:]
+        for row in try await client.query("SELECT id, active FROM users WHERE campus_id = \(campus)", campus: campus.rawValue) {
+            active[try row.decode("id")] = try row.decode("active")
+        }
+        return active
+    }
+
+    /// One member more (+1) or fewer (−1) from the campus-local day of `now` on.
+    static func countMemberChange(_ connection: PostgresConnection, campus: Campus, change: Int, at now: Date) async throws {
+        try await connection.query(
+            """
+            INSERT INTO member_changes AS m (campus_id, local_date, change) VALUES (\(campus.id), \(campus.localDate(at: now)), \(change))
+            ON CONFLICT (campus_id, local_date) DO UPDATE SET change = m.change + EXCLUDED.change
+            """)
+    }
+
     // MARK: Sign-in
 
     /// The user a verified ID token stands for: found by issuer and subject, else linked by
@@ -165,11 +242,12 @@ public struct UserStore: Sendable {
                 return try await client.withTransaction(campus: campus.id.rawValue) { connection in
                     let bySubject = try await connection.query(
                         """
-                        SELECT id, display_name FROM users
+                        SELECT id, display_name, active FROM users
                         WHERE campus_id = \(campus.id) AND oidc_issuer = \(identity.issuer) AND oidc_subject = \(identity.subject)
                         """)
                     let userID: UserID
                     if let row = bySubject.first {
+                        guard try row.decode("active", as: Bool.self) else { throw IdentityError.deactivated }
                         userID = try row.decode("id")
                         if let name = identity.name, try row.decode("display_name", as: String.self) != name {
                             try await connection.query(
@@ -178,8 +256,9 @@ public struct UserStore: Sendable {
                         }
                     } else {
                         let byEmail = try await connection.query(
-                            "SELECT id, oidc_subject FROM users WHERE campus_id = \(campus.id) AND email = \(identity.email)")
+                            "SELECT id, oidc_subject, active FROM users WHERE campus_id = \(campus.id) AND email = \(identity.email)")
                         if let row = byEmail.first {
+                            guard try row.decode("active", as: Bool.self) else { throw IdentityError.deactivated }
                             guard try row.decode("oidc_subject", as: String?.self) == nil else {
                                 throw IdentityError.identityConflict
                             }
@@ -219,8 +298,8 @@ public struct UserStore: Sendable {
     /// that returns `campus_id`, `created_at` and `active` of the rows it inserted. Every
     /// statement that adds users carries it (the import, onboarding, the history seed), so the
     /// dashboard's active counts need no trigger on `users` (Citus refuses triggers there).
-    /// A statement that deactivates, reactivates or deletes members must write its −1/+1 the
-    /// same way; none does today (members leave only with their campus).
+    /// A statement that deactivates, reactivates or deletes members writes its −1/+1 in the
+    /// same transaction (`countMemberChange`).
     public static func countAddedMembers(campus: CampusID) -> SQL {
         """
         counted AS (

@@ -6,8 +6,8 @@ import Tenancy
 
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "user", abstract: "Add, import and list a campus's users.",
-        subcommands: [Add.self, Import.self, List.self])
+        commandName: "user", abstract: "Add, import, list, deactivate, reactivate and erase a campus's users.",
+        subcommands: [Add.self, Import.self, List.self, Deactivate.self, Reactivate.self, Erase.self])
 }
 
 extension UserCommand {
@@ -63,11 +63,75 @@ extension UserCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let users = try await TenantContext.run(database: database, logging: logging) { context in
-                try await context.users.list(campus: try await context.campuses.require(slug: campus).id)
+            let (users, activity) = try await TenantContext.run(database: database, logging: logging) { context in
+                let campus = try await context.campuses.require(slug: campus).id
+                return (try await context.users.list(campus: campus), try await context.users.activity(campus: campus))
             }
-            if json { return printJSONObject(users.map(\.jsonObject)) }
-            for user in users { say("\(user.email)\t\(user.roles.map(\.rawValue).joined(separator: ","))\t\(user.displayName)") }
+            if json {
+                return printJSONObject(users.map { user in user.jsonObject.merging(["active": activity[user.id] ?? true]) { $1 } })
+            }
+            for user in users {
+                let status = activity[user.id] == false ? "\tdeactivated" : ""
+                say("\(user.email)\t\(user.roles.map(\.rawValue).joined(separator: ","))\t\(user.displayName)\(status)")
+            }
+        }
+    }
+
+    struct Deactivate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Deactivate a user: no sign-in, every session revoked, no reminders, no shared link opens; counted apart from active members. Audited.")
+        @Argument var campus: String
+        @Argument var email: String
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let outcome = try await TenantContext.run(database: database, logging: logging) { context in
+                try await context.users.setActive(
+                    campus: try await context.campuses.require(slug: campus), email: email, active: false, actor: TenantContext.actor)
+            }
+            say(
+                outcome.changed
+                    ? "Deactivated \(email) at \(campus); \(outcome.sessionsRevoked) sessions revoked. `attest user reactivate` undoes it."
+                    : "\(email) at \(campus) was deactivated already.")
+        }
+    }
+
+    struct Reactivate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Reactivate a deactivated user: they may sign in again. Audited.")
+        @Argument var campus: String
+        @Argument var email: String
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let outcome = try await TenantContext.run(database: database, logging: logging) { context in
+                try await context.users.setActive(
+                    campus: try await context.campuses.require(slug: campus), email: email, active: true, actor: TenantContext.actor)
+            }
+            say(outcome.changed ? "Reactivated \(email) at \(campus): they may sign in again." : "\(email) at \(campus) is active already.")
+        }
+    }
+
+    struct Erase: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Erase a user: every row of theirs (attestations, sessions, journal, recordings, episodes, links) is deleted, and the audit log keeps only that an erasure happened.",
+            discussion: "It cannot be undone: pass --yes. Run it with the schema owner's database URL (the audit log is append-only for the server).")
+        @Argument var campus: String
+        @Argument var email: String
+        @Flag(help: "Erase: it cannot be undone.") var yes = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            guard yes else { throw CLIError("erasing \(email) at \(campus) deletes every row of theirs and cannot be undone: pass --yes to do it") }
+            let logger = logging.makeLogger(label: "attest")
+            let owner = try database.ownerClient(logger: logger, maxConnections: 1)
+            let outcome = try await runningService(owner) {
+                let campus = try await CampusStore(client: owner).require(slug: campus)
+                return try await UserStore(client: owner).erase(campus: campus, email: email, actor: TenantContext.actor)
+            }
+            say("Erased \(email) at \(campus) (user \(outcome.id)); \(outcome.auditEntriesRemoved) audit entries naming them removed, one recording the erasure kept.")
         }
     }
 }
