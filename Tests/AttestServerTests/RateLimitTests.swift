@@ -46,6 +46,43 @@ struct RateLimitTests {
         }
     }
 
+    /// An IPv6 client is its /64 (by default): rotating through the addresses of one's own
+    /// network buys nothing, and so one client cannot empty the campus's sign-in allowance.
+    @Test func anIPv6ClientIsCountedByItsNetwork() async throws {
+        #expect(RateLimiter.network(of: "2001:db8:1:2:aaaa:bbbb:cccc:dddd", ipv6Prefix: 64) == "2001:db8:1:2::/64")
+        #expect(RateLimiter.network(of: "2001:DB8:1:2::7", ipv6Prefix: 64) == "2001:db8:1:2::/64")
+        #expect(RateLimiter.network(of: "2001:db8:1:3::7", ipv6Prefix: 64) == "2001:db8:1:3::/64")
+        #expect(RateLimiter.network(of: "2001:db8:1:2ff::7", ipv6Prefix: 48) == "2001:db8:1::/48")
+        #expect(RateLimiter.network(of: "2001:db8::1", ipv6Prefix: 128) == "2001:db8::1/128")
+        #expect(RateLimiter.network(of: "::ffff:198.51.100.7", ipv6Prefix: 64) == "198.51.100.7")
+        #expect(RateLimiter.network(of: "198.51.100.7", ipv6Prefix: 64) == "198.51.100.7")
+        #expect(RateLimiter.network(of: "not:an:address", ipv6Prefix: 64) == "not:an:address")
+
+        let limits = RateLimits(
+            signInPerAddress: .init(burst: 3, perMinute: 0), signInPerCampus: .init(burst: 10, perMinute: 0),
+            unknownTokensPerAddress: .init(burst: 3, perMinute: 0))
+        let server = try await TestServer.make(configuration: ServerConfiguration(rateLimits: limits, trustedProxies: ["127.0.0.1"]))
+        _ = try await server.campus("north")
+        try await server.run { api in
+            // Twenty addresses of one /64: three answered, then the network waits.
+            var statuses: [Int] = []
+            for index in 1...20 { statuses.append(try await Self.signIn(api, from: "2001:db8:7:7::\(String(index, radix: 16))").status) }
+            #expect(statuses == Array(repeating: 401, count: 3) + Array(repeating: 429, count: 17), "\(statuses)")
+            // The campus's allowance was spent only by what was answered: another client still signs in.
+            #expect(try await Self.signIn(api, from: "2001:db8:8:8::1").status == 401)
+            // Unknown tokens too.
+            var unknown: [Int] = []
+            for index in 1...5 {
+                unknown.append(
+                    try await api.send(
+                        .get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: "unknown-token-\(index)",
+                        headers: [Self.forwarded: "2001:db8:9:9::\(index)"]
+                    ).status)
+            }
+            #expect(unknown == [401, 401, 401, 429, 429], "\(unknown)")
+        }
+    }
+
     @Test func unknownTokensAreLimitedPerAddressAndKnownOnesNever() async throws {
         let limits = RateLimits(unknownTokensPerAddress: .init(burst: 3, perMinute: 0))
         let server = try await TestServer.make(configuration: ServerConfiguration(rateLimits: limits))

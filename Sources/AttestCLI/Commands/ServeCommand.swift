@@ -58,6 +58,11 @@ struct ServeCommand: AsyncParsableCommand {
             "A key-encryption key that still opens what it sealed but seals nothing (repeatable): the old key while `attest keys rotate-kek` runs.",
             valueName: "file"))
     var previousKekFile: [String] = []
+    @Option(
+        help: ArgumentHelp(
+            "How many leading bits of an IPv6 address count as one client for the rate limits (a subscriber's /64 by default; 48 for a stricter view).",
+            valueName: "bits"))
+    var rateLimitIPv6Prefix = 64
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var keys: KeyOptions
     @OptionGroup var logging: LoggingOptions
@@ -71,6 +76,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let publicURL, WebConfiguration.parsePublicURL(publicURL) == nil {
             throw ValidationError("--public-url must be an absolute http or https URL without query or fragment, such as https://attest.example.edu")
         }
+        guard (16...128).contains(rateLimitIPv6Prefix) else { throw ValidationError("--rate-limit-ipv6-prefix must be from 16 to 128 bits") }
         guard (1...3_600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be from 1 to 3600 seconds") }
         guard (1...64).contains(writeWorkers) else { throw ValidationError("--write-workers must be from 1 to 64") }
         guard writeWorkers < database.dbPoolSize else {
@@ -84,7 +90,8 @@ struct ServeCommand: AsyncParsableCommand {
         let kek = try keys.require().accepting(try KeyOptions.load(files: previousKekFile, option: "--previous-kek-file"))
         try await migrateThenServe(
             database: database, readURL: try database.resolveReadURL(databaseReadURL), migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek, server: ServerConfiguration(
-                host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort, trustedProxies: Swift.Set(trustedProxies),
+                host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort,
+                rateLimits: RateLimits(ipv6Prefix: rateLimitIPv6Prefix), trustedProxies: Swift.Set(trustedProxies),
                 outbound: .init(allowedHosts: Swift.Set(outboundHosts)), idleTimeout: .seconds(idleTimeout),
                 web: WebConfiguration(publicURL: publicURL.flatMap(WebConfiguration.parsePublicURL))), logger: logger
         ) { port in

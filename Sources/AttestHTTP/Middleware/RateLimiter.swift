@@ -15,16 +15,44 @@ final class RateLimiter: Sendable {
 
     let limit: Limit
     let maxKeys: Int
+    /// For a limiter keyed by client address: the IPv6 prefix length counted as one client
+    /// (nil: keys are taken as they are).
+    let ipv6Prefix: Int?
     private let buckets = Mutex<[String: Bucket]>([:])
 
-    init(_ limit: Limit, maxKeys: Int = 50_000) {
+    init(_ limit: Limit, maxKeys: Int = 50_000, ipv6Prefix: Int? = nil) {
         self.limit = limit
         self.maxKeys = max(1, maxKeys)
+        self.ipv6Prefix = ipv6Prefix
     }
 
     /// Spends one from `key`'s bucket; nil when allowed, else how long until one is back.
     func take(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
         update(key, now: now, spend: true)
+    }
+
+    /// The client a key stands for: an IPv6 address by its network (`ipv6Prefix` bits, a /64
+    /// by default: one subscriber's whole allocation, which a client can rotate through at
+    /// will), an IPv4 one (or an IPv4-mapped IPv6 one) as itself.
+    func client(_ key: String) -> String {
+        guard let ipv6Prefix else { return key }
+        return Self.network(of: key, ipv6Prefix: ipv6Prefix)
+    }
+
+    static func network(of address: String, ipv6Prefix: Int) -> String {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        guard address.contains(":"), inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return bytes[12...].map { String($0) }.joined(separator: ".")
+        }
+        let bits = min(128, max(0, ipv6Prefix))
+        for index in 0..<16 {
+            let kept = min(8, max(0, bits - index * 8))
+            bytes[index] &= kept == 8 ? 0xFF : UInt8(truncatingIfNeeded: 0xFF00 >> kept)
+        }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        guard inet_ntop(AF_INET6, bytes, &text, socklen_t(text.count)) != nil else { return address }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/\(bits)"
     }
 
     /// How many keys are remembered (for tests of the bound).
@@ -36,6 +64,7 @@ final class RateLimiter: Sendable {
     }
 
     private func update(_ key: String, now: ContinuousClock.Instant, spend: Bool) -> Duration? {
+        let key = client(key)
         let perSecond = limit.perMinute / 60
         return buckets.withLock { buckets in
             var bucket = buckets[key] ?? Bucket(tokens: limit.burst, updated: now)
@@ -86,15 +115,19 @@ public struct RateLimits: Sendable, Equatable {
     /// Requests from one address whose bearer token is unknown (each costs a database
     /// read). Default 100 at once, 600 a minute; tokens this server knows are never limited.
     public var unknownTokensPerAddress: RateLimit
+    /// How many leading bits of an IPv6 address one client is counted by. Default 64: a
+    /// subscriber gets at least a /64, and any address in it at will.
+    public var ipv6Prefix: Int
 
     public init(
         signInPerAddress: RateLimit = .init(burst: 30, perMinute: 30),
         signInPerCampus: RateLimit = .init(burst: 300, perMinute: 1_200),
-        unknownTokensPerAddress: RateLimit = .init(burst: 100, perMinute: 600)
+        unknownTokensPerAddress: RateLimit = .init(burst: 100, perMinute: 600), ipv6Prefix: Int = 64
     ) {
         self.signInPerAddress = signInPerAddress
         self.signInPerCampus = signInPerCampus
         self.unknownTokensPerAddress = unknownTokensPerAddress
+        self.ipv6Prefix = ipv6Prefix
     }
 }
 
@@ -105,13 +138,15 @@ public struct RequestLimiters: Sendable {
     let unknownTokensByAddress: RateLimiter
 
     public init(_ limits: RateLimits) {
-        signInByAddress = RateLimiter(limits.signInPerAddress)
+        signInByAddress = RateLimiter(limits.signInPerAddress, ipv6Prefix: limits.ipv6Prefix)
         signInByCampus = RateLimiter(limits.signInPerCampus)
-        unknownTokensByAddress = RateLimiter(limits.unknownTokensPerAddress)
+        unknownTokensByAddress = RateLimiter(limits.unknownTokensPerAddress, ipv6Prefix: limits.ipv6Prefix)
     }
 
     /// Counts a sign-in attempt (or a nonce asked for) from `address` at `campus`; throws 429
-    /// when either has used up its allowance.
+    /// when either has used up its allowance. The client's own allowance is spent first, and
+    /// the campus's only when it allows: one client (one IPv4 address, one IPv6 /64) spends at
+    /// most its own burst of the campus's, which is ten times larger.
     func admitSignIn(address: String?, campus: String) throws {
         if let wait = signInByAddress.take(address ?? "unknown") {
             throw Problem.tooManyRequests("Too many sign-in attempts came from your address.", retryAfter: wait)
