@@ -83,6 +83,11 @@ CREATE TABLE IF NOT EXISTS campus_plugins (
     kind        text NOT NULL CHECK (kind IN ('badge-rule', 'testing-locations', 'sink', 'community-data', 'context')),
     plugin_id   text NOT NULL CHECK (plugin_id ~ '^[a-z0-9][a-z0-9._-]*$'),
     settings    jsonb NOT NULL DEFAULT '{}',
+    -- The settings the plugin declares secret (a webhook's key, a feed URL that may carry an
+    -- API key), as a JSON object sealed under the key-encryption key (SealedSecret).
+    secrets     bytea,
+    -- Their names, to list them without opening them.
+    secret_names text[] NOT NULL DEFAULT '{}',
     enabled_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (campus_id, kind, plugin_id)
 );

@@ -8,6 +8,6 @@ import Tenancy
 /// list with the schema's `bytea` columns, so a new sealed column cannot be forgotten here.
 enum SealedColumns {
     static let all: [SealedColumn] =
-        BadgeKeyStore.sealedColumns + OIDCIssuerStore.sealedColumns + JournalStore.sealedColumns
+        BadgeKeyStore.sealedColumns + OIDCIssuerStore.sealedColumns + CampusPluginStore.sealedColumns + JournalStore.sealedColumns
         + EpisodeStore.sealedColumns
 }

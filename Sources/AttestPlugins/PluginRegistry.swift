@@ -105,6 +105,40 @@ public struct PluginRegistry: Sendable {
 
     public init() {}
 
+    private var secrets: [String: Set<String>] = [:]
+
+    /// Declares which top-level settings of plugin `id` of `kind` are secrets (a signing key,
+    /// a URL that carries an API key). The platform stores them sealed under the operator's
+    /// key-encryption key apart from the other settings, re-wraps them with `attest keys
+    /// rotate-kek`, shows them in no listing and hands them to the plugin's factory as if they
+    /// were plain. A setting named like a secret (`secret`, `password`, `token`, `apiKey`) is
+    /// sealed whether declared or not.
+    public mutating func declareSecretSettings(_ names: Set<String>, kind: PluginKind, id: String) {
+        secrets["\(kind.rawValue)/\(id)", default: []].formUnion(names)
+    }
+
+    /// The top-level members of `settings` that are stored sealed: those declared for the
+    /// plugin, those named like a secret, and those holding a member named like one.
+    public func secretMembers(of settings: JSONValue, kind: PluginKind, id: String) -> Set<String> {
+        guard case .object(let members) = settings else { return [] }
+        let declared = secrets["\(kind.rawValue)/\(id)"] ?? []
+        return Set(members.compactMap { name, value in declared.contains(name) || Self.looksSecret(name) || Self.holdsSecret(value) ? name : nil })
+    }
+
+    /// A member name that says it holds a secret.
+    public static func looksSecret(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return ["secret", "password", "token", "apikey", "api_key", "privatekey", "private_key"].contains { lowered.contains($0) }
+    }
+
+    static func holdsSecret(_ value: JSONValue) -> Bool {
+        switch value {
+        case .object(let members): members.contains { looksSecret($0.key) || holdsSecret($0.value) }
+        case .array(let items): items.contains(where: holdsSecret)
+        default: false
+        }
+    }
+
     /// Registers a badge rule under a stable id (`[a-z0-9._-]+`); a later registration of
     /// the same id replaces the earlier one.
     public mutating func registerBadgeRule(id: String, factory: @escaping BadgeRuleFactory) {

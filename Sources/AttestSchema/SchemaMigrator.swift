@@ -158,6 +158,12 @@ public struct SchemaMigrator: Sendable {
             sql: """
                 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS by_operator boolean NOT NULL DEFAULT false;
                 """),
+        Migration(
+            version: 14, name: "plugins' secret settings sealed apart from the others",
+            sql: """
+                ALTER TABLE campus_plugins ADD COLUMN IF NOT EXISTS secrets bytea;
+                ALTER TABLE campus_plugins ADD COLUMN IF NOT EXISTS secret_names text[] NOT NULL DEFAULT '{}';
+                """),
     ]
 
     /// What every server polls (`AuthGenerations`): each campus's sign-in generation, which

@@ -245,6 +245,12 @@ extension PluginRegistry {
         registerCommunityDataProvider(id: CSVTimeseriesProvider.id) { settings in try CSVTimeseriesProvider(settings: settings) }
         registerCommunityDataProvider(id: CommunityJSONFeedProvider.id) { settings in try CommunityJSONFeedProvider(settings: settings) }
         registerContextProvider(id: ContextFeedProvider.id) { settings in try ContextFeedProvider(settings: settings) }
+        // A webhook's signing key, and URLs that may carry an API key in their query.
+        declareSecretSettings(["secret", "url"], kind: .sink, id: WebhookSink.id)
+        declareSecretSettings(["url"], kind: .testingLocations, id: JSONFeedProvider.id)
+        declareSecretSettings(["url"], kind: .communityData, id: CSVTimeseriesProvider.id)
+        declareSecretSettings(["url"], kind: .communityData, id: CommunityJSONFeedProvider.id)
+        declareSecretSettings(["url"], kind: .context, id: ContextFeedProvider.id)
     }
 
     /// A registry holding the built-in plugins.

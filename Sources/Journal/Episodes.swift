@@ -349,8 +349,15 @@ public final class EpisodeContext: Sendable {
     private let enabled = ExpiringCache<CampusID, CampusPluginStore.Enabled?>(ttl: .seconds(5))
     private let built = PluginInstances<any ContextProvider>()
 
-    public init(client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, budget: Duration = .seconds(3)) {
+    /// Where the campus's provider and its settings (the sealed ones opened with `kek`) are read.
+    let plugins: CampusPluginStore
+
+    public init(
+        client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, budget: Duration = .seconds(3),
+        kek: KeyEncryptionKey? = nil
+    ) {
         self.client = client
+        self.plugins = CampusPluginStore(client: client, kek: kek)
         self.registry = registry
         self.context = PluginContext(http: http, logger: logger)
         self.budget = budget
@@ -383,8 +390,8 @@ public final class EpisodeContext: Sendable {
     private func provider(campus: CampusID) async -> (id: String, provider: any ContextProvider)? {
         let plugin: CampusPluginStore.Enabled?
         do {
-            plugin = try await enabled.value(for: campus) { [client] in
-                try await CampusPluginStore(client: client).list(campus: campus, kind: .context).first
+            plugin = try await enabled.value(for: campus) { [plugins] in
+                try await plugins.list(campus: campus, kind: .context).first
             }
         } catch {
             context.logger.warning("cannot read the campus's context provider", metadata: ["error": "\(error)"])

@@ -47,12 +47,16 @@ public final class OutboxWorker: Service, Sendable {
     /// Campus days whose reminders are known to be written (by this server or another).
     private let remindedDays = Mutex<Set<String>>([])
     /// Built sinks by campus and id, kept 5 s (settings changes reach workers within that).
+    /// Where a sink's settings (the sealed ones opened with the key-encryption key) are read.
+    let plugins: CampusPluginStore
     private let sinks = ExpiringCache<String, (any NotificationSink)?>(ttl: .seconds(5))
 
     public init(
         client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, configuration: Configuration = .init(),
-        logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }, metrics: any MetricsFactory = MetricsSystem.factory
+        logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }, metrics: any MetricsFactory = MetricsSystem.factory,
+        kek: KeyEncryptionKey? = nil
     ) {
+        self.plugins = CampusPluginStore(client: client, kek: kek)
         func outcome(_ name: String) -> Counter {
             Counter(label: "attest_notifications_total", dimensions: [("outcome", name)], factory: metrics)
         }
@@ -231,13 +235,9 @@ public final class OutboxWorker: Service, Sendable {
     }
 
     private func sink(_ id: String, campus: CampusID) async throws -> (any NotificationSink)? {
-        let (client, registry) = (client, registry)
+        let (plugins, registry) = (plugins, registry)
         return try await sinks.value(for: "\(campus)/\(id)") {
-            let rows = try await client.query(
-                "SELECT settings FROM campus_plugins WHERE campus_id = \(campus) AND kind = 'sink' AND plugin_id = \(id)",
-                campus: campus.rawValue)
-            guard let row = rows.first else { return nil }
-            let settings = try row.decode("settings", as: PostgresJSON.self).decode(as: JSONValue.self)
+            guard let settings = try await plugins.settings(campus: campus, kind: .sink, id: id) else { return nil }
             return try registry.makeSink(id: id, settings: settings)
         }
     }

@@ -27,11 +27,16 @@ public struct AttestationService: Sendable {
         var version: Int
     }
 
+    /// Where the campus's badge rule and its settings (the sealed ones opened with the
+    /// key-encryption key) are read.
+    let plugins: CampusPluginStore
+
     public init(
         client: PostgresClient, sessions: SessionStore, writer: AttestationWriter, questionnaires: ActiveQuestionnaires,
-        registry: PluginRegistry, logger: Logger, ruleBudget: Duration = .milliseconds(100)
+        registry: PluginRegistry, logger: Logger, ruleBudget: Duration = .milliseconds(100), kek: KeyEncryptionKey? = nil
     ) {
         self.client = client
+        self.plugins = CampusPluginStore(client: client, kek: kek)
         self.sessions = sessions
         self.writer = writer
         self.questionnaires = questionnaires
@@ -410,7 +415,7 @@ public struct AttestationService: Sendable {
     /// its default table; built once per campus and questionnaire version, kept 5 s.
     func rule(for campus: Campus, questionnaire: Questionnaire) async throws -> (id: String, rule: any BadgeRule) {
         try await rules.value(for: RuleKey(campus: campus.id, version: questionnaire.version)) {
-            let enabled = try await CampusPluginStore(client: client).list(campus: campus.id, kind: .badgeRule).first
+            let enabled = try await plugins.list(campus: campus.id, kind: .badgeRule).first
             let id = enabled?.id ?? "standard"
             return (id, try registry.makeBadgeRule(id: id, settings: enabled?.settings ?? .null, questionnaire: questionnaire))
         }

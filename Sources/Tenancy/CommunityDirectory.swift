@@ -19,10 +19,15 @@ public final class CommunityDirectory: Sendable {
     /// source share one provider and its one copy of the source.
     private let built = PluginInstances<any CommunityDataProvider>()
 
+    /// Where the campus's provider and its settings (the sealed ones opened with `kek`) are read.
+    let plugins: CampusPluginStore
+
     public init(
-        client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, providerBudget: Duration = .seconds(2)
+        client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, providerBudget: Duration = .seconds(2),
+        kek: KeyEncryptionKey? = nil
     ) {
         self.client = client
+        self.plugins = CampusPluginStore(client: client, kek: kek)
         self.registry = registry
         self.context = PluginContext(http: http, logger: logger)
         self.providerBudget = providerBudget
@@ -97,8 +102,8 @@ public final class CommunityDirectory: Sendable {
     }
 
     private func plugin(campus: Campus) async throws -> CampusPluginStore.Enabled {
-        let found = try await enabled.value(for: campus.id) { [client] in
-            try await CampusPluginStore(client: client).list(campus: campus.id, kind: .communityData).first
+        let found = try await enabled.value(for: campus.id) { [plugins] in
+            try await plugins.list(campus: campus.id, kind: .communityData).first
         }
         guard let found else { throw Failure.notEnabled }
         return found

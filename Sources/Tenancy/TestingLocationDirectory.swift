@@ -13,8 +13,15 @@ public final class TestingLocationDirectory: Sendable {
     /// Built providers, kept while their settings stay the same (they keep their own caches).
     private let built = PluginInstances<any TestingLocationProvider>()
 
-    public init(client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, providerBudget: Duration = .seconds(2)) {
+    /// Where the campus's providers and their settings (the sealed ones opened with `kek`) are read.
+    let plugins: CampusPluginStore
+
+    public init(
+        client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, providerBudget: Duration = .seconds(2),
+        kek: KeyEncryptionKey? = nil
+    ) {
         self.client = client
+        self.plugins = CampusPluginStore(client: client, kek: kek)
         self.registry = registry
         self.context = PluginContext(http: http, logger: logger)
         self.providerBudget = providerBudget
@@ -48,8 +55,8 @@ public final class TestingLocationDirectory: Sendable {
     /// Every enabled provider's locations (provider id, location, stale), and the providers
     /// that failed or overran. A campus that enabled none is served by `static`.
     public func locations(campus: Campus) async throws -> (locations: [(String, TestingLocation, Bool)], unavailable: [String]) {
-        var providers = try await enabled.value(for: campus.id) { [client] in
-            try await CampusPluginStore(client: client).list(campus: campus.id, kind: .testingLocations)
+        var providers = try await enabled.value(for: campus.id) { [plugins] in
+            try await plugins.list(campus: campus.id, kind: .testingLocations)
         }.map { ($0.id, $0.settings) }
         if providers.isEmpty { providers = [(PluginRegistry.staticProviderID, .null)] }
         let answers = await withTaskGroup(of: (String, ProvidedLocations?).self) { group in

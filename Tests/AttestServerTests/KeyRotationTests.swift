@@ -1,6 +1,7 @@
 @testable import AttestCLI
 import AttestPlugins
 import AttestPostgres
+import BuiltinPlugins
 import AttestTestSupport
 import Foundation
 import Identity
@@ -101,6 +102,11 @@ struct KeyRotationTests {
         try await OIDCIssuerStore(client: server.pool).add(
             campus: north, OIDCIssuer.google(audiences: ["aud"], clientID: "client-1"), actor: "test", clientSecret: "the client secret",
             kek: kek)
+        try await CampusPluginStore(client: server.pool, kek: kek).enable(
+            campus: north, kind: .sink, id: "webhook",
+            settings: .object(["url": .string("https://hooks.example.edu/in?key=K"), "secret": .string("the webhook secret, long enough")]),
+            secret: PluginRegistry.builtin.secretMembers(
+                of: .object(["url": .string(""), "secret": .string("")]), kind: .sink, id: "webhook"), actor: "test")
         let now = Date()
         let recording = JournalTests.recording(.ogg, count: 300_000)
         var members: [UserID] = [], titles: [String] = [], notes: [String] = []
@@ -141,6 +147,8 @@ struct KeyRotationTests {
         let client = try await OIDCIssuerStore(client: services.pool).webClient(
             campus: north.id, issuer: OIDCIssuer.googleIssuer, kek: services.kek)
         #expect(client.secret == "the client secret")
+        let webhook = try await CampusPluginStore(client: services.pool, kek: services.kek).settings(campus: north.id, kind: .sink, id: "webhook")
+        #expect(webhook?["secret"] == .string("the webhook secret, long enough") && webhook?["url"] == .string("https://hooks.example.edu/in?key=K"))
     }
 
     /// The stores of a server holding `kek`, on its own pool.
@@ -167,13 +175,13 @@ struct KeyRotationTests {
         let before = try await Self.envelopes(under: keys.old, database: server.database)
         let holding = Set(before.filter { $0.value > 0 }.keys)
         #expect(holding.isSubset(of: Set(SealedColumns.all.map(\.name))), "\(holding)")
-        #expect(holding.count >= 6, "\(before)")
+        #expect(holding.count >= 7, "\(before)")
 
         let rotation = try keys.rotate(database: server.database)
         #expect(try await rotation.wait(timeout: .seconds(60)) == 0, "\(rotation.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(rotation.stdout.utf8)) as? [String: Any]
-        // Two badge keys, the subject key, the client secret, two entries, a recording, two episodes.
-        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 9, "\(rotation.stdout)")
+        // Two badge keys, the subject key, the client secret, the webhook's, two entries, a recording, two episodes.
+        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 10, "\(rotation.stdout)")
         #expect(try await Self.envelopes(under: keys.old, database: server.database).values.allSatisfy { $0 == 0 })
         #expect(try await Self.envelopes(under: keys.new, database: server.database) == before)
 
@@ -306,3 +314,55 @@ struct KeyRotationTests {
 
 final class Flag: Sendable { let value = Atomic<Bool>(false) }
 final class Counts: Sendable { let value = Mutex<[Int: Int]>([:]) }
+
+@Suite("Plugins' secret settings")
+struct PluginSecretTests {
+    @Test func secretSettingsAreSealedHiddenAndOpenedForThePlugin() async throws {
+        let database = try await TestDatabase.create()
+        let url = TestDatabase.url(database: database)
+        func attest(_ arguments: String..., kek: Bool = true) async throws -> (status: Int32, stdout: String, stderr: String) {
+            try await ChildProcess.run(
+                [ChildProcess.attestBinary] + arguments,
+                environment: ["DATABASE_URL": url, "ATTEST_KEK": kek ? ChildProcess.testKEK : nil, "ATTEST_KEK_FILE": nil])
+        }
+        #expect(try await attest("campus", "create", "north", "--name", "North", "--timezone", "UTC").status == 0)
+        let file = FileManager.default.temporaryDirectory.appending(path: "hook-\(UUID().uuidString.prefix(8)).json")
+        try Data(#"{"url": "https://hooks.example.edu/in?apikey=KEY-77", "secret": "S3CRET-99-sixteen-long", "timeoutSeconds": 5}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let refused = try await attest("plugin", "enable", "north", "sink", "webhook", "--settings", file.path, kek: false)
+        #expect(refused.status == 1 && refused.stderr.contains("hold secrets (secret, url)") && refused.stderr.contains("--kek-file"), "\(refused.stderr)")
+        #expect(try await attest("plugin", "enable", "north", "sink", "webhook", "--settings", file.path).status == 0)
+
+        // In the database: neither in the clear, both in one envelope.
+        let owner = TestDatabase.client(database: database, role: nil, maxConnections: 1)
+        let row = try #require(try await owner.query("SELECT settings::text AS settings, secrets FROM campus_plugins WHERE plugin_id = 'webhook'").first)
+        let plain: String = try row.decode("settings")
+        #expect(!plain.contains("KEY-77") && !plain.contains("S3CRET-99-sixteen-long") && plain.contains("timeoutSeconds"), "\(plain)")
+        let sealed: Data = try row.decode("secrets")
+        #expect(sealed.range(of: Data("S3CRET-99-sixteen-long".utf8)) == nil && SealedSecret.kekID(of: sealed) != nil)
+        // Listed as sealed, never shown.
+        let listed = try await attest("plugin", "list", "north")
+        #expect(listed.stdout.contains(#""secret":"(sealed)""#) && listed.stdout.contains(#""url":"(sealed)""#), "\(listed.stdout)")
+        #expect(!listed.stdout.contains("S3CRET-99-sixteen-long") && !listed.stdout.contains("KEY-77"))
+        // The server (which holds the key) builds the sink with them.
+        let campus = try #require(try await CampusStore(client: owner).find(slug: "north"))
+        let kek = try #require(KeyEncryptionKey(text: ChildProcess.testKEK))
+        let settings = try await CampusPluginStore(client: owner, kek: kek).settings(campus: campus.id, kind: .sink, id: "webhook")
+        #expect(settings?["secret"] == .string("S3CRET-99-sixteen-long") && settings?["url"] == .string("https://hooks.example.edu/in?apikey=KEY-77"))
+        #expect(throws: Never.self) { _ = try PluginRegistry.builtin.makeSink(id: "webhook", settings: settings ?? .null) }
+
+        // Settings stored in the clear before secrets were sealed are sealed as a server starts.
+        try await owner.query(
+            """
+            UPDATE campus_plugins SET secrets = NULL,
+                settings = '{"url": "https://hooks.example.edu/old?apikey=OLD-1", "secret": "OLD-2-sixteen-chars"}'::jsonb WHERE plugin_id = 'webhook'
+            """)
+        let registry = PluginRegistry.builtin
+        let store = CampusPluginStore(client: owner, kek: kek)
+        #expect(try await store.sealPlainSecrets(campus: campus.id) { registry.secretMembers(of: $2, kind: $0, id: $1) } == 1)
+        let after = try await owner.query("SELECT settings::text AS settings FROM campus_plugins WHERE plugin_id = 'webhook'").first?.decode("settings", as: String.self)
+        #expect(after == "{}")
+        #expect(try await store.settings(campus: campus.id, kind: .sink, id: "webhook")?["secret"] == .string("OLD-2-sixteen-chars"))
+        await owner.shutdown()
+    }
+}

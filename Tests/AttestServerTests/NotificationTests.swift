@@ -93,7 +93,7 @@ struct NotificationTests {
         configuration.lease = .seconds(30)
         return OutboxWorker(
             client: server.pool, registry: .builtin, http: Self.loopbackHTTP, configuration: configuration,
-            logger: TestDatabase.testLogger, metrics: metrics.factory)
+            logger: TestDatabase.testLogger, metrics: metrics.factory, kek: TestServer.kek)
     }
 
     static func enableWebhook(_ server: TestServer, _ campus: Campus, port: Int, events: [String]? = nil) async throws {
@@ -102,7 +102,8 @@ struct NotificationTests {
         ]
         if let events { settings["events"] = .array(events.map(JSONValue.string)) }
         _ = try PluginRegistry.builtin.makeSink(id: "webhook", settings: .object(settings))
-        try await CampusPluginStore(client: server.pool).enable(campus: campus, kind: .sink, id: "webhook", settings: .object(settings), actor: "test")
+        try await CampusPluginStore(client: server.pool, kek: TestServer.kek).enable(
+            campus: campus, kind: .sink, id: "webhook", settings: .object(settings), secret: ["secret", "url"], actor: "test")
     }
 
     /// Runs worker rounds until `done` or 10 s pass.
@@ -283,7 +284,7 @@ struct NotificationTests {
         let (late, _) = try await server.user("late@example.edu", at: north)
         let (kiwi, _) = try await server.user("kiwi@example.edu", at: south)
         let second = OutboxWorker(
-            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, logger: TestDatabase.testLogger, clock: clock.read)
+            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, logger: TestDatabase.testLogger, clock: clock.read, kek: TestServer.kek)
         @Sendable func reminded(_ campus: Campus) async throws -> [String] {
             try await server.pool.query(
                 "SELECT payload->>'userId' AS user_id FROM notification_outbox WHERE event = 'reminder.due' ORDER BY 1",
@@ -385,7 +386,7 @@ struct NotificationTests {
         configuration.baseDelay = .milliseconds(5)
         let strict = OutboxWorker(
             client: server.pool, registry: .builtin, http: AsyncPluginHTTPClient(), configuration: configuration,
-            logger: TestDatabase.testLogger)
+            logger: TestDatabase.testLogger, kek: TestServer.kek)
         try await server.run { api in
             try await Self.submitRed(api, token: member)
             try await strict.runOnce()
@@ -419,7 +420,7 @@ struct NotificationTests {
         var configuration = OutboxWorker.Configuration()
         configuration.pollInterval = .milliseconds(50)
         let worker = OutboxWorker(
-            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger)
+            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger, kek: TestServer.kek)
         try await server.run { api in
             try await Self.submitRed(api, token: northMember)
             let running = Task { try await worker.run() }
@@ -481,7 +482,7 @@ struct NotificationTests {
         var configuration = OutboxWorker.Configuration()
         configuration.baseDelay = .milliseconds(5)
         configuration.maxDelay = .milliseconds(20)
-        let worker = OutboxWorker(client: server.pool, registry: registry, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger)
+        let worker = OutboxWorker(client: server.pool, registry: registry, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger, kek: TestServer.kek)
         let (_, member) = try await server.user("m@example.edu", at: campus)
         try await server.run { api in
             try await Self.submitRed(api, token: member)

@@ -111,6 +111,8 @@ extension PluginRegistry {
         }
         registerTestingLocationProvider(id: CSVFileProvider.id) { settings in try CSVFileProvider(settings: settings) }
         registerSink(id: SMSGatewaySink.id) { settings in try SMSGatewaySink(settings: settings) }
+        // The gateway's key is stored sealed under the operator's key-encryption key, never shown.
+        declareSecretSettings(["apiKey"], kind: .sink, id: SMSGatewaySink.id)
         registerCommunityDataProvider(id: WeeklyReportProvider.id) { settings in try WeeklyReportProvider(settings: settings) }
     }
 }

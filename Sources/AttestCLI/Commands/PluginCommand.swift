@@ -40,8 +40,8 @@ extension PluginCommand {
             }
             if json {
                 return printJSONObject(enabled.map { plugin -> [String: Any] in
-                    ["kind": plugin.kind.rawValue, "id": plugin.id, "enabledAt": plugin.enabledAt.ISO8601Format(),
-                     "settings": (try? JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.redacted(plugin.settings)), options: .fragmentsAllowed)) ?? NSNull()]
+                    ["kind": plugin.kind.rawValue, "id": plugin.id, "enabledAt": plugin.enabledAt.ISO8601Format(), "sealed": plugin.sealed,
+                     "settings": (try? JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.shown(plugin)), options: .fragmentsAllowed)) ?? NSNull()]
                 })
             }
             if enabled.allSatisfy({ $0.kind != .badgeRule }) {
@@ -51,21 +51,24 @@ extension PluginCommand {
                 say("testing-locations static (the campus's own locations; none enabled)")
             }
             for plugin in enabled {
-                let settings = (try? String(decoding: JSONEncoder().encode(Self.redacted(plugin.settings)), as: UTF8.self)) ?? ""
+                let settings = (try? String(decoding: JSONEncoder().encode(Self.shown(plugin)), as: UTF8.self)) ?? ""
                 say("\(plugin.kind.rawValue) \(plugin.id) \(settings)")
             }
         }
 
-        /// Settings as shown: values of keys that look like secrets are hidden.
+        /// A plugin's settings as shown: the sealed ones (never opened here) as `(sealed)`, and
+        /// any other value under a key that looks like a secret hidden.
+        static func shown(_ plugin: CampusPluginStore.Enabled) -> JSONValue {
+            guard case .object(var members) = redacted(plugin.settings) else { return redacted(plugin.settings) }
+            for name in plugin.sealed { members[name] = .string("(sealed)") }
+            return .object(members)
+        }
+
         static func redacted(_ value: JSONValue) -> JSONValue {
             switch value {
             case .object(let object):
                 var shown: [String: JSONValue] = [:]
-                for (key, item) in object {
-                    let lower = key.lowercased()
-                    let secret = ["secret", "token", "password", "apikey", "api_key"].contains { lower.contains($0) }
-                    shown[key] = secret ? .string("(hidden)") : redacted(item)
-                }
+                for (key, item) in object { shown[key] = PluginRegistry.looksSecret(key) ? .string("(hidden)") : redacted(item) }
                 return .object(shown)
             case .array(let items): return .array(items.map(redacted))
             default: return value
@@ -85,7 +88,9 @@ extension PluginCommand {
                   attest plugin enable demo community-data imported --settings '{"dataset": "us-counties"}'
                 Settings that hold a secret (a member named secret, password, token or apiKey) come \
                 from a file or standard input, never the command line, where anyone on the machine can \
-                read them. A sink receives the events written after it is enabled.
+                read them. The settings a plugin declares secret (a webhook's secret and URL, the feeds' \
+                URLs) and any named like one are stored sealed under the key-encryption key: pass \
+                --kek-file. A sink receives the events written after it is enabled.
                 """)
         @Argument(help: "The campus slug.") var campus: String
         @Argument(help: "badge-rule, testing-locations, sink, community-data or context.") var kind: PluginKind
@@ -96,11 +101,21 @@ extension PluginCommand {
                 valueName: "file"))
         var settings: String?
         @OptionGroup var database: DatabaseOptions
+        @OptionGroup var keys: KeyOptions
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
             let value = try readSettings()
             let registry = PluginSystem.registry
+            let secret = registry.secretMembers(of: value, kind: kind, id: id)
+            var kek: KeyEncryptionKey?
+            if !secret.isEmpty {
+                guard let key = try keys.load() else {
+                    throw CLIError(
+                        "these settings hold secrets (\(secret.sorted().joined(separator: ", "))), which are stored sealed under the key-encryption key: pass --kek-file (or set ATTEST_KEK_FILE)")
+                }
+                kek = key
+            }
             try await TenantContext.run(database: database, logging: logging) { context in
                 let found = try await context.campuses.require(slug: campus)
                 switch kind {
@@ -126,8 +141,8 @@ extension PluginCommand {
                         throw CLIError("context provider \(id) refused these settings: \(error.message); nothing was changed")
                     }
                 }
-                try await CampusPluginStore(client: context.client).enable(
-                    campus: found, kind: kind, id: id, settings: value, actor: TenantContext.actor)
+                try await CampusPluginStore(client: context.client, kek: kek).enable(
+                    campus: found, kind: kind, id: id, settings: value, secret: secret, actor: TenantContext.actor)
             }
             say("Enabled \(kind.rawValue) \(id) for \(campus).")
         }
@@ -164,8 +179,7 @@ extension PluginCommand {
             switch value {
             case .object(let members):
                 for (name, member) in members.sorted(by: { $0.key < $1.key }) {
-                    let lowered = name.lowercased()
-                    if ["secret", "password", "token", "apikey", "api_key"].contains(where: lowered.contains) { return name }
+                    if PluginRegistry.looksSecret(name) { return name }
                     if let nested = secretMember(in: member) { return nested }
                 }
                 return nil

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AttestHTTP
+import AttestPlugins
 import AttestPostgres
 import AttestSchema
 import Hummingbird
@@ -125,11 +126,15 @@ func migrateThenServe(
     if let afterMigration { try await afterMigration() }
     let pool = try database.applicationClient(logger: logger)
     do {
-        // Every campus's badge keys open with this key-encryption key (older plain ones are sealed now).
+        // Every campus's badge keys open with this key-encryption key (older plain ones are
+        // sealed now), and plugin secrets stored before they were sealed are sealed now.
         let keys = BadgeKeyStore(client: pool, kek: kek)
+        let plugins = CampusPluginStore(client: pool, kek: kek), registry = PluginSystem.registry
         for campus in try await CampusStore(client: pool).list() {
             let sealed = try await keys.prepare(campus: campus.id)
             if sealed > 0 { logger.notice("sealed badge keys stored before keys were encrypted", metadata: ["campus": "\(campus.slug)", "keys": "\(sealed)"]) }
+            let secrets = try await plugins.sealPlainSecrets(campus: campus.id) { registry.secretMembers(of: $2, kind: $0, id: $1) }
+            if secrets > 0 { logger.notice("sealed plugin secrets stored in the clear", metadata: ["campus": "\(campus.slug)", "plugins": "\(secrets)"]) }
         }
     } catch let error as CampusError {
         await pool.shutdown()

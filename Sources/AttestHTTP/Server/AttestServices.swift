@@ -78,17 +78,18 @@ public struct AttestServices: Sendable {
         self.writer = AttestationWriter(
             client: database, workers: configuration.writeWorkers, logger: logger, metrics: SubmissionMetrics(factory: metrics.factory))
         self.attestations = AttestationService(
-            client: database, sessions: sessions, writer: writer, questionnaires: activeQuestionnaires, registry: registry, logger: logger)
+            client: database, sessions: sessions, writer: writer, questionnaires: activeQuestionnaires, registry: registry, logger: logger,
+            kek: kek)
         self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database, kek: kek))
         self.testingLocations = TestingLocationDirectory(
-            client: database, registry: registry, http: http, logger: logger)
-        self.community = CommunityDirectory(client: database, registry: registry, http: http, logger: logger)
+            client: database, registry: registry, http: http, logger: logger, kek: kek)
+        self.community = CommunityDirectory(client: database, registry: registry, http: http, logger: logger, kek: kek)
         self.journal = JournalStore(client: database, kek: kek)
         self.episodes = EpisodeStore(client: database, kek: kek)
-        self.episodeContext = EpisodeContext(client: database, registry: registry, http: http, logger: logger)
+        self.episodeContext = EpisodeContext(client: database, registry: registry, http: http, logger: logger, kek: kek)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
-            metrics: metrics.factory)
+            metrics: metrics.factory, kek: kek)
         self.statistics = StatisticsStore(client: database, reader: readDatabase, now: clock)
         self.statisticsService = StatisticsService(store: statistics, questionnaires: activeQuestionnaires)
         self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database), JournalUpkeep(client: database)])
