@@ -357,17 +357,34 @@ CREATE TABLE IF NOT EXISTS journal_entries (
 );
 CREATE INDEX IF NOT EXISTS journal_entries_by_date ON journal_entries (campus_id, user_id, entry_date DESC, id DESC);
 
--- At most one recording an entry, sealed; its type was read from its bytes.
+-- At most one recording an entry; its type was read from its bytes. Sealed in 64 KiB chunks
+-- (journal_audio_chunks) under a data key of its own, which data_key holds sealed under the
+-- key-encryption key; a recording stored before chunks (schema version 15) is one envelope in
+-- sealed.
 CREATE TABLE IF NOT EXISTS journal_audio (
     campus_id    uuid NOT NULL,
     user_id      uuid NOT NULL,
     entry_id     uuid NOT NULL,
     content_type text NOT NULL CHECK (content_type IN ('audio/webm', 'audio/ogg', 'audio/mpeg', 'audio/mp4', 'audio/wav')),
     size         integer NOT NULL CHECK (size BETWEEN 1 AND 5242880),
-    sealed       bytea NOT NULL,
+    sealed       bytea,
+    data_key     bytea,
     created_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (campus_id, user_id, entry_id),
-    FOREIGN KEY (campus_id, user_id, entry_id) REFERENCES journal_entries (campus_id, user_id, id) ON DELETE CASCADE
+    FOREIGN KEY (campus_id, user_id, entry_id) REFERENCES journal_entries (campus_id, user_id, id) ON DELETE CASCADE,
+    CHECK ((sealed IS NULL) <> (data_key IS NULL))
+);
+
+-- A recording's chunks: each 64 KiB of it sealed (AES-GCM) under its data key, the nonce
+-- naming the chunk's index and whether it is the last (Recordings.swift).
+CREATE TABLE IF NOT EXISTS journal_audio_chunks (
+    campus_id    uuid NOT NULL,
+    user_id      uuid NOT NULL,
+    entry_id     uuid NOT NULL,
+    chunk        integer NOT NULL CHECK (chunk BETWEEN 0 AND 1023),
+    sealed       bytea NOT NULL,
+    PRIMARY KEY (campus_id, user_id, entry_id, chunk),
+    FOREIGN KEY (campus_id, user_id, entry_id) REFERENCES journal_audio (campus_id, user_id, entry_id) ON DELETE CASCADE
 );
 
 -- Episodes (a headache, a migraine, a kind the campus adds): at most one open a kind. The
@@ -459,7 +476,7 @@ BEGIN
         'campus_oidc_issuers', 'campus_plugins', 'users', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys', 'badge_subject_keys',
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
-        'journal_entries', 'journal_audio', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings'
+        'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);
@@ -480,7 +497,7 @@ DO $$
 DECLARE
     private_table text;
 BEGIN
-    FOREACH private_table IN ARRAY ARRAY['journal_entries', 'journal_audio', 'episodes', 'journal_shares', 'journal_share_openings'] LOOP
+    FOREACH private_table IN ARRAY ARRAY['journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings'] LOOP
         EXECUTE format('DROP POLICY IF EXISTS member_only ON %I', private_table);
         EXECUTE format(
             'CREATE POLICY member_only ON %I AS RESTRICTIVE '

@@ -78,3 +78,19 @@ public struct Question: Sendable, Codable, Equatable {
         maxLength = try container.decodeIfPresent(Int.self, forKey: .maxLength)
     }
 }
+
+/// Limits on text from outside, counted two ways: in characters, as people count them, and in
+/// UTF-8 bytes, which is what memory and storage pay for. One character can carry hundreds of
+/// bytes (a letter with combining marks after it), so a character limit alone bounds nothing.
+/// The bytes are checked first: counting characters walks the text, its bytes do not.
+public enum TextLimit {
+    /// What is wrong with `text` for at most `characters` characters and `bytes` UTF-8
+    /// bytes, or nil.
+    public static func problem(_ text: String, characters: Int, bytes: Int) -> String? {
+        let size = text.utf8.count
+        if size > bytes { return "must be at most \(characters) characters and \(bytes) bytes of UTF-8 (this has \(size) bytes)" }
+        let count = text.count
+        if count > characters { return "must be at most \(characters) characters (this has \(count))" }
+        return nil
+    }
+}

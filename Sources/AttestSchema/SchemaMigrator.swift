@@ -164,6 +164,25 @@ public struct SchemaMigrator: Sendable {
                 ALTER TABLE campus_plugins ADD COLUMN IF NOT EXISTS secrets bytea;
                 ALTER TABLE campus_plugins ADD COLUMN IF NOT EXISTS secret_names text[] NOT NULL DEFAULT '{}';
                 """),
+        Migration(
+            version: 15, name: "recordings sealed in chunks, each opened alone",
+            sql: """
+                ALTER TABLE journal_audio ALTER COLUMN sealed DROP NOT NULL;
+                ALTER TABLE journal_audio ADD COLUMN IF NOT EXISTS data_key bytea;
+                ALTER TABLE journal_audio DROP CONSTRAINT IF EXISTS journal_audio_check;
+                ALTER TABLE journal_audio ADD CONSTRAINT journal_audio_check CHECK ((sealed IS NULL) <> (data_key IS NULL));
+                CREATE TABLE IF NOT EXISTS journal_audio_chunks (
+                    campus_id    uuid NOT NULL,
+                    user_id      uuid NOT NULL,
+                    entry_id     uuid NOT NULL,
+                    chunk        integer NOT NULL CHECK (chunk BETWEEN 0 AND 1023),
+                    sealed       bytea NOT NULL,
+                    PRIMARY KEY (campus_id, user_id, entry_id, chunk),
+                    FOREIGN KEY (campus_id, user_id, entry_id) REFERENCES journal_audio (campus_id, user_id, entry_id) ON DELETE CASCADE
+                );
+                \(tenantTable("journal_audio_chunks"))
+                \(memberOnly("journal_audio_chunks"))
+                """),
     ]
 
     /// What every server polls (`AuthGenerations`): each campus's sign-in generation, which

@@ -46,6 +46,7 @@ public struct EpisodeDraft: Sendable, Equatable {
     }
 
     public static let maxNotes = 2_000
+    public static let maxNotesBytes = 8_000
     /// An episode left open this long is closed by the platform, flagged.
     public static let longest: TimeInterval = 72 * 3600
 
@@ -54,7 +55,7 @@ public struct EpisodeDraft: Sendable, Equatable {
         var problems: [(String, String)] = []
         if !kinds.contains(kind) { problems.append(("kind", "must be one of \(kinds.joined(separator: ", "))")) }
         if !(0...10).contains(severity) { problems.append(("severity", "must be a whole number from 0 to 10")) }
-        if notes.count > Self.maxNotes { problems.append(("notes", "must be at most \(Self.maxNotes) characters")) }
+        if let problem = TextLimit.problem(notes, characters: Self.maxNotes, bytes: Self.maxNotesBytes) { problems.append(("notes", problem)) }
         if startedAt > now.addingTimeInterval(60) { problems.append(("startedAt", "must not be in the future")) }
         if startedAt < now.addingTimeInterval(-366 * 86_400) { problems.append(("startedAt", "must be within the last year")) }
         if let stoppedAt {

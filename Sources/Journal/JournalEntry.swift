@@ -40,14 +40,19 @@ public struct JournalDraft: Sendable, Equatable {
 
     public static let maxTitle = 200
     public static let maxText = 10_000
+    /// The same in UTF-8 bytes: four a character, the most a scalar takes.
+    public static let maxTitleBytes = 800
+    public static let maxTextBytes = 40_000
 
     /// What is wrong with it, field by field (empty: nothing).
     public func problems(today: LocalDate) -> [(field: String, message: String)] {
         var problems: [(String, String)] = []
-        if title.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty || title.count > Self.maxTitle {
+        if let problem = TextLimit.problem(title, characters: Self.maxTitle, bytes: Self.maxTitleBytes) {
+            problems.append(("title", problem))
+        } else if title.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             problems.append(("title", "must be 1 to \(Self.maxTitle) characters"))
         }
-        if text.count > Self.maxText { problems.append(("text", "must be at most \(Self.maxText) characters (this has \(text.count))")) }
+        if let problem = TextLimit.problem(text, characters: Self.maxText, bytes: Self.maxTextBytes) { problems.append(("text", problem)) }
         if date > today.adding(days: 1) || date < LocalDate(year: 2000, month: 1, day: 1) {
             problems.append(("date", "must be a date from 2000-01-01 to tomorrow (\(today.adding(days: 1)))"))
         }

@@ -43,7 +43,7 @@ public struct JournalStore: Sendable {
         }
     }
 
-    private func requireKEK() throws -> KeyEncryptionKey {
+    func requireKEK() throws -> KeyEncryptionKey {
         guard let kek else { throw JournalError.sealingUnavailable }
         return kek
     }
@@ -56,6 +56,11 @@ public struct JournalStore: Sendable {
     public static let sealedColumns: [SealedColumn] = [
         SealedColumn(table: "journal_entries", column: "sealed", key: [.uuid("id")], scope: .member) { campus, member, row in
             context(campus, try SealedColumn.require(member), try row.decode("id"), "text")
+        },
+        // A recording's data key (its chunks are sealed under it: `Recordings.swift`), and a
+        // recording kept whole before recordings were chunked.
+        SealedColumn(table: "journal_audio", column: "data_key", key: [.uuid("entry_id")], scope: .member) { campus, member, row in
+            context(campus, try SealedColumn.require(member), try row.decode("entry_id"), "audio")
         },
         SealedColumn(table: "journal_audio", column: "sealed", key: [.uuid("entry_id")], scope: .member) { campus, member, row in
             context(campus, try SealedColumn.require(member), try row.decode("entry_id"), "audio")
@@ -109,7 +114,7 @@ public struct JournalStore: Sendable {
     public func create(campus: CampusID, user: UserID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date) async throws -> JournalEntry {
         let id = UUID.timeOrdered(at: now)
         let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
-        let sealedAudio = try audio.map { try sealAudio($0.bytes, campus: campus, user: user, id: id) }
+        let sealedAudio = try audio.map { try sealRecording($0.bytes, campus: campus, user: user, id: id) }
         return try await transaction(campus: campus, user: user) { connection in
             try await connection.query(
                 """
@@ -117,7 +122,7 @@ public struct JournalStore: Sendable {
                 VALUES (\(campus), \(user.rawValue), \(id), \(draft.date), \(draft.tags.map(\.rawValue)), \(sealed), \(now), \(now))
                 """)
             if let audio, let sealedAudio {
-                _ = try await storeAudio(connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio)
+                _ = try await storeRecording(connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio)
             }
             return JournalEntry(
                 id: id, date: draft.date, title: draft.title, text: draft.text, tags: draft.tags,
@@ -185,7 +190,7 @@ public struct JournalStore: Sendable {
     /// recording with `audio` when one is given, in one transaction.
     public func update(campus: CampusID, user: UserID, id: UUID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date) async throws -> JournalEntry {
         let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
-        let sealedAudio = try audio.map { try sealAudio($0.bytes, campus: campus, user: user, id: id) }
+        let sealedAudio = try audio.map { try sealRecording($0.bytes, campus: campus, user: user, id: id) }
         let updated = try await transaction(campus: campus, user: user) { connection in
             let count = try await connection.query(
                 """
@@ -195,7 +200,7 @@ public struct JournalStore: Sendable {
                 """
             ).affectedRows
             if count == 1, let audio, let sealedAudio {
-                _ = try await storeAudio(connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio)
+                _ = try await storeRecording(connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio)
             }
             return count
         }
@@ -214,44 +219,11 @@ public struct JournalStore: Sendable {
 
     /// Stores (or replaces) the entry's recording. The caller checked its type from its bytes.
     public func putAudio(campus: CampusID, user: UserID, id: UUID, type: AudioType, bytes: Data) async throws {
-        let sealed = try sealAudio(bytes, campus: campus, user: user, id: id)
+        let sealed = try sealRecording(bytes, campus: campus, user: user, id: id)
         let stored = try await transaction(campus: campus, user: user) { connection in
-            try await storeAudio(connection, campus: campus, user: user, id: id, type: type, size: bytes.count, sealed: sealed)
+            try await storeRecording(connection, campus: campus, user: user, id: id, type: type, size: bytes.count, sealed: sealed)
         }
         guard stored == 1 else { throw JournalError.notFound }
-    }
-
-    private func sealAudio(_ bytes: Data, campus: CampusID, user: UserID, id: UUID) throws -> Data {
-        try SealedSecret.seal(bytes, under: try requireKEK(), context: Self.context(campus, user, id, "audio"))
-    }
-
-    /// Inserts or replaces the recording of the member's entry `id`; 0 when there is no such entry.
-    private func storeAudio(
-        _ connection: PostgresConnection, campus: CampusID, user: UserID, id: UUID, type: AudioType, size: Int, sealed: Data
-    ) async throws -> Int {
-        try await connection.query(
-            """
-            INSERT INTO journal_audio (campus_id, user_id, entry_id, content_type, size, sealed)
-            SELECT campus_id, user_id, id, \(type.rawValue), \(Int32(clamping: size)), \(sealed) FROM journal_entries
-            WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id = \(id)
-            ON CONFLICT (campus_id, user_id, entry_id) DO UPDATE
-                SET content_type = EXCLUDED.content_type, size = EXCLUDED.size, sealed = EXCLUDED.sealed, created_at = now()
-            """
-        ).affectedRows
-    }
-
-    /// The entry's recording and its type, or nil.
-    public func audio(campus: CampusID, user: UserID, id: UUID) async throws -> (type: AudioType, bytes: Data)? {
-        let rows = try await transaction(campus: campus, user: user) { connection in
-            try await connection.query(
-                """
-                SELECT content_type, sealed FROM journal_audio
-                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND entry_id = \(id)
-                """)
-        }
-        guard let row = rows.first, let type = AudioType(rawValue: try row.decode("content_type")) else { return nil }
-        let bytes = try SealedSecret.open(try row.decode("sealed", as: Data.self), with: try requireKEK(), context: Self.context(campus, user, id, "audio"))
-        return (type, bytes)
     }
 
     /// Removes the entry's recording; false when it had none.

@@ -125,8 +125,8 @@ public enum QuestionnaireRules {
                 problems.append(.init(field, "must be one of \((question.options ?? []).joined(separator: ", "))"))
             case (.text, .string(let text)):
                 let limit = question.maxLength ?? 500
-                if text.count > limit {
-                    problems.append(.init(field, "must be at most \(limit) characters"))
+                if let problem = TextLimit.problem(text, characters: limit, bytes: 4 * limit) {
+                    problems.append(.init(field, problem))
                 } else if text.unicodeScalars.contains(where: { $0.value == 0 }) {
                     problems.append(.init(field, "must not contain NUL characters"))
                 } else {

@@ -87,7 +87,7 @@ struct CitusReadinessTests {
             "SELECT tablename || ': ' || coalesce(qual, '') || ' ' || coalesce(with_check, '') AS p FROM pg_policies"
         ).map { try $0.decode("p") }
         // One a tenant table and campuses's own, and the member-only walls of the journal and episodes.
-        #expect(policies.count == tenant.count + 1 + 5 + 1)  // and journal_shares' own for DELETE
+        #expect(policies.count == tenant.count + 1 + 6 + 1)  // and journal_shares' own for DELETE
         for policy in policies {
             #expect(!policy.localizedCaseInsensitiveContains("select"), "a policy with a subquery: \(policy)")
         }

@@ -147,7 +147,8 @@ struct JournalTests {
 
         // Sealed at rest: no word of the title or text, nor the recording's bytes, in the rows.
         let owner = TestDatabase.client(database: server.database, role: nil)
-        let rows = try await owner.query("SELECT e.sealed, a.sealed AS audio FROM journal_entries e JOIN journal_audio a ON a.entry_id = e.id")
+        let rows = try await owner.query(
+            "SELECT e.sealed, (SELECT string_agg(c.sealed, ''::bytea ORDER BY c.chunk) FROM journal_audio_chunks c WHERE c.entry_id = e.id) AS audio FROM journal_entries e")
         let sealed = try rows[0].decode("sealed", as: Data.self), sealedAudio = try rows[0].decode("audio", as: Data.self)
         #expect(sealed.range(of: Data("Rivera".utf8)) == nil && sealed.range(of: Data("cream".utf8)) == nil)
         #expect(sealedAudio.range(of: Self.recording(.ogg).dropFirst(4).prefix(64)) == nil)
@@ -175,7 +176,8 @@ struct JournalTests {
 
         // Deleting the member deletes their journal and recordings.
         try await app.query("DELETE FROM users WHERE campus_id = \(north.id) AND id = \(author.id.rawValue)", campus: north.id.rawValue)
-        let left = try await owner.query("SELECT (SELECT count(*) FROM journal_entries) + (SELECT count(*) FROM journal_audio) AS n")
+        let left = try await owner.query(
+            "SELECT (SELECT count(*) FROM journal_entries) + (SELECT count(*) FROM journal_audio) + (SELECT count(*) FROM journal_audio_chunks) AS n")
         #expect(try left[0].decode("n", as: Int.self) == 0)
         await owner.shutdown()
         await app.shutdown()
@@ -283,5 +285,59 @@ struct KeepingTests {
             #expect(try await server.services.episodes.list(campus: north.id, user: ana.id, after: nil, limit: 10, now: clock.read()).episodes.count == 1)
             #expect(try await server.services.episodes.list(campus: north.id, user: bo.id, after: nil, limit: 10, now: clock.read()).episodes.count == 1)
         }
+    }
+
+    /// A recording is sealed in 64 KiB chunks: any range reads back exactly, only the chunks a
+    /// range covers are opened, and a chunk moved, swapped or cut off does not open.
+    @Test func aRecordingIsSealedInChunksEachBoundToItsPlace() async throws {
+        let server = try await TestServer.make()
+        let north = try await server.campus("north")
+        let (author, _) = try await server.user("m@example.edu", at: north)
+        let store = server.services.journal
+        let bytes = JournalTests.recording(.ogg, count: 300_000)  // five chunks, the last short
+        let first = try await store.create(
+            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "A", text: ""), audio: (.ogg, bytes), at: Date())
+        let second = try await store.create(
+            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "B", text: ""), audio: (.ogg, bytes), at: Date())
+        let owner = TestDatabase.client(database: server.database, role: nil, maxConnections: 1)
+        #expect(try await owner.query("SELECT count(*) AS n FROM journal_audio_chunks WHERE entry_id = \(first.id)").first?.decode("n", as: Int.self) == 5)
+        func read(_ id: UUID, _ first: Int, _ last: Int) async throws -> Data {
+            let recording = try #require(try await store.recording(campus: north.id, user: author.id, id: id))
+            var data = Data()
+            try await store.read(recording, from: first, through: last) { data += $0 }
+            return data
+        }
+        #expect(try await store.audio(campus: north.id, user: author.id, id: first.id)?.bytes == bytes)
+        for (from, to) in [(0, 0), (65_535, 65_536), (100, 200_000), (262_143, 262_144), (299_000, bytes.count - 1), (0, bytes.count - 1)] {
+            #expect(try await read(first.id, from, to) == bytes[from...to], "\(from)-\(to)")
+        }
+        // A range opens only its chunks: with the fourth chunk ruined, the first two still read.
+        try await owner.query("UPDATE journal_audio_chunks SET sealed = '\\x00'::bytea || sealed WHERE entry_id = \(second.id) AND chunk = 3")
+        #expect(try await read(second.id, 10, 130_000) == bytes[10...130_000])
+        await #expect(throws: CampusError.sealedSecretDamaged) { _ = try await read(second.id, 0, bytes.count - 1) }
+        // Swapped within a recording, or taken from another one: neither opens.
+        try await owner.query(
+            """
+            UPDATE journal_audio_chunks c SET sealed = o.sealed FROM journal_audio_chunks o
+            WHERE c.entry_id = \(first.id) AND o.entry_id = \(first.id) AND ((c.chunk, o.chunk) IN ((0, 1), (1, 0)))
+            """)
+        await #expect(throws: CampusError.sealedSecretDamaged) { _ = try await read(first.id, 0, 10) }
+        // Cut short, even with its size made to fit: the new last chunk is not marked last.
+        let third = try await store.create(
+            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "C", text: ""), audio: (.ogg, bytes), at: Date())
+        try await owner.query("DELETE FROM journal_audio_chunks WHERE entry_id = \(third.id) AND chunk = 4")
+        try await owner.query("UPDATE journal_audio SET size = 262144 WHERE entry_id = \(third.id)")
+        await #expect(throws: CampusError.sealedSecretDamaged) { _ = try await read(third.id, 200_000, 262_143) }
+        // A recording kept whole before chunks still opens.
+        let legacy = try await store.create(
+            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "D", text: ""), at: Date())
+        let envelope = try SealedSecret.seal(bytes, under: TestServer.kek, context: "journal/audio/\(north.id)/\(author.id)/\(legacy.id.lowercasedText)")
+        try await owner.query(
+            """
+            INSERT INTO journal_audio (campus_id, user_id, entry_id, content_type, size, sealed)
+            VALUES (\(north.id), \(author.id.rawValue), \(legacy.id), 'audio/ogg', \(Int32(bytes.count)), \(envelope))
+            """)
+        #expect(try await read(legacy.id, 70_000, 70_100) == bytes[70_000...70_100])
+        await owner.shutdown()
     }
 }

@@ -17,10 +17,11 @@ import Testing
 /// previous key answer through a rotation.
 @Suite("Key-encryption key rotation")
 struct KeyRotationTests {
-    /// Columns of the schema that are `bytea` but hold no envelope: SHA-256 hashes.
+    /// Columns of the schema that are `bytea` but hold no envelope: SHA-256 hashes, and a
+    /// recording's chunks, sealed under its data key (`journal_audio.data_key`, an envelope).
     static let hashColumns: Set<String> = [
         "sessions.token_hash", "id_token_uses.token_id", "sign_in_nonces.nonce_hash", "journal_shares.token_hash",
-        "attestations.idempotency_digest",
+        "attestations.idempotency_digest", "journal_audio_chunks.sealed",
     ]
 
     /// Two keys in files, as an operator keeps them.

@@ -29,6 +29,7 @@ SELECT create_distributed_table('reminder_runs', 'campus_id', colocate_with => '
 SELECT create_distributed_table('audit_log', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('journal_entries', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('journal_audio', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('journal_audio_chunks', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('episodes', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('journal_shares', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('journal_share_openings', 'campus_id', colocate_with => 'users');

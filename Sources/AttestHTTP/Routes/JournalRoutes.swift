@@ -183,10 +183,10 @@ struct JournalRoutes: Sendable {
         signedIn.get("me/journal/{id}/audio") { request, context -> Response in
             let (campus, user) = try Self.member(context)
             let id = try Self.entryID(context)
-            guard let audio = try await Self.run({ try await store.audio(campus: campus.id, user: user, id: id) }) else {
+            guard let recording = try await Self.run({ try await store.recording(campus: campus.id, user: user, id: id) }) else {
                 throw Problem.notFound("This entry has no recording of yours: PUT …/me/journal/{id}/audio adds one.")
             }
-            return try Self.ranged(audio.bytes, type: audio.type.rawValue, range: request.headers[.range])
+            return try Self.ranged(recording, store: store, range: request.headers[.range])
         }
         signedIn.delete("me/journal/{id}/audio") { _, context -> Response in
             let (campus, user) = try Self.member(context)
@@ -280,12 +280,19 @@ struct JournalRoutes: Sendable {
 
     /// The bytes whole (200), or the one range asked for (206), or 416 when it lies outside.
     /// `bytes=a-b`, `bytes=a-` and `bytes=-n`; anything else is answered whole, as RFC 9110 allows.
-    static func ranged(_ bytes: Data, type: String, range header: String?) throws -> Response {
-        var headers: HTTPFields = [.contentType: type, .acceptRanges: "bytes", .cacheControl: "private, no-store"]
-        let count = bytes.count
+    /// The recording, or the one range `header` asks for, streamed: only the chunks the
+    /// range covers are read and opened, a batch at a time.
+    static func ranged(_ recording: StoredRecording, store: JournalStore, range header: String?) throws -> Response {
+        var headers: HTTPFields = [.contentType: recording.type.rawValue, .acceptRanges: "bytes", .cacheControl: "private, no-store"]
+        let count = recording.size
+        func body(from first: Int, through last: Int) -> ResponseBody {
+            ResponseBody(contentLength: last - first + 1) { writer in
+                try await store.read(recording, from: first, through: last) { bytes in try await writer.write(ByteBuffer(bytes: bytes)) }
+                try await writer.finish(nil)
+            }
+        }
         guard let header, let range = byteRange(header, count: count) else {
-            headers[.contentLength] = "\(count)"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            return Response(status: .ok, headers: headers, body: body(from: 0, through: count - 1))
         }
         guard let (start, end) = range else {
             headers[.contentRange] = "bytes */\(count)"
@@ -294,8 +301,7 @@ struct JournalRoutes: Sendable {
                 detail: "The recording has \(count) bytes; ask for a range within them.", headers: [.contentRange: "bytes */\(count)"])
         }
         headers[.contentRange] = "bytes \(start)-\(end)/\(count)"
-        headers[.contentLength] = "\(end - start + 1)"
-        return Response(status: .partialContent, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes.dropFirst(start).prefix(end - start + 1))))
+        return Response(status: .partialContent, headers: headers, body: body(from: start, through: end))
     }
 
     /// nil: not a single byte range this reads (answer whole); `.some(nil)`: unsatisfiable;

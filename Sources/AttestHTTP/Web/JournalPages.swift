@@ -75,9 +75,9 @@ struct JournalPages: Sendable {
             let visit = try await web.visit(request, context)
             let user = try visit.privateUser().id
             guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
-                let audio = try await JournalRoutes.run({ try await store.audio(campus: visit.campus.id, user: user, id: id) })
+                let recording = try await JournalRoutes.run({ try await store.recording(campus: visit.campus.id, user: user, id: id) })
             else { throw Problem.notFound(visit["entryNoRecording"]) }
-            return try JournalRoutes.ranged(audio.bytes, type: audio.type.rawValue, range: request.headers[.range])
+            return try JournalRoutes.ranged(recording, store: store, range: request.headers[.range])
         }
     }
 
