@@ -197,14 +197,23 @@ public struct EpisodeStore: Sendable {
         return PostgresJSON(String(decoding: data, as: UTF8.self))
     }
 
-    /// Starts an episode; `EpisodeError.alreadyOpen` when one of its kind is open.
+    /// Starts an episode; `EpisodeError.alreadyOpen` when one of its kind is open,
+    /// `MemberQuotas.Exceeded` past the member's episodes a day.
     public func start(
-        campus: CampusID, user: UserID, _ draft: EpisodeDraft, context: EnvironmentFactors?, baseline: EnvironmentFactors?, now: Date
+        campus: CampusID, user: UserID, _ draft: EpisodeDraft, context: EnvironmentFactors?, baseline: EnvironmentFactors?, now: Date,
+        quotas: MemberQuotas = MemberQuotas()
     ) async throws -> Episode {
         let id = UUID.timeOrdered(at: now)
         let sealed = try seal(draft.notes, campus: campus, user: user, id: id)
         do {
             return try await transaction(campus: campus, user: user, now: now) { connection in
+                let started: Int = try await connection.query(
+                    """
+                    SELECT count(*) AS n FROM episodes
+                    WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id >= \(UUID.timeOrderedFloor(at: now.addingTimeInterval(-86_400)))
+                    """
+                ).first?.decode("n") ?? 0
+                guard started < quotas.episodesPerDay else { throw MemberQuotas.Exceeded.episodesPerDay(quotas.episodesPerDay) }
                 let rows = try await connection.query(
                     """
                     INSERT INTO episodes (campus_id, user_id, id, kind, severity, sealed, started_at, stopped_at, latitude, longitude,

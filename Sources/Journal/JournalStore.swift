@@ -110,19 +110,30 @@ public struct JournalStore: Sendable {
     /// A recording to keep with an entry; its type was read from its bytes by the caller.
     public typealias Recording = (type: AudioType, bytes: Data)
 
-    /// Stores a new entry, and its recording when there is one, in one transaction.
-    public func create(campus: CampusID, user: UserID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date) async throws -> JournalEntry {
+    /// Stores a new entry, and its recording when there is one, in one transaction; refuses
+    /// (`MemberQuotas.Exceeded`) what would go past the member's quotas.
+    public func create(
+        campus: CampusID, user: UserID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date, quotas: MemberQuotas = MemberQuotas()
+    ) async throws -> JournalEntry {
         let id = UUID.timeOrdered(at: now)
         let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
         let sealedAudio = try audio.map { try sealRecording($0.bytes, campus: campus, user: user, id: id) }
         return try await transaction(campus: campus, user: user) { connection in
+            let written: Int = try await connection.query(
+                """
+                SELECT count(*) AS n FROM journal_entries
+                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id >= \(UUID.timeOrderedFloor(at: now.addingTimeInterval(-86_400)))
+                """
+            ).first?.decode("n") ?? 0
+            guard written < quotas.entriesPerDay else { throw MemberQuotas.Exceeded.entriesPerDay(quotas.entriesPerDay) }
             try await connection.query(
                 """
                 INSERT INTO journal_entries (campus_id, user_id, id, entry_date, tags, sealed, created_at, updated_at)
                 VALUES (\(campus), \(user.rawValue), \(id), \(draft.date), \(draft.tags.map(\.rawValue)), \(sealed), \(now), \(now))
                 """)
             if let audio, let sealedAudio {
-                _ = try await storeRecording(connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio)
+                _ = try await storeRecording(
+                    connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio, quotas: quotas)
             }
             return JournalEntry(
                 id: id, date: draft.date, title: draft.title, text: draft.text, tags: draft.tags,
@@ -188,7 +199,9 @@ public struct JournalStore: Sendable {
 
     /// Replaces the entry's fields with `draft` (the caller merged a PATCH into it), and its
     /// recording with `audio` when one is given, in one transaction.
-    public func update(campus: CampusID, user: UserID, id: UUID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date) async throws -> JournalEntry {
+    public func update(
+        campus: CampusID, user: UserID, id: UUID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date, quotas: MemberQuotas = MemberQuotas()
+    ) async throws -> JournalEntry {
         let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
         let sealedAudio = try audio.map { try sealRecording($0.bytes, campus: campus, user: user, id: id) }
         let updated = try await transaction(campus: campus, user: user) { connection in
@@ -200,7 +213,8 @@ public struct JournalStore: Sendable {
                 """
             ).affectedRows
             if count == 1, let audio, let sealedAudio {
-                _ = try await storeRecording(connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio)
+                _ = try await storeRecording(
+                    connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio, quotas: quotas)
             }
             return count
         }
@@ -218,10 +232,12 @@ public struct JournalStore: Sendable {
     }
 
     /// Stores (or replaces) the entry's recording. The caller checked its type from its bytes.
-    public func putAudio(campus: CampusID, user: UserID, id: UUID, type: AudioType, bytes: Data) async throws {
+    public func putAudio(
+        campus: CampusID, user: UserID, id: UUID, type: AudioType, bytes: Data, quotas: MemberQuotas = MemberQuotas()
+    ) async throws {
         let sealed = try sealRecording(bytes, campus: campus, user: user, id: id)
         let stored = try await transaction(campus: campus, user: user) { connection in
-            try await storeRecording(connection, campus: campus, user: user, id: id, type: type, size: bytes.count, sealed: sealed)
+            try await storeRecording(connection, campus: campus, user: user, id: id, type: type, size: bytes.count, sealed: sealed, quotas: quotas)
         }
         guard stored == 1 else { throw JournalError.notFound }
     }

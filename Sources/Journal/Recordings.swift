@@ -78,10 +78,19 @@ extension JournalStore {
     }
 
     /// Inserts or replaces the recording of the member's entry `id` inside the caller's
-    /// transaction, its chunks a batch a statement; 0 when there is no such entry.
+    /// transaction, its chunks a batch a statement; 0 when there is no such entry. Refuses a
+    /// recording that would take the member's recordings past `quotas.recordingBytes`.
     func storeRecording(
-        _ connection: PostgresConnection, campus: CampusID, user: UserID, id: UUID, type: AudioType, size: Int, sealed: (key: Data, chunks: [Data])
+        _ connection: PostgresConnection, campus: CampusID, user: UserID, id: UUID, type: AudioType, size: Int, sealed: (key: Data, chunks: [Data]),
+        quotas: MemberQuotas
     ) async throws -> Int {
+        let kept: Int = try await connection.query(
+            """
+            SELECT coalesce(sum(size), 0)::int8 AS kept FROM journal_audio
+            WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND entry_id <> \(id)
+            """
+        ).first?.decode("kept") ?? 0
+        guard kept + size <= quotas.recordingBytes else { throw MemberQuotas.Exceeded.recordingBytes(limit: quotas.recordingBytes, kept: kept) }
         let stored = try await connection.query(
             """
             INSERT INTO journal_audio (campus_id, user_id, entry_id, content_type, size, sealed, data_key)

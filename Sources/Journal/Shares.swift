@@ -57,11 +57,18 @@ public struct JournalShareStore: Sendable {
 
     /// A new link for `from`…`to`, living `seconds`; returns the share and its token.
     public func create(
-        campus: CampusID, user: UserID, actor: String, from: LocalDate, to: LocalDate, seconds: Int, now: Date
+        campus: CampusID, user: UserID, actor: String, from: LocalDate, to: LocalDate, seconds: Int, now: Date, quotas: MemberQuotas = MemberQuotas()
     ) async throws -> (share: JournalShare, token: String) {
         let id = UUID.timeOrdered(at: now), token = Self.newToken()
         let expires = now.addingTimeInterval(TimeInterval(min(max(seconds, JournalShare.lifetimes.lowerBound), JournalShare.lifetimes.upperBound)))
         try await client.withTransaction(settings: CampusScope.settings(campus.rawValue, member: user.rawValue)) { connection in
+            let open: Int = try await connection.query(
+                """
+                SELECT count(*) AS n FROM journal_shares
+                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND revoked_at IS NULL AND expires_at > \(now)
+                """
+            ).first?.decode("n") ?? 0
+            guard open < quotas.openLinks else { throw MemberQuotas.Exceeded.openLinks(quotas.openLinks) }
             try await connection.query(
                 """
                 INSERT INTO journal_shares (campus_id, user_id, id, token_hash, from_date, to_date, expires_at, created_at)

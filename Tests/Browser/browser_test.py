@@ -368,7 +368,13 @@ class JournalAndEpisodes(unittest.TestCase):
         wait_for(d, lambda d: d.find_elements(By.ID, 'new-link-url'))
         link = d.find_element(By.ID, 'new-link-url').get_attribute('value')
         check_page(d, 'sharing-link-en')
-        with urllib.request.urlopen(link, timeout=10) as response:  # a clinician: no cookie, no sign-in
+        # A clinician: no cookie, no sign-in. The link's page opens nothing by itself (a chat's
+        # preview fetching it is no opening); its button posts for the document.
+        d.get(link)
+        self.assertIn('Shared by', d.find_element(By.TAG_NAME, 'main').text)
+        self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'form[method="post"] button[value="pdf"]'))
+        check_page(d, 'shared-link-en')
+        with urllib.request.urlopen(urllib.request.Request(link, data=b'format=pdf'), timeout=10) as response:
             self.assertEqual(response.read(5), b'%PDF-')
         d.get(url('/sharing'))
         self.assertIn('Opened 1 times', d.find_element(By.TAG_NAME, 'main').text)

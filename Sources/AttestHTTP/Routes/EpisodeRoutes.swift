@@ -206,7 +206,8 @@ struct EpisodeRoutes: Sendable {
     /// Starts an episode with the weather where it began (within the context provider's budget).
     static func start(services: AttestServices, campus: Campus, user: UserID, _ draft: EpisodeDraft, now: Date) async throws -> Episode {
         let (factors, dayBefore) = await services.episodeContext.factors(campus: campus.id, at: draft.startedAt, near: draft.location)
-        return try await services.episodes.start(campus: campus.id, user: user, draft, context: factors, baseline: dayBefore, now: now)
+        return try await services.episodes.start(
+            campus: campus.id, user: user, draft, context: factors, baseline: dayBefore, now: now, quotas: MemberQuotas(campus: campus))
     }
 
     static func settings(_ campus: Campus) -> JSONValue? {

@@ -114,7 +114,9 @@ struct JournalRoutes: Sendable {
             let (campus, user) = try Self.member(context)
             let today = campus.localDate(at: services.clock())
             let draft = try Self.draft(from: try await request.jsonObject(context: context, limit: Self.bodyLimit), base: nil, today: today)
-            let entry = try await Self.run { try await store.create(campus: campus.id, user: user, draft, at: services.clock()) }
+            let entry = try await Self.run {
+                try await store.create(campus: campus.id, user: user, draft, at: services.clock(), quotas: MemberQuotas(campus: campus))
+            }
             var response = try Entry(entry, campus: campus.slug).response(from: request, context: context)
             response.status = .created
             response.headers[.location] = "/v1/campuses/\(campus.slug)/me/journal/\(entry.id.lowercasedText)"
@@ -177,7 +179,9 @@ struct JournalRoutes: Sendable {
             case .failure(.mismatch(let declared, let actual)):
                 throw Self.unsupported("The bytes are \(actual.rawValue), not the \(declared.rawValue) the Content-Type says: send them as \(actual.rawValue).")
             }
-            try await Self.run { try await store.putAudio(campus: campus.id, user: user, id: id, type: sniffed, bytes: bytes) }
+            try await Self.run {
+                try await store.putAudio(campus: campus.id, user: user, id: id, type: sniffed, bytes: bytes, quotas: MemberQuotas(campus: campus))
+            }
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
         }
         signedIn.get("me/journal/{id}/audio") { request, context -> Response in
@@ -232,6 +236,8 @@ struct JournalRoutes: Sendable {
         do { return try await body() } catch let error as JournalError { throw Problem(error) } catch let error as CampusError {
             // A sealed entry that does not open under this server's key.
             throw Problem(.serviceUnavailable, slug: "journal-unavailable", title: "Journal unavailable", detail: Problem.sentence(error))
+        } catch let error as MemberQuotas.Exceeded {
+            throw Problem(error)
         }
     }
 
@@ -338,6 +344,19 @@ extension Problem {
         case .sealingUnavailable: self.init(.serviceUnavailable, slug: "journal-unavailable", title: "Journal unavailable", detail: detail)
         case .invalid(let problems):
             self = .validation(problems.sorted { $0.key < $1.key }.map { .init(field: $0.key, message: $0.value) })
+        }
+    }
+}
+
+extension Problem {
+    /// A member's quota: 413 for the bytes of recordings, 429 for what is counted.
+    init(_ exceeded: MemberQuotas.Exceeded) {
+        let detail = Problem.sentence(exceeded)
+        switch exceeded {
+        case .recordingBytes:
+            self.init(.contentTooLarge, slug: "recording-quota", title: "Recordings take too much room", detail: detail)
+        case .entriesPerDay, .episodesPerDay, .openLinks:
+            self.init(.tooManyRequests, slug: "quota-exceeded", title: "Over a quota", detail: detail)
         }
     }
 }

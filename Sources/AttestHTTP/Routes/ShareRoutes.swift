@@ -84,8 +84,11 @@ struct ShareRoutes: Sendable {
             }
             guard problems.isEmpty, let from, let to else { throw Problem.validation(problems) }
             let session = try context.requireSession()
-            let (share, token) = try await store.create(
-                campus: campusValue.id, user: user, actor: "user:\(session.user.email)", from: from, to: to, seconds: seconds, now: now)
+            let (share, token) = try await JournalRoutes.run {
+                try await store.create(
+                    campus: campusValue.id, user: user, actor: "user:\(session.user.email)", from: from, to: to, seconds: seconds, now: now,
+                    quotas: MemberQuotas(campus: campusValue))
+            }
             var response = try Created(
                 id: share.id.lowercasedText, url: "/v1/campuses/\(campusValue.slug)/shared/\(token)",
                 expiresAt: PostgresDate.timestamp(share.expiresAt), from: from.description, to: to.description

@@ -33,7 +33,7 @@ struct JournalPages: Sendable {
                 return try await journalPage(visit: visit, request: request, values: values, errors: errors, status: .unprocessableContent)
             }
             let entry = try await JournalRoutes.run {
-                try await store.create(campus: visit.campus.id, user: user, draft, audio: audio, at: services.clock())
+                try await store.create(campus: visit.campus.id, user: user, draft, audio: audio, at: services.clock(), quotas: MemberQuotas(campus: visit.campus))
             }
             throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }
@@ -52,7 +52,8 @@ struct JournalPages: Sendable {
             }
             let user = try visit.privateUser().id
             _ = try await JournalRoutes.run {
-                try await store.update(campus: visit.campus.id, user: user, id: entry.id, draft, audio: audio, at: services.clock())
+                try await store.update(
+                    campus: visit.campus.id, user: user, id: entry.id, draft, audio: audio, at: services.clock(), quotas: MemberQuotas(campus: visit.campus))
             }
             throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }

@@ -1,0 +1,90 @@
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import HTTPTypes
+import Journal
+import NIOCore
+import Tenancy
+import Testing
+
+/// One member's reach is bounded: entries and episodes a day, bytes of recordings and open
+/// links, each refused with the limit named; texts by their bytes as well as characters.
+@Suite("A member's quotas")
+struct QuotaTests {
+    @Test func eachQuotaIsRefusedWithItsLimitNamed() async throws {
+        let server = try await TestServer.make()
+        let north = try await server.campus("north")
+        // Small quotas, set as a campus sets them.
+        try await server.pool.query(
+            """
+            UPDATE campuses SET settings = '{"journalEntriesPerDay": 3, "episodesPerDay": 2, "recordingMegabytes": 5, "openLinks": 2}'
+            WHERE id = \(north.id)
+            """, campus: north.id.rawValue)
+        let (_, member) = try await server.user("m@example.edu", at: north)
+        let (_, other) = try await server.user("o@example.edu", at: north)
+        try await server.run { api in
+            var ids: [String] = []
+            for index in 0..<3 {
+                let made = try await api.send(.post, "/v1/campuses/north/me/journal", template: JournalTests.list, token: member, json: #"{"title": "e\#(index)"}"#)
+                #expect(made.status == 201)
+                ids.append(made.json["id"] as? String ?? "")
+            }
+            let fourth = try await api.send(.post, "/v1/campuses/north/me/journal", template: JournalTests.list, token: member, json: #"{"title": "e4"}"#)
+            #expect(fourth.status == 429 && fourth.problem.type.hasSuffix("/quota-exceeded") && fourth.problem.detail.contains("3 journal entries"))
+            // Another member's quota is their own.
+            #expect(try await api.send(.post, "/v1/campuses/north/me/journal", template: JournalTests.list, token: other, json: #"{"title": "x"}"#).status == 201)
+
+            for index in 0..<2 {
+                let started = try await api.send(
+                    .post, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: member,
+                    json: #"{"kind": "\#(index == 0 ? "headache" : "migraine")", "severity": 3}"#)
+                #expect(started.status == 201, "\(started.body)")
+            }
+            let third = try await api.send(
+                .post, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: member, json: #"{"kind": "headache", "severity": 3}"#)
+            #expect(third.status == 429 && third.problem.detail.contains("2 episodes"), "\(third.body)")
+
+            // Recordings: 5 MB in all. Two of 3 MB do not fit; replacing one with itself does.
+            let big = JournalTests.recording(.ogg, count: 3 * 1024 * 1024)
+            func put(_ id: String) async throws -> Int {
+                let response = try await api.client.execute(
+                    uri: "/v1/campuses/north/me/journal/\(id)/audio", method: .put,
+                    headers: [.authorization: "Bearer \(member)", .contentType: "audio/ogg"], body: ByteBuffer(bytes: big))
+                if response.status == .contentTooLarge { #expect(String(buffer: response.body).contains("may take 5 MB in all and keep 3 MB already")) }
+                return Int(response.status.code)
+            }
+            #expect(try await put(ids[0]) == 204)
+            #expect(try await put(ids[0]) == 204)
+            #expect(try await put(ids[1]) == 413)
+
+            for _ in 0..<2 {
+                #expect(try await api.send(
+                    .post, "/v1/campuses/north/me/shares", template: ShareTests.mine, token: member,
+                    json: #"{"expiresIn": 3600, "from": "2026-11-01", "to": "2026-11-02"}"#).status == 201)
+            }
+            let link = try await api.send(
+                .post, "/v1/campuses/north/me/shares", template: ShareTests.mine, token: member, json: #"{"expiresIn": 3600, "from": "2026-11-01", "to": "2026-11-02"}"#)
+            #expect(link.status == 429 && link.problem.detail.contains("2 open links"))
+        }
+    }
+
+    /// A character limit alone bounds nothing: one letter can carry thousands of combining marks.
+    @Test func textsAreBoundedByBytesAsWellAsCharacters() async throws {
+        let server = try await TestServer.make()
+        let north = try await server.campus("north")
+        let (_, member) = try await server.user("m@example.edu", at: north)
+        let marks = "a" + String(repeating: "\u{301}", count: 20_000)  // one character, 40,001 bytes
+        #expect(marks.count == 1)
+        try await server.run { api in
+            let refused = try await api.send(
+                .post, "/v1/campuses/north/me/journal", template: JournalTests.list, token: member,
+                json: #"{"title": "\#(marks.prefix(1))\#(String(repeating: "\u{301}", count: 500))", "text": "\#(marks)"}"#)
+            #expect(refused.status == 422 && Set(refused.problem.fields) == ["title", "text"], "\(refused.body.prefix(300))")
+            #expect(refused.body.contains("40000 bytes of UTF-8"))
+            let notes = try await api.send(
+                .post, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: member,
+                json: #"{"kind": "headache", "severity": 3, "notes": "\#(String(marks.unicodeScalars.prefix(9_000).map(Character.init)))"}"#)
+            #expect(notes.status == 422 && notes.problem.fields == ["notes"])
+        }
+    }
+}
