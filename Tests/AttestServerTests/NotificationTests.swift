@@ -424,7 +424,10 @@ struct NotificationTests {
         try await server.run { api in
             try await Self.submitRed(api, token: northMember)
             let running = Task { try await worker.run() }
-            try await Task.sleep(for: .milliseconds(300))  // north's delivery is under way and hangs
+            // North's delivery reached its receiver, which holds it.
+            let waiting = ContinuousClock.now
+            while !slow.paths.contains("/hook"), ContinuousClock.now - waiting < .seconds(10) { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(slow.paths == ["/hook"] && slow.received.isEmpty, "north's delivery is not being held: \(slow.paths)")
             let reply = try await api.send(
                 .post, "/v1/campuses/south/attestations", template: Self.submitPath, token: southMember,
                 json: AttestationTests.body(#"{"fever": false, "cough": false, "temperature": 39.4}"#))

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -122,7 +123,7 @@ def run_role(role, token, port, options, reports, only_sign_out=False):
         "--workers", "1",
         "--request-timeout", "10",
         "--no-color",
-        "--report", "json", "--report-json-path", report,
+        "--report", "json,ndjson", "--report-json-path", report, "--report-ndjson-path", os.path.join(reports, role + ".ndjson"),
     ]
     if options.max_time:
         command += ["--max-time", str(options.max_time)]
@@ -134,6 +135,28 @@ def run_role(role, token, port, options, reports, only_sign_out=False):
     with open(os.path.join(reports, role + ".txt"), "w") as f:
         f.write(output)
     return result.returncode, seconds, output
+
+
+def successes(reports, role):
+    """How many requests of a run the server answered with a 2xx, from its NDJSON event log: a
+    run whose every request was refused (a token that stopped working) tested nothing."""
+    path = os.path.join(reports, role + ".ndjson")
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return sum(len(re.findall(r'"status_code":\s*2\d\d\b', line)) for line in f)
+
+
+def check_token(port, role, token):
+    """GET …/me with the token must answer 200 before a run relies on it."""
+    request = urllib.request.Request("http://127.0.0.1:%d/v1/campuses/demo/me" % port, headers={"Authorization": "Bearer " + token})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            status = answer.status
+    except urllib.error.HTTPError as error:
+        status = error.code
+    if status != 200:
+        raise SystemExit("the %s's token does not work: GET /v1/campuses/demo/me answered %d" % (role, status))
 
 
 def summary(output):
@@ -165,12 +188,18 @@ def main():
     failed = []
     try:
         runs = [(role, role, False) for role in options.roles.split(",")] + [("sign-out", "second member", True)]
+        for name, role, _ in runs:
+            check_token(port, role, tokens[role])
         for name, role, only_sign_out in runs:
             status, seconds, output = run_role(name, tokens[role], port, options, reports, only_sign_out)
-            print("schemathesis %-15s exit %d in %5.1f s: %s" % (name, status, seconds, summary(output)), flush=True)
+            answered = successes(reports, name)
+            print("schemathesis %-15s exit %d in %5.1f s, %d answered 2xx: %s" % (name, status, seconds, answered, summary(output)), flush=True)
             if status != 0:
                 failed.append(name)
                 print(output[-12000:], flush=True)
+            elif answered == 0:
+                failed.append(name)
+                print("no request of the %s run was answered with a 2xx: its token or its requests reached nothing" % name, flush=True)
     finally:
         os.killpg(process.pid, signal.SIGINT)
         try:
