@@ -130,6 +130,9 @@ struct ShareRoutes: Sendable {
             let campusValue = try context.requireCampus()
             let query = QueryParameters(request, accepting: ["format"])
             guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+            if let text = query["format"], MemberExport.Format(rawValue: text) == nil {
+                throw Problem.validation([.init(field: "format", message: "must be pdf, csv or json")])
+            }
             let link = try await Self.known(services: services, store: store, campus: campusValue, context: context) { token, now in
                 try await store.describe(campus: campusValue.id, token: token, now: now)
             }
@@ -149,22 +152,23 @@ struct ShareRoutes: Sendable {
         }
         campus.post("shared/{token}") { request, context -> Response in
             let campusValue = try context.requireCampus()
+            // The format from the query or the form (the form's wins); each must be one.
             var format = MemberExport.Format.pdf
             let query = QueryParameters(request, accepting: ["format"])
-            var chosen = query["format"]
+            guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+            func known(_ text: String) throws -> MemberExport.Format {
+                guard let format = MemberExport.Format(rawValue: text) else {
+                    throw Problem.validation([.init(field: "format", message: "must be pdf, csv or json")])
+                }
+                return format
+            }
+            if let chosen = query["format"] { format = try known(chosen) }
             if request.headers[.contentType] != nil {
                 let form = try await WebForm.read(request, context: context, limit: 1_024)
                 for field in form.fields where field.name != "format" {
                     throw Problem.validation([.init(field: FieldProblem.name(field.name), message: "is not a field here (only format)")])
                 }
-                chosen = form["format"] ?? chosen
-            }
-            guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
-            if let chosen {
-                guard let known = MemberExport.Format(rawValue: chosen) else {
-                    throw Problem.validation([.init(field: "format", message: "must be pdf, csv or json")])
-                }
-                format = known
+                if let chosen = form["format"] { format = try known(chosen) }
             }
             let opened = try await Self.known(services: services, store: store, campus: campusValue, context: context) { token, now in
                 try await store.open(campus: campusValue.id, token: token, format: format.rawValue, now: now)
