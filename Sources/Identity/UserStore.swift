@@ -68,10 +68,7 @@ public struct UserStore: Sendable {
         guard role != .member else { throw IdentityError.memberRoleIsPermanent }
         guard let email = Self.normalizedEmail(rawEmail) else { throw IdentityError.invalidEmail(rawEmail) }
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
-            let users = try await connection.query(
-                "SELECT id FROM users WHERE campus_id = \(campus.id) AND email = \(email) FOR UPDATE")
-            guard let user = users.first else { throw IdentityError.userNotFound(email) }
-            let userID: UserID = try user.decode("id")
+            let userID = try await Self.locked(connection, campus: campus.id, email: email).id
             let changed: PostgresRows
             if grant {
                 changed = try await connection.query(
@@ -166,11 +163,8 @@ public struct UserStore: Sendable {
     ) async throws -> (changed: Bool, sessionsRevoked: Int) {
         guard let email = Self.normalizedEmail(rawEmail) else { throw IdentityError.invalidEmail(rawEmail) }
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
-            let rows = try await connection.query(
-                "SELECT id, active FROM users WHERE campus_id = \(campus.id) AND email = \(email) FOR UPDATE")
-            guard let row = rows.first else { throw IdentityError.userNotFound(email) }
-            let id: UserID = try row.decode("id")
-            guard try row.decode("active", as: Bool.self) != active else { return (false, 0) }
+            let (id, wasActive) = try await Self.locked(connection, campus: campus.id, email: email)
+            guard wasActive != active else { return (false, 0) }
             try await connection.query("UPDATE users SET active = \(active) WHERE campus_id = \(campus.id) AND id = \(id)")
             var revoked = 0
             if !active {
@@ -196,12 +190,9 @@ public struct UserStore: Sendable {
     public func erase(campus: Campus, email rawEmail: String, actor: String, at now: Date = Date()) async throws -> (id: UserID, auditEntriesRemoved: Int) {
         guard let email = Self.normalizedEmail(rawEmail) else { throw IdentityError.invalidEmail(rawEmail) }
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
-            let rows = try await connection.query(
-                "SELECT id, active FROM users WHERE campus_id = \(campus.id) AND email = \(email) FOR UPDATE")
-            guard let row = rows.first else { throw IdentityError.userNotFound(email) }
-            let id: UserID = try row.decode("id")
+            let (id, wasActive) = try await Self.locked(connection, campus: campus.id, email: email)
             try await connection.query("DELETE FROM users WHERE campus_id = \(campus.id) AND id = \(id)")
-            if try row.decode("active", as: Bool.self) { try await Self.countMemberChange(connection, campus: campus, change: -1, at: now) }
+            if wasActive { try await Self.countMemberChange(connection, campus: campus, change: -1, at: now) }
             let removed = try await connection.query(
                 "DELETE FROM audit_log WHERE campus_id = \(campus.id) AND (target = \(email) OR actor = \("user:" + email))"
             ).affectedRows
@@ -220,6 +211,13 @@ public struct UserStore: Sendable {
             active[try row.decode("id")] = try row.decode("active")
         }
         return active
+    }
+
+    /// The user `email` (normalized), their row locked for the transaction; `userNotFound` else.
+    static func locked(_ connection: PostgresConnection, campus: CampusID, email: String) async throws -> (id: UserID, active: Bool) {
+        let rows = try await connection.query("SELECT id, active FROM users WHERE campus_id = \(campus) AND email = \(email) FOR UPDATE")
+        guard let row = rows.first else { throw IdentityError.userNotFound(email) }
+        return (try row.decode("id"), try row.decode("active"))
     }
 
     /// One member more (+1) or fewer (−1) from the campus-local day of `now` on.

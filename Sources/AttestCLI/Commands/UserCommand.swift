@@ -8,6 +8,16 @@ struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user", abstract: "Add, import, list, deactivate, reactivate and erase a campus's users.",
         subcommands: [Add.self, Import.self, List.self, Deactivate.self, Reactivate.self, Erase.self])
+
+    /// `deactivate` and `reactivate`.
+    static func setActive(
+        _ active: Bool, campus: String, email: String, database: DatabaseOptions, logging: LoggingOptions
+    ) async throws -> (changed: Bool, sessionsRevoked: Int) {
+        try await TenantContext.run(database: database, logging: logging) { context in
+            try await context.users.setActive(
+                campus: try await context.campuses.require(slug: campus), email: email, active: active, actor: TenantContext.actor)
+        }
+    }
 }
 
 extension UserCommand {
@@ -86,10 +96,7 @@ extension UserCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let outcome = try await TenantContext.run(database: database, logging: logging) { context in
-                try await context.users.setActive(
-                    campus: try await context.campuses.require(slug: campus), email: email, active: false, actor: TenantContext.actor)
-            }
+            let outcome = try await UserCommand.setActive(false, campus: campus, email: email, database: database, logging: logging)
             say(
                 outcome.changed
                     ? "Deactivated \(email) at \(campus); \(outcome.sessionsRevoked) sessions revoked. `attest user reactivate` undoes it."
@@ -105,10 +112,7 @@ extension UserCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let outcome = try await TenantContext.run(database: database, logging: logging) { context in
-                try await context.users.setActive(
-                    campus: try await context.campuses.require(slug: campus), email: email, active: true, actor: TenantContext.actor)
-            }
+            let outcome = try await UserCommand.setActive(true, campus: campus, email: email, database: database, logging: logging)
             say(outcome.changed ? "Reactivated \(email) at \(campus): they may sign in again." : "\(email) at \(campus) is active already.")
         }
     }
