@@ -117,7 +117,7 @@ public struct JournalStore: Sendable {
     ) async throws -> JournalEntry {
         let id = UUID.timeOrdered(at: now)
         let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
-        let sealedAudio = try audio.map { try sealRecording($0.bytes, campus: campus, user: user, id: id) }
+        let sealedAudio = try audio.map { try incomingRecording($0.bytes, campus: campus, user: user, id: id) }
         return try await transaction(campus: campus, user: user) { connection in
             let written: Int = try await connection.query(
                 """
@@ -133,7 +133,7 @@ public struct JournalStore: Sendable {
                 """)
             if let audio, let sealedAudio {
                 _ = try await storeRecording(
-                    connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio, quotas: quotas)
+                    connection, campus: campus, user: user, id: id, type: audio.type, recording: sealedAudio, quotas: quotas)
             }
             return JournalEntry(
                 id: id, date: draft.date, title: draft.title, text: draft.text, tags: draft.tags,
@@ -203,7 +203,7 @@ public struct JournalStore: Sendable {
         campus: CampusID, user: UserID, id: UUID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date, quotas: MemberQuotas = MemberQuotas()
     ) async throws -> JournalEntry {
         let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
-        let sealedAudio = try audio.map { try sealRecording($0.bytes, campus: campus, user: user, id: id) }
+        let sealedAudio = try audio.map { try incomingRecording($0.bytes, campus: campus, user: user, id: id) }
         let updated = try await transaction(campus: campus, user: user) { connection in
             let count = try await connection.query(
                 """
@@ -214,7 +214,7 @@ public struct JournalStore: Sendable {
             ).affectedRows
             if count == 1, let audio, let sealedAudio {
                 _ = try await storeRecording(
-                    connection, campus: campus, user: user, id: id, type: audio.type, size: audio.bytes.count, sealed: sealedAudio, quotas: quotas)
+                    connection, campus: campus, user: user, id: id, type: audio.type, recording: sealedAudio, quotas: quotas)
             }
             return count
         }
@@ -235,9 +235,9 @@ public struct JournalStore: Sendable {
     public func putAudio(
         campus: CampusID, user: UserID, id: UUID, type: AudioType, bytes: Data, quotas: MemberQuotas = MemberQuotas()
     ) async throws {
-        let sealed = try sealRecording(bytes, campus: campus, user: user, id: id)
+        let recording = try incomingRecording(bytes, campus: campus, user: user, id: id)
         let stored = try await transaction(campus: campus, user: user) { connection in
-            try await storeRecording(connection, campus: campus, user: user, id: id, type: type, size: bytes.count, sealed: sealed, quotas: quotas)
+            try await storeRecording(connection, campus: campus, user: user, id: id, type: type, recording: recording, quotas: quotas)
         }
         guard stored == 1 else { throw JournalError.notFound }
     }

@@ -7,7 +7,9 @@ import Tenancy
 /// the document over in batches of `batchSize` entries or episodes. Memory does not grow with
 /// the range.
 public struct MemberExports: Sendable {
-    public static let batchSize = 100
+    /// Entries or episodes read, opened and written at a time: about a megabyte of the largest
+    /// entries, the most one export holds at once.
+    public static let batchSize = 25
 
     let journal: JournalStore
     let episodes: EpisodeStore
@@ -34,6 +36,7 @@ public struct MemberExports: Sendable {
             var entries = firstEntries
             while !entries.isEmpty {
                 try await sink(writer.write(entries))
+                await Task.yield()  // a long export shares the cooperative threads with every request
                 guard entries.count == batch, let last = entries.last else { break }
                 entries = try await exports.journal.range(
                     campus: campus, user: user, from: heading.from, to: heading.to, after: JournalStore.Cursor(date: last.date, id: last.id),
@@ -45,6 +48,7 @@ public struct MemberExports: Sendable {
                 let episodes = try await exports.episodes.range(
                     campus: campus, user: user, from: started.from, to: started.to, after: cursor, limit: batch, now: heading.generatedAt)
                 if !episodes.isEmpty { try await sink(writer.write(episodes)) }
+                await Task.yield()
                 guard episodes.count == batch, let last = episodes.last else { break }
                 cursor = EpisodeStore.Cursor(startedAt: last.startedAt, id: last.id)
             }

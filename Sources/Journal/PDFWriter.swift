@@ -202,15 +202,19 @@ public struct PDFWriter {
         556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
     ]
 
-    /// The width of `text` in points at `size` (bold is taken as regular: a little narrower).
-    static func width(_ text: some StringProtocol, size: Double) -> Double {
+    /// The width of `text` in thousandths of the size.
+    static func units(_ text: some StringProtocol) -> Int {
         var total = 0
         for scalar in text.unicodeScalars {
-            let value = Int(scalar.value)
-            let index = value - 32
+            let index = Int(scalar.value) - 32
             total += index >= 0 && index < widths.count ? widths[index] : 556
         }
-        return Double(total) * size / 1000
+        return total
+    }
+
+    /// The width of `text` in points at `size` (bold is taken as regular: a little narrower).
+    static func width(_ text: some StringProtocol, size: Double) -> Double {
+        Double(units(text)) * size / 1000
     }
 
     /// The text's lines, broken at every line break by scalars (CR LF, CR, LF, NEL, U+2028,
@@ -237,25 +241,37 @@ public struct PDFWriter {
     }
 
     /// Lines of at most `width` points: words kept whole where they fit, a word longer than a
-    /// line cut; the text's own line breaks kept.
+    /// line cut; the text's own line breaks kept. Linear in the text: each character's width
+    /// is counted once (a 10,000-character word was once measured again for every character).
     static func wrap(_ text: String, width: Double, size: Double) -> [String] {
+        let limit = width * 1000 / size
+        let space = units(" ")
         var lines: [String] = []
         for paragraph in Self.lines(text) {
-            var line = ""
+            var line = "", lineUnits = 0
             for word in paragraph.split(separator: " ", omittingEmptySubsequences: true) {
-                let candidate = line.isEmpty ? String(word) : line + " " + word
-                if Self.width(candidate, size: size) <= width {
-                    line = candidate
+                let wordUnits = units(word)
+                if line.isEmpty ? Double(wordUnits) <= limit : Double(lineUnits + space + wordUnits) <= limit {
+                    if !line.isEmpty {
+                        line += " "
+                        lineUnits += space
+                    }
+                    line += word
+                    lineUnits += wordUnits
                     continue
                 }
                 if !line.isEmpty { lines.append(line) }
-                var rest = String(word)
-                while Self.width(rest, size: size) > width, rest.count > 1 {
-                    let piece = fit(rest, width: width, size: size, ellipsis: false)
-                    lines.append(piece)
-                    rest = String(rest.dropFirst(max(1, piece.count)))
+                (line, lineUnits) = ("", 0)
+                // A word wider than a line: cut it where the line is full.
+                for character in word {
+                    let characterUnits = units(String(character))
+                    if !line.isEmpty, Double(lineUnits + characterUnits) > limit {
+                        lines.append(line)
+                        (line, lineUnits) = ("", 0)
+                    }
+                    line.append(character)
+                    lineUnits += characterUnits
                 }
-                line = rest
             }
             lines.append(line)
         }
@@ -264,12 +280,16 @@ public struct PDFWriter {
 
     /// The longest start of `text` that fits `width`, with `…` when cut (and `ellipsis`).
     static func fit(_ text: String, width: Double, size: Double, ellipsis: Bool = true) -> String {
-        if Self.width(text, size: size) <= width { return text }
-        var result = ""
+        let limit = width * 1000 / size
+        if Double(units(text)) <= limit { return text }
         let mark = ellipsis ? "…" : ""
+        let room = limit - Double(units(mark))
+        var result = "", used = 0
         for character in text {
-            if Self.width(result + String(character) + mark, size: size) > width { break }
+            let characterUnits = units(String(character))
+            if Double(used + characterUnits) > room { break }
             result.append(character)
+            used += characterUnits
         }
         return result + mark
     }

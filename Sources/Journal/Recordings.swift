@@ -59,31 +59,44 @@ public struct StoredRecording: Sendable {
     let whole: Data?
 }
 
+/// A recording on its way in: its bytes, and the new data key its chunks are sealed with as
+/// they are written, a batch at a time (never all at once beside the bytes).
+struct IncomingRecording {
+    let bytes: Data
+    let dataKey: SymmetricKey
+    /// The data key sealed under the key-encryption key.
+    let envelope: Data
+    let context: String
+
+    var count: Int { RecordingChunks.count(size: bytes.count) }
+
+    /// Chunks `range`, sealed.
+    func sealed(_ range: Range<Int>) throws -> [Data] {
+        try range.map { index in
+            let start = bytes.startIndex + index * RecordingChunks.size
+            let piece = bytes[start..<min(bytes.endIndex, start + RecordingChunks.size)]
+            return try RecordingChunks.seal(piece, index: index, last: index == count - 1, key: dataKey, context: context)
+        }
+    }
+}
+
 extension JournalStore {
-    /// What it costs to keep `bytes` as a recording, sealed chunk by chunk with a new data key:
-    /// the data key's envelope and the sealed chunks.
-    func sealRecording(_ bytes: Data, campus: CampusID, user: UserID, id: UUID) throws -> (key: Data, chunks: [Data]) {
+    /// `bytes` as a recording to keep, with a data key of its own.
+    func incomingRecording(_ bytes: Data, campus: CampusID, user: UserID, id: UUID) throws -> IncomingRecording {
         let dataKey = SymmetricKey(size: .bits256)
         let context = Self.context(campus, user, id, "audio")
         let envelope = try SealedSecret.seal(dataKey.withUnsafeBytes { Data($0) }, under: try requireKEK(), context: context)
-        let count = RecordingChunks.count(size: bytes.count)
-        var chunks: [Data] = []
-        chunks.reserveCapacity(count)
-        for index in 0..<count {
-            let start = bytes.startIndex + index * RecordingChunks.size
-            let piece = bytes[start..<min(bytes.endIndex, start + RecordingChunks.size)]
-            chunks.append(try RecordingChunks.seal(piece, index: index, last: index == count - 1, key: dataKey, context: context))
-        }
-        return (envelope, chunks)
+        return IncomingRecording(bytes: bytes, dataKey: dataKey, envelope: envelope, context: context)
     }
 
     /// Inserts or replaces the recording of the member's entry `id` inside the caller's
     /// transaction, its chunks a batch a statement; 0 when there is no such entry. Refuses a
     /// recording that would take the member's recordings past `quotas.recordingBytes`.
     func storeRecording(
-        _ connection: PostgresConnection, campus: CampusID, user: UserID, id: UUID, type: AudioType, size: Int, sealed: (key: Data, chunks: [Data]),
+        _ connection: PostgresConnection, campus: CampusID, user: UserID, id: UUID, type: AudioType, recording: IncomingRecording,
         quotas: MemberQuotas
     ) async throws -> Int {
+        let size = recording.bytes.count
         let kept: Int = try await connection.query(
             """
             SELECT coalesce(sum(size), 0)::int8 AS kept FROM journal_audio
@@ -94,7 +107,7 @@ extension JournalStore {
         let stored = try await connection.query(
             """
             INSERT INTO journal_audio (campus_id, user_id, entry_id, content_type, size, sealed, data_key)
-            SELECT campus_id, user_id, id, \(type.rawValue), \(Int32(clamping: size)), NULL, \(sealed.key) FROM journal_entries
+            SELECT campus_id, user_id, id, \(type.rawValue), \(Int32(clamping: size)), NULL, \(recording.envelope) FROM journal_entries
             WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id = \(id)
             ON CONFLICT (campus_id, user_id, entry_id) DO UPDATE
                 SET content_type = EXCLUDED.content_type, size = EXCLUDED.size, sealed = NULL, data_key = EXCLUDED.data_key, created_at = now()
@@ -103,13 +116,13 @@ extension JournalStore {
         guard stored == 1 else { return stored }
         try await connection.query(
             "DELETE FROM journal_audio_chunks WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND entry_id = \(id)")
-        for start in stride(from: 0, to: sealed.chunks.count, by: RecordingChunks.batch) {
-            let end = min(sealed.chunks.count, start + RecordingChunks.batch)
+        for start in stride(from: 0, to: recording.count, by: RecordingChunks.batch) {
+            let end = min(recording.count, start + RecordingChunks.batch)
             try await connection.query(
                 """
                 INSERT INTO journal_audio_chunks (campus_id, user_id, entry_id, chunk, sealed)
                 SELECT \(campus), \(user.rawValue), \(id), c.chunk, c.sealed
-                FROM unnest(\((start..<end).map { Int32(truncatingIfNeeded: $0) }), \(Array(sealed.chunks[start..<end]))) AS c(chunk, sealed)
+                FROM unnest(\((start..<end).map { Int32(truncatingIfNeeded: $0) }), \(try recording.sealed(start..<end))) AS c(chunk, sealed)
                 """)
         }
         return stored

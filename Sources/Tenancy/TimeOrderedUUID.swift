@@ -22,7 +22,8 @@ extension UUID {
     /// The smallest version 7 UUID of `instant`'s millisecond: every id `timeOrdered(at:)`
     /// makes at or after `instant` sorts at or after it (a lower bound for a range of ids).
     public static func timeOrderedFloor(at instant: Date) -> UUID {
-        let milliseconds = UInt64(max(0, instant.timeIntervalSince1970 * 1000))
+        // 48 bits of milliseconds, as the version 7 layout holds; no trapping conversion.
+        let milliseconds = UInt64(exactly: min(max(0, instant.timeIntervalSince1970 * 1000), 281_474_976_710_655).rounded(.down)) ?? 0
         func byte(_ shift: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: milliseconds >> shift) }
         return UUID(uuid: (byte(40), byte(32), byte(24), byte(16), byte(8), byte(0), 0x70, 0, 0x80, 0, 0, 0, 0, 0, 0, 0))
     }

@@ -162,13 +162,7 @@ struct JournalRoutes: Sendable {
             guard let declared = request.headers[.contentType].flatMap(AudioType.named) else {
                 throw Self.unsupported("Send the recording's bytes with its type: audio/webm, audio/ogg, audio/mpeg, audio/mp4 or audio/wav.")
             }
-            let buffer: ByteBuffer
-            do { buffer = try await request.collectBody(context: context, limit: AudioType.maxSize) } catch let problem as Problem
-                where problem.status == .contentTooLarge
-            {
-                throw Self.tooLarge
-            }
-            let bytes = Data(buffer.readableBytesView)
+            let bytes = try await Self.recordingBytes(request, context)
             let sniffed: AudioType
             switch AudioType.check(bytes, declared: declared) {
             case .success(let type): sniffed = type
@@ -286,6 +280,17 @@ struct JournalRoutes: Sendable {
 
     /// The bytes whole (200), or the one range asked for (206), or 416 when it lies outside.
     /// `bytes=a-b`, `bytes=a-` and `bytes=-n`; anything else is answered whole, as RFC 9110 allows.
+    /// The request's body, at most a recording's largest size, as one copy: the collected
+    /// buffer is gone when this returns.
+    static func recordingBytes(_ request: Request, _ context: AttestRequestContext) async throws -> Data {
+        do {
+            let buffer = try await request.collectBody(context: context, limit: AudioType.maxSize)
+            return Data(buffer.readableBytesView)
+        } catch let problem as Problem where problem.status == .contentTooLarge {
+            throw Self.tooLarge
+        }
+    }
+
     /// The recording, or the one range `header` asks for, streamed: only the chunks the
     /// range covers are read and opened, a batch at a time.
     static func ranged(_ recording: StoredRecording, store: JournalStore, range header: String?) throws -> Response {
