@@ -51,9 +51,9 @@ enum RecordingChunks {
 public struct StoredRecording: Sendable {
     public let type: AudioType
     public let size: Int
-    let campus: CampusID
-    let user: UserID
-    let entry: UUID
+    public let campus: CampusID
+    public let user: UserID
+    public let entry: UUID
     /// Chunked: the opened data key. A recording kept before chunks is one envelope, opened whole.
     let key: SymmetricKey?
     let whole: Data?

@@ -1,3 +1,4 @@
+import AttestHTTP
 import AttestPlugins
 import AttestPluginsTesting
 import AttestPostgres
@@ -28,9 +29,11 @@ struct ExportTests {
     }
 
     /// A member with three entries (one outside the range, one long), a recording, and two episodes.
-    static func setUp() async throws -> (TestServer, Campus, User, String, TestClock) {
+    static func setUp(rateLimits: RateLimits = RateLimits()) async throws -> (TestServer, Campus, User, String, TestClock) {
         let clock = try TestClock("2026-11-20T20:00:00Z")
-        let server = try await TestServer.make(clock: clock.read)
+        let server = try await TestServer.make(
+            clock: clock.read,
+            configuration: ServerConfiguration(rateLimits: rateLimits, outbound: .init(allowedHosts: ["127.0.0.1"])))
         let north = try await server.campus("north")
         let (author, member) = try await server.user("ana@example.edu", at: north)
         let journal = server.services.journal

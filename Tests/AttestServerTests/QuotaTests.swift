@@ -1,3 +1,4 @@
+@testable import AttestHTTP
 import AttestPostgres
 import AttestTestSupport
 import Foundation
@@ -86,5 +87,57 @@ struct QuotaTests {
                 json: #"{"kind": "headache", "severity": 3, "notes": "\#(String(marks.unicodeScalars.prefix(9_000).map(Character.init)))"}"#)
             #expect(notes.status == 422 && notes.problem.fields == ["notes"])
         }
+    }
+}
+
+/// What one member may ask of the server's CPU: exports (their own and their links') and
+/// recordings read back, counted per member, and one export at a time.
+@Suite("A member's share of the server")
+struct MemberThrottleTests {
+    @Test func exportsAndRecordingReadsAreCountedPerMember() async throws {
+        let limits = RateLimits(
+            exportsPerMember: .init(burst: 3, perMinute: 0), recordingMegabytesPerMember: .init(burst: 1, perMinute: 0))
+        let server = try await TestServer.make(configuration: ServerConfiguration(rateLimits: limits))
+        let north = try await server.campus("north")
+        let (ana, member) = try await server.user("ana@example.edu", at: north)
+        let (_, other) = try await server.user("bo@example.edu", at: north)
+        let entry = try await server.services.journal.create(
+            campus: north.id, user: ana.id, JournalDraft(date: north.localDate(at: Date()), title: "t", text: ""),
+            audio: (.ogg, JournalTests.recording(.ogg, count: 1_500_000)), at: Date())
+        let (_, link) = try await JournalShareStore(client: server.pool).create(
+            campus: north.id, user: ana.id, actor: "test", from: north.localDate(at: Date()), to: north.localDate(at: Date()), seconds: 3_600,
+            now: Date())
+        try await server.run { api in
+            // Two of her own and one through her link: three; the fourth, either way, waits.
+            for _ in 0..<2 {
+                #expect(try await api.send(.get, "/v1/campuses/north/me/export?format=json", template: ExportTests.path, token: member).status == 200)
+            }
+            #expect(try await api.send(.post, "/v1/campuses/north/shared/\(link)?format=json", template: ShareTests.shared).status == 200)
+            let refused = try await api.send(.get, "/v1/campuses/north/me/export?format=json", template: ExportTests.path, token: member)
+            #expect(refused.status == 429 && refused.problem.detail.contains("3 at once") && Int(refused.headers[.retryAfter] ?? "") ?? 0 >= 1)
+            #expect(try await api.send(.post, "/v1/campuses/north/shared/\(link)?format=json", template: ShareTests.shared).status == 429)
+            // Another member's allowance is their own.
+            #expect(try await api.send(.get, "/v1/campuses/north/me/export?format=json", template: ExportTests.path, token: other).status == 200)
+
+            // 1 MB of recordings at once: a 1.5 MB read is let in (owing the rest), the next waits.
+            let path = "/v1/campuses/north/me/journal/\(entry.id.lowercasedText)/audio"
+            #expect(try await api.send(.get, path, template: JournalTests.audio, token: member).status == 200)
+            let ranged = try await api.client.execute(
+                uri: path, method: .get, headers: [.authorization: "Bearer \(member)", .range: "bytes=0-99"], body: nil)
+            #expect(ranged.status == .tooManyRequests && String(buffer: ranged.body).contains("1 MB at once"))
+        }
+    }
+
+    @Test func oneExportAtATimeAndAForgottenOneLetsGo() {
+        let work = MemberWork(stale: .seconds(300))
+        let start = ContinuousClock.now
+        let first = work.begin("a", now: start)
+        #expect(first != nil && work.begin("a", now: start) == nil && work.begin("b", now: start) != nil)
+        first?.finished()
+        first?.finished()  // twice is once
+        let second = work.begin("a", now: start)
+        #expect(second != nil)
+        // A ticket never finished (its client gone before the body) holds its key five minutes.
+        #expect(work.begin("a", now: start + .seconds(299)) == nil && work.begin("a", now: start + .seconds(301)) != nil)
     }
 }

@@ -1,3 +1,4 @@
+import AttestHTTP
 import AttestPlugins
 import AttestPluginsTesting
 import AttestPostgres
@@ -107,7 +108,7 @@ struct ShareTests {
     /// A link opens at most `maxOpenings` times; then a 429 naming the limit, and nothing more
     /// is recorded. Describing it costs no opening.
     @Test func aLinkOpensAsOftenAsTheLimitAndNoMore() async throws {
-        let (server, _, _, member, _) = try await ExportTests.setUp()
+        let (server, _, _, member, _) = try await ExportTests.setUp(rateLimits: RateLimits(exportsPerMember: .init(burst: 100, perMinute: 0)))
         try await server.run { api in
             let made = try await api.send(
                 .post, "/v1/campuses/north/me/shares", template: Self.mine, token: member, json: #"{"expiresIn": 86400, "from": "2026-11-18", "to": "2026-11-19"}"#)

@@ -1,3 +1,4 @@
+import AttestPlugins
 import Foundation
 import Hummingbird
 import Synchronization
@@ -26,9 +27,10 @@ final class RateLimiter: Sendable {
         self.ipv6Prefix = ipv6Prefix
     }
 
-    /// Spends one from `key`'s bucket; nil when allowed, else how long until one is back.
-    func take(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
-        update(key, now: now, spend: true)
+    /// Spends `cost` (one by default) from `key`'s bucket; nil when allowed, else how long until
+    /// one is back. A bucket holding at least one allows any cost, and owes the rest.
+    func take(_ key: String, cost: Double = 1, now: ContinuousClock.Instant = .now) -> Duration? {
+        update(key, now: now, spend: max(0, cost))
     }
 
     /// The client a key stands for: an IPv6 address by its network (`ipv6Prefix` bits, a /64
@@ -60,10 +62,10 @@ final class RateLimiter: Sendable {
 
     /// Whether `key`'s bucket is empty now, without spending: how long until one is back.
     func exhausted(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
-        update(key, now: now, spend: false)
+        update(key, now: now, spend: 0)
     }
 
-    private func update(_ key: String, now: ContinuousClock.Instant, spend: Bool) -> Duration? {
+    private func update(_ key: String, now: ContinuousClock.Instant, spend: Double) -> Duration? {
         let key = client(key)
         let perSecond = limit.perMinute / 60
         return buckets.withLock { buckets in
@@ -77,7 +79,7 @@ final class RateLimiter: Sendable {
                 let wait = perSecond > 0 ? (1 - bucket.tokens) / perSecond : 3_600
                 return .milliseconds(Int64(exactly: (min(wait, 3_600) * 1000).rounded(.up)) ?? 3_600_000)
             }
-            if spend { bucket.tokens -= 1 }
+            bucket.tokens -= spend
             if buckets[key] == nil, buckets.count >= maxKeys { Self.prune(&buckets, now: now, limit: limit, keep: maxKeys / 2) }
             buckets[key] = bucket
             return nil
@@ -118,16 +120,25 @@ public struct RateLimits: Sendable, Equatable {
     /// How many leading bits of an IPv6 address one client is counted by. Default 64: a
     /// subscriber gets at least a /64, and any address in it at will.
     public var ipv6Prefix: Int
+    /// Exports of one member's journal, their own and through their links (each a year of the
+    /// largest entries may take a second of a core to write). Default 10 at once, then 10 an hour.
+    public var exportsPerMember: RateLimit
+    /// Megabytes of one member's recordings read back. Default 25 at once, then 10 a minute.
+    public var recordingMegabytesPerMember: RateLimit
 
     public init(
         signInPerAddress: RateLimit = .init(burst: 30, perMinute: 30),
         signInPerCampus: RateLimit = .init(burst: 300, perMinute: 1_200),
-        unknownTokensPerAddress: RateLimit = .init(burst: 100, perMinute: 600), ipv6Prefix: Int = 64
+        unknownTokensPerAddress: RateLimit = .init(burst: 100, perMinute: 600), ipv6Prefix: Int = 64,
+        exportsPerMember: RateLimit = .init(burst: 10, perMinute: 10.0 / 60),
+        recordingMegabytesPerMember: RateLimit = .init(burst: 25, perMinute: 10)
     ) {
         self.signInPerAddress = signInPerAddress
         self.signInPerCampus = signInPerCampus
         self.unknownTokensPerAddress = unknownTokensPerAddress
         self.ipv6Prefix = ipv6Prefix
+        self.exportsPerMember = exportsPerMember
+        self.recordingMegabytesPerMember = recordingMegabytesPerMember
     }
 }
 
@@ -136,11 +147,50 @@ public struct RequestLimiters: Sendable {
     let signInByAddress: RateLimiter
     let signInByCampus: RateLimiter
     let unknownTokensByAddress: RateLimiter
+    let exportsByMember: RateLimiter
+    let recordingsByMember: RateLimiter
+    /// Members with an export being written: one at a time each.
+    let exporting = MemberWork()
 
     public init(_ limits: RateLimits) {
         signInByAddress = RateLimiter(limits.signInPerAddress, ipv6Prefix: limits.ipv6Prefix)
         signInByCampus = RateLimiter(limits.signInPerCampus)
         unknownTokensByAddress = RateLimiter(limits.unknownTokensPerAddress, ipv6Prefix: limits.ipv6Prefix)
+        exportsByMember = RateLimiter(limits.exportsPerMember)
+        recordingsByMember = RateLimiter(limits.recordingMegabytesPerMember)
+    }
+
+    /// Admits one export of `member`'s journal (their own, or a link's opening): one at a time,
+    /// and within the member's allowance; 429 with `Retry-After` otherwise. Call `finished` once
+    /// the export is written (or failed).
+    func admitExport(campus: CampusID, member: UserID) throws -> MemberWork.Ticket {
+        let key = "\(campus)/\(member)"
+        guard let ticket = exporting.begin(key) else {
+            throw Problem.tooManyRequests("An export of this journal is being written now; one is written at a time.", retryAfter: .seconds(5))
+        }
+        if let wait = exportsByMember.take(key) {
+            ticket.finished()
+            let limit = exportsByMember.limit
+            throw Problem.tooManyRequests(
+                "This journal was exported as often as it may be for now (\(Int(limit.burst)) at once, then \(Self.rate(limit.perMinute * 60)) an hour).",
+                retryAfter: wait)
+        }
+        return ticket
+    }
+
+    /// Counts `bytes` of `member`'s recordings read back; 429 with `Retry-After` past the allowance.
+    func admitRecordingRead(campus: CampusID, member: UserID, bytes: Int) throws {
+        if let wait = recordingsByMember.take("\(campus)/\(member)", cost: Double(bytes) / 1_048_576) {
+            let limit = recordingsByMember.limit
+            throw Problem.tooManyRequests(
+                "Your recordings were read back as much as they may be for now (\(Int(limit.burst)) MB at once, then \(Self.rate(limit.perMinute)) MB a minute).",
+                retryAfter: wait)
+        }
+    }
+
+    /// `2`, `0.5`: a rate as a person reads it.
+    static func rate(_ value: Double) -> String {
+        value.rounded() == value && value < 1e9 ? String(Int(exactly: value) ?? 0) : String(format: "%.1f", value)
     }
 
     /// Counts a sign-in attempt (or a nonce asked for) from `address` at `campus`; throws 429
@@ -164,5 +214,40 @@ extension Problem {
         return Problem(
             .tooManyRequests, slug: "too-many-requests", title: "Too many requests", detail: detail + " Retry in \(seconds) s.",
             headers: [.retryAfter: "\(seconds)"])
+    }
+}
+
+/// Keys with work under way: one piece of work a key at a time. A ticket not finished within
+/// `stale` (a response whose body was never written, its client gone) no longer holds its key.
+final class MemberWork: Sendable {
+    private let busy = Mutex<[String: ContinuousClock.Instant]>([:])
+    let stale: Duration
+
+    init(stale: Duration = .seconds(300)) { self.stale = stale }
+
+    /// Lets the holder do its key's work; `finished` lets the next.
+    final class Ticket: Sendable {
+        private let work: MemberWork
+        private let key: String
+        private let done = Atomic<Bool>(false)
+
+        init(work: MemberWork, key: String) { (self.work, self.key) = (work, key) }
+
+        func finished() {
+            guard !done.exchange(true, ordering: .relaxed) else { return }
+            _ = work.busy.withLock { $0.removeValue(forKey: key) }
+        }
+    }
+
+    /// A ticket, or nil while another holds `key`'s.
+    func begin(_ key: String, now: ContinuousClock.Instant = .now) -> Ticket? {
+        let stale = stale
+        let admitted = busy.withLock { busy in
+            if let since = busy[key], now - since < stale { return false }
+            if busy.count > 10_000 { busy = busy.filter { now - $0.value < stale } }
+            busy[key] = now
+            return true
+        }
+        return admitted ? Ticket(work: self, key: key) : nil
     }
 }

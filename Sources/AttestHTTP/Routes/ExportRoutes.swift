@@ -46,11 +46,18 @@ struct ExportRoutes: Sendable {
     /// The export of `user`'s range, as the response's body and headers.
     static func export(
         services: AttestServices, campus: Campus, user: UserID, member: String, from: LocalDate, to: LocalDate, format: MemberExport.Format,
-        disposition: String
+        disposition: String, admitted: MemberWork.Ticket? = nil
     ) async throws -> Response {
         let exports = MemberExports(journal: services.journal, episodes: services.episodes)
-        let prepared = try await EpisodeRoutes.run {
-            try await exports.prepare(campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
+        let ticket = try admitted ?? services.limiters.admitExport(campus: campus.id, member: user)
+        let prepared: MemberExports.Prepared
+        do {
+            prepared = try await EpisodeRoutes.run {
+                try await exports.prepare(campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
+            }
+        } catch {
+            ticket.finished()
+            throw error
         }
         return Response(
             status: .ok,
@@ -59,9 +66,17 @@ struct ExportRoutes: Sendable {
                 .contentDisposition: "\(disposition); filename=\"health-journal-\(from)-\(to).\(format.rawValue)\"",
             ],
             body: ResponseBody { writer in
-                try await prepared.write { chunk in
-                    if !chunk.isEmpty { try await writer.write(ByteBuffer(bytes: chunk)) }
+                // The member's next export is let in before this one's end is sent, so a client
+                // that asks again on reading it is not refused as if two ran at once.
+                do {
+                    try await prepared.write { chunk in
+                        if !chunk.isEmpty { try await writer.write(ByteBuffer(bytes: chunk)) }
+                    }
+                } catch {
+                    ticket.finished()
+                    throw error
                 }
+                ticket.finished()
                 try await writer.finish(nil)
             })
     }

@@ -184,7 +184,7 @@ struct JournalRoutes: Sendable {
             guard let recording = try await Self.run({ try await store.recording(campus: campus.id, user: user, id: id) }) else {
                 throw Problem.notFound("This entry has no recording of yours: PUT …/me/journal/{id}/audio adds one.")
             }
-            return try Self.ranged(recording, store: store, range: request.headers[.range])
+            return try Self.ranged(recording, store: store, range: request.headers[.range], limiters: services.limiters)
         }
         signedIn.delete("me/journal/{id}/audio") { _, context -> Response in
             let (campus, user) = try Self.member(context)
@@ -293,17 +293,18 @@ struct JournalRoutes: Sendable {
 
     /// The recording, or the one range `header` asks for, streamed: only the chunks the
     /// range covers are read and opened, a batch at a time.
-    static func ranged(_ recording: StoredRecording, store: JournalStore, range header: String?) throws -> Response {
+    static func ranged(_ recording: StoredRecording, store: JournalStore, range header: String?, limiters: RequestLimiters) throws -> Response {
         var headers: HTTPFields = [.contentType: recording.type.rawValue, .acceptRanges: "bytes", .cacheControl: "private, no-store"]
         let count = recording.size
-        func body(from first: Int, through last: Int) -> ResponseBody {
-            ResponseBody(contentLength: last - first + 1) { writer in
+        func body(from first: Int, through last: Int) throws -> ResponseBody {
+            try limiters.admitRecordingRead(campus: recording.campus, member: recording.user, bytes: last - first + 1)
+            return ResponseBody(contentLength: last - first + 1) { writer in
                 try await store.read(recording, from: first, through: last) { bytes in try await writer.write(ByteBuffer(bytes: bytes)) }
                 try await writer.finish(nil)
             }
         }
         guard let header, let range = byteRange(header, count: count) else {
-            return Response(status: .ok, headers: headers, body: body(from: 0, through: count - 1))
+            return Response(status: .ok, headers: headers, body: try body(from: 0, through: count - 1))
         }
         guard let (start, end) = range else {
             headers[.contentRange] = "bytes */\(count)"
@@ -312,7 +313,7 @@ struct JournalRoutes: Sendable {
                 detail: "The recording has \(count) bytes; ask for a range within them.", headers: [.contentRange: "bytes */\(count)"])
         }
         headers[.contentRange] = "bytes \(start)-\(end)/\(count)"
-        return Response(status: .partialContent, headers: headers, body: body(from: start, through: end))
+        return Response(status: .partialContent, headers: headers, body: try body(from: start, through: end))
     }
 
     /// nil: not a single byte range this reads (answer whole); `.some(nil)`: unsatisfiable;

@@ -170,19 +170,29 @@ struct ShareRoutes: Sendable {
                 }
                 if let chosen = form["format"] { format = try known(chosen) }
             }
-            let opened = try await Self.known(services: services, store: store, campus: campusValue, context: context) { token, now in
-                try await store.open(campus: campusValue.id, token: token, format: format.rawValue, now: now)
+            // Whose journal first: an opening is one of that member's exports.
+            let link = try await Self.known(services: services, store: store, campus: campusValue, context: context) { token, now in
+                try await store.describe(campus: campusValue.id, token: token, now: now)
             }
-            guard case .opened(let user, let from, let to) = opened else {
-                throw Problem(
-                    .tooManyRequests, slug: "link-openings-exhausted", title: "This link was opened as often as a link may be",
-                    detail: "A link opens at most \(JournalShareStore.maxOpenings) times, and this one has been. Ask the member for a new link.")
+            let ticket = try services.limiters.admitExport(campus: campusValue.id, member: link.user)
+            do {
+                let opened = try await Self.known(services: services, store: store, campus: campusValue, context: context) { token, now in
+                    try await store.open(campus: campusValue.id, token: token, format: format.rawValue, now: now)
+                }
+                guard case .opened(let user, let from, let to) = opened else {
+                    throw Problem(
+                        .tooManyRequests, slug: "link-openings-exhausted", title: "This link was opened as often as a link may be",
+                        detail: "A link opens at most \(JournalShareStore.maxOpenings) times, and this one has been. Ask the member for a new link.")
+                }
+                let member = try await services.users.find(campus: campusValue.id, id: user)
+                let name = member.map(ExportRoutes.name(of:)) ?? "a member"
+                return try await ExportRoutes.export(
+                    services: services, campus: campusValue, user: user, member: name, from: from, to: to, format: format,
+                    disposition: "inline", admitted: ticket)
+            } catch {
+                ticket.finished()
+                throw error
             }
-            let member = try await services.users.find(campus: campusValue.id, id: user)
-            let name = member.map(ExportRoutes.name(of:)) ?? "a member"
-            return try await ExportRoutes.export(
-                services: services, campus: campusValue, user: user, member: name, from: from, to: to, format: format,
-                disposition: "inline")
         }
     }
 

@@ -78,7 +78,7 @@ struct JournalPages: Sendable {
             guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
                 let recording = try await JournalRoutes.run({ try await store.recording(campus: visit.campus.id, user: user, id: id) })
             else { throw Problem.notFound(visit["entryNoRecording"]) }
-            return try JournalRoutes.ranged(recording, store: store, range: request.headers[.range])
+            return try JournalRoutes.ranged(recording, store: store, range: request.headers[.range], limiters: services.limiters)
         }
     }
 
