@@ -128,6 +128,33 @@ struct MemberThrottleTests {
         }
     }
 
+    /// Requests for a member's own data are counted in memory, so a member looping on refused
+    /// writes is refused before the database is asked; the rest of the API is not counted.
+    @Test func aMembersRequestsForTheirOwnDataAreCounted() async throws {
+        let limits = RateLimits(recordingMegabytesPerMember: .init(burst: 2, perMinute: 0), ownDataRequestsPerMember: .init(burst: 5, perMinute: 0))
+        let server = try await TestServer.make(configuration: ServerConfiguration(rateLimits: limits))
+        let north = try await server.campus("north")
+        let (ana, member) = try await server.user("ana@example.edu", at: north)
+        let entry = try await server.services.journal.create(
+            campus: north.id, user: ana.id, JournalDraft(date: north.localDate(at: Date()), title: "t", text: ""), at: Date())
+        try await server.run { api in
+            // A 3 MB recording declared by its length is refused before its bytes are read (2 MB at once).
+            let put = try await api.client.execute(
+                uri: "/v1/campuses/north/me/journal/\(entry.id.lowercasedText)/audio", method: .put,
+                headers: [.authorization: "Bearer \(member)", .contentType: "audio/ogg"],
+                body: ByteBuffer(bytes: JournalTests.recording(.ogg, count: 3 * 1024 * 1024)))
+            #expect(put.status == .noContent)
+            let again = try await api.client.execute(
+                uri: "/v1/campuses/north/me/journal/\(entry.id.lowercasedText)/audio", method: .put,
+                headers: [.authorization: "Bearer \(member)", .contentType: "audio/ogg"], body: ByteBuffer(bytes: JournalTests.recording(.ogg)))
+            #expect(again.status == .tooManyRequests)
+            var statuses: [Int] = []
+            for _ in 0..<4 { statuses.append(try await api.send(.get, "/v1/campuses/north/me/journal", template: JournalTests.list, token: member).status) }
+            #expect(statuses == [200, 200, 200, 429], "\(statuses)")  // the two PUTs counted too
+            #expect(try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: member).status == 200)
+        }
+    }
+
     @Test func oneExportAtATimeAndAForgottenOneLetsGo() {
         let work = MemberWork(stale: .seconds(300))
         let start = ContinuousClock.now

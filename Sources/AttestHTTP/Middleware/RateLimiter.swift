@@ -123,16 +123,21 @@ public struct RateLimits: Sendable, Equatable {
     /// Exports of one member's journal, their own and through their links (each a year of the
     /// largest entries may take a second of a core to write). Default 10 at once, then 10 an hour.
     public var exportsPerMember: RateLimit
-    /// Megabytes of one member's recordings read back. Default 25 at once, then 10 a minute.
+    /// Megabytes of one member's recordings written or read back. Default 25 at once, then 10 a minute.
     public var recordingMegabytesPerMember: RateLimit
+    /// Requests for one member's own private data (journal, episodes, exports, links). Default
+    /// 60 at once, then 300 a minute: a person at the pages never comes near it.
+    public var ownDataRequestsPerMember: RateLimit
 
     public init(
         signInPerAddress: RateLimit = .init(burst: 30, perMinute: 30),
         signInPerCampus: RateLimit = .init(burst: 300, perMinute: 1_200),
         unknownTokensPerAddress: RateLimit = .init(burst: 100, perMinute: 600), ipv6Prefix: Int = 64,
         exportsPerMember: RateLimit = .init(burst: 10, perMinute: 10.0 / 60),
-        recordingMegabytesPerMember: RateLimit = .init(burst: 25, perMinute: 10)
+        recordingMegabytesPerMember: RateLimit = .init(burst: 25, perMinute: 10),
+        ownDataRequestsPerMember: RateLimit = .init(burst: 60, perMinute: 300)
     ) {
+        self.ownDataRequestsPerMember = ownDataRequestsPerMember
         self.signInPerAddress = signInPerAddress
         self.signInPerCampus = signInPerCampus
         self.unknownTokensPerAddress = unknownTokensPerAddress
@@ -149,6 +154,7 @@ public struct RequestLimiters: Sendable {
     let unknownTokensByAddress: RateLimiter
     let exportsByMember: RateLimiter
     let recordingsByMember: RateLimiter
+    let ownDataByMember: RateLimiter
     /// Members with an export being written: one at a time each.
     let exporting = MemberWork()
 
@@ -158,6 +164,7 @@ public struct RequestLimiters: Sendable {
         unknownTokensByAddress = RateLimiter(limits.unknownTokensPerAddress, ipv6Prefix: limits.ipv6Prefix)
         exportsByMember = RateLimiter(limits.exportsPerMember)
         recordingsByMember = RateLimiter(limits.recordingMegabytesPerMember)
+        ownDataByMember = RateLimiter(limits.ownDataRequestsPerMember)
     }
 
     /// Admits one export of `member`'s journal (their own, or a link's opening): one at a time,
@@ -178,12 +185,13 @@ public struct RequestLimiters: Sendable {
         return ticket
     }
 
-    /// Counts `bytes` of `member`'s recordings read back; 429 with `Retry-After` past the allowance.
-    func admitRecordingRead(campus: CampusID, member: UserID, bytes: Int) throws {
+    /// Counts `bytes` of `member`'s recordings written or read back; 429 with `Retry-After`
+    /// past the allowance.
+    func admitRecording(campus: CampusID, member: UserID, bytes: Int) throws {
         if let wait = recordingsByMember.take("\(campus)/\(member)", cost: Double(bytes) / 1_048_576) {
             let limit = recordingsByMember.limit
             throw Problem.tooManyRequests(
-                "Your recordings were read back as much as they may be for now (\(Int(limit.burst)) MB at once, then \(Self.rate(limit.perMinute)) MB a minute).",
+                "Your recordings were written and read back as much as they may be for now (\(Int(limit.burst)) MB at once, then \(Self.rate(limit.perMinute)) MB a minute).",
                 retryAfter: wait)
         }
     }

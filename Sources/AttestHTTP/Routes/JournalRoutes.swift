@@ -162,6 +162,10 @@ struct JournalRoutes: Sendable {
             guard let declared = request.headers[.contentType].flatMap(AudioType.named) else {
                 throw Self.unsupported("Send the recording's bytes with its type: audio/webm, audio/ogg, audio/mpeg, audio/mp4 or audio/wav.")
             }
+            // A declared length is counted before a byte is read.
+            if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > 0, declared <= AudioType.maxSize {
+                try services.limiters.admitRecording(campus: campus.id, member: user, bytes: declared)
+            }
             let bytes = try await Self.recordingBytes(request, context)
             let sniffed: AudioType
             switch AudioType.check(bytes, declared: declared) {
@@ -197,11 +201,10 @@ struct JournalRoutes: Sendable {
     }
 
     /// The campus and the member whose own private data (journal, episodes, exports, links,
-    /// keeping) a request reads or writes: 403 for a session an operator minted.
+    /// keeping) a request reads or writes (an operator's session was refused before:
+    /// `OwnDataMiddleware`).
     static func member(_ context: AttestRequestContext) throws -> (Campus, UserID) {
-        let session = try context.requireSession()
-        guard !session.byOperator else { throw Problem.operatorSession }
-        return (try context.requireCampus(), session.user.id)
+        (try context.requireCampus(), try context.requireSession().user.id)
     }
 
     static func entryID(_ context: AttestRequestContext) throws -> UUID {
@@ -297,7 +300,7 @@ struct JournalRoutes: Sendable {
         var headers: HTTPFields = [.contentType: recording.type.rawValue, .acceptRanges: "bytes", .cacheControl: "private, no-store"]
         let count = recording.size
         func body(from first: Int, through last: Int) throws -> ResponseBody {
-            try limiters.admitRecordingRead(campus: recording.campus, member: recording.user, bytes: last - first + 1)
+            try limiters.admitRecording(campus: recording.campus, member: recording.user, bytes: last - first + 1)
             return ResponseBody(contentLength: last - first + 1) { writer in
                 try await store.read(recording, from: first, through: last) { bytes in try await writer.write(ByteBuffer(bytes: bytes)) }
                 try await writer.finish(nil)
