@@ -113,7 +113,7 @@ def attack(seconds):
         if status != 201:
             # Past the open links: revoke the oldest and go on.
             _, listed = request(connection, "GET", BASE + "/me/shares")
-            items = [item for item in json.loads(listed)["items"] if item["status"] == "active"]
+            items = [item for item in json.loads(listed).get("items", []) if item["status"] == "active"]
             if items:
                 request(connection, "DELETE", BASE + "/me/shares/%s" % items[-1]["id"])
             return
