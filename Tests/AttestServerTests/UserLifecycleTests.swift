@@ -5,6 +5,7 @@ import Foundation
 import HTTPTypes
 import Identity
 import Journal
+import Notifications
 import Surveys
 import Tenancy
 import Testing
@@ -26,6 +27,8 @@ struct UserLifecycleTests {
         let server = try await TestServer.make()
         let north = try await server.campus("north")
         let (ana, token) = try await server.user("ana@example.edu", at: north)
+        _ = try await server.user("bob@example.edu", at: north)
+        try await CampusPluginStore(client: server.pool).enable(campus: north, kind: .sink, id: "log", settings: .object([:]), actor: "test")
         let today = north.localDate(at: Date())
         let (_, link) = try await JournalShareStore(client: server.pool).create(
             campus: north.id, user: ana.id, actor: "test", from: today, to: today, seconds: 3_600, now: Date())
@@ -34,13 +37,16 @@ struct UserLifecycleTests {
             try await server.pool.query("SELECT coalesce(sum(change), 0)::int8 AS n FROM member_changes WHERE campus_id = \(north.id)", campus: north.id.rawValue)
                 .first?.decode("n") ?? -1
         }
-        #expect(try await activeMembers() == 1)
+        #expect(try await activeMembers() == 2)
 
         let off = try await Self.attest("user", "deactivate", "north", "Ana@Example.edu", database: server.database)
         #expect(off.status == 0 && off.stdout.contains("1 sessions revoked"), "\(off.stderr)")
         #expect(try await Self.attest("user", "deactivate", "north", "ana@example.edu", database: server.database).stdout.contains("deactivated already"))
         #expect(try await Self.attest("user", "list", "north", database: server.database).stdout.contains("ana@example.edu\tmember\tana@example.edu\tdeactivated"))
-        #expect(try await activeMembers() == 0)
+        #expect(try await activeMembers() == 1)
+        // Today's reminders go to Bob alone.
+        let evening = north.startOfDay(today).addingTimeInterval(23 * 3_600)
+        #expect(try await Reminders(client: server.pool).run(campuses: [north], at: evening) == ["north": 1])
         try await server.run { api in
             let me = try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: token)
             #expect(me.status == 401)
@@ -51,7 +57,7 @@ struct UserLifecycleTests {
             let on = try await Self.attest("user", "reactivate", "north", "ana@example.edu", database: server.database)
             #expect(on.status == 0 && on.stdout.contains("may sign in again"), "\(on.stderr)")
             #expect(try await users.onboard(campus: north, identity: Self.identity("ana@example.edu")).id == ana.id)
-            #expect(try await activeMembers() == 1)
+            #expect(try await activeMembers() == 2)
             let audit = try await AuditLog(client: server.pool).entries(campus: north.id).map(\.action)
             #expect(audit.contains("user.deactivate") && audit.contains("user.reactivate"))
         }

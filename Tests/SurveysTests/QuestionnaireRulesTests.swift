@@ -72,7 +72,7 @@ struct QuestionnaireRulesTests {
             "answers.fever: must be true or false",
             "answers.temperature: must be at most 43 °C",
             "answers.mood: must be one of good, bad",
-            "answers.notes: must be at most 5 characters",
+            "answers.notes: must be at most 5 characters (this has 8)",
         ])
         #expect(try check(#"{}"#).1 == ["answers.fever: is required"])
         #expect(try check(#"{"fever": 1}"#).1 == ["answers.fever: must be true or false"])
