@@ -128,7 +128,15 @@ public struct PluginRegistry: Sendable {
     /// A member name that says it holds a secret.
     public static func looksSecret(_ name: String) -> Bool {
         let lowered = name.lowercased()
-        return ["secret", "password", "token", "apikey", "api_key", "privatekey", "private_key"].contains { lowered.contains($0) }
+        return secretWords.contains { lowered.contains($0) }
+    }
+
+    static let secretWords = ["secret", "password", "token", "apikey", "api_key", "privatekey", "private_key"]
+
+    /// Lowercased words at least one of which a setting's text holds when one of its members
+    /// may be secret: the words `looksSecret` looks for and every declared secret name.
+    public var secretHints: [String] {
+        Array(Set(Self.secretWords + secrets.values.flatMap { $0.map { $0.lowercased() } })).sorted()
     }
 
     static func holdsSecret(_ value: JSONValue) -> Bool {

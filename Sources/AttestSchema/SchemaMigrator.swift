@@ -183,7 +183,26 @@ public struct SchemaMigrator: Sendable {
                 \(tenantTable("journal_audio_chunks"))
                 \(memberOnly("journal_audio_chunks"))
                 """),
+        Migration(
+            version: 16, name: "work found by due time: each campus's next reminder and upkeep, and the workers' doors",
+            sql: """
+                ALTER TABLE campuses ADD COLUMN IF NOT EXISTS next_reminder_at timestamptz NOT NULL DEFAULT '1970-01-01 00:00:00+00';
+                ALTER TABLE campuses ADD COLUMN IF NOT EXISTS next_upkeep_at timestamptz NOT NULL DEFAULT '1970-01-01 00:00:00+00';
+                CREATE INDEX IF NOT EXISTS campuses_next_reminder ON campuses (next_reminder_at);
+                CREATE INDEX IF NOT EXISTS campuses_next_upkeep ON campuses (next_upkeep_at);
+                \(schemaSection("the workers' doors"))
+                """),
     ]
+
+    /// A section of `schema.sql` (from `-- section: <name>` to `-- end of section`) that a
+    /// migration applies as it stands there, so that the two cannot drift apart.
+    static func schemaSection(_ name: String) -> String {
+        let text = embeddedSchemaSQL
+        guard let start = text.range(of: "-- section: \(name)"),
+              let end = text.range(of: "-- end of section", range: start.upperBound..<text.endIndex)
+        else { preconditionFailure("schema.sql has no section \"\(name)\"") }
+        return String(text[start.lowerBound..<end.upperBound])
+    }
 
     /// What every server polls (`AuthGenerations`): each campus's sign-in generation, which
     /// a sign-out, a role change or a renamed user moves on. The same in `schema.sql`.

@@ -18,7 +18,9 @@ import Tenancy
 /// delivery window's start).
 public final class OutboxWorker: Service, Sendable {
     public struct Configuration: Sendable {
-        /// How often an idle worker looks for due events. Default 1 s.
+        /// The longest an idle worker sleeps before it looks again (one read across campuses):
+        /// what other servers' new events may wait, as this server's own wake the worker at
+        /// once (`OutboxSignal`). Default 1 s.
         public var pollInterval: Duration = .seconds(1)
         /// Rows claimed per campus per round. Default 32.
         public var batchSize = 32
@@ -29,6 +31,8 @@ public final class OutboxWorker: Service, Sendable {
         public var maxDelay: Duration = .seconds(600)
         /// Past this age an event that still fails is dead-lettered. Default 24 h.
         public var maxAge: Duration = .seconds(86_400)
+        /// Campuses whose reminders one round writes at most (the others in the next rounds).
+        public var remindersPerRound = 100
 
         public init() {}
     }
@@ -39,22 +43,22 @@ public final class OutboxWorker: Service, Sendable {
     let configuration: Configuration
     let logger: Logger
     let clock: @Sendable () -> Date
+    /// Rung by this server's writers when they commit events, and by finished deliveries.
+    public let signal: OutboxSignal
     /// `attest_notifications_total{outcome}`: delivery attempts that delivered, will be
     /// retried, or dead-lettered (no label names a campus or a recipient).
     private let delivered, retried, dead: Counter
     /// Campuses with deliveries under way: the next round passes them over.
     private let busy = Mutex<Set<CampusID>>([])
-    /// Campus days whose reminders are known to be written (by this server or another).
-    private let remindedDays = Mutex<Set<String>>([])
-    /// Built sinks by campus and id, kept 5 s (settings changes reach workers within that).
     /// Where a sink's settings (the sealed ones opened with the key-encryption key) are read.
     let plugins: CampusPluginStore
+    /// Built sinks by campus and id, kept 5 s (settings changes reach workers within that).
     private let sinks = ExpiringCache<String, (any NotificationSink)?>(ttl: .seconds(5))
 
     public init(
         client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, configuration: Configuration = .init(),
         logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }, metrics: any MetricsFactory = MetricsSystem.factory,
-        kek: KeyEncryptionKey? = nil
+        kek: KeyEncryptionKey? = nil, signal: OutboxSignal = OutboxSignal()
     ) {
         self.plugins = CampusPluginStore(client: client, kek: kek)
         func outcome(_ name: String) -> Counter {
@@ -68,45 +72,79 @@ public final class OutboxWorker: Service, Sendable {
         self.registry = registry
         self.configuration = configuration
         self.logger = logger
+        self.signal = signal
         var pluginLogger = logger
         pluginLogger[metadataKey: "component"] = "sink"
         self.context = PluginContext(http: http, logger: pluginLogger)
     }
 
+    /// Rounds until the server stops. After a round that delivered, the next at once; after an
+    /// idle one, a sleep until the earliest due time it saw (a retry's, a campus's reminders)
+    /// or `pollInterval`, whichever is sooner, cut short by the signal.
     public func run() async throws {
         await withDiscardingTaskGroup { deliveries in
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
-                var worked = false
+                var pause = configuration.pollInterval
                 do {
-                    worked = try await round(&deliveries) > 0
+                    let outcome = try await round(&deliveries)
+                    if outcome.attempts > 0 { continue }
+                    if let wait = outcome.wait { pause = min(pause, wait) }
                 } catch {
                     // Cancelled: the server is stopping (or could not start), not a failed round.
                     if Task.isCancelled { break }
                     logger.warning("outbox round failed", metadata: ["error": "\(error)"])
                 }
-                if !worked {
-                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.configuration.pollInterval) }
-                }
+                let sleep = pause
+                try? await cancelWhenGracefulShutdown { await self.signal.wait(upTo: sleep) }
             }
         }
     }
 
-    /// One round over every campus, waiting for its deliveries: writes reminders that have
-    /// come due, claims due rows, delivers them, records the outcomes. Returns how many
-    /// delivery attempts it made.
+    /// One round, waiting for its deliveries: writes reminders that have come due, claims due
+    /// rows, delivers them, records the outcomes. Returns how many delivery attempts it made.
     @discardableResult
     public func runOnce() async throws -> Int {
-        try await withThrowingDiscardingTaskGroup { deliveries in try await round(&deliveries) }
+        try await withThrowingDiscardingTaskGroup { deliveries in try await round(&deliveries).attempts }
     }
 
-    /// Claims each campus's due rows and starts their deliveries in `deliveries` without
-    /// waiting: a campus whose receiver is slow or hangs delays no other campus. A campus
-    /// with deliveries still under way is passed over until they end.
-    private func round<Group: TaskGroupAdding>(_ deliveries: inout Group) async throws -> Int {
-        let campuses = try await CampusStore(client: client).list()
-        try await remind(campuses)
+    struct RoundOutcome {
         var attempts = 0
-        for campus in campuses.map(\.id) where busy.withLock({ $0.insert(campus).inserted }) {
+        /// Until the earliest due time seen that has not come yet.
+        var wait: Duration?
+    }
+
+    /// Asks once, across campuses, which have due outbox rows or reminders
+    /// (`attest_outbox_due`, `attest_schedule_due`): an idle server's round is that one read,
+    /// whatever the number of campuses. Then writes the due reminders, claims the due rows of
+    /// each campus and starts their deliveries in `deliveries` without waiting: a campus whose
+    /// receiver is slow or hangs delays no other campus. A campus with deliveries still under
+    /// way is passed over until they end.
+    private func round<Group: TaskGroupAdding>(_ deliveries: inout Group) async throws -> RoundOutcome {
+        let now = clock()
+        let rows = try await client.query(
+            """
+            SELECT 'outbox' AS work, campus_id, due_at <= now() AS due, extract(epoch FROM due_at - now())::float8 AS wait
+            FROM attest_outbox_due()
+            UNION ALL
+            SELECT 'reminder', campus_id, due_at <= \(now), extract(epoch FROM due_at - \(now))::float8
+            FROM (\(CampusSchedule.select(.reminders, dueBy: now, atMost: configuration.remindersPerRound))) r
+            """)
+        var outcome = RoundOutcome()
+        var outbox: [CampusID] = [], reminders: [CampusID] = []
+        for row in rows {
+            let campus = CampusID(try row.decode("campus_id")), isOutbox = try row.decode("work", as: String.self) == "outbox"
+            if try row.decode("due", as: Bool.self) {
+                if isOutbox { outbox.append(campus) } else { reminders.append(campus) }
+            } else {
+                let wait = Duration.milliseconds(Int64(min(max(try row.decode("wait", as: Double.self), 0.01), 86_400) * 1_000))
+                outcome.wait = min(outcome.wait ?? wait, wait)
+            }
+        }
+        if !reminders.isEmpty {
+            try await remind(reminders, at: now)
+            outbox = try await dueOutbox()  // the reminders just written are due now
+        }
+        for campus in outbox where busy.withLock({ $0.insert(campus).inserted }) {
             let claimed: [Claimed]
             do { claimed = try await claim(campus: campus) } catch {
                 busy.withLock { _ = $0.remove(campus) }
@@ -116,28 +154,41 @@ public final class OutboxWorker: Service, Sendable {
                 busy.withLock { _ = $0.remove(campus) }
                 continue
             }
-            attempts += claimed.count
+            outcome.attempts += claimed.count
             deliveries.add {
                 await withTaskGroup(of: Void.self) { group in
                     for entry in claimed { group.addTask { await self.attempt(entry, campus: campus) } }
                 }
                 self.busy.withLock { _ = $0.remove(campus) }
+                // What else the campus has due is claimed now, not at the next poll.
+                self.signal.wake()
             }
         }
-        return attempts
+        return outcome
     }
 
-    private func remind(_ campuses: [Campus]) async throws {
-        let now = clock()
-        let pending = campuses.filter { campus in
-            Reminders.isDue(campus, at: now) && !remindedDays.withLock { $0.contains("\(campus.id)/\(campus.localDate(at: now))") }
-        }
-        guard !pending.isEmpty else { return }
-        let written = try await Reminders(client: client).run(campuses: pending, at: now)
-        for (slug, count) in written { logger.info("reminders written", metadata: ["campus": "\(slug)", "members": "\(count)"]) }
-        remindedDays.withLock { days in
-            if days.count > 100_000 { days.removeAll() }
-            for campus in pending { days.insert("\(campus.id)/\(campus.localDate(at: now))") }
+    private func dueOutbox() async throws -> [CampusID] {
+        try await client.query("SELECT campus_id FROM attest_outbox_due() WHERE due_at <= now()").map { CampusID(try $0.decode("campus_id")) }
+    }
+
+    /// Writes the reminders of each campus whose reminder time has come today (claimed per
+    /// campus and day, so once however many servers do this) and moves its due time on to
+    /// its next reminder time. A campus that fails is looked at again in a minute.
+    private func remind(_ campuses: [CampusID], at now: Date) async throws {
+        let store = CampusStore(client: client), schedule = CampusSchedule(client: client), reminders = Reminders(client: client)
+        for id in campuses {
+            guard let campus = try await store.find(id: id) else { continue }
+            var next = CampusSchedule.next(minute: campus.reminderMinute, in: campus.zone, after: now)
+            do {
+                if Reminders.isDue(campus, at: now), let count = try await reminders.remind(campus, at: now) {
+                    logger.info("reminders written", metadata: ["campus": "\(campus.slug)", "members": "\(count)"])
+                }
+            } catch {
+                if Task.isCancelled { throw error }
+                logger.warning("cannot write reminders; trying again in a minute", metadata: ["campus": "\(campus.slug)", "error": "\(error)"])
+                next = now.addingTimeInterval(60)
+            }
+            try await schedule.schedule(.reminders, campus: id, at: next)
         }
     }
 
@@ -259,4 +310,63 @@ extension DiscardingTaskGroup: TaskGroupAdding {
 
 extension ThrowingDiscardingTaskGroup: TaskGroupAdding where Failure == any Error {
     mutating func add(_ operation: sending @escaping @isolated(any) () async -> Void) { addTask { await operation() } }
+}
+
+/// Wakes an outbox worker at once: rung by the server's attestation writer when a batch it
+/// committed wrote events, and by the worker itself when a campus's deliveries end. Rings
+/// while the worker is busy are kept (one), so none is lost between a round and its sleep.
+public final class OutboxSignal: Sendable {
+    private struct State {
+        var rung = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func wake() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.rung = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns once rung (at once when rung since the last wait), after `timeout`, or when
+    /// the task is cancelled. One waiter at a time: the worker's loop.
+    public func wait(upTo timeout: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: timeout) }
+            group.addTask { await self.rung() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func rung() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.rung || Task.isCancelled {
+                        state.rung = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+    }
 }

@@ -16,10 +16,7 @@ public struct Reminders: Sendable {
     /// Whether `campus`'s reminder time has come on the local day of `now` (DST-correct:
     /// minutes since local midnight as the wall clock shows them).
     public static func isDue(_ campus: Campus, at now: Date) -> Bool {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = campus.zone
-        let parts = calendar.dateComponents([.hour, .minute], from: now)
-        return (parts.hour ?? 0) * 60 + (parts.minute ?? 0) >= campus.reminderMinute
+        CampusSchedule.hasPassed(minute: campus.reminderMinute, in: campus.zone, at: now)
     }
 
     /// Writes today's reminders for every campus whose reminder time has come and whose day

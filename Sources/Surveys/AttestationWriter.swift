@@ -81,8 +81,15 @@ public final class AttestationWriter: Service, Sendable {
     static let shards = 16
     private let state = Mutex(State())
 
+    /// Rung after a commit that wrote outbox events (this server's outbox worker).
+    let outboxSignal: OutboxSignal?
+
     /// `workers` batches may be in flight at once, each on its own connection.
-    public init(client: PostgresClient, maxBatch: Int = 256, workers: Int = 1, logger: Logger, metrics: SubmissionMetrics = .init()) {
+    public init(
+        client: PostgresClient, maxBatch: Int = 256, workers: Int = 1, logger: Logger, metrics: SubmissionMetrics = .init(),
+        outboxSignal: OutboxSignal? = nil
+    ) {
+        self.outboxSignal = outboxSignal
         self.client = client
         self.metrics = metrics
         self.maxBatch = maxBatch
@@ -190,7 +197,7 @@ public final class AttestationWriter: Service, Sendable {
             let together = try await client.withConnection { try await $0.pipeline([Self.unit(for: batch.map(\.pending), shard: shard)]) }
             switch together[0] {
             case .success(let results):
-                inserted = try Self.insertedIDs(results)
+                inserted = try insertedIDs(results)
             case .failure:
                 // Something in the batch failed and it all rolled back: one transaction each now.
                 metrics.batchesSplit.increment()
@@ -199,7 +206,7 @@ public final class AttestationWriter: Service, Sendable {
                 }
                 for (index, outcome) in alone.enumerated() {
                     switch outcome {
-                    case .success(let results): inserted.formUnion(try Self.insertedIDs(results))
+                    case .success(let results): inserted.formUnion(try insertedIDs(results))
                     case .failure(let error): failed[index] = error
                     }
                 }
@@ -259,12 +266,17 @@ public final class AttestationWriter: Service, Sendable {
         return PipelineUnit(segments: segments)
     }
 
-    /// The ids a unit inserted: the rows of its write statements (one per campus).
-    static func insertedIDs(_ results: [PostgresRows]) throws -> Set<UUID> {
-        var ids: Set<UUID> = []
+    /// The ids a unit inserted: the rows of its write statements (one per campus). Rings the
+    /// outbox signal when they wrote events, so that this server's worker delivers them now.
+    func insertedIDs(_ results: [PostgresRows]) throws -> Set<UUID> {
+        var ids: Set<UUID> = [], announced = false
         for rows in results {
-            for row in rows { ids.insert(try row.decode("id", as: UUID.self)) }
+            for row in rows {
+                ids.insert(try row.decode("id", as: UUID.self))
+                if !announced { announced = try row.decode("announced", as: Bool.self) }
+            }
         }
+        if announced { outboxSignal?.wake() }
         return ids
     }
 
@@ -346,7 +358,7 @@ public final class AttestationWriter: Service, Sendable {
                 ) AS k(event, links, announced)
                 WHERE k.announced AND \(OutboxEvents.anySink(campus: campus))
             ), announced AS (
-                \(OutboxEvents.insert(campus: campus))
+                \(OutboxEvents.insert(campus: campus)) RETURNING 1
             ), stats AS (
                 INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
                 SELECT \(campus), local_date, \(shard), count(*), count(*) FILTER (WHERE on_time), count(*) FILTER (WHERE NOT on_time),
@@ -361,7 +373,7 @@ public final class AttestationWriter: Service, Sendable {
                 GROUP BY m.local_date, x.question, x.answer ORDER BY m.local_date, x.question, x.answer
                 \(Rollups.addToAnswerCounts)
             )
-            SELECT id FROM inserted
+            SELECT id, EXISTS (SELECT 1 FROM announced) AS announced FROM inserted
             """
     }
 

@@ -106,10 +106,17 @@ public struct RetentionPurger: Sendable {
 /// Runs the daily upkeep once a campus-local day per campus, on whichever server claims the
 /// day first: the retention purge, then the rollup compaction (`StatisticsStore.compact`) of
 /// the days before yesterday. A `Service` every server runs.
+///
+/// Each campus's upkeep comes due at its own minute of the small hours
+/// (`CampusSchedule.upkeepMinute`), so a server asks once, across campuses, which are due
+/// (`attest_schedule_due`) and sleeps until the next one: campuses cost nothing between.
 public final class RetentionService: Service, Sendable {
     let purger: RetentionPurger
     let statistics: StatisticsStore
     let campuses: CampusStore
+    let schedule: CampusSchedule
+    /// The longest a server sleeps before it looks again (a campus whose zone changed, one
+    /// created on another server). Default 10 min.
     let interval: Duration
     let logger: Logger
     let clock: @Sendable () -> Date
@@ -124,6 +131,7 @@ public final class RetentionService: Service, Sendable {
         self.purger = RetentionPurger(client: client)
         self.statistics = StatisticsStore(client: client)
         self.campuses = CampusStore(client: client)
+        self.schedule = CampusSchedule(client: client)
         self.interval = interval
         self.logger = logger
         self.clock = clock
@@ -131,48 +139,85 @@ public final class RetentionService: Service, Sendable {
 
     public func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            await runOnce()
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
+            let next = await runRound()
+            var pause = interval
+            if let next { pause = min(pause, .milliseconds(Int64(min(max(next.timeIntervalSince(clock()), 1), 86_400) * 1_000))) }
+            let sleep = pause
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: sleep) }
         }
     }
 
-    /// Purges every campus whose day this server claims; returns what it did. A campus that
-    /// fails is logged and does not stop the others; its purge resumes on its next day.
+    /// Does the upkeep of every campus now due; returns what it purged.
     @discardableResult
     public func runOnce() async -> [RetentionPurger.Outcome] {
-        let all: [Campus]
-        do { all = try await campuses.list() } catch {
-            // Cancelled: the server is stopping (or could not start); nothing failed.
-            if !Task.isCancelled { logger.warning("retention purge: cannot list campuses", metadata: ["error": "\(error)"]) }
-            return []
-        }
         var outcomes: [RetentionPurger.Outcome] = []
-        for campus in all {
-            do {
-                guard try await purger.claimDailyRun(campus: campus, now: clock()) else { continue }
-                let now = clock()
-                let outcome = try await purger.purge(campus: campus, now: now, dryRun: false, actor: "system:retention")
-                // Yesterday may still get a batch written just after midnight; older days are final.
-                let folded = try await statistics.compact(campus: campus.id, before: campus.localDate(at: now).adding(days: -1))
-                var metadata: Logger.Metadata = [
-                    "campus": "\(campus.slug)", "purged_before": "\(outcome.cutoff)", "attestations_purged": "\(outcome.purged)",
-                    "rollup_rows_folded": "\(folded)",
-                ]
-                for upkeep in upkeeps {
-                    for (key, count) in try await upkeep.run(campus: campus, now: now) { metadata[key] = "\(count)" }
+        _ = await runRound { outcomes.append($0) }
+        return outcomes
+    }
+
+    /// The upkeep of every campus now due (a few hundred at most: the rest at once after);
+    /// returns when the next campus comes due. A campus that fails is logged, does not stop
+    /// the others, and is looked at again in ten minutes.
+    private func runRound(_ done: (RetentionPurger.Outcome) -> Void = { _ in }) async -> Date? {
+        // 10,000 campuses due at once (the first start after this schema) in 50 reads; a
+        // campus that cannot be moved on is not read again and again.
+        for _ in 0..<50 {
+            let due: CampusSchedule.Due
+            do { due = try await schedule.due(.upkeep, at: clock(), limit: 200) } catch {
+                // Cancelled: the server is stopping (or could not start); nothing failed.
+                if !Task.isCancelled { logger.warning("daily upkeep: cannot read which campuses are due", metadata: ["error": "\(error)"]) }
+                return nil
+            }
+            for id in due.campuses {
+                if Task.isCancelled { return nil }
+                await upkeep(id, done)
+            }
+            if due.campuses.count < 200 { return due.next }
+        }
+        return nil
+    }
+
+    private func upkeep(_ id: CampusID, _ done: (RetentionPurger.Outcome) -> Void) async {
+        var slug = "\(id)"
+        do {
+            guard let campus = try await campuses.find(id: id) else { return }
+            slug = campus.slug
+            let now = clock()
+            var next = CampusSchedule.next(minute: CampusSchedule.upkeepMinute(id), in: campus.zone, after: now)
+            if try await purger.claimDailyRun(campus: campus, now: now) {
+                do {
+                    done(try await runDaily(campus, now: now))
+                } catch {
+                    if Task.isCancelled {
+                        logger.info("daily upkeep stopped with the server; a later run resumes it", metadata: ["campus": "\(slug)"])
+                        return
+                    }
+                    logger.warning(
+                        "retention purge failed; the campus's next daily run resumes it", metadata: ["campus": "\(slug)", "error": "\(error)"])
+                    next = now.addingTimeInterval(600)
                 }
-                logger.info("daily upkeep", metadata: metadata)
-                outcomes.append(outcome)
-            } catch {
-                if Task.isCancelled {
-                    logger.info("daily upkeep stopped with the server; a later run resumes it", metadata: ["campus": "\(campus.slug)"])
-                    break
-                }
-                logger.warning(
-                    "retention purge failed; the campus's next daily run resumes it",
-                    metadata: ["campus": "\(campus.slug)", "error": "\(error)"])
+            }
+            try await schedule.schedule(.upkeep, campus: id, at: next)
+        } catch {
+            if !Task.isCancelled {
+                logger.warning("daily upkeep: cannot look at a campus; trying again in ten minutes", metadata: ["campus": "\(slug)", "error": "\(error)"])
+                try? await schedule.schedule(.upkeep, campus: id, at: clock().addingTimeInterval(600))
             }
         }
-        return outcomes
+    }
+
+    private func runDaily(_ campus: Campus, now: Date) async throws -> RetentionPurger.Outcome {
+        let outcome = try await purger.purge(campus: campus, now: now, dryRun: false, actor: "system:retention")
+        // Yesterday may still get a batch written just after midnight; older days are final.
+        let folded = try await statistics.compact(campus: campus.id, before: campus.localDate(at: now).adding(days: -1))
+        var metadata: Logger.Metadata = [
+            "campus": "\(campus.slug)", "purged_before": "\(outcome.cutoff)", "attestations_purged": "\(outcome.purged)",
+            "rollup_rows_folded": "\(folded)",
+        ]
+        for upkeep in upkeeps {
+            for (key, count) in try await upkeep.run(campus: campus, now: now) { metadata[key] = "\(count)" }
+        }
+        logger.info("daily upkeep", metadata: metadata)
+        return outcome
     }
 }

@@ -7,15 +7,18 @@ import Synchronization
 ///
 /// A sign-out, a role change and a renamed user move their campus's generation on in the same
 /// transaction (`bump`), and every server reads all campuses' generations every `interval`
-/// (one query, `attest_auth_generations()`). A cache may then keep a verified session for as
-/// long as the generation it was verified under stands: a change made on any server is seen
-/// by every other one within about `interval`. When the generations could not be read for
+/// (`attest_auth_generations()`: their count and sum, and every row only when those moved).
+/// A cache may then keep a verified session for as long as the generation it was verified
+/// under stands: a change made on any server is seen by every other one within about
+/// `interval`. When the generations could not be read for
 /// `trustedFor`, `current` answers nil and caches fall back to their short time to live.
 public final class AuthGenerations: Service, Sendable {
     private struct State {
         var generations: [CampusID: Int64] = [:]
         /// When the last successful read began (its snapshot is no older).
         var readAt: ContinuousClock.Instant?
+        /// The campuses' count and the sum of their generations at the last full read.
+        var fingerprint: [Int64] = []
     }
 
     private let state = Mutex(State())
@@ -38,9 +41,20 @@ public final class AuthGenerations: Service, Sendable {
         }
     }
 
-    /// Reads every campus's generation now.
+    /// Reads every campus's generation now: first their count and sum, one row whatever the
+    /// number of campuses, and every campus's only when those changed (a generation only
+    /// grows, so any change moves the sum).
     public func refresh() async throws {
         let started = ContinuousClock.now
+        let summary = try await client.query(
+            "SELECT count(*)::int8 AS campuses, coalesce(sum(generation), 0)::int8 AS total FROM attest_auth_generations()")
+        let fingerprint = [try summary.first?.decode("campuses", as: Int64.self) ?? 0, try summary.first?.decode("total", as: Int64.self) ?? 0]
+        let unchanged = state.withLock { state in
+            guard state.fingerprint == fingerprint else { return false }
+            state.readAt = started
+            return true
+        }
+        if unchanged { return }
         let rows = try await client.query("SELECT campus_id, generation FROM attest_auth_generations()")
         var generations: [CampusID: Int64] = [:]
         generations.reserveCapacity(rows.count)
@@ -49,6 +63,9 @@ public final class AuthGenerations: Service, Sendable {
         }
         state.withLock { state in
             state.generations = generations
+            // Read with the first statement's count and sum: a change between the two reads
+            // shows as a changed sum at the next refresh, which reads every campus again.
+            state.fingerprint = fingerprint
             state.readAt = started
         }
     }

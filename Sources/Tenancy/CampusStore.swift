@@ -53,6 +53,16 @@ public struct CampusStore: Sendable {
         return campus
     }
 
+    /// A due time already passed (the schema's default for `next_…_at`): the work is looked at
+    /// by the next round of whichever server, which sets the real one.
+    static let dueNow = Date(timeIntervalSince1970: 0)
+
+    /// The campus with this id, read with that campus set (what a worker that learned a
+    /// campus's id from a cross-campus door reads next).
+    public func find(id: CampusID) async throws -> Campus? {
+        try await client.query("SELECT \(Self.columns) FROM campuses WHERE id = \(id)", campus: id.rawValue).first.map(Self.campus(from:))
+    }
+
     /// Every campus, by slug: for the servers' background work and the operator's CLI,
     /// through `attest_campus_directory` (row-level security shows a request one campus).
     public func list() async throws -> [Campus] {
@@ -85,12 +95,14 @@ public struct CampusStore: Sendable {
             return "name = \(value)"
         case .timezone:
             guard isKnownTimeZone(value) else { throw CampusError.unknownTimeZone(value) }
-            return "time_zone = \(value)"
+            // The daily work's due times follow the zone: due now, the day's claims keep it once.
+            return "time_zone = \(value), next_reminder_at = \(Self.dueNow), next_upkeep_at = \(Self.dueNow)"
         case .deadline, .reminder:
             guard let minute = CampusFormats.minute(fromClock: value) else {
                 throw CampusError.invalidTime(key: setting.rawValue, value: value)
             }
-            return setting == .deadline ? "deadline_minute = \(minute)" : "reminder_minute = \(minute)"
+            return setting == .deadline
+                ? "deadline_minute = \(minute)" : "reminder_minute = \(minute), next_reminder_at = \(Self.dueNow)"
         case .emailDomains:
             let domains = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             for domain in domains where !CampusFormats.isEmailDomain(domain) { throw CampusError.invalidEmailDomain(domain) }

@@ -9,6 +9,7 @@ import Testing
 struct SchemaRulesTests {
     static let referenceTables: Set<String> = ["campuses", "schema_migrations", "community_regions", "community_days"]
     /// A member's own tables: a second, restrictive policy admits only the member a transaction names.
+    static let ownerReadTables: Set<String> = ["notification_outbox", "badge_keys", "badge_subject_keys", "campus_plugins"]
     static let memberTables: Set<String> = ["journal_entries", "journal_audio", "journal_audio_chunks", "episodes", "journal_shares", "journal_share_openings"]
 
     @Test func everyTenantTableLeadsItsKeysWithCampusAndForcesRowLevelSecurity() async throws {
@@ -34,8 +35,20 @@ struct SchemaRulesTests {
             #expect(try table.decode("rls", as: Bool.self), "\(table_name) lacks row-level security")
             #expect(try table.decode("forced", as: Bool.self), "\(table_name) does not force row-level security")
             let memberTable = Self.memberTables.contains(table_name)
-            #expect(try table.decode("policies", as: Int.self) == (table_name == "journal_shares" ? 3 : memberTable ? 2 : 1), "\(table_name) policy count")
+            // The owner reads every row of the tables the workers' doors read across campuses.
+            let ownerReads = Self.ownerReadTables.contains(table_name) ? 1 : 0
+            #expect(
+                try table.decode("policies", as: Int.self) == (table_name == "journal_shares" ? 3 : memberTable ? 2 : 1) + ownerReads,
+                "\(table_name) policy count")
             #expect(try table.decode("member_only", as: Bool.self) == memberTable, "\(table_name): member_only policy")
+        }
+        // Those owner's policies only read, and only for the owner: never the application's role.
+        let ownerReads = try await owner.query(
+            "SELECT tablename, cmd, roles::text[] AS roles, current_user::text AS me FROM pg_policies WHERE policyname = 'owner_reads'")
+        #expect(try Set(ownerReads.map { try $0.decode("tablename", as: String.self) }) == Self.ownerReadTables)
+        for policy in ownerReads {
+            #expect(try policy.decode("cmd", as: String.self) == "SELECT")
+            #expect(try policy.decode("roles", as: [String].self) == [try policy.decode("me", as: String.self)])
         }
         // Every primary and unique key of a tenant table starts with campus_id.
         let keys = try await owner.query(

@@ -130,7 +130,13 @@ func migrateThenServe(
         // sealed now), and plugin secrets stored before they were sealed are sealed now.
         let keys = BadgeKeyStore(client: pool, kek: kek)
         let plugins = CampusPluginStore(client: pool, kek: kek), registry = PluginSystem.registry
-        for campus in try await CampusStore(client: pool).list() {
+        // One read finds the campuses with anything to seal or a key under another KEK
+        // (usually none): a start reads no campus one by one, however many there are.
+        let census = try await pool.query(
+            "SELECT campus_id FROM attest_sealing_census(\(kek.ids), \(registry.secretHints))")
+        let store = CampusStore(client: pool)
+        for row in census {
+            guard let campus = try await store.find(id: CampusID(try row.decode("campus_id"))) else { continue }
             let sealed = try await keys.prepare(campus: campus.id)
             if sealed > 0 { logger.notice("sealed badge keys stored before keys were encrypted", metadata: ["campus": "\(campus.slug)", "keys": "\(sealed)"]) }
             let secrets = try await plugins.sealPlainSecrets(campus: campus.id) { registry.secretMembers(of: $2, kind: $0, id: $1) }

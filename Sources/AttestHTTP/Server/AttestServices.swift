@@ -75,8 +75,10 @@ public struct AttestServices: Sendable {
         self.idTokens = IDTokenVerifier(keys: JWKSCache(http: http, logger: logger))
         self.questionnaires = QuestionnaireStore(client: database)
         self.activeQuestionnaires = ActiveQuestionnaires(store: questionnaires)
+        let outboxSignal = OutboxSignal()
         self.writer = AttestationWriter(
-            client: database, workers: configuration.writeWorkers, logger: logger, metrics: SubmissionMetrics(factory: metrics.factory))
+            client: database, workers: configuration.writeWorkers, logger: logger, metrics: SubmissionMetrics(factory: metrics.factory),
+            outboxSignal: outboxSignal)
         self.attestations = AttestationService(
             client: database, sessions: sessions, writer: writer, questionnaires: activeQuestionnaires, registry: registry, logger: logger,
             kek: kek)
@@ -89,7 +91,7 @@ public struct AttestServices: Sendable {
         self.episodeContext = EpisodeContext(client: database, registry: registry, http: http, logger: logger, kek: kek)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
-            metrics: metrics.factory, kek: kek)
+            metrics: metrics.factory, kek: kek, signal: outboxSignal)
         self.statistics = StatisticsStore(client: database, reader: readDatabase, now: clock)
         self.statisticsService = StatisticsService(store: statistics, questionnaires: activeQuestionnaires)
         self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database), JournalUpkeep(client: database)])
