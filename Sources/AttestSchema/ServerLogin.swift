@@ -57,7 +57,9 @@ public enum ServerLogin {
                      AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f'))::bigint AS tables,
                    (SELECT count(*) FROM pg_proc p WHERE p.proowner = r.oid AND p.pronamespace = 'public'::regnamespace)::bigint AS functions,
                    EXISTS (SELECT 1 FROM pg_database d WHERE d.datname = current_database() AND d.datdba = r.oid) AS owns_database,
-                   to_regclass('public.schema_migrations') IS NOT NULL AS has_schema
+                   to_regclass('public.schema_migrations') IS NOT NULL AS has_schema,
+                   (SELECT o.rolname FROM pg_class c JOIN pg_roles o ON o.oid = c.relowner
+                    WHERE c.oid = to_regclass('public.schema_migrations') AND pg_has_role(r.oid, o.oid, 'MEMBER')) AS owner_member_of
             FROM pg_roles r WHERE r.rolname = session_user
             """)
         guard let row = rows.first else { return }
@@ -67,6 +69,11 @@ public enum ServerLogin {
         if try row.decode("owns_database", as: Bool.self) { throw Refusal.owner(role: name, what: "the database") }
         let owned = try row.decode("tables", as: Int.self) + row.decode("functions", as: Int.self)
         if owned > 0 { throw Refusal.owner(role: name, what: "\(owned) of the schema's tables and functions") }
+        // A member of the owner's role may act as the owner (and reads what the owner's
+        // policies let it read across campuses).
+        if let owner = try row.decode("owner_member_of", as: String?.self) {
+            throw Refusal.owner(role: name, what: "nothing itself but is a member of \(owner), the schema's owner")
+        }
         guard try row.decode("has_schema", as: Bool.self) else { throw Refusal.noSchema }
         guard try row.decode("member", as: Bool.self) else { throw Refusal.notApplicationMember(role: name) }
         let version = try await login.withTransaction { connection in

@@ -87,7 +87,7 @@ public final class OutboxWorker: Service, Sendable {
                 var pause = configuration.pollInterval
                 do {
                     let outcome = try await round(&deliveries)
-                    if outcome.attempts > 0 { continue }
+                    if outcome.attempts > 0 || outcome.moreDue { continue }
                     if let wait = outcome.wait { pause = min(pause, wait) }
                 } catch {
                     // Cancelled: the server is stopping (or could not start), not a failed round.
@@ -111,6 +111,8 @@ public final class OutboxWorker: Service, Sendable {
         var attempts = 0
         /// Until the earliest due time seen that has not come yet.
         var wait: Duration?
+        /// More campuses' reminders may be due than one round writes: the next round at once.
+        var moreDue = false
     }
 
     /// Asks once, across campuses, which have due outbox rows or reminders
@@ -141,6 +143,7 @@ public final class OutboxWorker: Service, Sendable {
             }
         }
         if !reminders.isEmpty {
+            outcome.moreDue = reminders.count >= configuration.remindersPerRound
             try await remind(reminders, at: now)
             outbox = try await dueOutbox()  // the reminders just written are due now
         }

@@ -124,6 +124,32 @@ struct IdleWorkTests {
         }
     }
 
+    /// `attest dev seed-campuses` makes campuses as `attest campus create` does (a sealed badge
+    /// key each, the zones in turn); a second run adds only what is missing.
+    @Test func seedCampusesMakesEachAsCampusCreateDoesAndAddsOnlyWhatIsMissing() async throws {
+        let (kek, kekText) = KeyEncryptionKey.generate()
+        let server = try await TestServer.make(kek: kek)
+        let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database), "ATTEST_KEK": kekText]
+        let seed = { (count: Int) in
+            try await ChildProcess.run(
+                [ChildProcess.attestBinary, "dev", "seed-campuses", "--count", "\(count)", "--prefix", "t", "--timezone", "Asia/Tokyo",
+                 "--timezone", "Europe/Madrid"], environment: environment)
+        }
+        let first = try await seed(5)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("Created 5 campuses (0 existed)"), "\(first.stdout)")
+        let second = try await seed(7)
+        #expect(second.stdout.contains("Created 2 campuses (5 existed)"), "\(second.stdout)")
+        let campuses = try await CampusStore(client: server.pool).list()
+        #expect(campuses.map(\.slug).sorted() == (1...7).map { "t-\($0)" }.sorted())
+        #expect(campuses.first { $0.slug == "t-1" }?.timeZone == "Asia/Tokyo" && campuses.first { $0.slug == "t-2" }?.timeZone == "Europe/Madrid")
+        let keys = BadgeKeyStore(client: server.pool, kek: kek)
+        for campus in campuses { #expect(try await keys.keys(campus: campus.id).count == 1, "\(campus.slug)") }
+        let refused = try await seed(0)
+        #expect(refused.status != 0 && refused.stderr.contains("--count must be from 1 to 100000"), "\(refused.stderr)")
+        await server.pool.shutdown()
+    }
+
     /// Campuses' upkeeps are spread over the small hours, each campus's the same minute on
     /// every server.
     @Test func upkeepMinutesAreSpreadOverFourHours() {

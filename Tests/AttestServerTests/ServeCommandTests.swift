@@ -29,6 +29,19 @@ struct ServeCommandTests {
             environment: ["DATABASE_URL": try await TestDatabase.serverURL(database: migrated)])
         #expect(owning.status == 1)
         #expect(owning.stderr.contains("which owns 1 of the schema's tables and functions"), "\(owning.stderr)")
+        // So is a member of the owner's role, which owns nothing itself but may act as the owner.
+        let admin = try TestDatabase.adminClient()
+        let member = "attest_owner_member_\(UUID().uuidString.prefix(8).lowercased())"
+        let schemaOwner: String = try await admin.query("SELECT current_user::text AS me")[0].decode("me")
+        try await admin.query("CREATE ROLE \(identifier: member) LOGIN IN ROLE attest_app")
+        try await admin.query("GRANT \(identifier: schemaOwner) TO \(identifier: member)")
+        let memberOfOwner = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "serve", "--port", "0"],
+            environment: ["DATABASE_URL": TestDatabase.url(database: migrated) + " user=\(member)"])
+        try await admin.query("DROP ROLE \(identifier: member)")
+        await admin.shutdown()
+        #expect(memberOfOwner.status == 1)
+        #expect(memberOfOwner.stderr.contains("is a member of \(schemaOwner), the schema's owner"), "\(memberOfOwner.stderr)")
         // A standby URL libpq cannot parse stops serve before it connects anywhere.
         let badStandby = try await ChildProcess.run(
             [ChildProcess.attestBinary, "serve", "--port", "0"],

@@ -19,7 +19,7 @@ struct DevCommand: AsyncParsableCommand {
             Unix socket there, and stops with the server on Ctrl-C or SIGTERM. Its URL is written to \
             DIR/database-url, which other attest commands run from the same directory pick up.
             """,
-        subcommands: [Seed.self]
+        subcommands: [Seed.self, SeedCampuses.self]
     )
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
