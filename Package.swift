@@ -54,6 +54,8 @@ let package = Package(
             plugins: ["EmbedSchemaPlugin"]
         ),
         // The plugin API: vocabulary types, plugin protocols, the registry.
+        // Small utilities every layer shares (one base64url codec); not part of the plugin API.
+        .target(name: "AttestFoundation"),
         .target(
             name: "AttestPlugins",
             dependencies: [.product(name: "Logging", package: "swift-log")]
@@ -85,6 +87,7 @@ let package = Package(
         .target(
             name: "Identity",
             dependencies: [
+                "AttestFoundation",
                 "AttestPlugins", "AttestPostgres", "Tenancy",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -102,7 +105,7 @@ let package = Package(
         .target(
             name: "Surveys",
             dependencies: [
-                "AttestPlugins", "AttestPostgres", "Tenancy", "Identity", "Notifications",
+                "AttestFoundation", "AttestPlugins", "AttestPostgres", "Tenancy", "Identity", "Notifications",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -127,7 +130,7 @@ let package = Package(
         .target(
             name: "AttestHTTP",
             dependencies: [
-                "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Identity", "Surveys", "Notifications", "Journal",
+                "AttestFoundation", "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Identity", "Surveys", "Notifications", "Journal",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -189,6 +192,7 @@ let package = Package(
         ),
         .testTarget(name: "BuiltinPluginsTests", dependencies: ["BuiltinPlugins", "AttestPlugins", "AttestPluginsTesting"]),
         .testTarget(name: "SurveysTests", dependencies: ["Surveys", "AttestPlugins", "Tenancy"]),
+        .testTarget(name: "AttestFoundationTests", dependencies: ["AttestFoundation"]),
         .testTarget(
             name: "AttestSchemaTests",
             dependencies: ["AttestSchema", "AttestPostgres", "AttestTestSupport", "Tenancy"]
@@ -197,7 +201,8 @@ let package = Package(
         .testTarget(
             name: "FuzzTests",
             dependencies: [
-                "AttestPlugins", "AttestPluginHTTP", "AttestPostgres", "AttestTestSupport", "BuiltinPlugins", "Identity", "Surveys", "Tenancy",
+                "AttestFoundation", "AttestPlugins", "AttestPluginHTTP", "AttestPostgres", "AttestTestSupport", "BuiltinPlugins", "Identity",
+                "Surveys", "Tenancy",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -206,7 +211,7 @@ let package = Package(
         .testTarget(
             name: "AttestServerTests",
             dependencies: [
-                "AttestCLI", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins", "BuiltinPlugins",
+                "AttestCLI", "AttestFoundation", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins", "BuiltinPlugins",
                 "Notifications", "AttestPluginHTTP", "AttestPluginsTesting", "Journal",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPlugins
 import AttestPostgres
 import Crypto
@@ -282,19 +283,5 @@ public final class SessionStore: Sendable {
     public static func isWellFormed(_ token: String) -> Bool {
         token.utf8.count == 43
             && token.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
-    }
-}
-
-extension Data {
-    /// base64url without padding (RFC 4648 §5), as JWS and these tokens use.
-    public func base64URLEncoded() -> String {
-        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    public init?(base64URLEncoded text: some StringProtocol) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        self.init(base64Encoded: base64)
     }
 }

@@ -138,7 +138,8 @@ public final class OutboxWorker: Service, Sendable {
             if try row.decode("due", as: Bool.self) {
                 if isOutbox { outbox.append(campus) } else { reminders.append(campus) }
             } else {
-                let wait = Duration.milliseconds(Int64(min(max(try row.decode("wait", as: Double.self), 0.01), 86_400) * 1_000))
+                let seconds = try row.decode("wait", as: Double.self)
+                let wait = Duration.milliseconds(seconds.isFinite ? Int64(min(max(seconds, 0.01), 86_400) * 1_000) : 1_000)
                 outcome.wait = min(outcome.wait ?? wait, wait)
             }
         }
@@ -316,12 +317,14 @@ extension ThrowingDiscardingTaskGroup: TaskGroupAdding where Failure == any Erro
 }
 
 /// Wakes an outbox worker at once: rung by the server's attestation writer when a batch it
-/// committed wrote events, and by the worker itself when a campus's deliveries end. Rings
-/// while the worker is busy are kept (one), so none is lost between a round and its sleep.
+/// committed wrote events, and by the worker itself when a campus's deliveries end. A ring
+/// while nobody waits is kept (one), so none is lost between a round and its sleep; a ring
+/// wakes every waiter.
 public final class OutboxSignal: Sendable {
     private struct State {
         var rung = false
-        var waiter: CheckedContinuation<Void, Never>?
+        var next = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
     }
 
     private let state = Mutex(State())
@@ -329,19 +332,19 @@ public final class OutboxSignal: Sendable {
     public init() {}
 
     public func wake() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let waiter = state.waiter else {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard !state.waiters.isEmpty else {
                 state.rung = true
-                return nil
+                return []
             }
-            state.waiter = nil
-            return waiter
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
         }
-        waiter?.resume()
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Returns once rung (at once when rung since the last wait), after `timeout`, or when
-    /// the task is cancelled. One waiter at a time: the worker's loop.
+    /// the task is cancelled.
     public func wait(upTo timeout: Duration) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await Task.sleep(for: timeout) }
@@ -352,6 +355,10 @@ public final class OutboxSignal: Sendable {
     }
 
     private func rung() async {
+        let id = state.withLock { state in
+            defer { state.next &+= 1 }
+            return state.next
+        }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { state -> Bool in
@@ -359,16 +366,13 @@ public final class OutboxSignal: Sendable {
                         state.rung = false
                         return true
                     }
-                    state.waiter = continuation
+                    state.waiters[id] = continuation
                     return false
                 }
                 if now { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                defer { state.waiter = nil }
-                return state.waiter
-            }
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.resume()
         }
     }

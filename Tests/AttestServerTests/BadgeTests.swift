@@ -1,3 +1,4 @@
+import AttestFoundation
 @testable import AttestHTTP
 import AttestPlugins
 import AttestPostgres

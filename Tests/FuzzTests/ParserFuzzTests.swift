@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPluginHTTP
 import AttestPlugins
 import BuiltinPlugins

@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPlugins
 import Crypto
 import Foundation

@@ -1,3 +1,4 @@
+import AttestFoundation
 import Crypto
 import Foundation
 import JWTKit

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-@testable import Surveys
+import AttestFoundation
 
-@Suite("base64url and badge claims")
+@Suite("base64url")
 struct Base64URLTests {
     /// What Foundation gives, made URL-safe and unpadded: the reference.
     static func reference(_ bytes: [UInt8]) -> String {
@@ -46,14 +46,12 @@ struct Base64URLTests {
         #expect(Base64URL.decode("") == Data())
     }
 
-    @Test func claimsAreCompactJSONWithSortedKeysThatDecodeBack() throws {
-        let claims = BadgeClaims(
-            campus: "north", sub: "5f0c\"\\\u{1}é", date: "2026-11-22", color: "green", iat: 1_795_000_000, exp: 1_795_050_000)
-        #expect(claims.json == #"{"campus":"north","color":"green","date":"2026-11-22","exp":1795050000,"iat":1795000000,"sub":"5f0c\"\\\u0001é"}"#)
-        #expect(BadgeClaims(verifiedJSON: Data(claims.json.utf8)) == claims)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let plain = BadgeClaims(campus: "north", sub: UUID().uuidString.lowercased(), date: "2026-11-22", color: "red", iat: 1, exp: 2)
-        #expect(plain.json == String(decoding: try encoder.encode(plain), as: UTF8.self))
+    /// `Data`'s spelling of the same codec, which sign-in, sessions and cookies use.
+    @Test func dataEncodesAndDecodesWithTheSameCodec() {
+        let bytes = Data((0..<33).map { UInt8($0 * 7 % 256) })
+        #expect(bytes.base64URLEncoded() == Base64URL.encode(bytes))
+        #expect(Data(base64URLEncoded: bytes.base64URLEncoded()) == bytes)
+        #expect(Data(base64URLEncoded: "QQ==") == nil)  // padding is not base64url as JOSE writes it
+        #expect(Data(base64URLEncoded: "QR") == nil)  // unused bits set: not the one spelling
     }
 }
