@@ -130,7 +130,8 @@ let package = Package(
         .target(
             name: "AttestHTTP",
             dependencies: [
-                "AttestFoundation", "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Identity", "Surveys", "Notifications", "Journal",
+                "AttestFoundation", "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Identity", "Surveys",
+                "Notifications", "Journal",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -201,7 +202,8 @@ let package = Package(
         .testTarget(
             name: "FuzzTests",
             dependencies: [
-                "AttestFoundation", "AttestPlugins", "AttestPluginHTTP", "AttestPostgres", "AttestTestSupport", "BuiltinPlugins", "Identity",
+                "AttestFoundation", "AttestPlugins", "AttestPluginHTTP", "AttestPostgres", "AttestTestSupport", "BuiltinPlugins",
+                "Identity",
                 "Surveys", "Tenancy",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -211,7 +213,8 @@ let package = Package(
         .testTarget(
             name: "AttestServerTests",
             dependencies: [
-                "AttestCLI", "AttestFoundation", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins", "BuiltinPlugins",
+                "AttestCLI", "AttestFoundation", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins",
+                "BuiltinPlugins",
                 "Notifications", "AttestPluginHTTP", "AttestPluginsTesting", "Journal",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

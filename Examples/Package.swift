@@ -18,7 +18,7 @@ let package = Package(
         .library(name: "ExamplePlugins", targets: ["ExamplePlugins"]),
     ],
     dependencies: [
-        .package(path: ".."),
+        .package(path: "..")
     ],
     targets: [
         // The plugins: a badge rule, a testing-location provider and a notification sink.

@@ -21,7 +21,11 @@ struct Submission: Decodable {
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if let value = try? container.decode(Bool.self) { self = .bool(value) } else { self = .number(try container.decode(Double.self)) }
+            if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else {
+                self = .number(try container.decode(Double.self))
+            }
         }
     }
 

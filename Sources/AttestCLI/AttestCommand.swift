@@ -14,7 +14,8 @@ public struct AttestCommand: AsyncParsableCommand {
         version: attestVersion,
         subcommands: [
             ServeCommand.self, DevCommand.self, MigrateCommand.self, CampusCommand.self, UserCommand.self,
-            RoleCommand.self, TokenCommand.self, AuditCommand.self, KeysCommand.self, SurveyCommand.self, PluginCommand.self, OutboxCommand.self, LocationsCommand.self,
+            RoleCommand.self, TokenCommand.self, AuditCommand.self, KeysCommand.self, SurveyCommand.self, PluginCommand.self,
+            OutboxCommand.self, LocationsCommand.self,
             ReportCommand.self, PurgeCommand.self, CitusCommand.self, CommunityCommand.self,
         ]
     )
@@ -37,8 +38,9 @@ extension AttestCommand {
                 try command.run()
             }
         } catch let error as PostgresError where error.isConnectionError {
-            exit(withError: CLIError(
-                "\(error.message). Check --database-url or DATABASE_URL, and that PostgreSQL is running."))
+            exit(
+                withError: CLIError(
+                    "\(error.message). Check --database-url or DATABASE_URL, and that PostgreSQL is running."))
         } catch let error as PostgresError where error.messageHasNoValues {
             // The server's own words, when they cannot hold health data: they name what to mend.
             exit(withError: CLIError("database error: \(error): \(error.message)" + (error.hint.map { " (\($0))" } ?? "")))

@@ -140,7 +140,8 @@ struct KeyOptions: ParsableArguments {
                 throw CLIError("\(option) names \(path), which cannot be read: check the path and that this user may read it")
             }
             guard let key = KeyEncryptionKey(text: text) else {
-                throw CLIError("\(option) names \(path), which does not hold a key: it must hold 32 bytes in base64, as `attest keys new-kek` prints")
+                throw CLIError(
+                    "\(option) names \(path), which does not hold a key: it must hold 32 bytes in base64, as `attest keys new-kek` prints")
             }
             return key
         }

@@ -70,6 +70,9 @@ extension Campus {
 
 extension User {
     var jsonObject: [String: Any] {
-        ["id": id.description, "email": email, "displayName": displayName, "roles": roles.map(\.rawValue), "createdAt": createdAt.ISO8601Format()]
+        [
+            "id": id.description, "email": email, "displayName": displayName, "roles": roles.map(\.rawValue),
+            "createdAt": createdAt.ISO8601Format(),
+        ]
     }
 }

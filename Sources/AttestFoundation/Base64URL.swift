@@ -42,16 +42,22 @@ public enum Base64URL {
         var index = 0
         while index + 3 <= bytes.count {
             let bits = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            put(bits, 18); put(bits, 12); put(bits, 6); put(bits, 0)
+            put(bits, 18)
+            put(bits, 12)
+            put(bits, 6)
+            put(bits, 0)
             index += 3
         }
         switch bytes.count - index {
         case 1:
             let bits = UInt32(bytes[index]) << 16
-            put(bits, 18); put(bits, 12)
+            put(bits, 18)
+            put(bits, 12)
         case 2:
             let bits = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            put(bits, 18); put(bits, 12); put(bits, 6)
+            put(bits, 18)
+            put(bits, 12)
+            put(bits, 6)
         default:
             break
         }

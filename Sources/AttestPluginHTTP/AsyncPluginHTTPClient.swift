@@ -80,7 +80,8 @@ public struct AsyncPluginHTTPClient: PluginHTTPClient {
         let allowed = policy.allowedHosts.contains(host)
         guard scheme == "https" || (scheme == "http" && allowed) else {
             throw PluginHTTPError.refused(
-                "\(scheme)://\(host) is not https: only https is reached, plain http only for a host the operator allows (--allow-outbound-host)")
+                "\(scheme)://\(host) is not https: only https is reached, plain http only for a host the operator allows (--allow-outbound-host)"
+            )
         }
         if let literal = OutboundAddress(literal: host) {
             guard literal.isPublic || allowed else { throw Self.privateRefusal(host, literal) }
@@ -94,7 +95,8 @@ public struct AsyncPluginHTTPClient: PluginHTTPClient {
 
     static func privateRefusal(_ host: String, _ address: OutboundAddress) -> PluginHTTPError {
         .refused(
-            "\(host) is \(address), a loopback, private or link-local address: allow the host by name (--allow-outbound-host) if it is meant")
+            "\(host) is \(address), a loopback, private or link-local address: allow the host by name (--allow-outbound-host) if it is meant"
+        )
     }
 }
 

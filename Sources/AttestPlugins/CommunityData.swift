@@ -172,7 +172,8 @@ public struct CommunityDataset: Sendable {
 
     /// Calls `body` with each region (by id) and its reported days (days since 1970-01-01,
     /// ascending), new cases and new deaths: for storing a dataset compactly.
-    public func forEachRegion(_ body: (CommunityRegion, _ days: [Int32], _ newCases: [Int32], _ newDeaths: [Int32]) throws -> Void) rethrows {
+    public func forEachRegion(_ body: (CommunityRegion, _ days: [Int32], _ newCases: [Int32], _ newDeaths: [Int32]) throws -> Void) rethrows
+    {
         for id in stored.keys.sorted() {
             guard let entry = stored[id] else { continue }
             try body(entry.region, entry.days, entry.cases, entry.deaths)
@@ -215,12 +216,16 @@ public struct CommunityDataset: Sendable {
                 columns = fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
                 for required in ["date", "state", "cases"] where !columns.contains(required) {
                     throw CommunityDataFileError(
-                        line: line, reason: "the header needs a \(required) column (date,county,state,fips,cases,deaths, or date,state,fips,cases,deaths)")
+                        line: line,
+                        reason:
+                            "the header needs a \(required) column (date,county,state,fips,cases,deaths, or date,state,fips,cases,deaths)")
                 }
                 return
             }
             if fields.count == 1 && fields[0].isEmpty { return }
-            guard fields.count <= columns.count else { throw CommunityDataFileError(line: line, reason: "more fields than the header names") }
+            guard fields.count <= columns.count else {
+                throw CommunityDataFileError(line: line, reason: "more fields than the header names")
+            }
             func field(_ name: String) -> String {
                 guard let index = columns.firstIndex(of: name), index < fields.count else { return "" }
                 return fields[index].trimmingCharacters(in: .whitespaces)
@@ -233,7 +238,8 @@ public struct CommunityDataset: Sendable {
                 let text = field(name)
                 if text.isEmpty { return nil }
                 guard let value = Int64(text), value >= 0, value <= Int64(Int32.max) else {
-                    throw CommunityDataFileError(line: line, reason: "\(name) must be a whole number from 0 to \(Int32.max), got \"\(text)\"")
+                    throw CommunityDataFileError(
+                        line: line, reason: "\(name) must be a whole number from 0 to \(Int32.max), got \"\(text)\"")
                 }
                 return value
             }
@@ -247,7 +253,9 @@ public struct CommunityDataset: Sendable {
             guard CommunityRegion.isValidID(id) else {
                 throw CommunityDataFileError(line: line, reason: "fips must be 1 to 64 letters and digits, got \"\(fips)\"")
             }
-            guard date.year >= 1900, date.year <= 9999 else { throw CommunityDataFileError(line: line, reason: "date \(dateText) is out of range") }
+            guard date.year >= 1900, date.year <= 9999 else {
+                throw CommunityDataFileError(line: line, reason: "date \(dateText) is out of range")
+            }
             let day = Int32(date.daysSince1970)
             let name = county.isEmpty ? state : "\(county), \(state)"
             rows[id, default: (CommunityRegion(id: id, name: name), [])].rows.append((day, cases, deaths))
@@ -284,7 +292,8 @@ public struct CommunityDataset: Sendable {
             if columns.isEmpty {
                 columns = fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
                 guard columns.contains("population"), columns.contains("fips") || columns.contains("id") else {
-                    throw CommunityDataFileError(line: line, reason: "the population file's header needs fips (or id) and population columns")
+                    throw CommunityDataFileError(
+                        line: line, reason: "the population file's header needs fips (or id) and population columns")
                 }
                 return
             }
@@ -294,9 +303,12 @@ public struct CommunityDataset: Sendable {
                 return fields[index].trimmingCharacters(in: .whitespaces)
             }
             let id = columns.contains("fips") ? field("fips") : field("id")
-            guard CommunityRegion.isValidID(id) else { throw CommunityDataFileError(line: line, reason: "a region id (fips) is missing or not valid") }
+            guard CommunityRegion.isValidID(id) else {
+                throw CommunityDataFileError(line: line, reason: "a region id (fips) is missing or not valid")
+            }
             guard let value = Int(field("population")), value > 0, value <= 20_000_000_000 else {
-                throw CommunityDataFileError(line: line, reason: "population must be a whole number above 0, got \"\(field("population"))\"")
+                throw CommunityDataFileError(
+                    line: line, reason: "population must be a whole number above 0, got \"\(field("population"))\"")
             }
             people[id] = value
         }

@@ -36,7 +36,9 @@ public struct CommunityRiskSettings: Sendable, Equatable {
         self.init()
         if let value = settings["riskThresholds"] {
             guard case .array(let items) = value, items.count == 4 else {
-                throw PluginSettingsError("riskThresholds must be a list of four numbers (cases per 100,000 a day where medium, high, very high and severe begin), such as [1, 10, 25, 75]")
+                throw PluginSettingsError(
+                    "riskThresholds must be a list of four numbers (cases per 100,000 a day where medium, high, very high and severe begin), such as [1, 10, 25, 75]"
+                )
             }
             var numbers: [Double] = []
             for item in items {
@@ -81,7 +83,8 @@ public struct CommunityRiskSettings: Sendable, Equatable {
 
     /// A language tag as Accept-Language gives one (`en`, `es-MX`).
     static func isLanguageTag(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 35 && text.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D }
+        !text.isEmpty && text.utf8.count <= 35
+            && text.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D }
     }
 
     /// The level of `per100k` (cases a day per 100,000): below the first threshold low, from

@@ -27,7 +27,9 @@ public struct EnvironmentFactors: Sendable, Equatable, Codable {
     /// Air quality index (US AQI), when the source has it.
     public var airQuality: Double?
 
-    public init(temperature: Double? = nil, uvIndex: Double? = nil, humidity: Double? = nil, windSpeed: Double? = nil, airQuality: Double? = nil) {
+    public init(
+        temperature: Double? = nil, uvIndex: Double? = nil, humidity: Double? = nil, windSpeed: Double? = nil, airQuality: Double? = nil
+    ) {
         self.temperature = temperature
         self.uvIndex = uvIndex
         self.humidity = humidity
@@ -48,7 +50,9 @@ public struct EnvironmentFactors: Sendable, Equatable, Codable {
 
     /// The same with every value outside its plausible range (or not finite) left out.
     public var plausible: EnvironmentFactors {
-        func keep(_ value: Double?, _ range: ClosedRange<Double>) -> Double? { value.flatMap { $0.isFinite && range.contains($0) ? $0 : nil } }
+        func keep(_ value: Double?, _ range: ClosedRange<Double>) -> Double? {
+            value.flatMap { $0.isFinite && range.contains($0) ? $0 : nil }
+        }
         return EnvironmentFactors(
             temperature: keep(temperature, -90...60), uvIndex: keep(uvIndex, 0...20), humidity: keep(humidity, 0...100),
             windSpeed: keep(windSpeed, 0...120), airQuality: keep(airQuality, 0...1000))

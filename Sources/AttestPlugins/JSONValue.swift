@@ -118,7 +118,10 @@ struct JSONParser {
             guard depth < maxDepth else { throw failure("nesting deeper than \(maxDepth)") }
             index += 1
             skipWhitespace()
-            if current == UInt8(ascii: "}") { index += 1; return .object([:]) }
+            if current == UInt8(ascii: "}") {
+                index += 1
+                return .object([:])
+            }
             let first = members.count
             defer { members.removeSubrange(first...) }
             while true {
@@ -134,7 +137,9 @@ struct JSONParser {
                 skipWhitespace()
                 switch current {
                 case UInt8(ascii: ",")?: index += 1
-                case UInt8(ascii: "}")?: index += 1; return .object(try object(from: first))
+                case UInt8(ascii: "}")?:
+                    index += 1
+                    return .object(try object(from: first))
                 default: throw failure("expected ',' or '}' in an object")
                 }
             }
@@ -143,14 +148,19 @@ struct JSONParser {
             index += 1
             var array: [JSONValue] = []
             skipWhitespace()
-            if current == UInt8(ascii: "]") { index += 1; return .array(array) }
+            if current == UInt8(ascii: "]") {
+                index += 1
+                return .array(array)
+            }
             while true {
                 skipWhitespace()
                 array.append(try value(depth: depth + 1))
                 skipWhitespace()
                 switch current {
                 case UInt8(ascii: ",")?: index += 1
-                case UInt8(ascii: "]")?: index += 1; return .array(array)
+                case UInt8(ascii: "]")?:
+                    index += 1
+                    return .array(array)
                 default: throw failure("expected ',' or ']' in an array")
                 }
             }

@@ -10,7 +10,9 @@ public struct PluginHTTPRequest: Sendable {
     /// Connect plus response; past it the request fails with `PluginHTTPError.timedOut`.
     public var timeout: Duration
 
-    public init(method: String = "GET", url: URL, headers: [(name: String, value: String)] = [], body: Data? = nil, timeout: Duration = .seconds(10)) {
+    public init(
+        method: String = "GET", url: URL, headers: [(name: String, value: String)] = [], body: Data? = nil, timeout: Duration = .seconds(10)
+    ) {
         self.method = method
         self.url = url
         self.headers = headers

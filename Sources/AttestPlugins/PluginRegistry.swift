@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Maps plugin ids to the factories that build them from a campus's settings.
 ///
@@ -13,38 +14,35 @@ public struct PluginRegistry: Sendable {
     /// Builds a notification sink from a campus's settings. Throws `PluginSettingsError`.
     public typealias SinkFactory = @Sendable (_ settings: JSONValue) throws -> any NotificationSink
 
-    private var badgeRules: [String: BadgeRuleFactory] = [:]
-    private var sinks: [String: SinkFactory] = [:]
+    private var badgeRules = Factories<BadgeRuleFactory>(noun: "badge rule")
+    private var sinks = Factories<SinkFactory>(noun: "sink")
 
     /// Builds a testing-location provider from a campus's settings. Throws `PluginSettingsError`.
     public typealias TestingLocationProviderFactory = @Sendable (_ settings: JSONValue) throws -> any TestingLocationProvider
-    private var providers: [String: TestingLocationProviderFactory] = [:]
+    private var providers = Factories<TestingLocationProviderFactory>(
+        noun: "testing-locations provider", builtIn: [PluginRegistry.staticProviderID])
 
     /// The provider id the platform serves itself from the `testing_locations` table.
     public static let staticProviderID = "static"
 
     /// Registers a testing-location provider under a stable id; a later registration replaces it.
     public mutating func registerTestingLocationProvider(id: String, factory: @escaping TestingLocationProviderFactory) {
-        precondition(Self.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
-        providers[id] = factory
+        providers.register(id, factory)
     }
 
     /// The registered provider ids and `static`, sorted.
-    public var testingLocationProviderIDs: [String] { (Array(providers.keys) + [Self.staticProviderID]).sorted() }
+    public var testingLocationProviderIDs: [String] { providers.ids }
 
     /// Builds provider `id` with `settings` (nil for `static`, which the platform serves).
     public func makeTestingLocationProvider(id: String, settings: JSONValue) throws -> (any TestingLocationProvider)? {
         if id == Self.staticProviderID { return nil }
-        guard let factory = providers[id] else {
-            throw PluginSettingsError(
-                "no testing-locations provider \"\(id)\" in this build: available are \(testingLocationProviderIDs.joined(separator: ", "))")
-        }
-        return try factory(settings)
+        return try providers.factory(id)(settings)
     }
 
     /// Builds a community-data provider from a campus's settings. Throws `PluginSettingsError`.
     public typealias CommunityDataProviderFactory = @Sendable (_ settings: JSONValue) throws -> any CommunityDataProvider
-    private var communityProviders: [String: CommunityDataProviderFactory] = [:]
+    private var communityProviders = Factories<CommunityDataProviderFactory>(
+        noun: "community-data provider", builtIn: [PluginRegistry.importedProviderID])
 
     /// The community-data provider the platform serves itself from the shared tables that
     /// `attest community import` fills; its one setting is `dataset`.
@@ -52,12 +50,11 @@ public struct PluginRegistry: Sendable {
 
     /// Registers a community-data provider under a stable id; a later registration replaces it.
     public mutating func registerCommunityDataProvider(id: String, factory: @escaping CommunityDataProviderFactory) {
-        precondition(Self.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
-        communityProviders[id] = factory
+        communityProviders.register(id, factory)
     }
 
     /// The registered community-data provider ids and `imported`, sorted.
-    public var communityDataProviderIDs: [String] { (Array(communityProviders.keys) + [Self.importedProviderID]).sorted() }
+    public var communityDataProviderIDs: [String] { communityProviders.ids }
 
     /// Builds community-data provider `id` with `settings` (nil for `imported`, which the
     /// platform serves). The platform itself reads `riskThresholds` and `guidance`
@@ -71,36 +68,29 @@ public struct PluginRegistry: Sendable {
             }
             return nil
         }
-        guard let factory = communityProviders[id] else {
-            throw PluginSettingsError(
-                "no community-data provider \"\(id)\" in this build: available are \(communityDataProviderIDs.joined(separator: ", "))")
-        }
-        return try factory(settings)
+        return try communityProviders.factory(id)(settings)
     }
 
     /// Builds a context provider from a campus's settings. Throws `PluginSettingsError`.
     public typealias ContextProviderFactory = @Sendable (_ settings: JSONValue) throws -> any ContextProvider
-    private var contextProviders: [String: ContextProviderFactory] = [:]
+    private var contextProviders = Factories<ContextProviderFactory>(
+        noun: "context provider", builtIn: [PluginRegistry.noContextProviderID])
 
     /// The context provider that answers nothing: episodes without weather (the default).
     public static let noContextProviderID = "none"
 
     /// Registers a context provider under a stable id; a later registration replaces it.
     public mutating func registerContextProvider(id: String, factory: @escaping ContextProviderFactory) {
-        precondition(Self.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
-        contextProviders[id] = factory
+        contextProviders.register(id, factory)
     }
 
     /// The registered context provider ids and `none`, sorted.
-    public var contextProviderIDs: [String] { (Array(contextProviders.keys) + [Self.noContextProviderID]).sorted() }
+    public var contextProviderIDs: [String] { contextProviders.ids }
 
     /// Builds context provider `id` with `settings` (nil for `none`).
     public func makeContextProvider(id: String, settings: JSONValue) throws -> (any ContextProvider)? {
         if id == Self.noContextProviderID { return nil }
-        guard let factory = contextProviders[id] else {
-            throw PluginSettingsError("no context provider \"\(id)\" in this build: available are \(contextProviderIDs.joined(separator: ", "))")
-        }
-        return try factory(settings)
+        return try contextProviders.factory(id)(settings)
     }
 
     public init() {}
@@ -122,7 +112,8 @@ public struct PluginRegistry: Sendable {
     public func secretMembers(of settings: JSONValue, kind: PluginKind, id: String) -> Set<String> {
         guard case .object(let members) = settings else { return [] }
         let declared = secrets["\(kind.rawValue)/\(id)"] ?? []
-        return Set(members.compactMap { name, value in declared.contains(name) || Self.looksSecret(name) || Self.holdsSecret(value) ? name : nil })
+        return Set(
+            members.compactMap { name, value in declared.contains(name) || Self.looksSecret(name) || Self.holdsSecret(value) ? name : nil })
     }
 
     /// A member name that says it holds a secret.
@@ -150,40 +141,31 @@ public struct PluginRegistry: Sendable {
     /// Registers a badge rule under a stable id (`[a-z0-9._-]+`); a later registration of
     /// the same id replaces the earlier one.
     public mutating func registerBadgeRule(id: String, factory: @escaping BadgeRuleFactory) {
-        precondition(Self.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
-        badgeRules[id] = factory
+        badgeRules.register(id, factory)
     }
 
     /// The registered badge rule ids, sorted.
-    public var badgeRuleIDs: [String] { badgeRules.keys.sorted() }
+    public var badgeRuleIDs: [String] { badgeRules.ids }
 
     /// Builds the rule `id` with `settings`. Throws `PluginSettingsError` for an unknown id or
     /// settings the rule refuses.
     public func makeBadgeRule(id: String, settings: JSONValue, questionnaire: Questionnaire?) throws -> any BadgeRule {
-        guard let factory = badgeRules[id] else {
-            throw PluginSettingsError(
-                "no badge rule \"\(id)\" in this build: available are \(badgeRuleIDs.joined(separator: ", "))")
-        }
-        return try factory(settings, questionnaire)
+        try badgeRules.factory(id)(settings, questionnaire)
     }
 
     /// Registers a notification sink under a stable id; a later registration replaces it.
     public mutating func registerSink(id: String, factory: @escaping SinkFactory) {
-        precondition(Self.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
-        sinks[id] = factory
+        sinks.register(id, factory)
     }
 
     /// The registered sink ids, sorted.
-    public var sinkIDs: [String] { sinks.keys.sorted() }
+    public var sinkIDs: [String] { sinks.ids }
 
     /// Builds the sink `id` with `settings`. Throws `PluginSettingsError` for an unknown id or
     /// settings the sink refuses. The platform itself reads `events` (a list of event names
     /// the sink wants; all when absent) and checks it here.
     public func makeSink(id: String, settings: JSONValue) throws -> any NotificationSink {
-        guard let factory = sinks[id] else {
-            let available = sinkIDs.isEmpty ? "none" : sinkIDs.joined(separator: ", ")
-            throw PluginSettingsError("no sink \"\(id)\" in this build: available are \(available)")
-        }
+        let factory = try sinks.factory(id)
         if let events = settings["events"] {
             guard case .array(let names) = events, !names.isEmpty else {
                 throw PluginSettingsError("events must be a non-empty list of event names, such as [\"badge.red\"]")
@@ -191,7 +173,8 @@ public struct PluginRegistry: Sendable {
             for name in names {
                 guard case .string(let text) = name, NotificationEvent(rawValue: text) != nil else {
                     throw PluginSettingsError(
-                        "events: unknown event \(Self.describe(name)); use \(NotificationEvent.allCases.map(\.rawValue).joined(separator: ", "))")
+                        "events: unknown event \(Self.describe(name)); use \(NotificationEvent.allCases.map(\.rawValue).joined(separator: ", "))"
+                    )
                 }
             }
         }
@@ -211,7 +194,38 @@ public struct PluginRegistry: Sendable {
     }
 }
 
-import Synchronization
+/// One plugin point's factories by id: what registering, listing and building share for
+/// every kind.
+struct Factories<Factory: Sendable>: Sendable {
+    private var byID: [String: Factory] = [:]
+    /// What the errors call a plugin of this kind ("badge rule").
+    let noun: String
+    /// Ids the platform serves itself: listed, never registered.
+    let builtIn: [String]
+
+    init(noun: String, builtIn: [String] = []) {
+        self.noun = noun
+        self.builtIn = builtIn
+    }
+
+    /// A later registration of the same id replaces the earlier one.
+    mutating func register(_ id: String, _ factory: Factory) {
+        precondition(PluginRegistry.isValidID(id), "plugin ids are [a-z0-9._-]+, got \(id)")
+        byID[id] = factory
+    }
+
+    /// The registered ids and the built-in ones, sorted.
+    var ids: [String] { (Array(byID.keys) + builtIn).sorted() }
+
+    /// The factory of `id`, or `PluginSettingsError` naming what this build has.
+    func factory(_ id: String) throws -> Factory {
+        guard let factory = byID[id] else {
+            throw PluginSettingsError(
+                "no \(noun) \"\(id)\" in this build: available are \(ids.isEmpty ? "none" : ids.joined(separator: ", "))")
+        }
+        return factory
+    }
+}
 
 /// The process's plugin registry, set once by the executable before anything runs (like
 /// `LoggingSystem.bootstrap`). Libraries take a `PluginRegistry` from their caller and use

@@ -74,7 +74,8 @@ public struct TestingLocation: Sendable, Codable, Equatable {
     public func distance(toLatitude latitude: Double, longitude: Double) -> Double {
         let radians = Double.pi / 180
         let dLat = (latitude - self.latitude) * radians, dLon = (longitude - self.longitude) * radians
-        let a = sin(dLat / 2) * sin(dLat / 2)
+        let a =
+            sin(dLat / 2) * sin(dLat / 2)
             + cos(self.latitude * radians) * cos(latitude * radians) * sin(dLon / 2) * sin(dLon / 2)
         return 6371.0088 * 2 * atan2(a.squareRoot(), (1 - a).squareRoot())
     }
@@ -128,8 +129,12 @@ extension TestingLocation {
                 guard let object = item as? [String: Any],
                     let data = try? JSONSerialization.data(withJSONObject: object),
                     let location = try? JSONDecoder().decode(TestingLocation.self, from: data)
-                else { throw TestingLocationFileError(line: index + 1, reason: "item \(index + 1) needs name (text), lat and lon (numbers)") }
-                if let problem = location.problem { throw TestingLocationFileError(line: index + 1, reason: "item \(index + 1): \(problem)") }
+                else {
+                    throw TestingLocationFileError(line: index + 1, reason: "item \(index + 1) needs name (text), lat and lon (numbers)")
+                }
+                if let problem = location.problem {
+                    throw TestingLocationFileError(line: index + 1, reason: "item \(index + 1): \(problem)")
+                }
                 return location
             }
         }
@@ -140,16 +145,20 @@ extension TestingLocation {
         guard let header = records.first else { throw TestingLocationFileError(line: 1, reason: "the file is empty") }
         let columns = header.fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         for required in ["name", "lat", "lon"] where !columns.contains(required) {
-            throw TestingLocationFileError(line: header.line, reason: "the header needs a \(required) column (name,address,lat,lon,hours,phone,url,notes)")
+            throw TestingLocationFileError(
+                line: header.line, reason: "the header needs a \(required) column (name,address,lat,lon,hours,phone,url,notes)")
         }
         return try records.dropFirst().filter { !($0.fields.count == 1 && $0.fields[0].isEmpty) }.map { line, fields in
             func field(_ name: String) -> String {
                 guard let index = columns.firstIndex(of: name), index < fields.count else { return "" }
                 return fields[index].trimmingCharacters(in: .whitespaces)
             }
-            guard fields.count <= columns.count else { throw TestingLocationFileError(line: line, reason: "more fields than the header names") }
+            guard fields.count <= columns.count else {
+                throw TestingLocationFileError(line: line, reason: "more fields than the header names")
+            }
             guard let lat = Double(field("lat")), let lon = Double(field("lon")) else {
-                throw TestingLocationFileError(line: line, reason: "lat and lon must be numbers, got \"\(field("lat"))\" and \"\(field("lon"))\"")
+                throw TestingLocationFileError(
+                    line: line, reason: "lat and lon must be numbers, got \"\(field("lat"))\" and \"\(field("lon"))\"")
             }
             let location = TestingLocation(
                 name: field("name"), address: field("address"), latitude: lat, longitude: lon, hours: field("hours"),

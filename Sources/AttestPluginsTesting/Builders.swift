@@ -8,7 +8,9 @@ extension Question {
     }
 
     /// A number question with its range and unit.
-    public static func number(_ id: String, _ prompt: String? = nil, min: Double? = nil, max: Double? = nil, unit: String? = nil, required: Bool = false) -> Question {
+    public static func number(
+        _ id: String, _ prompt: String? = nil, min: Double? = nil, max: Double? = nil, unit: String? = nil, required: Bool = false
+    ) -> Question {
         Question(id: id, kind: .number, required: required, prompt: prompt ?? id, min: min, max: max, unit: unit)
     }
 

@@ -9,7 +9,8 @@ extension LibPQConnection {
     /// server stored. When `produce` throws, the copy is ended with an error so the server
     /// stores none of it (and the transaction, if any, is aborted), and the error is rethrown.
     func copyIn(table: String, columns: [String], produce: (inout BinaryCopyRows) throws -> Bool) throws -> Int {
-        let statement = "COPY \(quoteIdentifier(table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) FROM STDIN WITH (FORMAT binary)"
+        let statement =
+            "COPY \(quoteIdentifier(table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) FROM STDIN WITH (FORMAT binary)"
         let started = PQexec(handle, statement)
         defer { PQclear(started) }
         guard let started, PQresultStatus(started) == PGRES_COPY_IN else {

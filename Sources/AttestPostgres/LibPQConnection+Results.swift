@@ -50,7 +50,8 @@ extension LibPQConnection {
         if message.isEmpty { message = "unknown error" }
         // Lost connections come back as errors libpq makes itself (no SQLSTATE), or as the
         // server's shutdown and connection errors (57P01–57P03, class 08).
-        let lost = sqlState?.hasPrefix("08") == true || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
+        let lost =
+            sqlState?.hasPrefix("08") == true || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
             || (sqlState == nil ? connectionIsLost() : PQstatus(handle) != CONNECTION_OK)
         return PostgresError(
             code: lost ? .connectionLost : .server, message: message, sqlState: sqlState,

@@ -79,7 +79,8 @@ final class LibPQConnection: @unchecked Sendable {
             } catch let error as PostgresError {
                 connection.close()
                 throw PostgresError(
-                    code: .connectionFailed, message: "connected to PostgreSQL (\(target)) but cannot read its extensions: \(error.message)",
+                    code: .connectionFailed,
+                    message: "connected to PostgreSQL (\(target)) but cannot read its extensions: \(error.message)",
                     sqlState: error.sqlState)
             }
         }

@@ -10,7 +10,7 @@ import Synchronization
 /// it only resumes the first one's callers, which is queueing them, and sends the next at
 /// once. When the next batch's first caller sent it instead, it did so only after the
 /// executor had run the callers resumed before it, and the database stood idle meanwhile
-/// (measured in docs/performance.md, "Issue 34, fourth round"). The task is nobody's request,
+/// (docs/performance.md, "Issue 34, fourth round"). The task is nobody's request,
 /// so a caller's cancellation (its client went away) fails nobody else's lookup.
 ///
 /// `load` gets each key once and returns the values found; a key it leaves out is nil for its

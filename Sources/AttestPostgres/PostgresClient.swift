@@ -83,7 +83,10 @@ public final class PostgresClient: Service, Sendable {
         let (idle, waiters) = state.withLock { state -> ([LibPQConnection], [Waiter]) in
             if state.closed { return ([], []) }
             state.closed = true
-            defer { state.idle = []; state.waiters = [] }
+            defer {
+                state.idle = []
+                state.waiters = []
+            }
             state.open -= state.idle.count
             return (state.idle, state.waiters)
         }
@@ -281,11 +284,12 @@ extension PostgresClient {
                     outcome.finish(PostgresError(code: .connectionFailed, message: "\(error)"))
                 }
             }
-            outcome.setTimer(Task {
-                try await Task.sleep(for: timeout)
-                outcome.finish(PostgresError(code: .connectionFailed, message: "no answer from PostgreSQL within \(timeout)"))
-                probe.cancel()
-            })
+            outcome.setTimer(
+                Task {
+                    try await Task.sleep(for: timeout)
+                    outcome.finish(PostgresError(code: .connectionFailed, message: "no answer from PostgreSQL within \(timeout)"))
+                    probe.cancel()
+                })
         }
     }
 }
@@ -317,7 +321,10 @@ public final class FirstOutcome<Value: Sendable>: Sendable {
     public func finish(_ value: Value) {
         let (continuation, timer) = state.withLock { state in
             state.finished = true
-            defer { state.continuation = nil; state.timer = nil }
+            defer {
+                state.continuation = nil
+                state.timer = nil
+            }
             return (state.continuation, state.timer)
         }
         timer?.cancel()

@@ -296,7 +296,9 @@ extension Array: PostgresDecodable where Element: PostgresArrayElement {
         }
         let dimensions = try bytes.readInteger(at: 0, as: Int32.self)
         if dimensions == 0 { return [] }
-        guard dimensions == 1 else { throw PostgresCodingFailure("a \(dimensions)-dimensional array cannot be decoded as \([Element].self)") }
+        guard dimensions == 1 else {
+            throw PostgresCodingFailure("a \(dimensions)-dimensional array cannot be decoded as \([Element].self)")
+        }
         let elementType = PostgresType(oid: try bytes.readInteger(at: 8, as: UInt32.self))
         let count = Int(try bytes.readInteger(at: 12, as: Int32.self))
         var offset = 20

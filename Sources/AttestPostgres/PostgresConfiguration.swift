@@ -51,4 +51,3 @@ public struct PostgresConfiguration: Sendable {
         return pairs
     }
 }
-

@@ -50,7 +50,9 @@ public struct PostgresConnection: Sendable {
     /// `COPY` checks constraints and fires triggers like `INSERT`, but the server refuses it
     /// on a table whose row-level security applies to the role (use `INSERT … SELECT` from a
     /// temporary table then).
-    public func copy(into table: String, columns: [String], rows produce: @escaping @Sendable (inout BinaryCopyRows) throws -> Bool) async throws -> Int {
+    public func copy(into table: String, columns: [String], rows produce: @escaping @Sendable (inout BinaryCopyRows) throws -> Bool)
+        async throws -> Int
+    {
         try await run { try $0.copyIn(table: table, columns: columns, produce: produce) }
     }
 

@@ -41,14 +41,18 @@ public struct TransactionSettings: Sendable, Equatable {
         }
         // SET takes no parameters: the name must be a plain (dotted) name, the value is quoted.
         return values.map { setting in
-            let plain = !setting.name.isEmpty && setting.name.utf8.allSatisfy {
-                ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F || $0 == 0x2E
-            }
+            let plain =
+                !setting.name.isEmpty
+                && setting.name.utf8.allSatisfy {
+                    ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F || $0 == 0x2E
+                }
             var sql = SQL(unsafeSQL: "SET LOCAL \(setting.name) = " + quoteLiteral(setting.value))
             if !plain {
-                sql.encodingFailure = PostgresError(code: .encoding, message: "a setting's name must be letters, digits, '_' and '.': \(setting.name)")
+                sql.encodingFailure = PostgresError(
+                    code: .encoding, message: "a setting's name must be letters, digits, '_' and '.': \(setting.name)")
             } else if setting.value.utf8.contains(0) {
-                sql.encodingFailure = PostgresError(code: .encoding, message: "the value of setting \(setting.name) contains a NUL character")
+                sql.encodingFailure = PostgresError(
+                    code: .encoding, message: "the value of setting \(setting.name) contains a NUL character")
             }
             return sql
         }

@@ -42,7 +42,9 @@ public struct SchemaMigrator: Sendable {
                 ALTER TABLE campus_oidc_issuers ADD COLUMN IF NOT EXISTS client_secret bytea;
                 """),
         Migration(
-            version: 5, name: "Citus-ready: no triggers on users (member counts written by the statements that add members), audit_log ids without a sequence",
+            version: 5,
+            name:
+                "Citus-ready: no triggers on users (member counts written by the statements that add members), audit_log ids without a sequence",
             sql: """
                 DROP TRIGGER IF EXISTS users_counted_on_insert ON users;
                 DROP TRIGGER IF EXISTS users_counted_on_update ON users;
@@ -145,7 +147,9 @@ public struct SchemaMigrator: Sendable {
                 ALTER TABLE attestations ADD COLUMN IF NOT EXISTS idempotency_digest bytea CHECK (length(idempotency_digest) = 32);
                 """),
         Migration(
-            version: 12, name: "SECURITY DEFINER functions that work under an ordinary owner; search_path ending in pg_temp; links stop with their member",
+            version: 12,
+            name:
+                "SECURITY DEFINER functions that work under an ordinary owner; search_path ending in pg_temp; links stop with their member",
             sql: """
                 ALTER FUNCTION attest_campus_by_slug(text) SET search_path = pg_catalog, public, pg_temp;
                 ALTER FUNCTION attest_campus_directory() SET search_path = pg_catalog, public, pg_temp;
@@ -199,7 +203,7 @@ public struct SchemaMigrator: Sendable {
     static func schemaSection(_ name: String) -> String {
         let text = embeddedSchemaSQL
         guard let start = text.range(of: "-- section: \(name)"),
-              let end = text.range(of: "-- end of section", range: start.upperBound..<text.endIndex)
+            let end = text.range(of: "-- end of section", range: start.upperBound..<text.endIndex)
         else { preconditionFailure("schema.sql has no section \"\(name)\"") }
         return String(text[start.lowerBound..<end.upperBound])
     }

@@ -16,15 +16,18 @@ public enum ServerLogin {
         case schemaBehind(current: Int, needed: Int)
         case schemaAhead(current: Int, supported: Int)
 
-        static let setUp = "create a login that is only a member of attest_app (CREATE ROLE attest_server LOGIN PASSWORD '…'; GRANT attest_app TO attest_server;), point DATABASE_URL at it, and run migrations as the owner (`attest migrate`, or `attest serve --migrate-url @FILE`)"
+        static let setUp =
+            "create a login that is only a member of attest_app (CREATE ROLE attest_server LOGIN PASSWORD '…'; GRANT attest_app TO attest_server;), point DATABASE_URL at it, and run migrations as the owner (`attest migrate`, or `attest serve --migrate-url @FILE`)"
 
         public var description: String {
             switch self {
             case .superuser(let role): "the server logs in as \(role), a superuser, which row-level security does not hold: \(Self.setUp)"
             case .bypassesRowLevelSecurity(let role): "the server logs in as \(role), which has BYPASSRLS: \(Self.setUp)"
             case .owner(let role, let what): "the server logs in as \(role), which owns \(what): \(Self.setUp)"
-            case .notApplicationMember(let role): "the server logs in as \(role), which is not a member of attest_app: run GRANT attest_app TO \(role); as the owner"
-            case .noSchema: "the database has no Campus Attest schema yet: run `attest migrate` as the owner first, or pass `attest serve --migrate-url @FILE` (the owner's URL)"
+            case .notApplicationMember(let role):
+                "the server logs in as \(role), which is not a member of attest_app: run GRANT attest_app TO \(role); as the owner"
+            case .noSchema:
+                "the database has no Campus Attest schema yet: run `attest migrate` as the owner first, or pass `attest serve --migrate-url @FILE` (the owner's URL)"
             case .schemaBehind(let current, let needed):
                 "the database is at schema version \(current) and this build needs \(needed): run `attest migrate` as the owner first, or pass `attest serve --migrate-url @FILE`"
             case .schemaAhead(let current, let supported):
@@ -33,16 +36,34 @@ public enum ServerLogin {
         }
     }
 
-    /// Creates `name` as a login role without a password (for clusters that admit local
-    /// connections by peer or trust, as `attest dev`'s does) if it is missing, and makes it a
-    /// member of `attest_app`. `owner` is a client of a role that may create roles.
-    public static func ensureRole(_ name: String, owner: PostgresClient) async throws {
-        do {
-            try await owner.query("CREATE ROLE \(identifier: name) LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE")
-        } catch let error as PostgresError where error.sqlState == "42710" || error.isUniqueViolation {
-            // Already there (or made at this moment by another process).
+    /// Makes `name` the server's login: created if missing (a login and nothing more: not a
+    /// superuser, not exempt from row-level security, creating no database or role), a
+    /// member of `attest_app`, and given `password` when one is passed (sent as a SCRAM
+    /// verifier, never in the clear). Without a password it suits clusters that admit local
+    /// connections by peer or trust, as `attest dev`'s does. `owner` is a client of a role
+    /// that may create roles. The one way the project makes a server login (`attest migrate
+    /// --server-login`, `attest dev`, the tests).
+    public static func ensureRole(_ name: String, password: String? = nil, owner: PostgresClient) async throws {
+        let exists = try await owner.query("SELECT count(*) AS n FROM pg_roles WHERE rolname = \(name)")
+        if try exists[0].decode("n", as: Int.self) == 0 {
+            do {
+                try await owner.query("CREATE ROLE \(identifier: name) LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE")
+            } catch let error as PostgresError where error.sqlState == "42710" || error.isUniqueViolation {
+                // Made at this moment by another process.
+            }
         }
-        try await owner.query("GRANT \(identifier: SchemaMigrator.applicationRole) TO \(identifier: name)")
+        let member = try await owner.query("SELECT pg_has_role(\(name), \(SchemaMigrator.applicationRole), 'MEMBER') AS member")
+        if try !member[0].decode("member", as: Bool.self) {
+            try await owner.query("GRANT \(identifier: SchemaMigrator.applicationRole) TO \(identifier: name)")
+        }
+        if let password {
+            try await owner.withConnection { connection in
+                let verifier = try await connection.encryptPassword(password, user: name)
+                let statement = try await connection.query(
+                    "SELECT format('ALTER ROLE %I PASSWORD %L', \(name)::text, \(verifier)::text) AS sql")
+                try await connection.query(SQL(unsafeSQL: try statement[0].decode("sql", as: String.self)))
+            }
+        }
     }
 
     /// Throws `Refusal` unless `login` (a client without `role`) may serve.
@@ -76,10 +97,11 @@ public enum ServerLogin {
         }
         guard try row.decode("has_schema", as: Bool.self) else { throw Refusal.noSchema }
         guard try row.decode("member", as: Bool.self) else { throw Refusal.notApplicationMember(role: name) }
-        let version = try await login.withTransaction { connection in
-            try await connection.query("SET LOCAL ROLE \(identifier: application)")
-            return try await connection.query("SELECT coalesce(max(version), 0) AS version FROM schema_migrations")
-        }.first?.decode("version", as: Int.self) ?? 0
+        let version =
+            try await login.withTransaction { connection in
+                try await connection.query("SET LOCAL ROLE \(identifier: application)")
+                return try await connection.query("SELECT coalesce(max(version), 0) AS version FROM schema_migrations")
+            }.first?.decode("version", as: Int.self) ?? 0
         let latest = SchemaMigrator.latestVersion
         if version < latest { throw Refusal.schemaBehind(current: version, needed: latest) }
         if version > latest { throw Refusal.schemaAhead(current: version, supported: latest) }

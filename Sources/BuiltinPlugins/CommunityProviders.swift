@@ -86,7 +86,9 @@ struct SourceLocation: Sendable, CustomStringConvertible {
             }
             return SourceLocation(place: .url(url))
         case (nil, .string(let path)?):
-            guard path.hasPrefix("/"), path.utf8.count <= 1_000 else { throw PluginSettingsError("\(fileKey) must be an absolute path, got \"\(path)\"") }
+            guard path.hasPrefix("/"), path.utf8.count <= 1_000 else {
+                throw PluginSettingsError("\(fileKey) must be an absolute path, got \"\(path)\"")
+            }
             return SourceLocation(place: .file(path))
         case (.some, .some): throw PluginSettingsError("give \(urlKey) or \(fileKey), not both")
         default: throw PluginSettingsError("\(urlKey) and \(fileKey) must be text")
@@ -226,16 +228,21 @@ public final class CommunityJSONFeedProvider: CommunityDataProvider {
     public static func parse(_ data: Data) throws -> CommunityDataset {
         let feed: Feed
         do { feed = try JSONDecoder().decode(Feed.self, from: data) } catch {
-            throw PluginSettingsError("the feed is not {\"regions\": [{\"id\", \"name\", \"population\", \"days\": [{\"date\", \"newCases\", \"newDeaths\"}]}]}")
+            throw PluginSettingsError(
+                "the feed is not {\"regions\": [{\"id\", \"name\", \"population\", \"days\": [{\"date\", \"newCases\", \"newDeaths\"}]}]}")
         }
         return CommunityDataset(
             series: try feed.regions.map { region in
                 guard CommunityRegion.isValidID(region.id), !region.name.isEmpty, region.name.count <= 200 else {
-                    throw PluginSettingsError("the feed's region \"\(region.id.prefix(64))\" needs an id of 1 to 64 letters, digits or ._:- and a name")
+                    throw PluginSettingsError(
+                        "the feed's region \"\(region.id.prefix(64))\" needs an id of 1 to 64 letters, digits or ._:- and a name")
                 }
                 let days = try region.days.map { day in
-                    guard let date = LocalDate(day.date) else { throw PluginSettingsError("region \(region.id): date must be YYYY-MM-DD, got \"\(day.date.prefix(20))\"") }
-                    return CommunityDay(date: date, newCases: day.newCases, newDeaths: day.newDeaths, tests: day.tests, admissions: day.admissions)
+                    guard let date = LocalDate(day.date) else {
+                        throw PluginSettingsError("region \(region.id): date must be YYYY-MM-DD, got \"\(day.date.prefix(20))\"")
+                    }
+                    return CommunityDay(
+                        date: date, newCases: day.newCases, newDeaths: day.newDeaths, tests: day.tests, admissions: day.admissions)
                 }
                 let population = region.population.flatMap { $0 > 0 ? $0 : nil }
                 return CommunitySeries(region: CommunityRegion(id: region.id, name: region.name, population: population), days: days)

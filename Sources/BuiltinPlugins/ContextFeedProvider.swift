@@ -21,7 +21,8 @@ public final class ContextFeedProvider: ContextProvider {
             OutboundURL.parse(Self.fill(template, latitude: 0, longitude: 0, hour: Date(timeIntervalSince1970: 0))) != nil
         else {
             throw PluginSettingsError(
-                "url is required: an https URL with {lat}, {lon} and optionally {time}, such as https://weather.example.edu/at?lat={lat}&lon={lon}&time={time}")
+                "url is required: an https URL with {lat}, {lon} and optionally {time}, such as https://weather.example.edu/at?lat={lat}&lon={lon}&time={time}"
+            )
         }
         var timeout = Duration.seconds(2)
         if let value = settings["timeoutSeconds"] {
@@ -54,14 +55,16 @@ public final class ContextFeedProvider: ContextProvider {
         let hour = Date(timeIntervalSince1970: (seconds / 3600).rounded(.down) * 3600)
         let key = "\(location.latitude),\(location.longitude),\(hour.timeIntervalSince1970)"
         if let found = kept.withLock({ $0[key] }) { return found }
-        guard let url = OutboundURL.parse(Self.fill(template, latitude: location.latitude, longitude: location.longitude, hour: hour)) else {
+        guard let url = OutboundURL.parse(Self.fill(template, latitude: location.latitude, longitude: location.longitude, hour: hour))
+        else {
             throw PluginSettingsError("the filled-in URL is not one the platform reaches")
         }
         let response = try await context.http.send(PluginHTTPRequest(url: url, timeout: timeout))
         guard response.status == 200 else { throw PluginSettingsError("the context feed answered \(response.status)") }
         let answer: Answer
         do { answer = try JSONDecoder().decode(Answer.self, from: response.body) } catch {
-            throw PluginSettingsError("the context feed's answer is not {\"temperature\", \"uvIndex\", \"humidity\", \"windSpeed\", \"airQuality\"}")
+            throw PluginSettingsError(
+                "the context feed's answer is not {\"temperature\", \"uvIndex\", \"humidity\", \"windSpeed\", \"airQuality\"}")
         }
         let factors = EnvironmentFactors(
             temperature: answer.temperature, uvIndex: answer.uvIndex, humidity: answer.humidity, windSpeed: answer.windSpeed,

@@ -113,25 +113,32 @@ public struct StandardBadgeRule: BadgeRule {
     public static func defaultSettings(for questionnaire: Questionnaire) -> JSONValue {
         var rules: [JSONValue] = []
         if let test = questionnaire.question("positive_test"), test.kind == .boolean {
-            rules.append(.object([
-                "when": .object(["question": .string(test.id), "equals": .bool(true)]), "color": .string("red"),
-                "reason": .string("Positive test in the last 10 days"), "lastsDays": .number(10),
-            ]))
+            rules.append(
+                .object([
+                    "when": .object(["question": .string(test.id), "equals": .bool(true)]), "color": .string("red"),
+                    "reason": .string("Positive test in the last 10 days"), "lastsDays": .number(10),
+                ]))
         }
         if let temperature = questionnaire.question("temperature"), temperature.kind == .number {
-            rules.append(.object([
-                "when": .object(["question": .string(temperature.id), "gte": .number(38.0)]), "color": .string("red"),
-                "reason": .string("Temperature of 38 °C or more"),
-            ]))
+            rules.append(
+                .object([
+                    "when": .object(["question": .string(temperature.id), "gte": .number(38.0)]), "color": .string("red"),
+                    "reason": .string("Temperature of 38 °C or more"),
+                ]))
         }
-        let flagged = questionnaire.questions.filter { $0.kind == .boolean && ($0.symptom || $0.id == "close_contact") && $0.id != "positive_test" }
+        let flagged = questionnaire.questions.filter {
+            $0.kind == .boolean && ($0.symptom || $0.id == "close_contact") && $0.id != "positive_test"
+        }
         if !flagged.isEmpty {
-            rules.append(.object([
-                "when": .object(["any": .array(flagged.map { .object(["question": .string($0.id), "equals": .bool(true)]) })]),
-                "color": .string("yellow"), "reason": .string("Symptoms or a close contact reported"),
-            ]))
+            rules.append(
+                .object([
+                    "when": .object(["any": .array(flagged.map { .object(["question": .string($0.id), "equals": .bool(true)]) })]),
+                    "color": .string("yellow"), "reason": .string("Symptoms or a close contact reported"),
+                ]))
         }
-        return .object(["rules": .array(rules), "default": .object(["color": .string("green"), "reason": .string("No symptoms reported")])])
+        return .object([
+            "rules": .array(rules), "default": .object(["color": .string("green"), "reason": .string("No symptoms reported")]),
+        ])
     }
 
     public func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
@@ -188,7 +195,8 @@ public struct StandardBadgeRule: BadgeRule {
             let most = Double(HistoryNeed.maxDays + 1)
             guard case .number(let number) = days, number >= 1, number <= most, number == number.rounded() else {
                 throw PluginSettingsError(
-                    "\(path).lastsDays must be a whole number of days from 1 to \(Int(most)) (a rule sees today and the previous \(HistoryNeed.maxDays) days)")
+                    "\(path).lastsDays must be a whole number of days from 1 to \(Int(most)) (a rule sees today and the previous \(HistoryNeed.maxDays) days)"
+                )
             }
             lastsDays = Int(number)
         }
@@ -215,7 +223,8 @@ public struct StandardBadgeRule: BadgeRule {
         }
         if let questionnaire, questionnaire.question(question) == nil {
             throw PluginSettingsError(
-                "\(path) refers to question \"\(question)\", which the active questionnaire (version \(questionnaire.version)) does not have")
+                "\(path) refers to question \"\(question)\", which the active questionnaire (version \(questionnaire.version)) does not have"
+            )
         }
         if let value = object["equals"] { return .equals(question: question, value: try answer(value, at: "\(path).equals")) }
         if case .array(let values)? = object["in"] {

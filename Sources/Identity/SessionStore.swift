@@ -46,7 +46,9 @@ public final class SessionStore: Sendable {
         func takeReused() -> Bool { reused.exchange(false, ordering: .relaxed) }
 
         init(user: User, expiresAt: Date, byOperator: Bool = false, generation: Int64 = .min, verifiedAt: Int64 = .min) {
-            (self.user, self.expiresAt, self.byOperator, self.generation, self.verifiedAt) = (user, expiresAt, byOperator, generation, verifiedAt)
+            (self.user, self.expiresAt, self.byOperator, self.generation, self.verifiedAt) = (
+                user, expiresAt, byOperator, generation, verifiedAt
+            )
         }
 
         func verified(under generation: Int64?, at instant: Int64) -> Session {
@@ -282,6 +284,8 @@ public final class SessionStore: Sendable {
     /// Whether `token` has the shape of one this store issues (43 base64url characters).
     public static func isWellFormed(_ token: String) -> Bool {
         token.utf8.count == 43
-            && token.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
+            && token.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F
+            }
     }
 }

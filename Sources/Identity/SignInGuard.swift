@@ -70,7 +70,9 @@ public struct SignInUpkeep: DailyUpkeep {
                 "DELETE FROM id_token_uses WHERE campus_id = \(campus.id) AND expires_at < \(now)")
             let nonces = try await connection.query(
                 "DELETE FROM sign_in_nonces WHERE campus_id = \(campus.id) AND expires_at < \(now)")
-            return ["sessions_purged": sessions.affectedRows, "id_tokens_forgotten": tokens.affectedRows, "nonces_purged": nonces.affectedRows]
+            return [
+                "sessions_purged": sessions.affectedRows, "id_tokens_forgotten": tokens.affectedRows, "nonces_purged": nonces.affectedRows,
+            ]
         }
     }
 }

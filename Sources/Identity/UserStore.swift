@@ -187,7 +187,9 @@ public struct UserStore: Sendable {
     /// are removed, then one `user.erase` naming their id, which names nobody now). The day's
     /// rollups keep their counts, which name nobody. Run it on the schema owner's client: the
     /// audit log is append-only for the application role.
-    public func erase(campus: Campus, email rawEmail: String, actor: String, at now: Date = Date()) async throws -> (id: UserID, auditEntriesRemoved: Int) {
+    public func erase(campus: Campus, email rawEmail: String, actor: String, at now: Date = Date()) async throws -> (
+        id: UserID, auditEntriesRemoved: Int
+    ) {
         guard let email = Self.normalizedEmail(rawEmail) else { throw IdentityError.invalidEmail(rawEmail) }
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
             let (id, wasActive) = try await Self.locked(connection, campus: campus.id, email: email)
@@ -291,6 +293,19 @@ public struct UserStore: Sendable {
 
     // MARK: Helpers
 
+    /// How many active members `campus` had before `from` (a row whose `local_date` is
+    /// null) and what changed on each day from `from` to `to` (`local_date`, `change`): the
+    /// read of `member_changes` the dashboard's active counts splice into their pipeline.
+    public static func memberChanges(campus: CampusID, from: LocalDate, to: LocalDate) -> SQL {
+        """
+        SELECT NULL::date AS local_date, coalesce(sum(change), 0)::bigint AS change
+        FROM member_changes WHERE campus_id = \(campus) AND local_date < \(from)
+        UNION ALL
+        SELECT local_date, change::bigint FROM member_changes
+        WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
+        """
+    }
+
     /// Counts members added by the same statement into `member_changes` (+1 on the campus-local
     /// day of each active member's `created_at`): spliced as a CTE after a CTE named `added`
     /// that returns `campus_id`, `created_at` and `active` of the rows it inserted. Every
@@ -325,7 +340,8 @@ public struct UserStore: Sendable {
             ), \(Self.countAddedMembers(campus: campus))
             SELECT created_at FROM added
             """)
-        return User(id: id, campusID: campus, email: email, displayName: displayName, roles: [.member], createdAt: try rows[0].decode("created_at"))
+        return User(
+            id: id, campusID: campus, email: email, displayName: displayName, roles: [.member], createdAt: try rows[0].decode("created_at"))
     }
 
     static func user(from row: PostgresRow) throws -> User {
@@ -351,7 +367,9 @@ public struct UserStore: Sendable {
         let email = text.trimmingCharacters(in: .whitespaces).lowercased()
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, (1...64).contains(parts[0].utf8.count), email.utf8.count <= 254,
-            parts[0].unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 && $0.value < 127 && !"()<>[]:;\\,\"".unicodeScalars.contains($0) }),
+            parts[0].unicodeScalars.allSatisfy({
+                $0.isASCII && $0.value > 32 && $0.value < 127 && !"()<>[]:;\\,\"".unicodeScalars.contains($0)
+            }),
             CampusFormats.isEmailDomain(String(parts[1]))
         else { return nil }
         return email

@@ -55,7 +55,9 @@ public struct EpisodeDraft: Sendable, Equatable {
         var problems: [(String, String)] = []
         if !kinds.contains(kind) { problems.append(("kind", "must be one of \(kinds.joined(separator: ", "))")) }
         if !(0...10).contains(severity) { problems.append(("severity", "must be a whole number from 0 to 10")) }
-        if let problem = TextLimit.problem(notes, characters: Self.maxNotes, bytes: Self.maxNotesBytes) { problems.append(("notes", problem)) }
+        if let problem = TextLimit.problem(notes, characters: Self.maxNotes, bytes: Self.maxNotesBytes) {
+            problems.append(("notes", problem))
+        }
         if startedAt > now.addingTimeInterval(60) { problems.append(("startedAt", "must not be in the future")) }
         if startedAt < now.addingTimeInterval(-366 * 86_400) { problems.append(("startedAt", "must be within the last year")) }
         if let stoppedAt {
@@ -131,7 +133,8 @@ public struct EpisodeStore: Sendable {
 
         public init?(text: String) {
             let parts = text.split(separator: ".", maxSplits: 1)
-            guard parts.count == 2, parts[0].utf8.count <= 18, let micros = Int64(parts[0]), let id = UUID(uuidString: String(parts[1])) else {
+            guard parts.count == 2, parts[0].utf8.count <= 18, let micros = Int64(parts[0]), let id = UUID(uuidString: String(parts[1]))
+            else {
                 return nil
             }
             self.init(startedAt: Date(timeIntervalSince1970: Double(micros) / 1_000_000), id: id)
@@ -164,9 +167,12 @@ public struct EpisodeStore: Sendable {
 
     private func episode(_ row: PostgresRow, campus: CampusID, user: UserID) throws -> Episode {
         let id = try row.decode("id", as: UUID.self)
-        let notes = try SealedSecret.open(try row.decode("sealed", as: Data.self), with: try requireKEK(), context: Self.context(campus, user, id))
+        let notes = try SealedSecret.open(
+            try row.decode("sealed", as: Data.self), with: try requireKEK(), context: Self.context(campus, user, id))
         func factors(_ column: String) throws -> EnvironmentFactors? {
-            try row.decode(column, as: PostgresJSON?.self).flatMap { try? JSONDecoder().decode(EnvironmentFactors.self, from: Data($0.bytes)) }
+            try row.decode(column, as: PostgresJSON?.self).flatMap {
+                try? JSONDecoder().decode(EnvironmentFactors.self, from: Data($0.bytes))
+            }
         }
         let latitude = try row.decode("latitude", as: Double?.self), longitude = try row.decode("longitude", as: Double?.self)
         return Episode(
@@ -207,12 +213,13 @@ public struct EpisodeStore: Sendable {
         let sealed = try seal(draft.notes, campus: campus, user: user, id: id)
         do {
             return try await transaction(campus: campus, user: user, now: now) { connection in
-                let started: Int = try await connection.query(
-                    """
-                    SELECT count(*) AS n FROM episodes
-                    WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id >= \(UUID.timeOrderedFloor(at: now.addingTimeInterval(-86_400)))
-                    """
-                ).first?.decode("n") ?? 0
+                let started: Int =
+                    try await connection.query(
+                        """
+                        SELECT count(*) AS n FROM episodes
+                        WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id >= \(UUID.timeOrderedFloor(at: now.addingTimeInterval(-86_400)))
+                        """
+                    ).first?.decode("n") ?? 0
                 guard started < quotas.episodesPerDay else { throw MemberQuotas.Exceeded.episodesPerDay(quotas.episodesPerDay) }
                 let rows = try await connection.query(
                     """
@@ -297,7 +304,8 @@ public struct EpisodeStore: Sendable {
                 FROM episodes WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND started_at >= \(from) AND started_at < \(to)
                 """)
         }.first
-        return Summary(count: try row?.decode("n") ?? 0, closedCount: try row?.decode("closed") ?? 0, closedSeconds: try row?.decode("seconds") ?? 0)
+        return Summary(
+            count: try row?.decode("n") ?? 0, closedCount: try row?.decode("closed") ?? 0, closedSeconds: try row?.decode("seconds") ?? 0)
     }
 
     /// Stops an open episode at `at` (not before its start).
@@ -375,24 +383,30 @@ public final class EpisodeContext: Sendable {
 
     /// The factors at `instant` and a day before, at `location`; nils when there is no
     /// provider, no place, or no answer in time.
-    public func factors(campus: CampusID, at instant: Date, near location: CoarseLocation?) async -> (now: EnvironmentFactors?, dayBefore: EnvironmentFactors?) {
+    public func factors(campus: CampusID, at instant: Date, near location: CoarseLocation?) async -> (
+        now: EnvironmentFactors?, dayBefore: EnvironmentFactors?
+    ) {
         guard let location, let provider = await provider(campus: campus) else { return (nil, nil) }
         let context = self.context, budget = self.budget
         async let now = Self.ask(provider.provider, id: provider.id, at: instant, near: location, context: context, budget: budget)
-        async let before = Self.ask(provider.provider, id: provider.id, at: instant.addingTimeInterval(-86_400), near: location, context: context, budget: budget)
+        async let before = Self.ask(
+            provider.provider, id: provider.id, at: instant.addingTimeInterval(-86_400), near: location, context: context, budget: budget)
         return (await now, await before)
     }
 
     private static func ask(
-        _ provider: any ContextProvider, id: String, at instant: Date, near location: CoarseLocation, context: PluginContext, budget: Duration
+        _ provider: any ContextProvider, id: String, at instant: Date, near location: CoarseLocation, context: PluginContext,
+        budget: Duration
     ) async -> EnvironmentFactors? {
         let outcome = await result(within: budget) { try await provider.factors(at: instant, near: location, context: context) }
         switch outcome {
         case .success(let factors)?: return factors.plausible.isEmpty ? nil : factors.plausible
         case .failure(let error)?:
-            context.logger.warning("context provider failed; the episode is kept without context", metadata: ["provider": "\(id)", "error": "\(error)"])
+            context.logger.warning(
+                "context provider failed; the episode is kept without context", metadata: ["provider": "\(id)", "error": "\(error)"])
         case nil:
-            context.logger.warning("context provider overran its budget; the episode is kept without context", metadata: ["provider": "\(id)"])
+            context.logger.warning(
+                "context provider overran its budget; the episode is kept without context", metadata: ["provider": "\(id)"])
         }
         return nil
     }
@@ -417,7 +431,8 @@ public final class EpisodeContext: Sendable {
             }
             return (plugin.id, made)
         } catch {
-            context.logger.warning("the campus's context provider cannot be built", metadata: ["provider": "\(plugin.id)", "error": "\(error)"])
+            context.logger.warning(
+                "the campus's context provider cannot be built", metadata: ["provider": "\(plugin.id)", "error": "\(error)"])
             return nil
         }
     }

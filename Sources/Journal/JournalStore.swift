@@ -119,12 +119,13 @@ public struct JournalStore: Sendable {
         let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
         let sealedAudio = try audio.map { try incomingRecording($0.bytes, campus: campus, user: user, id: id) }
         return try await transaction(campus: campus, user: user) { connection in
-            let written: Int = try await connection.query(
-                """
-                SELECT count(*) AS n FROM journal_entries
-                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id >= \(UUID.timeOrderedFloor(at: now.addingTimeInterval(-86_400)))
-                """
-            ).first?.decode("n") ?? 0
+            let written: Int =
+                try await connection.query(
+                    """
+                    SELECT count(*) AS n FROM journal_entries
+                    WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND id >= \(UUID.timeOrderedFloor(at: now.addingTimeInterval(-86_400)))
+                    """
+                ).first?.decode("n") ?? 0
             guard written < quotas.entriesPerDay else { throw MemberQuotas.Exceeded.entriesPerDay(quotas.entriesPerDay) }
             try await connection.query(
                 """
@@ -200,7 +201,8 @@ public struct JournalStore: Sendable {
     /// Replaces the entry's fields with `draft` (the caller merged a PATCH into it), and its
     /// recording with `audio` when one is given, in one transaction.
     public func update(
-        campus: CampusID, user: UserID, id: UUID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date, quotas: MemberQuotas = MemberQuotas()
+        campus: CampusID, user: UserID, id: UUID, _ draft: JournalDraft, audio: Recording? = nil, at now: Date,
+        quotas: MemberQuotas = MemberQuotas()
     ) async throws -> JournalEntry {
         let sealed = try seal(Words(title: draft.title, text: draft.text), campus: campus, user: user, id: id)
         let sealedAudio = try audio.map { try incomingRecording($0.bytes, campus: campus, user: user, id: id) }

@@ -14,7 +14,8 @@ public struct MemberSettingsStore: Sendable {
 
     public func journalKeepDays(campus: CampusID, user: UserID) async throws -> Int? {
         try await client.query(
-            "SELECT journal_keep_days FROM member_settings WHERE campus_id = \(campus) AND user_id = \(user.rawValue)", campus: campus.rawValue
+            "SELECT journal_keep_days FROM member_settings WHERE campus_id = \(campus) AND user_id = \(user.rawValue)",
+            campus: campus.rawValue
         ).first.flatMap { try $0.decode("journal_keep_days", as: Int32?.self).map(Int.init) }
     }
 
@@ -52,7 +53,8 @@ public struct JournalUpkeep: DailyUpkeep {
             let user = try row.decode("user_id", as: UUID.self)
             let days = Int(try row.decode("journal_keep_days", as: Int32.self))
             let first = today.adding(days: -days)
-            let (gone, ended) = try await client.withTransaction(settings: CampusScope.settings(campus.id.rawValue, member: user)) { connection in
+            let (gone, ended) = try await client.withTransaction(settings: CampusScope.settings(campus.id.rawValue, member: user)) {
+                connection in
                 (
                     try await connection.query(
                         "DELETE FROM journal_entries WHERE campus_id = \(campus.id) AND user_id = \(user) AND entry_date < \(first)"

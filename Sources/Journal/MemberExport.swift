@@ -53,7 +53,8 @@ public enum MemberExport {
     }
 
     public static let csvColumns = [
-        "record", "date", "title", "text", "tags", "audio", "kind", "severity", "started_at", "stopped_at", "duration_minutes", "auto_closed",
+        "record", "date", "title", "text", "tags", "audio", "kind", "severity", "started_at", "stopped_at", "duration_minutes",
+        "auto_closed",
         "notes", "temperature_c", "uv_index", "humidity_pct", "wind_m_s", "air_quality",
     ]
 
@@ -92,7 +93,8 @@ public enum MemberExport {
                 pdf.paragraph("Health journal and episodes", size: 16, bold: true, after: 2)
                 pdf.paragraph("\(heading.member) · \(heading.campusName)", size: 10)
                 pdf.paragraph(
-                    "From \(heading.from) to \(heading.to) · made \(local(heading.generatedAt)) (\(heading.zone.identifier))", size: 9, after: 2)
+                    "From \(heading.from) to \(heading.to) · made \(local(heading.generatedAt)) (\(heading.zone.identifier))", size: 9,
+                    after: 2)
                 pdf.rule()
                 let count = heading.entryCount
                 pdf.paragraph("Journal: \(count) \(count == 1 ? "entry" : "entries")", size: 12, bold: true, after: 6)
@@ -107,7 +109,11 @@ public enum MemberExport {
                 var text = ""
                 for entry in entries {
                     let audio = entry.audio.map { "\($0.type.rawValue) \($0.size) bytes" } ?? ""
-                    let cells = ["journal", entry.date.description, entry.title, entry.text, entry.tags.map(\.rawValue).joined(separator: " "), audio]
+                    let cells =
+                        [
+                            "journal", entry.date.description, entry.title, entry.text, entry.tags.map(\.rawValue).joined(separator: " "),
+                            audio,
+                        ]
                         + Array(repeating: "", count: 12)
                     text += cells.map(CSV.escape).joined(separator: ",") + "\r\n"
                 }
@@ -149,7 +155,9 @@ public enum MemberExport {
                     pdf.paragraph("\(entry.date) — \(entry.title)", size: 10.5, bold: true, after: 1)
                     var about: [String] = []
                     if !entry.tags.isEmpty { about.append("Tags: " + entry.tags.map(\.rawValue).joined(separator: ", ")) }
-                    if let audio = entry.audio { about.append("Recording: \(audio.type.rawValue), \(max(1, audio.size / 1024)) KB (not in this document)") }
+                    if let audio = entry.audio {
+                        about.append("Recording: \(audio.type.rawValue), \(max(1, audio.size / 1024)) KB (not in this document)")
+                    }
                     if !about.isEmpty { pdf.paragraph(about.joined(separator: " · "), size: 8.5, after: 1) }
                     if !entry.text.isEmpty { pdf.paragraph(entry.text, size: 10, after: 8) } else { pdf.paragraph("", size: 4, after: 4) }
                 }
@@ -167,13 +175,15 @@ public enum MemberExport {
                 let summary = heading.episodes
                 var title = "Episodes: \(summary.count)"
                 if summary.closedCount > 0 {
-                    title += " · total \(duration(summary.closedSeconds)) · average \(duration(summary.closedSeconds / summary.closedCount))"
+                    title +=
+                        " · total \(duration(summary.closedSeconds)) · average \(duration(summary.closedSeconds / summary.closedCount))"
                 }
                 pdf.paragraph(title, size: 12, bold: true, after: 6)
                 if summary.count == 0 {
                     pdf.paragraph("No episodes in this range.", size: 10)
                 } else {
-                    pdf.row(["Kind", "Started", "Stopped", "Duration", "Severity", "Weather at the start"], columns: Self.columns, bold: true)
+                    pdf.row(
+                        ["Kind", "Started", "Stopped", "Duration", "Severity", "Weather at the start"], columns: Self.columns, bold: true)
                 }
                 return pdf.take()
             }
@@ -187,11 +197,14 @@ public enum MemberExport {
                 var text = ""
                 for episode in episodes {
                     let factors = (episode.context ?? EnvironmentFactors()).values.map { $0.value.map(number) ?? "" }
-                    let cells = [
-                        "episode", LocalDate(episode.startedAt, in: heading.zone).description, "", "", "", "", episode.kind, "\(episode.severity)",
-                        local(episode.startedAt), episode.stoppedAt.map(local) ?? "", episode.durationSeconds.map { "\($0 / 60)" } ?? "",
-                        episode.autoClosed ? "true" : "false", episode.notes,
-                    ] + factors
+                    let cells =
+                        [
+                            "episode", LocalDate(episode.startedAt, in: heading.zone).description, "", "", "", "", episode.kind,
+                            "\(episode.severity)",
+                            local(episode.startedAt), episode.stoppedAt.map(local) ?? "",
+                            episode.durationSeconds.map { "\($0 / 60)" } ?? "",
+                            episode.autoClosed ? "true" : "false", episode.notes,
+                        ] + factors
                     text += cells.map(CSV.escape).joined(separator: ",") + "\r\n"
                 }
                 return Array(text.utf8)
@@ -245,8 +258,10 @@ public enum MemberExport {
                 for episode in episodes {
                     let stopped = episode.stoppedAt.map(local).map { $0 + (episode.autoClosed ? " (auto)" : "") } ?? "open"
                     pdf.row(
-                        [episode.kind, local(episode.startedAt), stopped, duration(episode.durationSeconds), "\(episode.severity)/10",
-                         weather(episode.context)],
+                        [
+                            episode.kind, local(episode.startedAt), stopped, duration(episode.durationSeconds), "\(episode.severity)/10",
+                            weather(episode.context),
+                        ],
                         columns: Self.columns)
                     if !episode.notes.isEmpty { pdf.paragraph(episode.notes, size: 8.5, indent: 12, after: 2) }
                 }

@@ -39,7 +39,8 @@ public struct MemberExports: Sendable {
                 await Task.yield()  // a long export shares the cooperative threads with every request
                 guard entries.count == batch, let last = entries.last else { break }
                 entries = try await exports.journal.range(
-                    campus: campus, user: user, from: heading.from, to: heading.to, after: JournalStore.Cursor(date: last.date, id: last.id),
+                    campus: campus, user: user, from: heading.from, to: heading.to,
+                    after: JournalStore.Cursor(date: last.date, id: last.id),
                     limit: batch)
             }
             try await sink(writer.beginEpisodes())

@@ -104,7 +104,8 @@ public struct PDFWriter {
     public mutating func rule(after: Double = 6) {
         need(4)
         y -= 3
-        current += Array(String(format: "0.6 G 0.5 w %.1f %.1f m %.1f %.1f l S 0 G\n", Self.margin, y, Self.pageWidth - Self.margin, y).utf8)
+        current += Array(
+            String(format: "0.6 G 0.5 w %.1f %.1f m %.1f %.1f l S 0 G\n", Self.margin, y, Self.pageWidth - Self.margin, y).utf8)
         y -= after
     }
 
@@ -123,7 +124,9 @@ public struct PDFWriter {
         count += Array(" Tj ET".utf8)
         object(
             Self.pageCount,
-            Array("<< /Type /XObject /Subtype /Form /BBox [0 0 60 12] /Resources << /Font << /F1 \(Self.regular) 0 R >> >> /Length \(count.count) >>\nstream\n".utf8)
+            Array(
+                "<< /Type /XObject /Subtype /Form /BBox [0 0 60 12] /Resources << /Font << /F1 \(Self.regular) 0 R >> >> /Length \(count.count) >>\nstream\n"
+                    .utf8)
                 + count + Array("\nendstream".utf8))
         object(Self.catalog, Array("<< /Type /Catalog /Pages \(Self.pageTree) 0 R >>".utf8))
         object(
@@ -133,7 +136,8 @@ public struct PDFWriter {
         object(Self.bold, Array("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>".utf8))
         var information = Array("<< /Title ".utf8)
         // A text string: UTF-16BE after its byte order mark.
-        Self.appendHexString([0xFE, 0xFF] + title.utf16.flatMap { [UInt8(truncatingIfNeeded: $0 >> 8), UInt8(truncatingIfNeeded: $0)] }, to: &information)
+        Self.appendHexString(
+            [0xFE, 0xFF] + title.utf16.flatMap { [UInt8(truncatingIfNeeded: $0 >> 8), UInt8(truncatingIfNeeded: $0)] }, to: &information)
         information += Array(" /Producer (Campus Attest) >>".utf8)
         object(Self.info, information)
         let xref = taken + output.count

@@ -97,13 +97,16 @@ extension JournalStore {
         quotas: MemberQuotas
     ) async throws -> Int {
         let size = recording.bytes.count
-        let kept: Int = try await connection.query(
-            """
-            SELECT coalesce(sum(size), 0)::int8 AS kept FROM journal_audio
-            WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND entry_id <> \(id)
-            """
-        ).first?.decode("kept") ?? 0
-        guard kept + size <= quotas.recordingBytes else { throw MemberQuotas.Exceeded.recordingBytes(limit: quotas.recordingBytes, kept: kept) }
+        let kept: Int =
+            try await connection.query(
+                """
+                SELECT coalesce(sum(size), 0)::int8 AS kept FROM journal_audio
+                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND entry_id <> \(id)
+                """
+            ).first?.decode("kept") ?? 0
+        guard kept + size <= quotas.recordingBytes else {
+            throw MemberQuotas.Exceeded.recordingBytes(limit: quotas.recordingBytes, kept: kept)
+        }
         let stored = try await connection.query(
             """
             INSERT INTO journal_audio (campus_id, user_id, entry_id, content_type, size, sealed, data_key)

@@ -52,22 +52,27 @@ public struct JournalShareStore: Sendable {
     /// Whether `token` has the shape of one this store gives out.
     public static func isWellFormed(_ token: String) -> Bool {
         token.utf8.count == 43
-            && token.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }
+            && token.utf8.allSatisfy {
+                (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F
+            }
     }
 
     /// A new link for `from`…`to`, living `seconds`; returns the share and its token.
     public func create(
-        campus: CampusID, user: UserID, actor: String, from: LocalDate, to: LocalDate, seconds: Int, now: Date, quotas: MemberQuotas = MemberQuotas()
+        campus: CampusID, user: UserID, actor: String, from: LocalDate, to: LocalDate, seconds: Int, now: Date,
+        quotas: MemberQuotas = MemberQuotas()
     ) async throws -> (share: JournalShare, token: String) {
         let id = UUID.timeOrdered(at: now), token = Self.newToken()
-        let expires = now.addingTimeInterval(TimeInterval(min(max(seconds, JournalShare.lifetimes.lowerBound), JournalShare.lifetimes.upperBound)))
+        let expires = now.addingTimeInterval(
+            TimeInterval(min(max(seconds, JournalShare.lifetimes.lowerBound), JournalShare.lifetimes.upperBound)))
         try await client.withTransaction(settings: CampusScope.settings(campus.rawValue, member: user.rawValue)) { connection in
-            let open: Int = try await connection.query(
-                """
-                SELECT count(*) AS n FROM journal_shares
-                WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND revoked_at IS NULL AND expires_at > \(now)
-                """
-            ).first?.decode("n") ?? 0
+            let open: Int =
+                try await connection.query(
+                    """
+                    SELECT count(*) AS n FROM journal_shares
+                    WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND revoked_at IS NULL AND expires_at > \(now)
+                    """
+                ).first?.decode("n") ?? 0
             guard open < quotas.openLinks else { throw MemberQuotas.Exceeded.openLinks(quotas.openLinks) }
             try await connection.query(
                 """
@@ -142,14 +147,16 @@ public struct JournalShareStore: Sendable {
     public func describe(campus: CampusID, token: String, now: Date) async throws -> Described? {
         guard Self.isWellFormed(token) else { return nil }
         let rows = try await client.query("SELECT * FROM attest_journal_share(\(campus), \(Self.hash(token)))")
-        guard let row = rows.first, try row.decode("revoked_at", as: Date?.self) == nil, try row.decode("expires_at", as: Date.self) > now else {
+        guard let row = rows.first, try row.decode("revoked_at", as: Date?.self) == nil, try row.decode("expires_at", as: Date.self) > now
+        else {
             return nil
         }
         let user = UserID(try row.decode("user_id", as: UUID.self)), id = try row.decode("id", as: UUID.self)
-        let openings: Int = try await client.query(
-            "SELECT count(*) AS n FROM journal_share_openings WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND share_id = \(id)",
-            settings: CampusScope.settings(campus.rawValue, member: user.rawValue)
-        ).first?.decode("n") ?? 0
+        let openings: Int =
+            try await client.query(
+                "SELECT count(*) AS n FROM journal_share_openings WHERE campus_id = \(campus) AND user_id = \(user.rawValue) AND share_id = \(id)",
+                settings: CampusScope.settings(campus.rawValue, member: user.rawValue)
+            ).first?.decode("n") ?? 0
         return Described(
             user: user, id: id, from: try row.decode("from_date"), to: try row.decode("to_date"), expiresAt: try row.decode("expires_at"),
             openings: openings)
@@ -176,12 +183,13 @@ public struct JournalShareStore: Sendable {
                   AND revoked_at IS NULL FOR UPDATE
                 """)
             guard !locked.isEmpty else { return nil }
-            let opened: Int = try await connection.query(
-                """
-                SELECT count(*) AS n FROM journal_share_openings
-                WHERE campus_id = \(campus) AND user_id = \(link.user.rawValue) AND share_id = \(link.id)
-                """
-            ).first?.decode("n") ?? 0
+            let opened: Int =
+                try await connection.query(
+                    """
+                    SELECT count(*) AS n FROM journal_share_openings
+                    WHERE campus_id = \(campus) AND user_id = \(link.user.rawValue) AND share_id = \(link.id)
+                    """
+                ).first?.decode("n") ?? 0
             guard opened < Self.maxOpenings else { return .exhausted }
             try await connection.query(
                 """

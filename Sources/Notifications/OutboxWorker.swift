@@ -172,7 +172,9 @@ public final class OutboxWorker: Service, Sendable {
     }
 
     private func dueOutbox() async throws -> [CampusID] {
-        try await client.query("SELECT campus_id FROM attest_outbox_due() WHERE due_at <= now()").map { CampusID(try $0.decode("campus_id")) }
+        try await client.query("SELECT campus_id FROM attest_outbox_due() WHERE due_at <= now()").map {
+            CampusID(try $0.decode("campus_id"))
+        }
     }
 
     /// Writes the reminders of each campus whose reminder time has come today (claimed per
@@ -189,7 +191,8 @@ public final class OutboxWorker: Service, Sendable {
                 }
             } catch {
                 if Task.isCancelled { throw error }
-                logger.warning("cannot write reminders; trying again in a minute", metadata: ["campus": "\(campus.slug)", "error": "\(error)"])
+                logger.warning(
+                    "cannot write reminders; trying again in a minute", metadata: ["campus": "\(campus.slug)", "error": "\(error)"])
                 next = now.addingTimeInterval(60)
             }
             try await schedule.schedule(.reminders, campus: id, at: next)
@@ -256,7 +259,8 @@ public final class OutboxWorker: Service, Sendable {
                 "UPDATE notification_outbox SET delivered_at = now(), last_error = NULL WHERE \(key)", campus: campus.rawValue)
             delivered.increment()
         case .reject(let reason):
-            logger.warning("notification dead-lettered", metadata: ["event": "\(entry.id)", "sink": "\(entry.sink)", "reason": "\(reason)"])
+            logger.warning(
+                "notification dead-lettered", metadata: ["event": "\(entry.id)", "sink": "\(entry.sink)", "reason": "\(reason)"])
             try await client.query(
                 "UPDATE notification_outbox SET dead_at = now(), last_error = \(reason) WHERE \(key)", campus: campus.rawValue)
             dead.increment()
@@ -264,14 +268,17 @@ public final class OutboxWorker: Service, Sendable {
             let age = Date().timeIntervalSince(entry.windowStart)
             if age >= Self.seconds(configuration.maxAge) {
                 logger.warning(
-                    "notification dead-lettered after retrying", metadata: ["event": "\(entry.id)", "sink": "\(entry.sink)", "reason": "\(reason)"])
+                    "notification dead-lettered after retrying",
+                    metadata: ["event": "\(entry.id)", "sink": "\(entry.sink)", "reason": "\(reason)"])
                 try await client.query(
                     "UPDATE notification_outbox SET dead_at = now(), last_error = \(reason) WHERE \(key)", campus: campus.rawValue)
                 dead.increment()
                 return
             }
             let delay = backoff(afterAttempt: entry.attempts)
-            logger.info("notification will be retried", metadata: ["event": "\(entry.id)", "sink": "\(entry.sink)", "in": "\(delay)s", "reason": "\(reason)"])
+            logger.info(
+                "notification will be retried",
+                metadata: ["event": "\(entry.id)", "sink": "\(entry.sink)", "in": "\(delay)s", "reason": "\(reason)"])
             try await client.query(
                 """
                 UPDATE notification_outbox SET next_attempt_at = now() + make_interval(secs => \(delay)), last_error = \(reason)

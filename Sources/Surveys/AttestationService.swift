@@ -59,7 +59,9 @@ public struct AttestationService: Sendable {
         campus: Campus, user: UserID, surveyVersion: Int, answers raw: [String: JSONValue], idempotencyKey: String?, at now: Date,
         prefetched: PrefetchedHistory? = nil
     ) async throws -> WriteOutcome {
-        guard let questionnaire = try await questionnaires.active(campus: campus.id) else { throw SurveysError.noSurvey(campus: campus.name) }
+        guard let questionnaire = try await questionnaires.active(campus: campus.id) else {
+            throw SurveysError.noSurvey(campus: campus.name)
+        }
         guard surveyVersion == questionnaire.version else {
             throw SurveysError.surveyChanged(active: questionnaire.version, given: surveyVersion)
         }
@@ -100,7 +102,8 @@ public struct AttestationService: Sendable {
             history = try await self.history(campus: campus.id, user: user, before: date, need: need)
         }
         let input = BadgeRuleInput(
-            answers: answers, questionnaire: questionnaire, campusSettings: campus.settings.bytes.withUnsafeBytes { try? JSONValue(parsing: $0) } ?? .object([:]),
+            answers: answers, questionnaire: questionnaire,
+            campusSettings: campus.settings.bytes.withUnsafeBytes { try? JSONValue(parsing: $0) } ?? .object([:]),
             history: history, date: date, now: now, endOfDay: endOfDay)
         let (ruleID, ruleVersion, decision) = await decide(configured, campus: campus, input: input)
         let attestation = Attestation(
@@ -108,7 +111,9 @@ public struct AttestationService: Sendable {
             color: decision.color, reason: String(decision.reason.prefix(500)), validUntil: min(decision.validUntil, endOfDay),
             ruleID: ruleID, ruleVersion: ruleVersion, idempotencyKey: idempotencyKey, idempotencyDigest: idempotencyDigest)
         return try await writer.submit(
-            PendingAttestation(campus: campus.id, campusSlug: campus.slug, user: user, attestation: attestation, answers: answers, questionnaire: questionnaire))
+            PendingAttestation(
+                campus: campus.id, campusSlug: campus.slug, user: user, attestation: attestation, answers: answers,
+                questionnaire: questionnaire))
     }
 
     /// The member's attestations of the `need.days` days before `date`, newest first, with
@@ -171,7 +176,7 @@ public struct AttestationService: Sendable {
     /// the server keeps costs no read (its past is read at the submission), nor does a rule
     /// that needs no past; otherwise submitting costs one round trip fewer: the session and
     /// the history were the two reads before every submission's write, each a batch of its
-    /// own (measured in docs/performance.md, "Issue 34, third round").
+    /// own (docs/performance.md, "Issue 34, third round").
     public func submitter(campus: Campus, token: SessionStore.SessionToken, at now: Date) async throws -> Submitter? {
         if let kept = sessions.cached(campus: campus.id, token: token) { return Submitter(session: kept, history: nil) }
         guard let day = try await historyDay(campus: campus, at: now) else {
@@ -200,9 +205,8 @@ public struct AttestationService: Sendable {
     /// null, `past_of` naming the member; a member with two sessions here has their past
     /// once). The sessions are materialised first, and the past is read for the members they
     /// name. With the past on rows of its own, PostgreSQL sends each member's columns, roles
-    /// among them, once rather than once per past day, and sorts nothing: one row per member
-    /// and day cost it about 13% more CPU (pgbench, 14 members of 8 past days a query;
-    /// docs/performance.md, "Issue 34, fifth round").
+    /// among them, once rather than once per past day, and sorts nothing (one row per member
+    /// and day cost it more CPU: docs/performance.md, "Issue 34, fifth round").
     static func submitters(
         _ client: PostgresClient, day: HistoryDay, hashes: [Data]
     ) async throws -> [Data: (session: SessionStore.Session, history: [PastAttestation])] {
@@ -340,8 +344,10 @@ public struct AttestationService: Sendable {
             LIMIT \(limit + 1)
             """, campus: campus.rawValue)
         let items = try rows.prefix(limit).map { row in
-            (attestation: try AttestationWriter.attestation(from: row),
-             answers: try row.decode("answers", as: PostgresJSON?.self).map(Self.storedAnswers))
+            (
+                attestation: try AttestationWriter.attestation(from: row),
+                answers: try row.decode("answers", as: PostgresJSON?.self).map(Self.storedAnswers)
+            )
         }
         return (items, rows.count > limit ? items.last?.attestation.date : nil)
     }
@@ -385,10 +391,11 @@ public struct AttestationService: Sendable {
                     guard case .active = state else { return verdict.finish(nil) }
                     verdict.finish(Result { try rule.evaluate(input) })
                 }
-                verdict.setTimer(Task {
-                    try await Task.sleep(for: ruleBudget)
-                    verdict.finish(nil)
-                })
+                verdict.setTimer(
+                    Task {
+                        try await Task.sleep(for: ruleBudget)
+                        verdict.finish(nil)
+                    })
             }
         }
         switch outcome {
@@ -396,7 +403,9 @@ public struct AttestationService: Sendable {
             return (configured.id, rule.version, decision)
         case .success(let decision)? where decision.color != .gray:
             // No time PostgreSQL holds (NaN, infinite, or ages away): it could not be stored.
-            logger.error("badge rule answered a validity that is no storable time", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)"])
+            logger.error(
+                "badge rule answered a validity that is no storable time",
+                metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)"])
             writer.metrics.ruleError.increment()
         case .success?:
             logger.error("badge rule answered gray", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)"])
@@ -405,7 +414,9 @@ public struct AttestationService: Sendable {
             logger.error("badge rule failed", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)", "error": "\(error)"])
             writer.metrics.ruleError.increment()
         case nil:
-            logger.error("badge rule overran its budget", metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)", "budget": "\(ruleBudget)"])
+            logger.error(
+                "badge rule overran its budget",
+                metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)", "budget": "\(ruleBudget)"])
             writer.metrics.ruleOverran.increment()
         }
         return (configured.id, rule.version, review)

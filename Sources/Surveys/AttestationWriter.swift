@@ -155,9 +155,8 @@ public final class AttestationWriter: Service, Sendable {
     /// What is queued when this worker runs (up to `maxBatch`), or nil once closed with
     /// nothing queued. An idle worker is woken by the first submission but takes its batch
     /// only when it runs: the submissions that one read batch resumed together queue
-    /// meanwhile and are written together. Taken at the wake-up, the first of them went
-    /// alone or nearly: batches averaged 17 submissions against 19 now, with about 6% fewer
-    /// submissions a second (alternating runs: docs/performance.md, "Issue 34, eighth round").
+    /// meanwhile and are written together; taken at the wake-up, the first of them went
+    /// alone or nearly, in smaller batches (docs/performance.md, "Issue 34, eighth round").
     private func nextBatch() async -> [Job]? {
         while true {
             let ready = state.withLock { state -> [Job]?? in
@@ -216,9 +215,10 @@ public final class AttestationWriter: Service, Sendable {
             var resolved: [Int: Result<WriteOutcome, any Error>] = [:]
             if !conflicted.isEmpty {
                 let reads = try await client.withConnection { connection in
-                    try await connection.pipeline(conflicted.map {
-                        PipelineUnit(campus: batch[$0].pending.campus.rawValue, statements: [Self.existing(batch[$0].pending)])
-                    })
+                    try await connection.pipeline(
+                        conflicted.map {
+                            PipelineUnit(campus: batch[$0].pending.campus.rawValue, statements: [Self.existing(batch[$0].pending)])
+                        })
                 }
                 for (index, read) in zip(conflicted, reads) {
                     resolved[index] = Result { try Self.interpret(conflict: read.get()[0], batch[index].pending) }
@@ -260,7 +260,8 @@ public final class AttestationWriter: Service, Sendable {
         while start < batch.count {
             let campus = batch[start].campus
             let end = batch[start...].firstIndex { $0.campus != campus } ?? batch.count
-            segments.append(.init(settings: CampusScope.settings(campus.rawValue), statements: [write(Array(batch[start..<end]), shard: shard)]))
+            segments.append(
+                .init(settings: CampusScope.settings(campus.rawValue), statements: [write(Array(batch[start..<end]), shard: shard)]))
             start = end
         }
         return PipelineUnit(segments: segments)
@@ -317,9 +318,14 @@ public final class AttestationWriter: Service, Sendable {
                 written += 1
                 JSONText.appendMember(question.id, value, to: &json)
                 switch value {
-                case .bool(true): answerIDs.append(a.id); questions.append(question.id); values.append("true")
+                case .bool(true):
+                    answerIDs.append(a.id)
+                    questions.append(question.id)
+                    values.append("true")
                 case .text(let option) where question.kind == .choice:
-                    answerIDs.append(a.id); questions.append(question.id); values.append(option)
+                    answerIDs.append(a.id)
+                    questions.append(question.id)
+                    values.append(option)
                 default: break
                 }
             }
@@ -400,7 +406,9 @@ public final class AttestationWriter: Service, Sendable {
         let stored = try attestation(from: row)
         if let key = pending.attestation.idempotencyKey, stored.idempotencyKey == key {
             // A row stored before keys were bound to a digest has none: replayed, as then.
-            guard stored.idempotencyDigest == nil || stored.idempotencyDigest == pending.attestation.idempotencyDigest else { return .keyReused }
+            guard stored.idempotencyDigest == nil || stored.idempotencyDigest == pending.attestation.idempotencyDigest else {
+                return .keyReused
+            }
             return .replayed(stored)
         }
         return .alreadySubmitted(stored.date)

@@ -127,14 +127,16 @@ public struct BadgeKeyStore: Sendable {
         return try rows.map { row in
             let kid: String = try row.decode("kid")
             let jwk = try row.decode("public_jwk", as: PostgresJSON.self).decode(as: [String: String].self)
-            guard let x = jwk["x"].flatMap({ Base64URL.decode(Substring($0)) }), let y = jwk["y"].flatMap({ Base64URL.decode(Substring($0)) }),
+            guard let x = jwk["x"].flatMap({ Base64URL.decode(Substring($0)) }),
+                let y = jwk["y"].flatMap({ Base64URL.decode(Substring($0)) }),
                 let publicKey = try? P256.Signing.PublicKey(rawRepresentation: x + y)
             else { throw CampusError.sealedSecretDamaged }
             var privateKey: P256.Signing.PrivateKey?
             if let kek {
                 let stored: Data = try row.decode("private_key")
                 // A key stored before keys were sealed (kek_id NULL) is raw until `sealLegacyKeys`.
-                let raw = try row.decode("kek_id", as: String?.self) == nil
+                let raw =
+                    try row.decode("kek_id", as: String?.self) == nil
                     ? stored : try SealedSecret.open(stored, with: kek, context: BadgeKey.sealingContext(campus: campus, kid: kid))
                 privateKey = try P256.Signing.PrivateKey(rawRepresentation: raw)
             }
@@ -167,7 +169,8 @@ public struct BadgeKeyStore: Sendable {
                     rows = try await connection.query("SELECT sealed FROM badge_subject_keys WHERE campus_id = \(campus)")
                 }
                 guard let row = rows.first else { throw CampusError.sealedSecretDamaged }
-                return SymmetricKey(data: try SealedSecret.open(try row.decode("sealed"), with: kek, context: Self.subjectContext(campus: campus)))
+                return SymmetricKey(
+                    data: try SealedSecret.open(try row.decode("sealed"), with: kek, context: Self.subjectContext(campus: campus)))
             }
         }
     }

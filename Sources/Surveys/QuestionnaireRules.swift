@@ -62,7 +62,9 @@ public enum QuestionnaireRules {
             let at = "questions[\(index)]"
             if !isIdentifier(question.id) { problems.append(.init("\(at).id", "must be 1 to 40 characters of a-z, 0-9 and _")) }
             if !seen.insert(question.id).inserted { problems.append(.init("\(at).id", "\"\(question.id)\" is used twice")) }
-            if question.prompt.isEmpty || question.prompt.count > 500 { problems.append(.init("\(at).prompt", "must be 1 to 500 characters")) }
+            if question.prompt.isEmpty || question.prompt.count > 500 {
+                problems.append(.init("\(at).prompt", "must be 1 to 500 characters"))
+            }
             problems += checkTranslations(question.translations, at: "\(at).translations")
             let isNumber = question.kind == .number, isChoice = question.kind == .choice, isText = question.kind == .text
             if !isNumber, question.min != nil || question.max != nil || question.unit != nil {
@@ -70,7 +72,9 @@ public enum QuestionnaireRules {
             }
             if !isChoice, question.options != nil { problems.append(.init("\(at).options", "is for choice questions only")) }
             if !isText, question.maxLength != nil { problems.append(.init("\(at).maxLength", "is for text questions only")) }
-            if question.symptom, question.kind != .boolean { problems.append(.init("\(at).symptom", "only yes/no questions count as symptoms")) }
+            if question.symptom, question.kind != .boolean {
+                problems.append(.init("\(at).symptom", "only yes/no questions count as symptoms"))
+            }
             if let min = question.min, let max = question.max, min > max { problems.append(.init("\(at).min", "is greater than max")) }
             if [question.min, question.max].contains(where: { $0.map { !$0.isFinite } ?? false }) {
                 problems.append(.init(at, "min and max must be finite numbers"))
@@ -148,7 +152,8 @@ public enum QuestionnaireRules {
     }
 
     static func isIdentifier(_ text: String) -> Bool {
-        (1...40).contains(text.utf8.count) && text.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }
+        (1...40).contains(text.utf8.count)
+            && text.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }
     }
 
     static func isLocale(_ text: String) -> Bool {
@@ -160,7 +165,9 @@ public enum QuestionnaireRules {
     static func checkTranslations(_ translations: [String: String], at path: String) -> [FieldProblem] {
         translations.keys.sorted().compactMap { locale in
             if !isLocale(locale) { return FieldProblem(path, "\"\(locale)\" is not a language tag such as es or pt-BR") }
-            if let text = translations[locale], text.isEmpty || text.count > 500 { return FieldProblem("\(path).\(locale)", "must be 1 to 500 characters") }
+            if let text = translations[locale], text.isEmpty || text.count > 500 {
+                return FieldProblem("\(path).\(locale)", "must be 1 to 500 characters")
+            }
             return nil
         }
     }
@@ -188,7 +195,8 @@ public enum QuestionnaireRules {
     static func describe(_ error: DecodingError) -> String {
         switch error {
         case .keyNotFound: "is required"
-        case .typeMismatch(let type, _): "must be \(type == String.self ? "a string" : type == Bool.self ? "true or false" : "of type \(type)")"
+        case .typeMismatch(let type, _):
+            "must be \(type == String.self ? "a string" : type == Bool.self ? "true or false" : "of type \(type)")"
         case .valueNotFound: "must not be null"
         case .dataCorrupted(let context):
             context.codingPath.last?.stringValue == "kind"

@@ -46,28 +46,30 @@ public struct RetentionPurger: Sendable {
         var outcome = Outcome(campus: campus.slug, cutoff: cutoff, purged: 0, dryRun: dryRun)
         guard let start, start < cutoff else { return outcome }
         if dryRun {
-            outcome.purged = try await client.query(
-                """
-                SELECT count(*) AS n FROM attestations
-                WHERE campus_id = \(id) AND local_date >= \(start) AND local_date < \(cutoff) AND answers IS NOT NULL
-                """, campus: id.rawValue
-            ).first?.decode("n", as: Int.self) ?? 0
+            outcome.purged =
+                try await client.query(
+                    """
+                    SELECT count(*) AS n FROM attestations
+                    WHERE campus_id = \(id) AND local_date >= \(start) AND local_date < \(cutoff) AND answers IS NOT NULL
+                    """, campus: id.rawValue
+                ).first?.decode("n", as: Int.self) ?? 0
             return outcome
         }
         var date = start
         while date < cutoff {
             let day = date
             outcome.purged += try await client.withTransaction(campus: id.rawValue) { connection in
-                let purged = try await connection.query(
-                    """
-                    WITH purged AS (
-                        UPDATE attestations SET answers = NULL, answers_purged_at = now()
-                        WHERE campus_id = \(id) AND local_date = \(day) AND answers IS NOT NULL
-                        RETURNING 1
-                    )
-                    SELECT count(*) AS n FROM purged
-                    """
-                ).first?.decode("n", as: Int.self) ?? 0
+                let purged =
+                    try await connection.query(
+                        """
+                        WITH purged AS (
+                            UPDATE attestations SET answers = NULL, answers_purged_at = now()
+                            WHERE campus_id = \(id) AND local_date = \(day) AND answers IS NOT NULL
+                            RETURNING 1
+                        )
+                        SELECT count(*) AS n FROM purged
+                        """
+                    ).first?.decode("n", as: Int.self) ?? 0
                 try await connection.query(
                     """
                     INSERT INTO purge_state AS p (campus_id, purged_before) VALUES (\(id), \(day.adding(days: 1)))
@@ -193,14 +195,17 @@ public final class RetentionService: Service, Sendable {
                         return
                     }
                     logger.warning(
-                        "retention purge failed; the campus's next daily run resumes it", metadata: ["campus": "\(slug)", "error": "\(error)"])
+                        "retention purge failed; the campus's next daily run resumes it",
+                        metadata: ["campus": "\(slug)", "error": "\(error)"])
                     next = now.addingTimeInterval(600)
                 }
             }
             try await schedule.schedule(.upkeep, campus: id, at: next)
         } catch {
             if !Task.isCancelled {
-                logger.warning("daily upkeep: cannot look at a campus; trying again in ten minutes", metadata: ["campus": "\(slug)", "error": "\(error)"])
+                logger.warning(
+                    "daily upkeep: cannot look at a campus; trying again in ten minutes",
+                    metadata: ["campus": "\(slug)", "error": "\(error)"])
                 try? await schedule.schedule(.upkeep, campus: id, at: clock().addingTimeInterval(600))
             }
         }

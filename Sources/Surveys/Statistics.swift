@@ -1,6 +1,7 @@
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Identity
 import Tenancy
 
 /// One campus-local day's figures, summed from the rollups (`daily_stats`,
@@ -134,7 +135,10 @@ public struct DateRange: Sendable, Equatable {
                 problems.append(FieldProblem("to", "must not be before \(name("from")) (\(start))"))
             } else if start.days(until: end) + 1 > maxDays {
                 problems.append(
-                    FieldProblem("to", "must be at most \(maxDays - 1) days after \(name("from")) (\(start)): a range spans at most \(maxDays) days, this one \(start.days(until: end) + 1)"))
+                    FieldProblem(
+                        "to",
+                        "must be at most \(maxDays - 1) days after \(name("from")) (\(start)): a range spans at most \(maxDays) days, this one \(start.days(until: end) + 1)"
+                    ))
             }
         }
         guard problems.isEmpty, let start, let end else { throw .invalidRange(problems) }
@@ -159,7 +163,8 @@ public enum Rollups {
             late = s.late + EXCLUDED.late, green = s.green + EXCLUDED.green, yellow = s.yellow + EXCLUDED.yellow,
             red = s.red + EXCLUDED.red
         """
-    public static let addToAnswerCounts: SQL = "ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count"
+    public static let addToAnswerCounts: SQL =
+        "ON CONFLICT (campus_id, local_date, question_id, answer, shard) DO UPDATE SET count = c.count + EXCLUDED.count"
 }
 
 /// Reads the rollups and the identifiable follow-up list; every identifiable read is audited.
@@ -252,7 +257,9 @@ public struct StatisticsStore: Sendable {
         }
     }
 
-    private func days(campus: CampusID, from: LocalDate, to: LocalDate, range: DateRange, on pool: PostgresClient) async throws -> [DayFigures] {
+    private func days(campus: CampusID, from: LocalDate, to: LocalDate, range: DateRange, on pool: PostgresClient) async throws
+        -> [DayFigures]
+    {
         let results = try await pool.withConnection { connection in
             try await connection.pipeline([
                 PipelineUnit(
@@ -270,13 +277,7 @@ public struct StatisticsStore: Sendable {
                         FROM daily_answer_counts WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
                         GROUP BY local_date, question_id, answer
                         """,
-                        """
-                        SELECT NULL::date AS local_date, coalesce(sum(change), 0)::bigint AS change
-                        FROM member_changes WHERE campus_id = \(campus) AND local_date < \(from)
-                        UNION ALL
-                        SELECT local_date, change::bigint FROM member_changes
-                        WHERE campus_id = \(campus) AND local_date BETWEEN \(from) AND \(to)
-                        """,
+                        UserStore.memberChanges(campus: campus, from: from, to: to),
                     ])
             ])[0].get()
         }
@@ -308,7 +309,8 @@ public struct StatisticsStore: Sendable {
             let date = try row.decode("local_date", as: LocalDate.self)
             let count = try row.decode("count", as: Int.self)
             guard count != 0 else { continue }
-            byDate[date]?.answers[try row.decode("question_id", as: String.self), default: [:]][try row.decode("answer", as: String.self)] = count
+            byDate[date]?.answers[try row.decode("question_id", as: String.self), default: [:]][try row.decode("answer", as: String.self)] =
+                count
         }
         return range.dates.compactMap { byDate[$0] }
     }
@@ -387,12 +389,13 @@ public struct StatisticsStore: Sendable {
     ) async throws -> (items: [FollowUp], next: FollowUpCursor?) {
         let names = colors.map(\.rawValue)
         // The order as a row, red first: (not red, submitted_at, user_id) ascending.
-        let after: SQL = cursor.map {
-            """
-            AND (a.color <> 'red', a.submitted_at, a.user_id)
-                > (\(!$0.red), to_timestamp(0) + \($0.submittedMicroseconds) * interval '1 microsecond', \($0.user))
-            """
-        } ?? ""
+        let after: SQL =
+            cursor.map {
+                """
+                AND (a.color <> 'red', a.submitted_at, a.user_id)
+                    > (\(!$0.red), to_timestamp(0) + \($0.submittedMicroseconds) * interval '1 microsecond', \($0.user))
+                """
+            } ?? ""
         return try await client.withTransaction(campus: campus.rawValue) { connection in
             let rows = try await connection.query(
                 """
@@ -452,7 +455,8 @@ public struct StatisticsStore: Sendable {
         precondition(pageSize > 0)
         let scope: SQL = "a.campus_id = \(campus) AND a.local_date BETWEEN \(range.from) AND \(range.to)"
         try await client.withTransaction(campus: campus.rawValue) { connection in
-            let count = try await connection.query("SELECT count(*) AS n FROM attestations a WHERE \(scope)").first?.decode("n", as: Int.self) ?? 0
+            let count =
+                try await connection.query("SELECT count(*) AS n FROM attestations a WHERE \(scope)").first?.decode("n", as: Int.self) ?? 0
             try await AuditLog.record(
                 connection, campus: campus, actor: actor, action: "report.identifiable",
                 target: "\(range.from)..\(range.to)",
@@ -502,7 +506,8 @@ extension StatisticsStore.FollowUpCursor {
 /// only: no member appears in it.
 public enum AggregateReport {
     public static func csv(_ days: [DayFigures]) -> String {
-        let answerColumns = Set(days.flatMap { day in day.answers.flatMap { question, counts in counts.keys.map { "\(question):\($0)" } } }).sorted()
+        let answerColumns = Set(days.flatMap { day in day.answers.flatMap { question, counts in counts.keys.map { "\(question):\($0)" } } })
+            .sorted()
         func count(_ day: DayFigures, _ column: String) -> Int {
             guard let colon = column.firstIndex(of: ":") else { return 0 }
             return day.answers[String(column[..<colon])]?[String(column[column.index(after: colon)...])] ?? 0
@@ -512,10 +517,11 @@ public enum AggregateReport {
                 + answerColumns).map(CSV.escape).joined(separator: ",")
         ]
         for day in days {
-            let fields = [
-                day.date.description, "\(day.active)", "\(day.submitted)", "\(day.onTime)", "\(day.late)", "\(day.missing)",
-                "\(day.green)", "\(day.yellow)", "\(day.red)", day.complianceRate.map { String(format: "%.4f", $0) } ?? "",
-            ] + answerColumns.map { "\(count(day, $0))" }
+            let fields =
+                [
+                    day.date.description, "\(day.active)", "\(day.submitted)", "\(day.onTime)", "\(day.late)", "\(day.missing)",
+                    "\(day.green)", "\(day.yellow)", "\(day.red)", day.complianceRate.map { String(format: "%.4f", $0) } ?? "",
+                ] + answerColumns.map { "\(count(day, $0))" }
             lines.append(fields.map(CSV.escape).joined(separator: ","))
         }
         return lines.joined(separator: "\n") + "\n"

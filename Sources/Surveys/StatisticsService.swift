@@ -24,7 +24,9 @@ public struct StatisticsService: Sendable {
         public var symptoms: [(id: String, percent: Double?)]
 
         public static func == (lhs: MemberDay, rhs: MemberDay) -> Bool {
-            (lhs.date, lhs.suppressed, lhs.submitted, lhs.green, lhs.yellow, lhs.red) == (rhs.date, rhs.suppressed, rhs.submitted, rhs.green, rhs.yellow, rhs.red)
+            (lhs.date, lhs.suppressed, lhs.submitted, lhs.green, lhs.yellow, lhs.red) == (
+                rhs.date, rhs.suppressed, rhs.submitted, rhs.green, rhs.yellow, rhs.red
+            )
                 && lhs.symptoms.map(\.id) == rhs.symptoms.map(\.id) && lhs.symptoms.map(\.percent) == rhs.symptoms.map(\.percent)
         }
     }
@@ -55,7 +57,9 @@ public struct StatisticsService: Sendable {
                 date: day.date, suppressed: false, submitted: day.submitted, green: color(0), yellow: color(1), red: color(2),
                 symptoms: symptoms.map { id in
                     let yes = day.answers[id]?["true"] ?? 0
-                    return (id, SmallCounts.hidesYes(yes, of: day.submitted, minCount: minCount) ? nil : Self.percent(yes, of: day.submitted))
+                    return (
+                        id, SmallCounts.hidesYes(yes, of: day.submitted, minCount: minCount) ? nil : Self.percent(yes, of: day.submitted)
+                    )
                 })
         }
     }

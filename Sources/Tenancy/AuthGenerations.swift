@@ -48,7 +48,9 @@ public final class AuthGenerations: Service, Sendable {
         let started = ContinuousClock.now
         let summary = try await client.query(
             "SELECT count(*)::int8 AS campuses, coalesce(sum(generation), 0)::int8 AS total FROM attest_auth_generations()")
-        let fingerprint = [try summary.first?.decode("campuses", as: Int64.self) ?? 0, try summary.first?.decode("total", as: Int64.self) ?? 0]
+        let fingerprint = [
+            try summary.first?.decode("campuses", as: Int64.self) ?? 0, try summary.first?.decode("total", as: Int64.self) ?? 0,
+        ]
         let unchanged = state.withLock { state in
             guard state.fingerprint == fingerprint else { return false }
             state.readAt = started

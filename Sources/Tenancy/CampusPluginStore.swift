@@ -31,14 +31,17 @@ public struct CampusPluginStore: Sendable {
 
     /// The column this store seals, for `attest keys rotate-kek` (`SealedColumn`).
     public static let sealedColumns: [SealedColumn] = [
-        SealedColumn(table: "campus_plugins", column: "secrets", key: [.text("kind"), .text("plugin_id")], scope: .campus) { campus, _, row in
+        SealedColumn(table: "campus_plugins", column: "secrets", key: [.text("kind"), .text("plugin_id")], scope: .campus) {
+            campus, _, row in
             context(campus: campus, kind: try row.decode("kind"), id: try row.decode("plugin_id"))
         }
     ]
 
     /// `settings` without the members named `secret`, those members sealed (nil when none),
     /// and their names.
-    func split(_ settings: JSONValue, secret: Set<String>, campus: CampusID, kind: PluginKind, id: String) throws -> (JSONValue, Data?, [String]) {
+    func split(_ settings: JSONValue, secret: Set<String>, campus: CampusID, kind: PluginKind, id: String) throws -> (
+        JSONValue, Data?, [String]
+    ) {
         guard case .object(var members) = settings, !secret.isEmpty else { return (settings, nil, []) }
         var hidden: [String: JSONValue] = [:]
         for name in secret { hidden[name] = members.removeValue(forKey: name) }
@@ -57,7 +60,9 @@ public struct CampusPluginStore: Sendable {
     /// `secret`: the members of `settings` the plugin declares secret (`PluginRegistry.secretMembers`);
     /// members named like a secret are sealed too, declared or not. Sealing needs the store's
     /// key-encryption key (`CampusError.noKeyEncryptionKey` otherwise).
-    public func enable(campus: Campus, kind: PluginKind, id: String, settings: JSONValue, secret: Set<String> = [], actor: String) async throws {
+    public func enable(campus: Campus, kind: PluginKind, id: String, settings: JSONValue, secret: Set<String> = [], actor: String)
+        async throws
+    {
         let secret = secret.union(PluginRegistry().secretMembers(of: settings, kind: kind, id: id))
         let (plain, sealed, names) = try split(settings, secret: secret, campus: campus.id, kind: kind, id: id)
         try await client.withTransaction(campus: campus.id.rawValue) { connection in

@@ -126,7 +126,9 @@ public struct CampusStore: Sendable {
         case .region:
             if value == "none" || value.isEmpty { return "community_region = NULL" }
             guard CommunityRegion.isValidID(value) else {
-                throw invalid("a region id of the campus's community-data provider (1 to 64 letters, digits or ._:-, such as the county FIPS code 36061), or none")
+                throw invalid(
+                    "a region id of the campus's community-data provider (1 to 64 letters, digits or ._:-, such as the county FIPS code 36061), or none"
+                )
             }
             return "community_region = \(value)"
         }

@@ -23,7 +23,8 @@ public final class CommunityDirectory: Sendable {
     let plugins: CampusPluginStore
 
     public init(
-        client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, providerBudget: Duration = .seconds(2),
+        client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger,
+        providerBudget: Duration = .seconds(2),
         kek: KeyEncryptionKey? = nil
     ) {
         self.client = client
@@ -91,11 +92,15 @@ public final class CommunityDirectory: Sendable {
     public func regions(campus: Campus, matching search: String, limit: Int) async throws -> (regions: [CommunityRegion], source: String) {
         let plugin = try await plugin(campus: campus)
         if plugin.id == PluginRegistry.importedProviderID {
-            return (try await CommunityStore(client: client).regions(dataset: Self.dataset(plugin.settings), matching: search, limit: limit), plugin.id)
+            return (
+                try await CommunityStore(client: client).regions(dataset: Self.dataset(plugin.settings), matching: search, limit: limit),
+                plugin.id
+            )
         }
         let provider = try provider(campus: campus, plugin: plugin)
         let context = self.context
-        guard let found = await within(providerBudget, { try await provider.regions(matching: search, limit: limit, context: context) }) else {
+        guard let found = await within(providerBudget, { try await provider.regions(matching: search, limit: limit, context: context) })
+        else {
             throw Failure.unavailable(provider: plugin.id)
         }
         return (Array(found.prefix(limit)), plugin.id)

@@ -112,7 +112,8 @@ public struct KeyRotation: Sendable {
         }
         let memberColumns = columns.filter { $0.scope == .member }
         if !memberColumns.isEmpty {
-            let memberCount: Int = try await client.query("SELECT count(*) AS n FROM users WHERE campus_id = \(campus)", campus: campus.rawValue)
+            let memberCount: Int =
+                try await client.query("SELECT count(*) AS n FROM users WHERE campus_id = \(campus)", campus: campus.rawValue)
                 .first?.decode("n") ?? 0
             var after = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             var done = 0
@@ -177,7 +178,9 @@ public struct KeyRotation: Sendable {
                 if let kekIDColumn = column.kekIDColumn { update = update + ", \(identifier: kekIDColumn) = \(to.id)" }
                 update = update + " WHERE \(scope)"
                 for (position, key) in column.key.enumerated() {
-                    update = update + " AND \(identifier: key.name) = CAST(\(try row.decode("key\(position)", as: String.self)) AS \(unsafeRaw: key.type))"
+                    update =
+                        update
+                        + " AND \(identifier: key.name) = CAST(\(try row.decode("key\(position)", as: String.self)) AS \(unsafeRaw: key.type))"
                 }
                 try await connection.query(update)
             }

@@ -17,7 +17,8 @@ public final class TestingLocationDirectory: Sendable {
     let plugins: CampusPluginStore
 
     public init(
-        client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger, providerBudget: Duration = .seconds(2),
+        client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, logger: Logger,
+        providerBudget: Duration = .seconds(2),
         kek: KeyEncryptionKey? = nil
     ) {
         self.client = client
@@ -67,7 +68,10 @@ public final class TestingLocationDirectory: Sendable {
         }
         var locations: [(String, TestingLocation, Bool)] = [], unavailable: [String] = []
         for (id, answer) in answers.sorted(by: { $0.0 < $1.0 }) {
-            guard let answer else { unavailable.append(id); continue }
+            guard let answer else {
+                unavailable.append(id)
+                continue
+            }
             locations += answer.locations.map { (id, $0, answer.stale) }
         }
         return (locations, unavailable)

@@ -9,12 +9,14 @@ extension UUID {
         var random = SystemRandomNumberGenerator()
         let high = random.next() as UInt64, low = random.next() as UInt64
         func byte(_ value: UInt64, _ shift: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: value >> shift) }
-        return UUID(uuid: (
-            byte(milliseconds, 40), byte(milliseconds, 32), byte(milliseconds, 24), byte(milliseconds, 16),
-            byte(milliseconds, 8), byte(milliseconds, 0),
-            0x70 | (byte(high, 0) & 0x0F), byte(high, 8),  // version 7, then 12 random bits
-            0x80 | (byte(high, 16) & 0x3F), byte(high, 24),  // variant 10, then 62 random bits
-            byte(high, 32), byte(high, 40), byte(low, 0), byte(low, 8), byte(low, 16), byte(low, 24)))
+        return UUID(
+            uuid: (
+                byte(milliseconds, 40), byte(milliseconds, 32), byte(milliseconds, 24), byte(milliseconds, 16),
+                byte(milliseconds, 8), byte(milliseconds, 0),
+                0x70 | (byte(high, 0) & 0x0F), byte(high, 8),  // version 7, then 12 random bits
+                0x80 | (byte(high, 16) & 0x3F), byte(high, 24),  // variant 10, then 62 random bits
+                byte(high, 32), byte(high, 40), byte(low, 0), byte(low, 8), byte(low, 16), byte(low, 24)
+            ))
     }
 }
 

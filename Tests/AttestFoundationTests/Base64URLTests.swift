@@ -1,7 +1,6 @@
+import AttestFoundation
 import Foundation
 import Testing
-
-import AttestFoundation
 
 @Suite("base64url")
 struct Base64URLTests {

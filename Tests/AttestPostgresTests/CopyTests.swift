@@ -42,14 +42,16 @@ struct CopyTests {
             }
             #expect(stored == 200_000)
             #expect(calls.value == 20)
-            let row = try #require(try await client.query(
-                """
-                SELECT count(*) AS n, count(DISTINCT user_id) AS users, min(day)::text AS first, max(at) AS last,
-                       count(*) FILTER (WHERE done) AS done, count(note) AS notes, count(data) AS data,
-                       count(*) FILTER (WHERE user_id::text <> '01234567-89ab-cdef-0000-' || lpad(to_hex(id), 12, '0')) AS wrong_ids,
-                       count(*) FILTER (WHERE note <> 'note ' || id || ' ✓' OR (data->>'n')::int <> id OR day <> date '2000-01-01' + id) AS wrong
-                FROM copied
-                """).first)
+            let row = try #require(
+                try await client.query(
+                    """
+                    SELECT count(*) AS n, count(DISTINCT user_id) AS users, min(day)::text AS first, max(at) AS last,
+                           count(*) FILTER (WHERE done) AS done, count(note) AS notes, count(data) AS data,
+                           count(*) FILTER (WHERE user_id::text <> '01234567-89ab-cdef-0000-' || lpad(to_hex(id), 12, '0')) AS wrong_ids,
+                           count(*) FILTER (WHERE note <> 'note ' || id || ' ✓' OR (data->>'n')::int <> id OR day <> date '2000-01-01' + id) AS wrong
+                    FROM copied
+                    """
+                ).first)
             #expect(try row.decode("n", as: Int.self) == 200_000)
             #expect(try row.decode("users", as: Int.self) == 200_000)
             #expect(try row.decode("first", as: String.self) == "2000-01-01")

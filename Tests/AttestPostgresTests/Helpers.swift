@@ -8,7 +8,8 @@ func withFreshDatabase(
     _ body: (PostgresClient) async throws -> Void
 ) async throws {
     let name = try await TestDatabase.create(migrated: false)
-    let client = TestDatabase.client(database: name, role: nil, maxConnections: maxConnections, leaseTimeout: leaseTimeout, settingsStyle: settingsStyle)
+    let client = TestDatabase.client(
+        database: name, role: nil, maxConnections: maxConnections, leaseTimeout: leaseTimeout, settingsStyle: settingsStyle)
     do {
         try await body(client)
         await client.shutdown()

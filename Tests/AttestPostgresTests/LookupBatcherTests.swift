@@ -1,7 +1,8 @@
-@testable import AttestPostgres
 import Foundation
 import Synchronization
 import Testing
+
+@testable import AttestPostgres
 
 /// `LookupBatcher` against a real database: the loads are real queries.
 @Suite("Lookup batching")
@@ -34,7 +35,8 @@ struct LookupBatcherTests {
             }
             if let refuse, keys.contains(refuse) { throw Refused() }
             let rows = try await client.query("SELECT k, k * 10 AS v FROM unnest(\(keys)) AS k WHERE k % 2 = 0")
-            return try Dictionary(uniqueKeysWithValues: rows.map { (try $0.decode("k", as: Int64.self), try $0.decode("v", as: Int64.self)) })
+            return try Dictionary(
+                uniqueKeysWithValues: rows.map { (try $0.decode("k", as: Int64.self), try $0.decode("v", as: Int64.self)) })
         }
 
         func make(maxBatch: Int = 256) -> LookupBatcher<String, Int64, Int64> {

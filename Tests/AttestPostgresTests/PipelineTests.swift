@@ -1,6 +1,7 @@
-@testable import AttestPostgres
 import Foundation
 import Testing
+
+@testable import AttestPostgres
 
 @Suite("Pipeline mode")
 struct PipelineTests {
@@ -72,7 +73,9 @@ struct PipelineTests {
                 numbers.map {
                     PipelineUnit(
                         settings: TransactionSettings([("test.n", "\($0)")]),
-                        statements: ["INSERT INTO notes VALUES (\(Int32($0)), \(body)) RETURNING n, length(body) AS size, current_setting('test.n') AS seen"])
+                        statements: [
+                            "INSERT INTO notes VALUES (\(Int32($0)), \(body)) RETURNING n, length(body) AS size, current_setting('test.n') AS seen"
+                        ])
                 }
             }
             try await client.withConnection { connection in
@@ -93,7 +96,11 @@ struct PipelineTests {
                     #expect(try row.decode("size", as: Int.self) == 64 * 1024)
                     #expect(try row.decode("seen", as: String.self) == "\(n)")
                 }
-                if case .failure(let error) = outcomes[300] { #expect(error.isUniqueViolation) } else { Issue.record("a duplicate was stored") }
+                if case .failure(let error) = outcomes[300] {
+                    #expect(error.isUniqueViolation)
+                } else {
+                    Issue.record("a duplicate was stored")
+                }
                 let copied = try await connection.copy(into: "notes", columns: ["n", "body"]) { rows in
                     for n in 1_000..<1_100 {
                         rows.row(fields: 2)
@@ -116,7 +123,8 @@ struct PipelineTests {
                     PipelineUnit(
                         settings: TransactionSettings([("test.first", "a"), ("test.second", "b'; DROP")]),
                         statements: ["SELECT current_setting('test.first') || '|' || current_setting('test.second') AS seen"]),
-                    PipelineUnit(settings: TransactionSettings([("test.first", "c")]), statements: ["SELECT current_setting('test.first') AS seen"]),
+                    PipelineUnit(
+                        settings: TransactionSettings([("test.first", "c")]), statements: ["SELECT current_setting('test.first') AS seen"]),
                     PipelineUnit(statements: ["SELECT coalesce(current_setting('test.first', true), '') AS seen"]),
                 ])
             }
@@ -126,8 +134,12 @@ struct PipelineTests {
             let segmented = try await client.withConnection { connection in
                 try await connection.pipeline([
                     PipelineUnit(segments: [
-                        .init(settings: TransactionSettings([("test.first", "one")]), statements: ["SELECT current_setting('test.first') AS seen"]),
-                        .init(settings: TransactionSettings([("test.first", "two")]), statements: ["SELECT current_setting('test.first') AS seen"]),
+                        .init(
+                            settings: TransactionSettings([("test.first", "one")]),
+                            statements: ["SELECT current_setting('test.first') AS seen"]),
+                        .init(
+                            settings: TransactionSettings([("test.first", "two")]),
+                            statements: ["SELECT current_setting('test.first') AS seen"]),
                     ])
                 ])
             }
@@ -141,7 +153,9 @@ struct PipelineTests {
             await #expect(throws: PostgresError.self) {
                 try await client.withTransaction(settings: TransactionSettings([("bad name", "x")])) { _ in }
             }
-            #expect(try await client.query("SELECT coalesce(current_setting('test.first', true), '') AS seen")[0].decode("seen", as: String.self) == "")
+            #expect(
+                try await client.query("SELECT coalesce(current_setting('test.first', true), '') AS seen")[0].decode(
+                    "seen", as: String.self) == "")
         }
     }
 }

@@ -138,7 +138,9 @@ extension PoolTests {
         func threads() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count }
         let before = try threads()
         let clients = (0..<20).map { _ in
-            PostgresClient(configuration: PostgresConfiguration(connectionString: ""), options: .init(maxConnections: 10), logger: TestDatabase.testLogger)
+            PostgresClient(
+                configuration: PostgresConfiguration(connectionString: ""), options: .init(maxConnections: 10),
+                logger: TestDatabase.testLogger)
         }
         #expect(try threads() - before < 50, "20 clients of 10 connections started threads in init")
         for client in clients { await client.shutdown() }

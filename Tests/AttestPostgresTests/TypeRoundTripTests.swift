@@ -59,7 +59,10 @@ struct TypeRoundTripTests {
     }
 
     @Test func jsonbIsNormalisedByTheServerAndDecodes() async throws {
-        struct Answers: Codable, Equatable { var fever: Bool; var temperature: Double }
+        struct Answers: Codable, Equatable {
+            var fever: Bool
+            var temperature: Double
+        }
         try await withFreshDatabase { client async throws in
             let json = try PostgresJSON(encoding: Answers(fever: true, temperature: 37.5))
             let rows = try await client.query("SELECT \(json) AS doc, (\(json))->>'temperature' AS temperature")

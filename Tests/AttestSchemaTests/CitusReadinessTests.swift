@@ -75,7 +75,8 @@ struct CitusReadinessTests {
                 #expect(columns == ["campus_id"] && targetColumns == ["id"], "\(name): \(columns) → campuses\(targetColumns)")
             case "f":
                 #expect(tenant.contains(target), "\(name) points at \(target), which is neither a tenant table nor campuses")
-                #expect(columns.contains("campus_id") && targetColumns.contains("campus_id"), "\(name): \(columns) → \(target)\(targetColumns)")
+                #expect(
+                    columns.contains("campus_id") && targetColumns.contains("campus_id"), "\(name): \(columns) → \(target)\(targetColumns)")
             default:
                 #expect(columns.contains("campus_id"), "\(name) on \(table) (\(kind)) lacks campus_id: \(columns)")
             }
@@ -134,12 +135,16 @@ struct CitusReadinessTests {
 
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appending(path: "deploy/citus/distribute.sql")
-        #expect(try String(contentsOf: file, encoding: .utf8) == CitusLayout.script, "regenerate it: attest citus script > deploy/citus/distribute.sql")
+        #expect(
+            try String(contentsOf: file, encoding: .utf8) == CitusLayout.script,
+            "regenerate it: attest citus script > deploy/citus/distribute.sql")
 
         await #expect(throws: CitusLayout.Refusal.self) { _ = try await CitusLayout.distribute(owner) }
         let refused = try await ChildProcess.run(
             [ChildProcess.attestBinary, "citus", "distribute"], environment: ["DATABASE_URL": TestDatabase.url(database: name)])
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("cannot distribute: this database has no citus extension: connect to a Citus coordinator"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("cannot distribute: this database has no citus extension: connect to a Citus coordinator"),
+            "\(refused.stderr)")
     }
 }

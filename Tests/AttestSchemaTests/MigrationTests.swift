@@ -126,9 +126,10 @@ struct MigrationTests {
         let report = try await migrator.migrate(owner)
         #expect(report.applied == Array(9...SchemaMigrator.latestVersion))
         let rows = try await owner.query("SELECT email, array_to_string(roles, ',') AS roles FROM users ORDER BY email")
-        #expect(try rows.map { "\(try $0.decode("email", as: String.self)) \(try $0.decode("roles", as: String.self))" } == [
-            "admin@old.edu admin,member,screener", "plain@old.edu member", "unlisted@old.edu member",
-        ])
+        #expect(
+            try rows.map { "\(try $0.decode("email", as: String.self)) \(try $0.decode("roles", as: String.self))" } == [
+                "admin@old.edu admin,member,screener", "plain@old.edu member", "unlisted@old.edu member",
+            ])
         let migrated = try await Self.catalog(owner)
         #expect(migrated == fresh, "differs: \(Set(migrated).symmetricDifference(fresh).sorted())")
         await owner.shutdown()
@@ -219,6 +220,8 @@ struct MigrationTests {
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appending(path: "schema.sql")
         let text = try String(contentsOf: file, encoding: .utf8)
-        #expect(SchemaMigrator.schemaSQL.trimmingCharacters(in: .whitespacesAndNewlines) == text.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(
+            SchemaMigrator.schemaSQL.trimmingCharacters(in: .whitespacesAndNewlines) == text.trimmingCharacters(in: .whitespacesAndNewlines)
+        )
     }
 }

@@ -10,7 +10,9 @@ struct SchemaRulesTests {
     static let referenceTables: Set<String> = ["campuses", "schema_migrations", "community_regions", "community_days"]
     /// A member's own tables: a second, restrictive policy admits only the member a transaction names.
     static let ownerReadTables: Set<String> = ["notification_outbox", "badge_keys", "badge_subject_keys", "campus_plugins"]
-    static let memberTables: Set<String> = ["journal_entries", "journal_audio", "journal_audio_chunks", "episodes", "journal_shares", "journal_share_openings"]
+    static let memberTables: Set<String> = [
+        "journal_entries", "journal_audio", "journal_audio_chunks", "episodes", "journal_shares", "journal_share_openings",
+    ]
 
     @Test func everyTenantTableLeadsItsKeysWithCampusAndForcesRowLevelSecurity() async throws {
         let name = try await TestDatabase.create()

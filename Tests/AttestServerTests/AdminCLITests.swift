@@ -20,7 +20,9 @@ struct AdminCLITests {
     static func cli() async throws -> CLI { CLI(database: try await TestDatabase.create()) }
 
     /// A failed command: exit 1, one line on stderr containing `text`.
-    static func expectFailure(_ result: (status: Int32, stdout: String, stderr: String), _ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectFailure(
+        _ result: (status: Int32, stdout: String, stderr: String), _ text: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(result.status == 1, "\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stderr.contains(text), "\(result.stderr)", sourceLocation: sourceLocation)
@@ -28,8 +30,9 @@ struct AdminCLITests {
 
     @Test func campusCreateListShowSetAndItsErrors() async throws {
         let cli = try await Self.cli()
-        let created = try await cli.run("campus", "create", "north-u", "--name", "North U", "--timezone", "Pacific/Auckland",
-                                        "--deadline", "09:30", "--email-domain", "north.edu", "--json")
+        let created = try await cli.run(
+            "campus", "create", "north-u", "--name", "North U", "--timezone", "Pacific/Auckland",
+            "--deadline", "09:30", "--email-domain", "north.edu", "--json")
         #expect(created.status == 0, "\(created.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(created.stdout.utf8)) as? [String: Any]
         #expect(object?["deadline"] as? String == "09:30")
@@ -37,8 +40,12 @@ struct AdminCLITests {
 
         Self.expectFailure(try await cli.run("campus", "create", "north-u", "--name", "Again", "--timezone", "UTC"), "already exists")
         Self.expectFailure(try await cli.run("campus", "create", "Bad_Slug", "--name", "X", "--timezone", "UTC"), "invalid campus slug")
-        Self.expectFailure(try await cli.run("campus", "create", "mars", "--name", "Mars", "--timezone", "Mars/Olympus"), "unknown time zone \"Mars/Olympus\"")
-        Self.expectFailure(try await cli.run("campus", "create", "late", "--name", "Late", "--timezone", "UTC", "--deadline", "25:00"), "invalid --deadline")
+        Self.expectFailure(
+            try await cli.run("campus", "create", "mars", "--name", "Mars", "--timezone", "Mars/Olympus"),
+            "unknown time zone \"Mars/Olympus\"")
+        Self.expectFailure(
+            try await cli.run("campus", "create", "late", "--name", "Late", "--timezone", "UTC", "--deadline", "25:00"),
+            "invalid --deadline")
         Self.expectFailure(try await cli.run("campus", "show", "nowhere"), "no campus with slug \"nowhere\"")
 
         let list = try await cli.run("campus", "list", "--json")
@@ -61,7 +68,9 @@ struct AdminCLITests {
 
     @Test func usersRolesTokensAndTheAuditTrail() async throws {
         let cli = try await Self.cli()
-        #expect(try await cli.run("campus", "create", "lab", "--name", "Lab", "--timezone", "Europe/Berlin", "--email-domain", "lab.org").status == 0)
+        #expect(
+            try await cli.run("campus", "create", "lab", "--name", "Lab", "--timezone", "Europe/Berlin", "--email-domain", "lab.org").status
+                == 0)
         #expect(try await cli.run("user", "add", "lab", "Kim@Lab.org", "--name", "Kim").status == 0)
         Self.expectFailure(try await cli.run("user", "add", "lab", "kim@lab.org"), "already exists")
         Self.expectFailure(try await cli.run("user", "add", "lab", "kim@elsewhere.org"), "not in this campus's email domains")
@@ -110,24 +119,26 @@ struct AdminCLITests {
 
     @Test func csvImportIsAllOrNothing() async throws {
         let cli = try await Self.cli()
-        #expect(try await cli.run("campus", "create", "csv-u", "--name", "CSV U", "--timezone", "UTC", "--email-domain", "csv.edu").status == 0)
+        #expect(
+            try await cli.run("campus", "create", "csv-u", "--name", "CSV U", "--timezone", "UTC", "--email-domain", "csv.edu").status == 0)
         let directory = FileManager.default.temporaryDirectory.appending(path: "attest-csv-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let bad = directory.appending(path: "bad.csv")
         try """
-            email,name,roles
-            ann@csv.edu,Ann,admin
-            "bo@csv.edu","Bo, Jr.",screener;health_officer
-            carl@csv.edu,Carl,wizard
-            dee@csv.edu,Dee
-            """.write(to: bad, atomically: true, encoding: .utf8)
+        email,name,roles
+        ann@csv.edu,Ann,admin
+        "bo@csv.edu","Bo, Jr.",screener;health_officer
+        carl@csv.edu,Carl,wizard
+        dee@csv.edu,Dee
+        """.write(to: bad, atomically: true, encoding: .utf8)
         Self.expectFailure(try await cli.run("user", "import", "csv-u", bad.path), "line 4: unknown role \"wizard\"")
         #expect(try await cli.run("user", "list", "csv-u", "--json").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
 
         let duplicate = directory.appending(path: "dup.csv")
         try "ann@csv.edu,Ann\nANN@csv.edu,Ann again\n".write(to: duplicate, atomically: true, encoding: .utf8)
-        Self.expectFailure(try await cli.run("user", "import", "csv-u", duplicate.path), "line 2: ann@csv.edu appears again (first on line 1)")
+        Self.expectFailure(
+            try await cli.run("user", "import", "csv-u", duplicate.path), "line 2: ann@csv.edu appears again (first on line 1)")
         let foreign = directory.appending(path: "foreign.csv")
         try "ann@csv.edu,Ann\nzed@other.edu,Zed\n".write(to: foreign, atomically: true, encoding: .utf8)
         Self.expectFailure(try await cli.run("user", "import", "csv-u", foreign.path), "line 2:")
@@ -139,7 +150,9 @@ struct AdminCLITests {
         let imported = try await cli.run("user", "import", "csv-u", good.path, "--json")
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stdout.contains(#""created":3"#) && imported.stdout.contains(#""rolesGranted":3"#))
-        let users = try JSONSerialization.jsonObject(with: Data(try await cli.run("user", "list", "csv-u", "--json").stdout.utf8)) as? [[String: Any]] ?? []
+        let users =
+            try JSONSerialization.jsonObject(with: Data(try await cli.run("user", "list", "csv-u", "--json").stdout.utf8))
+            as? [[String: Any]] ?? []
         #expect(users.count == 3)
         #expect(users.first { $0["email"] as? String == "bo@csv.edu" }?["displayName"] as? String == "Bo, Jr.")
         #expect(users.first { $0["email"] as? String == "bo@csv.edu" }?["roles"] as? [String] == ["member", "screener", "health_officer"])
@@ -163,18 +176,31 @@ struct AdminCLITests {
         #expect(try await cli.run("plugin", "list", "plug-u").stdout.contains("badge-rule standard (default table; none enabled)"))
 
         let unknownQuestion = #"{"rules": [{"when": {"question": "cough", "equals": true}, "color": "red", "reason": "Cough"}]}"#
-        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", unknownQuestion), "nothing was changed")
-        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", "{nope"), "--settings is not valid JSON (")
+        Self.expectFailure(
+            try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", unknownQuestion), "nothing was changed")
+        Self.expectFailure(
+            try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", "{nope"),
+            "--settings is not valid JSON (")
         Self.expectFailure(
             try await cli.run("plugin", "enable", "plug-u", "sink", "log", "--settings", #"{"events": [], "events": ["badge.red"]}"#),
             #"--settings is not valid JSON (the key "events" repeated at byte"#)
-        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", directory.appending(path: "none.json").path), "cannot read --settings")
-        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "badge-rule", "strict"), "no badge rule \"strict\" in this build: available are standard")
-        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", "{}"), "sink webhook refused these settings: url is required")
-        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "testing-locations", "atlas"), "no testing-locations provider \"atlas\" in this build: available are json-feed, static")
+        Self.expectFailure(
+            try await cli.run(
+                "plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", directory.appending(path: "none.json").path),
+            "cannot read --settings")
+        Self.expectFailure(
+            try await cli.run("plugin", "enable", "plug-u", "badge-rule", "strict"),
+            "no badge rule \"strict\" in this build: available are standard")
+        Self.expectFailure(
+            try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", "{}"),
+            "sink webhook refused these settings: url is required")
+        Self.expectFailure(
+            try await cli.run("plugin", "enable", "plug-u", "testing-locations", "atlas"),
+            "no testing-locations provider \"atlas\" in this build: available are json-feed, static")
         let hook = #"{"url": "https://hooks.example.edu/attest", "secret": "hook-secret-0123456789", "events": ["badge.red"]}"#
         // A secret is never taken from the command line, only from a file or standard input.
-        Self.expectFailure(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", hook), "holds \"secret\" on the command line")
+        Self.expectFailure(
+            try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", hook), "holds \"secret\" on the command line")
         let hookFile = directory.appending(path: "hook.json")
         try Data(hook.utf8).write(to: hookFile)
         let piped = try await ChildProcess.run(
@@ -183,7 +209,9 @@ struct AdminCLITests {
         #expect(piped.status == 0, "\(piped.stderr)")
         #expect(try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", "@" + hookFile.path).status == 0)
         let sinks = try await cli.run("plugin", "list", "plug-u")
-        #expect(sinks.stdout.contains("sink webhook") && sinks.stdout.contains(#""secret":"(sealed)""#) && !sinks.stdout.contains("hook-secret"), "\(sinks.stdout)")
+        #expect(
+            sinks.stdout.contains("sink webhook") && sinks.stdout.contains(#""secret":"(sealed)""#)
+                && !sinks.stdout.contains("hook-secret"), "\(sinks.stdout)")
         #expect(try await cli.run("plugin", "disable", "plug-u", "sink", "webhook").status == 0)
         #expect(try await cli.run("outbox", "list", "plug-u").stdout.contains("No pending notifications at plug-u."))
         #expect(try await cli.run("outbox", "dead", "plug-u", "--json").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
@@ -193,11 +221,14 @@ struct AdminCLITests {
         #expect(try await cli.run("plugin", "list", "plug-u", "--json").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
 
         let rules = directory.appending(path: "rules.json")
-        try #"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "Fever", "apiToken": "s3cret"}], "default": {"color": "green", "reason": "Fine"}}"#
+        try
+            #"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "Fever", "apiToken": "s3cret"}], "default": {"color": "green", "reason": "Fine"}}"#
             .write(to: rules, atomically: true, encoding: .utf8)
         let enabled = try await cli.run("plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", rules.path)
         #expect(enabled.status == 0, "\(enabled.stderr)")
-        let listed = try JSONSerialization.jsonObject(with: Data(try await cli.run("plugin", "list", "plug-u", "--json").stdout.utf8)) as? [[String: Any]] ?? []
+        let listed =
+            try JSONSerialization.jsonObject(with: Data(try await cli.run("plugin", "list", "plug-u", "--json").stdout.utf8))
+            as? [[String: Any]] ?? []
         #expect(listed.map { $0["kind"] as? String } == ["badge-rule"])
         // A member holding something named like a secret is sealed whole, and shown as such.
         #expect((listed.first?["settings"] as? [String: Any])?["rules"] as? String == "(sealed)")
@@ -211,12 +242,15 @@ struct AdminCLITests {
         #expect(first.status == 0, "\(first.stderr)")
         let rotation = try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any]
         #expect((rotation?["retired"] as? [String])?.count == 1)
-        let second = try JSONSerialization.jsonObject(with: Data(try await cli.run("campus", "rotate-badge-key", "plug-u", "--json").stdout.utf8)) as? [String: Any]
+        let second =
+            try JSONSerialization.jsonObject(with: Data(try await cli.run("campus", "rotate-badge-key", "plug-u", "--json").stdout.utf8))
+            as? [String: Any]
         #expect(second?["retired"] as? [String] == [rotation?["kid"] as? String].compactMap { $0 })
         Self.expectFailure(try await cli.run("campus", "rotate-badge-key", "nowhere"), "no campus with slug")
 
         let audit = try await cli.run("audit", "plug-u")
-        #expect(audit.stdout.contains("plugin.enable") && audit.stdout.contains("plugin.disable") && audit.stdout.contains("badge-key.rotate"))
+        #expect(
+            audit.stdout.contains("plugin.enable") && audit.stdout.contains("plugin.disable") && audit.stdout.contains("badge-key.rotate"))
         #expect(!audit.stdout.contains("s3cret"))
     }
 
@@ -228,13 +262,16 @@ struct AdminCLITests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let bad = directory.appending(path: "bad.csv")
         try "name,lat,lon\nClinic,40.1,-73.2\nLab,200,0\n".write(to: bad, atomically: true, encoding: .utf8)
-        Self.expectFailure(try await cli.run("locations", "import", "loc-u", bad.path), "line 3: lat must be between -90 and 90; nothing was imported")
+        Self.expectFailure(
+            try await cli.run("locations", "import", "loc-u", bad.path), "line 3: lat must be between -90 and 90; nothing was imported")
         #expect(try await cli.run("locations", "list", "loc-u").stdout.contains("no locations of its own"))
         let good = directory.appending(path: "good.json")
         try #"[{"name": "Clinic", "lat": 40.1, "lon": -73.2}, {"name": "Lab", "lat": 40.2, "lon": -73.1, "hours": "9-5"}]"#
             .write(to: good, atomically: true, encoding: .utf8)
         #expect(try await cli.run("locations", "import", "loc-u", good.path).stdout.contains("Imported 2 testing locations"))
-        let listed = try JSONSerialization.jsonObject(with: Data(try await cli.run("locations", "list", "loc-u", "--json").stdout.utf8)) as? [[String: Any]] ?? []
+        let listed =
+            try JSONSerialization.jsonObject(with: Data(try await cli.run("locations", "list", "loc-u", "--json").stdout.utf8))
+            as? [[String: Any]] ?? []
         #expect(listed.compactMap { $0["name"] as? String } == ["Clinic", "Lab"])
         let id = try #require(listed.first?["id"] as? String)
         #expect(try await cli.run("locations", "remove", "loc-u", id).stdout.contains("Removed 1 location"))
@@ -243,7 +280,8 @@ struct AdminCLITests {
         #expect(try await cli.run("locations", "remove", "loc-u").status == 64)
         let feed = #"{"url": "https://feeds.example.edu/locations.json", "ttlSeconds": 600}"#
         #expect(try await cli.run("plugin", "enable", "loc-u", "testing-locations", "json-feed", "--settings", feed).status == 0)
-        Self.expectFailure(try await cli.run("plugin", "enable", "loc-u", "testing-locations", "json-feed", "--settings", "{}"), "url is required")
+        Self.expectFailure(
+            try await cli.run("plugin", "enable", "loc-u", "testing-locations", "json-feed", "--settings", "{}"), "url is required")
         #expect(try await cli.run("audit", "loc-u").stdout.contains("locations.import"))
     }
 
@@ -255,25 +293,36 @@ struct AdminCLITests {
         #expect(try await cli.run("campus", "show", "idp-u").stdout.contains("nobody can sign in"))
         #expect(try await cli.run("campus", "oidc", "add", "idp-u", "--google", "--audience", "123.apps.googleusercontent.com").status == 0)
         #expect(try await cli.run("campus", "show", "idp-u").stdout.contains("nobody can sign in"))
-        #expect(try await cli.run("campus", "oidc", "add", "idp-u", "--google", "--audience", "123.apps.googleusercontent.com", "--allow-any-domain").status == 0)
+        #expect(
+            try await cli.run(
+                "campus", "oidc", "add", "idp-u", "--google", "--audience", "123.apps.googleusercontent.com", "--allow-any-domain"
+            ).status == 0)
         let shown = try await cli.run("campus", "show", "idp-u")
-        #expect(shown.stdout.contains("https://accounts.google.com (any email domain)") && !shown.stdout.contains("nobody can sign in"), "\(shown.stdout)")
-        let json = try JSONSerialization.jsonObject(with: Data(try await cli.run("campus", "show", "idp-u", "--json").stdout.utf8)) as? [String: Any]
+        #expect(
+            shown.stdout.contains("https://accounts.google.com (any email domain)") && !shown.stdout.contains("nobody can sign in"),
+            "\(shown.stdout)")
+        let json =
+            try JSONSerialization.jsonObject(with: Data(try await cli.run("campus", "show", "idp-u", "--json").stdout.utf8))
+            as? [String: Any]
         #expect(((json?["oidcIssuers"] as? [[String: Any]])?.first?["allowAnyDomain"] as? Bool) == true)
-        let badURL = try await cli.run("campus", "oidc", "add", "idp-u", "--issuer", "http://idp.example", "--audience", "a", "--jwks-url", "http://idp.example/keys")
+        let badURL = try await cli.run(
+            "campus", "oidc", "add", "idp-u", "--issuer", "http://idp.example", "--audience", "a", "--jwks-url", "http://idp.example/keys")
         Self.expectFailure(badURL, "use an https:// URL")
         let directory = FileManager.default.temporaryDirectory.appending(path: "attest-jwks-\(UUID().uuidString.prefix(6)).json")
-        try #"{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"not-a-point","y":"nope"}]}"#.write(to: directory, atomically: true, encoding: .utf8)
+        try #"{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"not-a-point","y":"nope"}]}"#.write(
+            to: directory, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: directory) }
         Self.expectFailure(
-            try await cli.run("campus", "oidc", "add", "idp-u", "--issuer", "https://idp.example", "--audience", "a", "--jwks-file", directory.path),
+            try await cli.run(
+                "campus", "oidc", "add", "idp-u", "--issuer", "https://idp.example", "--audience", "a", "--jwks-file", directory.path),
             "not a usable key set")
         let both = try await cli.run("campus", "oidc", "add", "idp-u", "--issuer", "https://idp.example", "--audience", "a")
         #expect(both.status != 0 && both.stderr.contains("exactly one of --jwks-url and --jwks-file"))
         let list = try await cli.run("campus", "oidc", "list", "idp-u", "--json")
         #expect(list.stdout.contains("https://accounts.google.com") && list.stdout.contains("123.apps.googleusercontent.com"))
         #expect(try await cli.run("campus", "oidc", "remove", "idp-u", "--issuer", "https://accounts.google.com").status == 0)
-        Self.expectFailure(try await cli.run("campus", "oidc", "remove", "idp-u", "--issuer", "https://accounts.google.com"), "is not configured")
+        Self.expectFailure(
+            try await cli.run("campus", "oidc", "remove", "idp-u", "--issuer", "https://accounts.google.com"), "is not configured")
     }
 
     /// The key-encryption key: made with `keys new-kek`, required where badge keys are made or
@@ -315,7 +364,8 @@ struct AdminCLITests {
         Self.expectFailure(try await serve(kek: nil), "no key-encryption key: make one with `attest keys new-kek > FILE`")
         Self.expectFailure(try await serve(kek: "new"), "sealed under key-encryption key")
 
-        Self.expectFailure(try await attest(["keys", "rotate-kek", "--new-kek-file", directory + "/old"], kek: "old"), "is the current one")
+        Self.expectFailure(
+            try await attest(["keys", "rotate-kek", "--new-kek-file", directory + "/old"], kek: "old"), "is the current one")
         let rotated = try await attest(["keys", "rotate-kek", "--new-kek-file", directory + "/new", "--json"], kek: "old")
         #expect(rotated.status == 0, "\(rotated.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(rotated.stdout.utf8)) as? [String: Any]

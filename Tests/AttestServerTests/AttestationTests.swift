@@ -1,17 +1,18 @@
-@testable import AttestHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import AttestPostgres
 import AttestTestSupport
 import BuiltinPlugins
 import Foundation
 import HTTPTypes
-import Identity
 import Hummingbird
-@testable import Surveys
+import Identity
 import Synchronization
 import Tenancy
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
+@testable import Surveys
 
 @Suite("Attestations")
 struct AttestationTests {
@@ -48,7 +49,8 @@ struct AttestationTests {
         let (server, campus) = try await Self.setUp(clock: clock)
         let (_, token) = try await server.user("a@example.edu", at: campus)
         try await server.run { api in
-            let first = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+            let first = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
             #expect(first.status == 201)
             #expect(first.json["date"] as? String == "2026-11-20")
             // A time-ordered id (UUID version 7) of the submission's instant, 2026-11-20T14:30:00Z.
@@ -58,14 +60,17 @@ struct AttestationTests {
             #expect(badge?["color"] as? String == "green")
             #expect(badge?["validUntil"] as? String == "2026-11-21T05:00:00Z")
 
-            let second = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(#"{"fever": true, "cough": true}"#))
+            let second = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: token,
+                json: Self.body(#"{"fever": true, "cough": true}"#))
             #expect(second.status == 409)
             #expect(second.problem.detail.contains("2026-11-20 (America/New_York)"))
             #expect(second.problem.detail.contains("00:00 America/New_York, in 14 h 30 min"))
 
             // A new local day opens a new window.
             try clock.set("2026-11-21T05:00:00Z")
-            let tomorrow = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+            let tomorrow = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
             #expect(tomorrow.status == 201)
             #expect(tomorrow.json["date"] as? String == "2026-11-21")
             #expect(try await Self.count(server, campus) == 2)
@@ -78,10 +83,12 @@ struct AttestationTests {
         let (_, early) = try await server.user("early@example.edu", at: campus)
         let (_, late) = try await server.user("late@example.edu", at: campus)
         try await server.run { api in
-            let onTime = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: early, json: Self.body(Self.healthy))
+            let onTime = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: early, json: Self.body(Self.healthy))
             #expect(onTime.json["onTime"] as? Bool == true)
             try clock.set("2026-11-20T15:00:00Z")  // 10:00:00 EST
-            let tardy = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: late, json: Self.body(Self.healthy))
+            let tardy = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: late, json: Self.body(Self.healthy))
             #expect(tardy.json["onTime"] as? Bool == false)
             let stats = try await server.pool.query(
                 "SELECT sum(submitted) AS submitted, sum(on_time) AS on_time, sum(late) AS late, sum(green) AS green FROM daily_stats",
@@ -98,12 +105,16 @@ struct AttestationTests {
         let server = try await TestServer.make(clock: clock.read)
         let east = try await server.campus("kiritimati", timeZone: "Pacific/Kiritimati")  // UTC+14
         let west = try await server.campus("honolulu", timeZone: "Pacific/Honolulu")  // UTC−10
-        for campus in [east, west] { _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test") }
+        for campus in [east, west] {
+            _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
+        }
         let (_, eastToken) = try await server.user("e@example.edu", at: east)
         let (_, westToken) = try await server.user("w@example.edu", at: west)
         try await server.run { api in
-            let a = try await api.send(.post, "/v1/campuses/kiritimati/attestations", template: Self.path, token: eastToken, json: Self.body(Self.healthy))
-            let b = try await api.send(.post, "/v1/campuses/honolulu/attestations", template: Self.path, token: westToken, json: Self.body(Self.healthy))
+            let a = try await api.send(
+                .post, "/v1/campuses/kiritimati/attestations", template: Self.path, token: eastToken, json: Self.body(Self.healthy))
+            let b = try await api.send(
+                .post, "/v1/campuses/honolulu/attestations", template: Self.path, token: westToken, json: Self.body(Self.healthy))
             #expect(a.json["date"] as? String == "2026-06-16")
             #expect(b.json["date"] as? String == "2026-06-15")
         }
@@ -120,7 +131,9 @@ struct AttestationTests {
             func post(_ key: String, _ answers: String) async throws -> (Int, String?, String?) {
                 let response = try await api.client.execute(
                     uri: "/v1/campuses/north/attestations", method: .post,
-                    headers: [.authorization: "Bearer \(token)", .contentType: "application/json", HTTPField.Name("Idempotency-Key")!: key],
+                    headers: [
+                        .authorization: "Bearer \(token)", .contentType: "application/json", HTTPField.Name("Idempotency-Key")!: key,
+                    ],
                     body: ByteBuffer(string: Self.body(answers)))
                 let json = try? JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any]
                 return (Int(response.status.code), json?["id"] as? String, response.headers[HTTPField.Name("Idempotent-Replayed")!])
@@ -133,21 +146,28 @@ struct AttestationTests {
             let reordered = try await post("retry-me-1", #"{ "cough" : false,   "fever": false }"#)
             #expect(reordered.0 == 201 && reordered.1 == first.1 && reordered.2 == "true")
             let changed = try await api.send(
-                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(#"{"fever": true, "cough": false}"#),
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: token,
+                json: Self.body(#"{"fever": true, "cough": false}"#),
                 headers: [HTTPField.Name("Idempotency-Key")!: "retry-me-1"])
-            #expect(changed.status == 422 && changed.problem.type.hasSuffix("/idempotency-key-reused") && changed.problem.fields == ["Idempotency-Key"])
+            #expect(
+                changed.status == 422 && changed.problem.type.hasSuffix("/idempotency-key-reused")
+                    && changed.problem.fields == ["Idempotency-Key"])
             let other = try await post("another-key", Self.healthy)
             #expect(other.0 == 409)
             // A later day: the key still names that first body.
             clock.advance(by: 86_400)
             let nextDay = try await api.send(
-                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(#"{"fever": true, "cough": true}"#),
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: token,
+                json: Self.body(#"{"fever": true, "cough": true}"#),
                 headers: [HTTPField.Name("Idempotency-Key")!: "retry-me-1"])
             #expect(nextDay.status == 422 && nextDay.problem.fields == ["Idempotency-Key"], "\(nextDay.body)")
             clock.advance(by: -86_400)
             let bad = try await api.client.execute(
                 uri: "/v1/campuses/north/attestations", method: .post,
-                headers: [.authorization: "Bearer \(token)", .contentType: "application/json", HTTPField.Name("Idempotency-Key")!: String(repeating: "k", count: 201)],
+                headers: [
+                    .authorization: "Bearer \(token)", .contentType: "application/json",
+                    HTTPField.Name("Idempotency-Key")!: String(repeating: "k", count: 201),
+                ],
                 body: ByteBuffer(string: Self.body(Self.healthy)))
             #expect(bad.status == .unprocessableContent)
             #expect(try await Self.count(server, campus) == 1)
@@ -171,7 +191,8 @@ struct AttestationTests {
                         let answers = member % 2 == 1 && second ? #"{"fever": true, "cough": false}"# : Self.healthy
                         group.addTask {
                             let reply = try await client.send(
-                                .post, "/v1/campuses/north/attestations", template: Self.path, token: members[member], json: Self.body(answers),
+                                .post, "/v1/campuses/north/attestations", template: Self.path, token: members[member],
+                                json: Self.body(answers),
                                 headers: [HTTPField.Name("Idempotency-Key")!: "race-key"])
                             return (member, reply.status)
                         }
@@ -213,7 +234,10 @@ struct AttestationTests {
                 (Self.body(#"{"fever": false}"#), 422, ["answers.cough"]),
                 (Self.body(#"{"fever": false, "cough": false, "shoe_size": 44}"#), 422, ["answers.shoe_size"]),
                 (Self.body(#"{"fever": false, "cough": false, "temperature": 99}"#), 422, ["answers.temperature"]),
-                (Self.body(#"{"fever": false, "cough": false, "'); DROP TABLE attestations;--": true}"#), 422, ["answers.'); DROP TABLE attestations;--"]),
+                (
+                    Self.body(#"{"fever": false, "cough": false, "'); DROP TABLE attestations;--": true}"#), 422,
+                    ["answers.'); DROP TABLE attestations;--"]
+                ),
                 (Self.body(Self.healthy, version: 2), 409, []),
                 ("{\"surveyVersion\": 1, \"answers\": {\"fever\": false, \"cough\": false, \"temperature\": 1e999}}", 400, []),
                 ("not json", 400, []),
@@ -232,8 +256,14 @@ struct AttestationTests {
             // Bodies refused before any answer is looked at: too large, nested too deep, an
             // unpaired surrogate, bytes that are not UTF-8, another content type.
             let refused: [(json: String, contentType: String, status: Int, detail: String)] = [
-                (Self.body(#"{"fever": false, "cough": false, "x": "\#(String(repeating: "x", count: 70_000))"}"#), "application/json", 413, "larger than 64 KiB"),
-                (Self.body(#"{"x": \#(String(repeating: "[", count: 5_000) + String(repeating: "]", count: 5_000))}"#), "application/json", 400, "nesting deeper than 64"),
+                (
+                    Self.body(#"{"fever": false, "cough": false, "x": "\#(String(repeating: "x", count: 70_000))"}"#), "application/json",
+                    413, "larger than 64 KiB"
+                ),
+                (
+                    Self.body(#"{"x": \#(String(repeating: "[", count: 5_000) + String(repeating: "]", count: 5_000))}"#),
+                    "application/json", 400, "nesting deeper than 64"
+                ),
                 (Self.body(#"{"fever": false, "cough": "\ud800"}"#), "application/json", 400, "an unpaired surrogate"),
                 (Self.body(Self.healthy), "text/plain", 415, "application/json"),
                 (Self.body(Self.healthy), "application/json-patch+json", 415, "application/json"),
@@ -242,18 +272,22 @@ struct AttestationTests {
                 (#"{"surveyVersion": 1}"#, "Application/JSON; charset=utf-8", 422, "answers: is required"),
             ]
             for (json, contentType, status, detail) in refused {
-                let reply = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: json, contentType: contentType)
+                let reply = try await api.send(
+                    .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: json, contentType: contentType)
                 #expect(reply.status == status && reply.problem.detail.contains(detail), "\(json.prefix(60)): \(reply.body)")
             }
             let notUTF8 = try await api.client.execute(
                 uri: "/v1/campuses/north/attestations", method: .post,
                 headers: [.authorization: "Bearer \(token)", .contentType: "application/json"],
-                body: ByteBuffer(bytes: Array(#"{"surveyVersion": 1, "answers": {"fever": false, "cough": false, "x": ""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8)))
+                body: ByteBuffer(
+                    bytes: Array(#"{"surveyVersion": 1, "answers": {"fever": false, "cough": false, "x": ""#.utf8) + [0xC3, 0x28]
+                        + Array(#""}}"#.utf8)))
             #expect(notUTF8.status == .badRequest && String(buffer: notUTF8.body).contains("UTF-8"), "\(String(buffer: notUTF8.body))")
             #expect(try await Self.count(server, campus) == 0)
             let stats = try await server.pool.query("SELECT count(*) AS n FROM daily_stats", campus: campus.id.rawValue)
             #expect(try stats[0].decode("n", as: Int.self) == 0)
-            let unauthenticated = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, json: Self.body(Self.healthy))
+            let unauthenticated = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, json: Self.body(Self.healthy))
             #expect(unauthenticated.status == 401)
         }
     }
@@ -303,7 +337,8 @@ struct AttestationTests {
         var members: [UserID] = []
         for index in 0..<13 { members.append(try await server.user("m\(index)@example.edu", at: campus).user.id) }
         let metrics = ServerMetrics()
-        let writer = AttestationWriter(client: server.pool, logger: TestDatabase.testLogger, metrics: SubmissionMetrics(factory: metrics.factory))
+        let writer = AttestationWriter(
+            client: server.pool, logger: TestDatabase.testLogger, metrics: SubmissionMetrics(factory: metrics.factory))
         @Sendable func pending(_ user: UserID) -> PendingAttestation {
             let attestation = Attestation(
                 id: UUID(), date: LocalDate(year: 2026, month: 11, day: 20), submittedAt: clock.read(), onTime: true,
@@ -360,7 +395,8 @@ struct AttestationTests {
         let members = added
         let ghost = UserID(UUID())  // not a member: its insert breaks the batch's transaction
         let metrics = ServerMetrics()
-        let writer = AttestationWriter(client: server.pool, logger: TestDatabase.testLogger, metrics: SubmissionMetrics(factory: metrics.factory))
+        let writer = AttestationWriter(
+            client: server.pool, logger: TestDatabase.testLogger, metrics: SubmissionMetrics(factory: metrics.factory))
         let outcomes = try await withThrowingTaskGroup(of: (UserID, Result<WriteOutcome, any Error>).self) { group in
             for user in members + [ghost] {
                 group.addTask {
@@ -439,14 +475,16 @@ struct AttestationTests {
             let campus = try await server.campus(rule)
             _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
             try await server.pool.query(
-                "INSERT INTO campus_plugins (campus_id, kind, plugin_id) VALUES (\(campus.id), 'badge-rule', \(rule))", campus: campus.id.rawValue)
+                "INSERT INTO campus_plugins (campus_id, kind, plugin_id) VALUES (\(campus.id), 'badge-rule', \(rule))",
+                campus: campus.id.rawValue)
             members.append((rule, try await server.user("m@example.edu", at: campus).token))
         }
         let attending = members
         try await server.run { api in
             for member in attending {
                 let reply = try await api.send(
-                    .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: member.token, json: Self.body(Self.healthy))
+                    .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: member.token,
+                    json: Self.body(Self.healthy))
                 #expect(reply.status == 201, "\(member.slug): \(reply.body)")
                 let badge = reply.json["badge"] as? [String: Any]
                 #expect(badge?["color"] as? String == "yellow", "\(member.slug)")
@@ -515,7 +553,8 @@ struct AttestationTests {
             let campus = try await server.campus(id)
             _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
             try await server.pool.query(
-                "INSERT INTO campus_plugins (campus_id, kind, plugin_id) VALUES (\(campus.id), 'badge-rule', \(id))", campus: campus.id.rawValue)
+                "INSERT INTO campus_plugins (campus_id, kind, plugin_id) VALUES (\(campus.id), 'badge-rule', \(id))",
+                campus: campus.id.rawValue)
             campuses.append(campus)
         }
         return (server, campuses)
@@ -562,7 +601,8 @@ struct AttestationTests {
             try clock.set("2026-11-15T15:00:00Z")
             for member in attending {
                 let reply = try await api.send(
-                    .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: member.token, json: Self.body(Self.healthy))
+                    .post, "/v1/campuses/\(member.slug)/attestations", template: Self.path, token: member.token,
+                    json: Self.body(Self.healthy))
                 #expect(reply.status == 201, "\(member.slug), the 15th")
             }
         }
@@ -584,9 +624,10 @@ struct AttestationTests {
         // Two answers, each its own column: a number and a boolean, each only where given.
         let two = seen.last("temperature-and-cough")
         #expect(dates(two) == ["2026-11-14", "2026-11-13", "2026-11-12", "2026-11-11"])
-        #expect(two?.map(\.answers) == [
-            ["cough": .bool(true)], nil, ["cough": .bool(true), "temperature": .number(37.1)], ["cough": .bool(false)],
-        ])
+        #expect(
+            two?.map(\.answers) == [
+                ["cough": .bool(true)], nil, ["cough": .bool(true), "temperature": .number(37.1)], ["cough": .bool(false)],
+            ])
     }
 
     /// A submission whose session the server does not keep reads the member's past in the
@@ -651,9 +692,10 @@ struct AttestationTests {
             for pair in stride(from: 0, to: given.count - 1, by: 2) { #expect(given[pair] == given[pair + 1], "\(id), submission \(pair)") }
             #expect(given.last?.count == min(need.days, 5), "\(id)")
         }
-        #expect(seen.last("temperature-and-cough")?.map(\.answers) == [
-            ["cough": .bool(true)], nil, ["cough": .bool(true), "temperature": .number(37.1)], ["cough": .bool(false)],
-        ])
+        #expect(
+            seen.last("temperature-and-cough")?.map(\.answers) == [
+                ["cough": .bool(true)], nil, ["cough": .bool(true), "temperature": .number(37.1)], ["cough": .bool(false)],
+            ])
     }
 
     /// Concurrent submitters of one campus read their sessions and pasts in one batch: two
@@ -726,11 +768,13 @@ struct AttestationTests {
         // End to end with a session this server does not keep: the past read with it makes the badge red.
         let third = try await SessionStore(client: pool).issue(campus: campus, user: tested.id).token
         try await reader.run { api in
-            let reply = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: third, json: Self.body(Self.healthy))
+            let reply = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: third, json: Self.body(Self.healthy))
             #expect(reply.status == 201)
             let badge = reply.json["badge"] as? [String: Any]
             #expect(badge?["color"] as? String == "red", "\(reply.body)")
-            #expect((badge?["reason"] as? String)?.hasPrefix("Positive test in the last 10 days (reported 2026-11-14") == true, "\(reply.body)")
+            #expect(
+                (badge?["reason"] as? String)?.hasPrefix("Positive test in the last 10 days (reported 2026-11-14") == true, "\(reply.body)")
         }
     }
 
@@ -757,7 +801,8 @@ struct AttestationTests {
                 try await Task.sleep(for: .seconds(5.1))  // the rule cache's bound
                 let (_, token) = try await server.user("\(plugin)@example.edu", at: campus)
                 let started = ContinuousClock.now
-                let reply = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+                let reply = try await api.send(
+                    .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
                 // Inline, the slow rule holds its submission: the answer cannot come before it
                 // returns (on the pool for rules that may block, the budget would answer at 0.1 s).
                 if plugin == "slow-inline" { #expect(ContinuousClock.now - started >= .milliseconds(300)) }
@@ -768,8 +813,12 @@ struct AttestationTests {
                 // validUntil never passes the end of the local day.
                 #expect(badge?["validUntil"] as? String == "2026-11-21T05:00:00Z", "\(plugin)")
             }
-            let rules = try await server.pool.query("SELECT rule_id, rule_version FROM attestations ORDER BY submitted_at, rule_id", campus: campus.id.rawValue)
-            #expect(Set(try rules.map { try $0.decode("rule_id", as: String.self) }) == ["always-red", "broken", "slow", "slow-inline", "quick-inline"])
+            let rules = try await server.pool.query(
+                "SELECT rule_id, rule_version FROM attestations ORDER BY submitted_at, rule_id", campus: campus.id.rawValue)
+            #expect(
+                Set(try rules.map { try $0.decode("rule_id", as: String.self) }) == [
+                    "always-red", "broken", "slow", "slow-inline", "quick-inline",
+                ])
             // Each failure is counted by its reason, for an operator's alert.
             let metrics = try await api.send(.get, "/metrics", template: "/metrics").body
             #expect(metric(metrics, #"attest_badge_rule_failures_total{reason="error"}"#) == 1)
@@ -810,7 +859,8 @@ struct AttestationTests {
                         for (index, token) in members.enumerated() {
                             group.addTask {
                                 let reply = try await clients[index].send(
-                                    .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(answers(index)))
+                                    .post, "/v1/campuses/north/attestations", template: Self.path, token: token,
+                                    json: Self.body(answers(index)))
                                 return (index, (reply.json["badge"] as? [String: Any])?["color"] as? String)
                             }
                         }
@@ -834,14 +884,17 @@ struct AttestationTests {
         let (server, campus) = try await Self.setUp(clock: clock)
         let (_, token) = try await server.user("p@example.edu", at: campus)
         try await server.run { api in
-            let day0 = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token,
-                                          json: Self.body(#"{"fever": false, "cough": false, "positive_test": true}"#))
+            let day0 = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: token,
+                json: Self.body(#"{"fever": false, "cough": false, "positive_test": true}"#))
             #expect((day0.json["badge"] as? [String: Any])?["color"] as? String == "red")
             try clock.set("2026-11-19T15:00:00Z")  // 9 days later
-            let day9 = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+            let day9 = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
             #expect((day9.json["badge"] as? [String: Any])?["color"] as? String == "red")
             try clock.set("2026-11-20T15:00:00Z")  // 10 days later
-            let day10 = try await api.send(.post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
+            let day10 = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: Self.path, token: token, json: Self.body(Self.healthy))
             #expect((day10.json["badge"] as? [String: Any])?["color"] as? String == "green")
         }
     }

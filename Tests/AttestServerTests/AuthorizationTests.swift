@@ -1,4 +1,3 @@
-@testable import AttestHTTP
 import AttestPluginsTesting
 import AttestTestSupport
 import Foundation
@@ -7,6 +6,8 @@ import Hummingbird
 import Identity
 import Tenancy
 import Testing
+
+@testable import AttestHTTP
 
 @Suite("Authentication and roles")
 struct AuthorizationTests {
@@ -17,7 +18,10 @@ struct AuthorizationTests {
         let expired = try await SessionStore(client: server.pool).issue(campus: campus, user: user.id, lifetime: 1)
         try await Task.sleep(for: .milliseconds(1100))
         try await server.run { api in
-            for header in [nil, "Basic dXNlcjpwYXNz", "Bearer", "Bearer short", "Bearer " + String(repeating: "A", count: 43), "Bearer " + expired.token] {
+            for header in [
+                nil, "Basic dXNlcjpwYXNz", "Bearer", "Bearer short", "Bearer " + String(repeating: "A", count: 43),
+                "Bearer " + expired.token,
+            ] {
                 var headers: [String: String] = [:]
                 if let header { headers["Authorization"] = header }
                 let reply = try await api.client.execute(
@@ -42,8 +46,11 @@ struct AuthorizationTests {
             // Probe routes for the mechanism the role-guarded routes of later issues use.
             let group = router.group("probe/:campus").add(middleware: CampusMiddleware(directory: directory))
             group.group("admin").add(middleware: AuthenticationMiddleware(services: services, roles: [.admin])).get { _, _ in "ok" }
-            group.group("door").add(middleware: AuthenticationMiddleware(services: services, roles: [.screener, .admin])).get { _, _ in "ok" }
-            group.group("follow-up").add(middleware: AuthenticationMiddleware(services: services, roles: [.healthOfficer])).get { _, _ in "ok" }
+            group.group("door").add(middleware: AuthenticationMiddleware(services: services, roles: [.screener, .admin])).get { _, _ in "ok"
+            }
+            group.group("follow-up").add(middleware: AuthenticationMiddleware(services: services, roles: [.healthOfficer])).get { _, _ in
+                "ok"
+            }
         }) { api in
             let expectations: [(String, String, Int)] = [
                 ("admin", member, 403), ("admin", screener, 403), ("admin", officer, 403), ("admin", admin, 200),
@@ -51,7 +58,8 @@ struct AuthorizationTests {
                 ("follow-up", member, 403), ("follow-up", screener, 403), ("follow-up", admin, 403), ("follow-up", officer, 200),
             ]
             for (path, token, status) in expectations {
-                let reply = try await api.client.execute(uri: "/probe/east/\(path)", method: .get, headers: [.authorization: "Bearer \(token)"])
+                let reply = try await api.client.execute(
+                    uri: "/probe/east/\(path)", method: .get, headers: [.authorization: "Bearer \(token)"])
                 #expect(Int(reply.status.code) == status, "\(path)")
                 if status == 403 {
                     #expect(String(buffer: reply.body).contains("ask a campus administrator"))
@@ -165,8 +173,11 @@ struct DocumentedConstraintsTests {
             #expect(pattern.firstMatch(in: bad, range: NSRange(bad.startIndex..., in: bad)) == nil, "\(bad)")
         }
         #expect(pattern.firstMatch(in: "3f1c-retry_1", range: NSRange(location: 0, length: 12)) != nil)
-        #expect(Self.parameterObject("/v1/campuses/{campus}/testing-locations", "get", "lat")?["description"]?.stringValue?.contains("together with lon") == true)
-        let verify = OpenAPIDocument.value["paths"]?["/v1/campuses/{campus}/badges/verify"]?["post"]?["requestBody"]?["content"]?["application/json"]?["schema"]
+        #expect(
+            Self.parameterObject("/v1/campuses/{campus}/testing-locations", "get", "lat")?["description"]?.stringValue?.contains(
+                "together with lon") == true)
+        let verify = OpenAPIDocument.value["paths"]?["/v1/campuses/{campus}/badges/verify"]?["post"]?["requestBody"]?["content"]?[
+            "application/json"]?["schema"]
         #expect(verify?["properties"]?["token"]?["minLength"] == .integer(1))
         let version = OpenAPIDocument.value["components"]?["schemas"]?["AttestationRequest"]?["properties"]?["surveyVersion"]
         #expect(version?["minimum"] == .integer(1) && version?["maximum"] == .integer(999_999_999))
@@ -177,17 +188,20 @@ struct DocumentedConstraintsTests {
                 .get, "/v1/campuses/north/me/attestations?cursor=", template: "/v1/campuses/{campus}/me/attestations", token: member)
             #expect(empty.status == 422 && empty.problem.fields == ["cursor"], "\(empty.body)")
             let badKey = try await api.send(
-                .post, "/v1/campuses/north/attestations", template: AttestationTests.path, token: member, json: AttestationTests.body(AttestationTests.healthy),
+                .post, "/v1/campuses/north/attestations", template: AttestationTests.path, token: member,
+                json: AttestationTests.body(AttestationTests.healthy),
                 headers: [HTTPField.Name("Idempotency-Key")!: "a b"])
             #expect(badKey.status == 422 && badKey.problem.fields == ["Idempotency-Key"], "\(badKey.body)")
             let noToken = try await api.send(
-                .post, "/v1/campuses/north/badges/verify", template: "/v1/campuses/{campus}/badges/verify", token: screener, json: #"{"token": ""}"#)
+                .post, "/v1/campuses/north/badges/verify", template: "/v1/campuses/{campus}/badges/verify", token: screener,
+                json: #"{"token": ""}"#)
             #expect((400..<500).contains(noToken.status), "\(noToken.body)")
             let latAlone = try await api.send(
                 .get, "/v1/campuses/north/testing-locations?lat=40.7", template: "/v1/campuses/{campus}/testing-locations", token: member)
             #expect(latAlone.status == 422, "\(latAlone.body)")
             let backwards = try await api.send(
-                .get, "/v1/campuses/north/admin/dashboard?from=2026-11-20&to=2026-11-01", template: "/v1/campuses/{campus}/admin/dashboard", token: admin)
+                .get, "/v1/campuses/north/admin/dashboard?from=2026-11-20&to=2026-11-01", template: "/v1/campuses/{campus}/admin/dashboard",
+                token: admin)
             #expect(backwards.status == 422, "\(backwards.body)")
             for outside in ["0", "1000000000", "2197579983"] {
                 let refused = try await api.send(

@@ -1,15 +1,16 @@
 import AttestFoundation
-@testable import AttestHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import AttestPostgres
 import AttestTestSupport
 import Crypto
 import Foundation
 import JWTKit
-@testable import Surveys
 import Tenancy
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
+@testable import Surveys
 
 /// What a door scanner decodes, with jwt-kit, from a badge token.
 struct ScannedBadge: JWTPayload {
@@ -49,7 +50,8 @@ struct BadgeTests {
         return try JSONSerialization.jsonObject(with: Data(base64Encoded: base64)!) as! [String: Any]
     }
 
-    static func verify(_ api: APIClient, _ token: String, at campus: String = "north", as screener: String) async throws -> APIClient.Reply {
+    static func verify(_ api: APIClient, _ token: String, at campus: String = "north", as screener: String) async throws -> APIClient.Reply
+    {
         let body = String(decoding: try JSONSerialization.data(withJSONObject: ["token": token]), as: UTF8.self)
         return try await api.send(.post, "/v1/campuses/\(campus)/badges/verify", template: verifyPath, token: screener, json: body)
     }
@@ -59,7 +61,8 @@ struct BadgeTests {
         let (server, campus) = try await AttestationTests.setUp(clock: clock)
         let (member, token) = try await server.user("m@example.edu", at: campus)
         let pseudonym: UUID = try await server.pool.query(
-            "SELECT pseudonym FROM users WHERE campus_id = \(campus.id) AND id = \(member.id)", campus: campus.id.rawValue)[0].decode("pseudonym")
+            "SELECT pseudonym FROM users WHERE campus_id = \(campus.id) AND id = \(member.id)", campus: campus.id.rawValue)[0].decode(
+                "pseudonym")
         let today = campus.localDate(at: clock.read()).description
         try await server.run { api in
             let gray = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: token)
@@ -94,7 +97,9 @@ struct BadgeTests {
             let scanned = try await Self.scanner(api, campus: "north").verify(badgeToken, as: ScannedBadge.self)
             #expect(scanned.campus == "north" && scanned.color == "yellow" && scanned.date == today)
             try scanned.exp.verifyNotExpired(currentDate: clock.read())
-            #expect(throws: JWTError.self) { try scanned.exp.verifyNotExpired(currentDate: clock.read().addingTimeInterval(86_400 + 3_600)) }
+            #expect(throws: JWTError.self) {
+                try scanned.exp.verifyNotExpired(currentDate: clock.read().addingTimeInterval(86_400 + 3_600))
+            }
 
             // At the door, online.
             let (_, screener) = try await server.user("door@example.edu", at: campus, roles: [.screener])
@@ -127,7 +132,8 @@ struct BadgeTests {
             _ = try await api.send(
                 .post, "/v1/campuses/north/attestations", template: Self.submitPath, token: member,
                 json: AttestationTests.body(#"{"fever": false, "cough": false, "temperature": 39.2}"#))
-            let red = try #require(try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member).json["token"] as? String)
+            let red = try #require(
+                try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member).json["token"] as? String)
             #expect(try Self.payload(of: red)["color"] as? String == "red")
             let scanner = try await Self.scanner(api, campus: "north")
 
@@ -144,7 +150,9 @@ struct BadgeTests {
 
             // Another campus's genuine badge: signed with a key north does not have, so its
             // claims are never read here.
-            let foreign = try #require(try await api.send(.get, "/v1/campuses/south/me/badge", template: Self.badgePath, token: southMember).json["token"] as? String)
+            let foreign = try #require(
+                try await api.send(.get, "/v1/campuses/south/me/badge", template: Self.badgePath, token: southMember).json["token"]
+                    as? String)
             #expect(try await Self.verify(api, foreign, as: screener).json["reason"] as? String == "unknown-key")
             await #expect(throws: (any Error).self) { try await scanner.verify(foreign, as: ScannedBadge.self) }
             _ = try await Self.scanner(api, campus: "south").verify(foreign, as: ScannedBadge.self)
@@ -153,7 +161,9 @@ struct BadgeTests {
             let rogue = P256.Signing.PrivateKey()
             let rogueKey = try await JWTKeyCollection().add(ecdsa: ES256PrivateKey(backing: rogue), kid: "rogue")
             let forged = try await rogueKey.sign(
-                ScannedBadge(campus: "north", sub: "x", date: "2026-11-20", color: "green", iat: .init(value: Date()), exp: .init(value: Date().addingTimeInterval(3600))),
+                ScannedBadge(
+                    campus: "north", sub: "x", date: "2026-11-20", color: "green", iat: .init(value: Date()),
+                    exp: .init(value: Date().addingTimeInterval(3600))),
                 kid: "rogue")
             let forgedReply = try await Self.verify(api, forged, as: screener)
             #expect(forgedReply.json["reason"] as? String == "unknown-key", "\(forgedReply.body) \(forged)")
@@ -168,7 +178,8 @@ struct BadgeTests {
                 }
             }
             let extra = try await api.send(
-                .post, "/v1/campuses/north/badges/verify", template: Self.verifyPath, token: screener, json: #"{"token": 5, "colour": "green"}"#)
+                .post, "/v1/campuses/north/badges/verify", template: Self.verifyPath, token: screener,
+                json: #"{"token": 5, "colour": "green"}"#)
             #expect(extra.status == 422 && extra.problem.fields == ["token", "colour"])
             let nameless = try await api.send(
                 .post, "/v1/campuses/north/badges/verify", template: Self.verifyPath, token: screener, json: #"{"token": "a.b.c", "": 1}"#)
@@ -213,9 +224,12 @@ struct BadgeTests {
         let verifyOnly = BadgeService(client: server.pool, keys: BadgeKeyStore(client: server.pool, kek: nil))
         let published = try await verifyOnly.keys.keys(campus: campus.id)
         #expect(published.map(\.kid) == [kid] && published[0].privateKey == nil)
-        await #expect(throws: CampusError.noKeyEncryptionKey) { try await verifyOnly.today(campus: campus, user: member.id, now: clock.read()) }
+        await #expect(throws: CampusError.noKeyEncryptionKey) {
+            try await verifyOnly.today(campus: campus, user: member.id, now: clock.read())
+        }
         try await server.run { api in
-            let badge = try #require(try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: token).json["token"] as? String)
+            let badge = try #require(
+                try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: token).json["token"] as? String)
             #expect(try await verifyOnly.verify(token: badge, campus: campus, now: clock.read()) != .invalid(.badSignature))
             guard case .valid = try await verifyOnly.verify(token: badge, campus: campus, now: clock.read()) else {
                 Issue.record("a store with public keys only did not verify a genuine badge")
@@ -237,7 +251,8 @@ struct BadgeTests {
         let resealed = try await owner.query("SELECT private_key, kek_id FROM badge_keys WHERE kid = 'legacy'")
         #expect(try resealed[0].decode("kek_id", as: String?.self) == TestServer.kek.id)
         #expect(try resealed[0].decode("private_key", as: Data.self) != legacy.rawRepresentation)
-        #expect(try await store.keys(campus: campus.id).first { $0.kid == "legacy" }?.privateKey?.rawRepresentation == legacy.rawRepresentation)
+        #expect(
+            try await store.keys(campus: campus.id).first { $0.kid == "legacy" }?.privateKey?.rawRepresentation == legacy.rawRepresentation)
     }
 
     /// The attack of issue 29: a scanner posts whatever QR code it is shown. A token whose
@@ -285,10 +300,12 @@ struct BadgeTests {
         let (_, member) = try await server.user("m@example.edu", at: campus)
         let (_, screener) = try await server.user("door@example.edu", at: campus, roles: [.screener])
         try await server.run { api in
-            let before = try #require(try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member).json["token"] as? String)
+            let before = try #require(
+                try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member).json["token"] as? String)
             let (kid, retired) = try await server.services.badges.keys.rotate(campus: campus, actor: "test")
             #expect(retired.count == 1)
-            let after = try #require(try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member).json["token"] as? String)
+            let after = try #require(
+                try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member).json["token"] as? String)
             func kidOf(_ token: String) throws -> String? { try Self.part(0, of: token)["kid"] as? String }
             #expect(try kidOf(after) == kid)
             #expect(try kidOf(before) == retired[0])
@@ -324,7 +341,8 @@ struct BadgeTests {
         for index in 0..<30 {
             let (member, token) = try await server.user("b\(index)@example.edu", at: campus)
             let pseudonym: UUID = try await server.pool.query(
-                "SELECT pseudonym FROM users WHERE campus_id = \(campus.id) AND id = \(member.id)", campus: campus.id.rawValue)[0].decode("pseudonym")
+                "SELECT pseudonym FROM users WHERE campus_id = \(campus.id) AND id = \(member.id)", campus: campus.id.rawValue)[0].decode(
+                    "pseudonym")
             members.append((token, pseudonym.uuidString.lowercased(), ["red", "yellow", "green", "gray"][index % 4]))
         }
         let everyone = members
@@ -341,7 +359,8 @@ struct BadgeTests {
                 try await withThrowingTaskGroup(of: (Int, Int, String?).self) { group in
                     for (index, member) in everyone.enumerated() {
                         group.addTask {
-                            let reply = try await clients[index].send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member.token)
+                            let reply = try await clients[index].send(
+                                .get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member.token)
                             return (index, reply.status, reply.json["token"] as? String)
                         }
                     }
@@ -353,7 +372,8 @@ struct BadgeTests {
                 #expect(status == 200)
                 let scanned = try await scanner.verify(try #require(token), as: ScannedBadge.self)
                 let expected = BadgeKeyStore.subject(
-                    pseudonym: try #require(UUID(uuidString: everyone[index].pseudonym)), date: campus.localDate(at: clock.read()), key: subjectKey)
+                    pseudonym: try #require(UUID(uuidString: everyone[index].pseudonym)), date: campus.localDate(at: clock.read()),
+                    key: subjectKey)
                 #expect(scanned.sub.value == expected, "member \(index)")
                 #expect(scanned.color == everyone[index].color, "member \(index)")
                 #expect(try Self.part(0, of: token!).keys.sorted() == ["alg", "kid", "typ"])

@@ -1,4 +1,3 @@
-@testable import AttestHTTP
 import AttestPlugins
 import AttestPostgres
 import AttestTestSupport
@@ -8,6 +7,8 @@ import Identity
 import Surveys
 import Tenancy
 import Testing
+
+@testable import AttestHTTP
 
 /// The web pages in a real browser: Debian's Chromium driven by Python's selenium
 /// (`Tests/Browser/browser_test.py`) against a live server on loopback, signing in through
@@ -27,7 +28,8 @@ struct BrowserTests {
         let base = "http://127.0.0.1:\(port)"
         let server = try await TestServer.make(
             configuration: ServerConfiguration(
-                host: "127.0.0.1", port: port, outbound: .init(allowedHosts: ["127.0.0.1"]), web: WebConfiguration(publicURL: URL(string: base))))
+                host: "127.0.0.1", port: port, outbound: .init(allowedHosts: ["127.0.0.1"]),
+                web: WebConfiguration(publicURL: URL(string: base))))
         let provider = try await TestIdentityProvider.start()
         defer { provider.stop() }
         try await provider.addES256Key(kid: "web")
@@ -37,7 +39,8 @@ struct BrowserTests {
         var quiet = TestDatabase.testLogger
         quiet.logLevel = .critical
         let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), services: [server.services.writer], logger: quiet)
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), services: [server.services.writer],
+            logger: quiet)
         let serving = Task { try await app.runService(gracefulShutdownSignals: []) }
         defer { serving.cancel() }
         try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(30))
@@ -47,7 +50,8 @@ struct BrowserTests {
         _ = try await QuestionnaireStore(client: server.pool).publish(campus: north, draft: WebSurvey.draft, actor: "test")
         try await OIDCIssuerStore(client: server.pool).add(
             campus: north,
-            OIDCIssuer(issuer: provider.issuer, audiences: [], jwksURL: provider.jwksURL, label: "Test IdP", clientID: provider.webClientID),
+            OIDCIssuer(
+                issuer: provider.issuer, audiences: [], jwksURL: provider.jwksURL, label: "Test IdP", clientID: provider.webClientID),
             actor: "test", clientSecret: provider.webClientSecret, kek: TestServer.kek)
         let (_, adminToken) = try await server.user("ada@example.edu", at: north, roles: [.admin])
         _ = try await server.user("hana@example.edu", at: north, roles: [.healthOfficer])
@@ -55,19 +59,25 @@ struct BrowserTests {
         _ = try await TestingLocationStore(client: server.pool).add(
             campus: north,
             [
-                TestingLocation(name: "Student Health Center", address: "1 College Walk", latitude: 40.8075, longitude: -73.9626, hours: "Mon–Fri 8–17", phone: "+1 212 555 0100"),
-                TestingLocation(name: "Field House", address: "500 W 218th St", latitude: 40.8722, longitude: -73.9146, url: "https://clinic.example.org"),
+                TestingLocation(
+                    name: "Student Health Center", address: "1 College Walk", latitude: 40.8075, longitude: -73.9626, hours: "Mon–Fri 8–17",
+                    phone: "+1 212 555 0100"),
+                TestingLocation(
+                    name: "Field House", address: "500 W 218th St", latitude: 40.8722, longitude: -73.9146,
+                    url: "https://clinic.example.org"),
             ], actor: "test")
         // The region's community figures beside the campus's own (an imported dataset).
         let owner = TestDatabase.client(database: server.database, role: nil)
         _ = try await CommunityStore(client: owner).replace(
             dataset: "testland",
             with: try CommunityDataset.parseCumulativeCSV(
-                Data(CommunityDataTests.cumulativeCSV(end: north.localDate(at: Date())).utf8), population: Data(CommunityDataTests.population.utf8)))
+                Data(CommunityDataTests.cumulativeCSV(end: north.localDate(at: Date())).utf8),
+                population: Data(CommunityDataTests.population.utf8)))
         await owner.shutdown()
         try await CampusPluginStore(client: server.pool).enable(
             campus: north, kind: .communityData, id: "imported",
-            settings: .object(["dataset": .string("testland"), "guidance": .object(["high": .string("Wear a mask indoors.")])]), actor: "test")
+            settings: .object(["dataset": .string("testland"), "guidance": .object(["high": .string("Wear a mask indoors.")])]),
+            actor: "test")
         _ = try await CampusStore(client: server.pool).set(slug: "north", key: "region", value: "99001", actor: "test")
         // The weather where an episode begins: a loopback feed as the campus's context provider.
         let weather = Router()
@@ -84,7 +94,8 @@ struct BrowserTests {
         for index in 0..<12 {
             let (user, _) = try await server.user("member\(index)@example.edu", at: north)
             let answers: [String: JSONValue] = [
-                "fever": .bool(index % 4 == 0), "cough": .bool(index % 3 == 0), "where_today": .string(index % 2 == 0 ? "on_campus" : "remote"),
+                "fever": .bool(index % 4 == 0), "cough": .bool(index % 3 == 0),
+                "where_today": .string(index % 2 == 0 ? "on_campus" : "remote"),
             ]
             _ = try await server.services.attestations.submit(
                 campus: north, user: user.id, surveyVersion: questionnaire.version, answers: answers, idempotencyKey: nil, at: now)
@@ -106,14 +117,14 @@ struct BrowserTests {
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
         let config: [String: Any] = [
             "base": base, "campus": "north", "issuer": provider.issuer, "member": "ana@example.edu", "keyboardMember": "kim@example.edu",
-            "noScriptMember": "nora@example.edu", "journalMember": "jo@example.edu", "admin": "ada@example.edu", "officer": "hana@example.edu", "screener": "sam@example.edu",
+            "noScriptMember": "nora@example.edu", "journalMember": "jo@example.edu", "admin": "ada@example.edu",
+            "officer": "hana@example.edu", "screener": "sam@example.edu",
             "adminToken": adminToken, "goodToken": good, "expiredToken": expired, "forgedToken": forged, "otherCampusToken": otherCampus,
             "screenshots": screenshots,
         ]
         let configPath = FileManager.default.temporaryDirectory.appending(path: "attest-browser-\(UUID().uuidString.prefix(8)).json").path
         try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configPath))
         defer { try? FileManager.default.removeItem(atPath: configPath) }
-
 
         let script = Self.root.appending(path: "Tests/Browser/browser_test.py").path
         let result = try await ChildProcess.run(["/usr/bin/env", "python3", script, configPath], timeout: .seconds(900))

@@ -34,7 +34,9 @@ struct CLIErrorTests {
     @Test func aServerErrorThatQuotesNoValuesIsShownInFull() async throws {
         let name = try await TestDatabase.create()
         let admin = TestDatabase.client(database: name, role: nil, maxConnections: 1)
-        try await admin.withConnection { try await $0.runScript(unsafeSQL: "REVOKE EXECUTE ON FUNCTION attest_campus_directory() FROM attest_app") }
+        try await admin.withConnection {
+            try await $0.runScript(unsafeSQL: "REVOKE EXECUTE ON FUNCTION attest_campus_directory() FROM attest_app")
+        }
         await admin.shutdown()
         let result = try await ChildProcess.run(
             [ChildProcess.attestBinary, "campus", "list"], environment: ["DATABASE_URL": TestDatabase.url(database: name)])
@@ -46,7 +48,8 @@ struct CLIErrorTests {
         let hidden = PostgresError(code: .server, message: "invalid input syntax for type uuid: \"secret\"", sqlState: "22P02")
         #expect(!hidden.messageHasNoValues)
         #expect(!PostgresError(code: .server, message: "Key (email)=(a@b) already exists", sqlState: "23505").messageHasNoValues)
-        #expect(PostgresError(code: .server, message: "COPY FROM not supported with row-level security", sqlState: "0A000").messageHasNoValues)
+        #expect(
+            PostgresError(code: .server, message: "COPY FROM not supported with row-level security", sqlState: "0A000").messageHasNoValues)
     }
 
     @Test func theFlagWinsOverTheEnvironment() async throws {
@@ -69,7 +72,8 @@ struct CLIErrorTests {
 
         let fresh = try await TestDatabase.create(migrated: false)
         let racers = try (0..<3).map { _ in
-            try ChildProcess([ChildProcess.attestBinary, "migrate", "--json"], environment: ["DATABASE_URL": TestDatabase.url(database: fresh)])
+            try ChildProcess(
+                [ChildProcess.attestBinary, "migrate", "--json"], environment: ["DATABASE_URL": TestDatabase.url(database: fresh)])
         }
         var applied = 0
         for racer in racers {

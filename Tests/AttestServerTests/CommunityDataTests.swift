@@ -96,14 +96,20 @@ struct CommunityDataTests {
         let source: [String: JSONValue] = ["url": .string(feed.url("counties.csv")), "populationUrl": .string(feed.url("population.csv"))]
         try await plugins.enable(
             campus: north, kind: .communityData, id: "csv-timeseries",
-            settings: .object(source.merging(["guidance": .object(["high": .object(["en": .string("Wear a mask indoors."), "es": .string("Use mascarilla en interiores.")])])]) { $1 }),
+            settings: .object(
+                source.merging([
+                    "guidance": .object([
+                        "high": .object(["en": .string("Wear a mask indoors."), "es": .string("Use mascarilla en interiores.")])
+                    ])
+                ]) { $1 }),
             actor: "test")
         try await plugins.enable(
             campus: south, kind: .communityData, id: "csv-timeseries",
-            settings: .object(source.merging([
-                "riskThresholds": .array([.number(30), .number(40), .number(50), .number(60)]),
-                "guidance": .object(["low": .string("South: carry on.")]),
-            ]) { $1 }),
+            settings: .object(
+                source.merging([
+                    "riskThresholds": .array([.number(30), .number(40), .number(50), .number(60)]),
+                    "guidance": .object(["low": .string("South: carry on.")]),
+                ]) { $1 }),
             actor: "test")
         try await plugins.enable(campus: west, kind: .communityData, id: "slow", settings: .null, actor: "test")
         _ = try await CampusStore(client: server.pool).set(slug: "north", key: "region", value: "99001", actor: "test")
@@ -111,7 +117,9 @@ struct CommunityDataTests {
             let home = try await api.send(.get, "/v1/campuses/north/community", template: Self.path, token: member)
             #expect(home.status == 200)
             let region = try #require(home.json["region"] as? [String: Any])
-            #expect(region["id"] as? String == "99001" && region["name"] as? String == "Alpha, Testland" && region["population"] as? Int == 100_000)
+            #expect(
+                region["id"] as? String == "99001" && region["name"] as? String == "Alpha, Testland"
+                    && region["population"] as? Int == 100_000)
             #expect(home.json["home"] as? Bool == true)
             #expect(home.json["asOf"] as? String == "2026-11-20")
             #expect(home.json["newCases7DayAverage"] as? Double == 20)
@@ -125,12 +133,14 @@ struct CommunityDataTests {
             #expect(days.count == 21 && days.last?["newCases"] as? Int == 20 && days.last?["date"] as? String == "2026-11-20")
 
             let spanish = try await api.send(
-                .get, "/v1/campuses/north/community", template: Self.path, token: member, headers: [.acceptLanguage: "es-MX,es;q=0.9,en;q=0.5"])
+                .get, "/v1/campuses/north/community", template: Self.path, token: member,
+                headers: [.acceptLanguage: "es-MX,es;q=0.9,en;q=0.5"])
             #expect(spanish.json["guidance"] as? String == "Use mascarilla en interiores.")
 
             // Another region: Beta's 3 a day in 300,000 people is 1 per 100,000: medium, flat, no guidance written for it.
             let beta = try await api.send(.get, "/v1/campuses/north/community?region=99002", template: Self.path, token: member)
-            #expect(beta.json["home"] as? Bool == false && beta.json["risk"] as? String == "medium" && beta.json["trend"] as? String == "flat")
+            #expect(
+                beta.json["home"] as? Bool == false && beta.json["risk"] as? String == "medium" && beta.json["trend"] as? String == "flat")
             #expect(beta.json["newCases7DayAveragePer100k"] as? Double == 1 && beta.json["guidance"] == nil)
             // Without a population: an average, no risk.
             let town = try await api.send(.get, "/v1/campuses/north/community?region=testland:new-town", template: Self.path, token: member)
@@ -161,12 +171,17 @@ struct CommunityDataTests {
             #expect(anonymous.status == 401)
 
             // Region search, by name, ignoring case.
-            let search = try await api.send(.get, "/v1/campuses/north/community/regions?search=BETA", template: Self.regionsPath, token: member)
+            let search = try await api.send(
+                .get, "/v1/campuses/north/community/regions?search=BETA", template: Self.regionsPath, token: member)
             #expect((search.json["regions"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["99002"])
             let all = try await api.send(.get, "/v1/campuses/north/community/regions?limit=2", template: Self.regionsPath, token: member)
-            #expect((all.json["regions"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["Alpha, Testland", "Beta, North, Testland"])
+            #expect(
+                (all.json["regions"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == [
+                    "Alpha, Testland", "Beta, North, Testland",
+                ])
             let long = try await api.send(
-                .get, "/v1/campuses/north/community/regions?search=\(String(repeating: "a", count: 101))", template: Self.regionsPath, token: member)
+                .get, "/v1/campuses/north/community/regions?search=\(String(repeating: "a", count: 101))", template: Self.regionsPath,
+                token: member)
             #expect(long.status == 422 && long.problem.fields == ["search"])
             // One fetch for both campuses (one source, two campuses' thresholds and guidance), however many requests.
             #expect(feed.fetches("counties.csv") == 1)
@@ -186,7 +201,9 @@ struct CommunityDataTests {
         let capture = LogCapture()
         let context = PluginContext(http: AsyncPluginHTTPClient(policy: .init(allowedHosts: ["127.0.0.1"])), logger: capture.logger())
         let provider = try CSVTimeseriesProvider(
-            settings: .object(["url": .string(feed.url("counties.csv")), "ttlSeconds": .number(3), "attribution": .string("Testland Health")]))
+            settings: .object([
+                "url": .string(feed.url("counties.csv")), "ttlSeconds": .number(3), "attribution": .string("Testland Health"),
+            ]))
         #expect(provider.attribution == "Testland Health")
         let fresh = try #require(try await provider.series(region: "99001", context: context))
         #expect(!fresh.stale && fresh.days.count == 21)
@@ -215,7 +232,8 @@ struct CommunityDataTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let fromFile = try CSVTimeseriesProvider(settings: .object(["file": .string(file.path)]))
         #expect(try await fromFile.series(region: "99001", context: context)?.days == fresh.days)
-        feed.set("feed.json", #"{"regions": [{"id": "x1", "name": "Xville", "days": [{"date": "2026-11-20", "newCases": 4, "newDeaths": 0}]}]}"#)
+        feed.set(
+            "feed.json", #"{"regions": [{"id": "x1", "name": "Xville", "days": [{"date": "2026-11-20", "newCases": 4, "newDeaths": 0}]}]}"#)
         let json = try CommunityJSONFeedProvider(settings: .object(["url": .string(feed.url("feed.json"))]))
         #expect(try await json.series(region: "x1", context: context)?.days.map(\.newCases) == [4])
         #expect(try await json.regions(matching: "xvi", limit: 5, context: context).map(\.id) == ["x1"])
@@ -240,13 +258,18 @@ struct CommunityDataTests {
         #expect(imported.stdout.contains("Imported 3 regions and 63 days as testland, latest 2026-11-20."))
 
         let bad = directory.appending(path: "bad.csv")
-        try Data("date,county,state,fips,cases,deaths\n2026-11-21,Alpha,Testland,99001,1,0\n2026-11-22,Alpha,Testland,99001,many,0\n".utf8).write(to: bad)
+        try Data("date,county,state,fips,cases,deaths\n2026-11-21,Alpha,Testland,99001,1,0\n2026-11-22,Alpha,Testland,99001,many,0\n".utf8)
+            .write(to: bad)
         let refused = try await ChildProcess.run(
             [ChildProcess.attestBinary, "community", "import", bad.path, "--dataset", "testland"], environment: environment)
-        #expect(refused.status == 1 && refused.stderr.contains("line 3: cases must be a whole number") && refused.stderr.contains("nothing was imported"))
+        #expect(
+            refused.status == 1 && refused.stderr.contains("line 3: cases must be a whole number")
+                && refused.stderr.contains("nothing was imported"))
         let listed = try await ChildProcess.run([ChildProcess.attestBinary, "community", "list", "--json"], environment: environment)
         let datasets = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
-        #expect(datasets.count == 1 && datasets[0]["regions"] as? Int == 3 && datasets[0]["days"] as? Int == 63 && datasets[0]["latest"] as? String == "2026-11-20")
+        #expect(
+            datasets.count == 1 && datasets[0]["regions"] as? Int == 3 && datasets[0]["days"] as? Int == 63
+                && datasets[0]["latest"] as? String == "2026-11-20")
 
         // The campus chooses it through the CLI: settings checked first.
         let noDataset = try await ChildProcess.run(
@@ -259,7 +282,8 @@ struct CommunityDataTests {
             let done = try await ChildProcess.run([ChildProcess.attestBinary] + arguments, environment: environment)
             #expect(done.status == 0, "\(arguments): \(done.stderr)")
         }
-        let badRegion = try await ChildProcess.run([ChildProcess.attestBinary, "campus", "set", "north", "region", "no spaces"], environment: environment)
+        let badRegion = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "campus", "set", "north", "region", "no spaces"], environment: environment)
         #expect(badRegion.status == 1 && badRegion.stderr.contains("region id"))
 
         try await server.run { api in
@@ -267,9 +291,11 @@ struct CommunityDataTests {
             #expect(home.status == 200 && home.json["source"] as? String == "imported")
             #expect(home.json["newCases7DayAveragePer100k"] as? Double == 20 && home.json["risk"] as? String == "high")
             #expect(home.json["trend"] as? String == "rising" && home.json["asOf"] as? String == "2026-11-20")
-            let search = try await api.send(.get, "/v1/campuses/north/community/regions?search=new%20t", template: Self.regionsPath, token: member)
+            let search = try await api.send(
+                .get, "/v1/campuses/north/community/regions?search=new%20t", template: Self.regionsPath, token: member)
             #expect((search.json["regions"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["testland:new-town"])
-            let percent = try await api.send(.get, "/v1/campuses/north/community/regions?search=%25", template: Self.regionsPath, token: member)
+            let percent = try await api.send(
+                .get, "/v1/campuses/north/community/regions?search=%25", template: Self.regionsPath, token: member)
             #expect((percent.json["regions"] as? [[String: Any]])?.isEmpty == true)  // % is a character, not a wildcard
         }
     }

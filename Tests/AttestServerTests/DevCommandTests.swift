@@ -9,7 +9,10 @@ struct DevCommandTests {
         let directory = "/tmp/attest-dev-\(UUID().uuidString.prefix(8))"
         defer {
             // Should a run fail half-way, leave no server behind.
-            _ = try? ChildProcess(["/bin/sh", "-c", "runuser -u postgres -- \"$ATTEST_PG_BIN/pg_ctl\" stop -D \(directory)/pgdata -m immediate || \"$ATTEST_PG_BIN/pg_ctl\" stop -D \(directory)/pgdata -m immediate"])
+            _ = try? ChildProcess([
+                "/bin/sh", "-c",
+                "runuser -u postgres -- \"$ATTEST_PG_BIN/pg_ctl\" stop -D \(directory)/pgdata -m immediate || \"$ATTEST_PG_BIN/pg_ctl\" stop -D \(directory)/pgdata -m immediate",
+            ])
             try? FileManager.default.removeItem(atPath: directory)
         }
         let port = try LoopbackHTTP.freePort()
@@ -27,7 +30,8 @@ struct DevCommandTests {
         let config = try String(contentsOfFile: directory + "/pgdata/postgresql.conf", encoding: .utf8)
         #expect(config.contains("listen_addresses = ''"))
         let client = PostgresClient(
-            configuration: PostgresConfiguration(connectionString: url, applicationName: "attest-dev-test"), logger: TestDatabase.testLogger)
+            configuration: PostgresConfiguration(connectionString: url, applicationName: "attest-dev-test"), logger: TestDatabase.testLogger
+        )
         // The server logs in as a member of attest_app that owns nothing, as `serve` must.
         let logins = try await client.query(
             "SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = 'attest' AND application_name = 'attest'")

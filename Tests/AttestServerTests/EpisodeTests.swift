@@ -23,7 +23,8 @@ struct EpisodeTests {
         let north = try await server.campus("north")
         let (_, member) = try await server.user("m@example.edu", at: north)
         let (_, neighbour) = try await server.user("n@example.edu", at: north, roles: [.admin, .healthOfficer])
-        _ = try await CampusStore(client: server.pool).set(slug: "north", key: "settings", value: #"{"episodeKinds": ["cluster-headache"]}"#, actor: "test")
+        _ = try await CampusStore(client: server.pool).set(
+            slug: "north", key: "settings", value: #"{"episodeKinds": ["cluster-headache"]}"#, actor: "test")
         try await server.run { api in
             let started = try await api.send(
                 .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member,
@@ -35,33 +36,42 @@ struct EpisodeTests {
             #expect(started.json["stoppedAt"] is NSNull && started.json["context"] is NSNull && started.json["durationMinutes"] is NSNull)
             #expect(started.json["startedAt"] as? String == "2026-11-20T14:00:00Z")
 
-            let again = try await api.send(.post, "/v1/campuses/north/me/episodes", template: Self.list, token: member, json: #"{"kind": "headache", "severity": 3}"#)
+            let again = try await api.send(
+                .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member, json: #"{"kind": "headache", "severity": 3}"#)
             #expect(again.status == 409 && again.problem.type == "/problems/episode-open" && again.problem.detail.contains(id))
             clock.advance(by: 1)
             let other = try await api.send(
-                .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member, json: #"{"kind": "cluster-headache", "severity": 9}"#)
+                .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member,
+                json: #"{"kind": "cluster-headache", "severity": 9}"#)
             #expect(other.status == 201, "the campus's own kind: \(other.body)")
 
             clock.advance(by: 90 * 60)
             let stopped = try await api.send(.post, "/v1/campuses/north/me/episodes/\(id)/stop", template: Self.stop, token: member)
             #expect(stopped.status == 200 && stopped.json["durationMinutes"] as? Int == 90 && stopped.json["autoClosed"] as? Bool == false)
-            let twice = try await api.send(.post, "/v1/campuses/north/me/episodes/\(id)/stop", template: Self.stop, token: member, json: "{}")
+            let twice = try await api.send(
+                .post, "/v1/campuses/north/me/episodes/\(id)/stop", template: Self.stop, token: member, json: "{}")
             #expect(twice.status == 409 && twice.problem.type == "/problems/episode-stopped")
             // Stopped, a new headache may start.
-            let next = try await api.send(.post, "/v1/campuses/north/me/episodes", template: Self.list, token: member, json: #"{"kind": "headache", "severity": 2}"#)
+            let next = try await api.send(
+                .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member, json: #"{"kind": "headache", "severity": 2}"#)
             #expect(next.status == 201)
 
             let patched = try await api.send(
                 .patch, "/v1/campuses/north/me/episodes/\(id)", template: Self.one, token: member,
                 json: #"{"severity": 8, "notes": "worse in the afternoon", "stoppedAt": "2026-11-20T15:15:00Z"}"#)
-            #expect(patched.status == 200 && patched.json["severity"] as? Int == 8 && patched.json["durationMinutes"] as? Int == 75, "\(patched.body)")
-            #expect(patched.json["notes"] as? String == "worse in the afternoon" && (patched.json["location"] as? [String: Double])?["lat"] == 40.8)
+            #expect(
+                patched.status == 200 && patched.json["severity"] as? Int == 8 && patched.json["durationMinutes"] as? Int == 75,
+                "\(patched.body)")
+            #expect(
+                patched.json["notes"] as? String == "worse in the afternoon"
+                    && (patched.json["location"] as? [String: Double])?["lat"] == 40.8)
             for (body, field) in [
                 (#"{"stoppedAt": "2026-11-20T13:00:00Z"}"#, "stoppedAt"), (#"{"stoppedAt": "2026-11-20T18:00:00Z"}"#, "stoppedAt"),
                 (#"{"stoppedAt": null}"#, "stoppedAt"),
                 (#"{"kind": "sneeze"}"#, "kind"), (#"{"location": {"lat": 1, "lon": 2}}"#, "location"),
             ] {
-                let refused = try await api.send(.patch, "/v1/campuses/north/me/episodes/\(id)", template: Self.one, token: member, json: body)
+                let refused = try await api.send(
+                    .patch, "/v1/campuses/north/me/episodes/\(id)", template: Self.one, token: member, json: body)
                 #expect(refused.status == 422 && refused.problem.fields == [field], "\(body): \(refused.body)")
             }
 
@@ -81,7 +91,8 @@ struct EpisodeTests {
             }
 
             // Left open for more than 72 h: closed at 72 h, flagged.
-            let migraine = try await api.send(.post, "/v1/campuses/north/me/episodes", template: Self.list, token: member, json: #"{"kind": "migraine", "severity": 5}"#)
+            let migraine = try await api.send(
+                .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member, json: #"{"kind": "migraine", "severity": 5}"#)
             let migraineID = try #require(migraine.json["id"] as? String)
             clock.advance(by: 73 * 3600)
             let page = try await api.send(.get, "/v1/campuses/north/me/episodes?limit=10", template: Self.list, token: member)
@@ -92,12 +103,15 @@ struct EpisodeTests {
             #expect(items.filter { $0["autoClosed"] as? Bool == true }.count == 3)  // the cluster headache and the second headache too
             let paged = try await api.send(.get, "/v1/campuses/north/me/episodes?limit=3", template: Self.list, token: member)
             let cursor = try #require(paged.json["nextCursor"] as? String)
-            let rest = try await api.send(.get, "/v1/campuses/north/me/episodes?limit=3&cursor=\(cursor)", template: Self.list, token: member)
+            let rest = try await api.send(
+                .get, "/v1/campuses/north/me/episodes?limit=3&cursor=\(cursor)", template: Self.list, token: member)
             #expect((rest.json["items"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [id])
 
             // Only the member: an administrator and health officer of the campus finds nothing.
             #expect((try await api.send(.get, "/v1/campuses/north/me/episodes/\(id)", template: Self.one, token: neighbour)).status == 404)
-            #expect((try await api.send(.post, "/v1/campuses/north/me/episodes/\(migraineID)/stop", template: Self.stop, token: neighbour)).status == 404)
+            #expect(
+                (try await api.send(.post, "/v1/campuses/north/me/episodes/\(migraineID)/stop", template: Self.stop, token: neighbour))
+                    .status == 404)
             let theirs = try await api.send(.get, "/v1/campuses/north/me/episodes", template: Self.list, token: neighbour)
             #expect((theirs.json["items"] as? [[String: Any]])?.isEmpty == true)
 
@@ -145,18 +159,23 @@ struct EpisodeTests {
                 json: #"{"kind": "headache", "severity": 4, "location": {"lat": 40.7536, "lon": -73.9832}}"#)
             #expect(started.status == 201, "\(started.body)")
             let context = try #require(started.json["context"] as? [[String: Any]])
-            #expect(context.map { "\($0["factor"] ?? "") \($0["value"] ?? "") \($0["unit"] ?? "")" } == ["temperature 20.5 °C", "uvIndex 2 index", "humidity 50 %", "windSpeed 3.5 m/s"])
+            #expect(
+                context.map { "\($0["factor"] ?? "") \($0["value"] ?? "") \($0["unit"] ?? "")" } == [
+                    "temperature 20.5 °C", "uvIndex 2 index", "humidity 50 %", "windSpeed 3.5 m/s",
+                ])
             let baseline = try #require(started.json["baseline"] as? [[String: Any]])
             // An air quality of 5000 is not plausible: left out.
             #expect(baseline.map { "\($0["factor"] ?? "") \($0["value"] ?? "")" } == ["temperature 10", "humidity 70"])
             // The feed learns the place to a tenth of a degree, never the point given.
-            #expect(Set(weather.asked.withLock { $0 }) == [
-                "lat=40.8&lon=-74.0&time=2026-11-20T14:00:00Z", "lat=40.8&lon=-74.0&time=2026-11-19T14:00:00Z",
-            ])
+            #expect(
+                Set(weather.asked.withLock { $0 }) == [
+                    "lat=40.8&lon=-74.0&time=2026-11-20T14:00:00Z", "lat=40.8&lon=-74.0&time=2026-11-19T14:00:00Z",
+                ])
 
             // Without a place, the feed is not asked.
             let count = weather.asked.withLock { $0.count }
-            let noPlace = try await api.send(.post, "/v1/campuses/north/me/episodes", template: Self.list, token: member, json: #"{"kind": "migraine", "severity": 4}"#)
+            let noPlace = try await api.send(
+                .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member, json: #"{"kind": "migraine", "severity": 4}"#)
             #expect(noPlace.status == 201 && noPlace.json["context"] is NSNull && weather.asked.withLock { $0.count } == count)
 
             // A feed that fails, or is too slow: the episode is kept, without context.
@@ -167,7 +186,8 @@ struct EpisodeTests {
                 json: #"{"kind": "migraine", "severity": 1, "location": {"lat": 10, "lon": 10}}"#)
             #expect(down.status == 409)  // the migraine above is still open
             let stopped = try await api.send(
-                .post, "/v1/campuses/north/me/episodes/\(try #require(noPlace.json["id"] as? String))/stop", template: Self.stop, token: member)
+                .post, "/v1/campuses/north/me/episodes/\(try #require(noPlace.json["id"] as? String))/stop", template: Self.stop,
+                token: member)
             #expect(stopped.status == 200)
             let failed = try await api.send(
                 .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member,
@@ -180,8 +200,10 @@ struct EpisodeTests {
                 .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member,
                 json: #"{"kind": "headache", "severity": 1, "location": {"lat": 20, "lon": 20}}"#)
             #expect(slow.status == 409)  // the first headache is open too
-            #expect((try await api.send(
-                .post, "/v1/campuses/north/me/episodes/\(try #require(started.json["id"] as? String))/stop", template: Self.stop, token: member)).status == 200)
+            #expect(
+                (try await api.send(
+                    .post, "/v1/campuses/north/me/episodes/\(try #require(started.json["id"] as? String))/stop", template: Self.stop,
+                    token: member)).status == 200)
             let late = try await api.send(
                 .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member,
                 json: #"{"kind": "headache", "severity": 1, "location": {"lat": 20, "lon": 20}}"#)
@@ -205,7 +227,8 @@ struct EpisodeTests {
             ("2026-09-30T12:00:00Z", "2026-09-30T13:00:00Z", 99, 99),  // before the range
         ]
         for (index, row) in rows.enumerated() {
-            let draft = EpisodeDraft(kind: index == 3 ? "migraine" : "headache", severity: 5, startedAt: try at(row.0), stoppedAt: try row.1.map(at))
+            let draft = EpisodeDraft(
+                kind: index == 3 ? "migraine" : "headache", severity: 5, startedAt: try at(row.0), stoppedAt: try row.1.map(at))
             _ = try await store.start(
                 campus: north.id, user: author.id, draft, context: row.2.map { EnvironmentFactors(temperature: $0) },
                 baseline: row.3.map { EnvironmentFactors(temperature: $0, humidity: 40) }, now: clock.read())
@@ -215,10 +238,14 @@ struct EpisodeTests {
                 .get, "/v1/campuses/north/me/episodes/summary?from=2026-10-01&to=2026-11-30", template: Self.summary, token: member)
             #expect(reply.status == 200, "\(reply.body)")
             let total = try #require(reply.json["total"] as? [String: Any])
-            #expect(total["count"] as? Int == 4 && total["closed"] as? Int == 3 && total["totalMinutes"] as? Int == 210 && total["averageMinutes"] as? Double == 70)
+            #expect(
+                total["count"] as? Int == 4 && total["closed"] as? Int == 3 && total["totalMinutes"] as? Int == 210
+                    && total["averageMinutes"] as? Double == 70)
             let factors = try #require(total["factors"] as? [[String: Any]])
             let temperature = try #require(factors.first { $0["factor"] as? String == "temperature" })
-            #expect(temperature["during"] as? Double == 18 && temperature["baseline"] as? Double == 16.7 && temperature["unit"] as? String == "°C")
+            #expect(
+                temperature["during"] as? Double == 18 && temperature["baseline"] as? Double == 16.7
+                    && temperature["unit"] as? String == "°C")
             let humidity = try #require(factors.first { $0["factor"] as? String == "humidity" })
             #expect(humidity["during"] is NSNull && humidity["baseline"] as? Double == 40)
             let months = try #require(reply.json["months"] as? [[String: Any]])
@@ -228,8 +255,11 @@ struct EpisodeTests {
             let november = try #require(months[1]["factors"] as? [[String: Any]]).first { $0["factor"] as? String == "temperature" }
             #expect(november?["during"] as? Double == 10 && november?["baseline"] as? Double == 14)
 
-            let empty = try await api.send(.get, "/v1/campuses/north/me/episodes/summary?from=2025-01-01&to=2025-01-31", template: Self.summary, token: member)
-            #expect((empty.json["total"] as? [String: Any])?["count"] as? Int == 0 && (empty.json["total"] as? [String: Any])?["averageMinutes"] is NSNull)
+            let empty = try await api.send(
+                .get, "/v1/campuses/north/me/episodes/summary?from=2025-01-01&to=2025-01-31", template: Self.summary, token: member)
+            #expect(
+                (empty.json["total"] as? [String: Any])?["count"] as? Int == 0
+                    && (empty.json["total"] as? [String: Any])?["averageMinutes"] is NSNull)
             for query in ["from=2026-11-30&to=2026-10-01", "from=2024-01-01&to=2026-01-02", "from=October"] {
                 let bad = try await api.send(.get, "/v1/campuses/north/me/episodes/summary?\(query)", template: Self.summary, token: member)
                 #expect(bad.status == 422, "\(query)")

@@ -46,14 +46,22 @@ struct ExportTests {
         ] {
             clock.advance(by: 1)
             _ = try await journal.create(
-                campus: north.id, user: author.id, JournalDraft(date: LocalDate(date)!, title: title, text: text, tags: [.symptom]), at: clock.read())
+                campus: north.id, user: author.id, JournalDraft(date: LocalDate(date)!, title: title, text: text, tags: [.symptom]),
+                at: clock.read())
         }
-        let first = try await journal.list(campus: north.id, user: author.id, after: nil, limit: 100).entries.first { $0.title.hasPrefix("Café") }
-        try await journal.putAudio(campus: north.id, user: author.id, id: try #require(first).id, type: .ogg, bytes: JournalTests.recording(.ogg, count: 4_000))
-        for (start, stop, temperature) in [("2026-11-18T20:00:00Z", "2026-11-18T21:30:00Z", 21.5), ("2026-11-19T12:00:00Z", nil, nil)] as [(String, String?, Double?)] {
+        let first = try await journal.list(campus: north.id, user: author.id, after: nil, limit: 100).entries.first {
+            $0.title.hasPrefix("Café")
+        }
+        try await journal.putAudio(
+            campus: north.id, user: author.id, id: try #require(first).id, type: .ogg, bytes: JournalTests.recording(.ogg, count: 4_000))
+        for (start, stop, temperature) in [("2026-11-18T20:00:00Z", "2026-11-18T21:30:00Z", 21.5), ("2026-11-19T12:00:00Z", nil, nil)]
+            as [(String, String?, Double?)]
+        {
             _ = try await server.services.episodes.start(
                 campus: north.id, user: author.id,
-                EpisodeDraft(kind: "headache", severity: 7, notes: "behind the eyes", startedAt: try Date(start, strategy: .iso8601), stoppedAt: try stop.map { try Date($0, strategy: .iso8601) }),
+                EpisodeDraft(
+                    kind: "headache", severity: 7, notes: "behind the eyes", startedAt: try Date(start, strategy: .iso8601),
+                    stoppedAt: try stop.map { try Date($0, strategy: .iso8601) }),
                 context: temperature.map { EnvironmentFactors(temperature: $0, humidity: 40) }, baseline: nil, now: clock.read())
         }
         return (server, north, author, member, clock)
@@ -74,8 +82,10 @@ struct ExportTests {
             for expected in [
                 "Health journal and episodes", "ana@example.edu · North", "From 2026-11-01 to 2026-11-20", "Journal: 3 entries",
                 "2026-11-18 — Café visit, then a headache", "Espresso at 3 pm (a double). Then the pain began; “better” by 6.",
-                "Recording: audio/ogg, 3 KB (not in this document)", "Japanese notes: ??", "Episodes: 2 · total 1 h 30 min · average 1 h 30 min",
-                "headache", "2026-11-18 15:00", "2026-11-18 16:30", "1 h 30 min", "7/10", "21.5 °C, 40 %", "behind the eyes", "open", "Page 1 of ",
+                "Recording: audio/ogg, 3 KB (not in this document)", "Japanese notes: ??",
+                "Episodes: 2 · total 1 h 30 min · average 1 h 30 min",
+                "headache", "2026-11-18 15:00", "2026-11-18 16:30", "1 h 30 min", "7/10", "21.5 °C, 40 %", "behind the eyes", "open",
+                "Page 1 of ",
                 "Page 2 of ",
             ] {
                 #expect(text.contains(expected), "the PDF lacks \(expected)")
@@ -100,14 +110,20 @@ struct ExportTests {
             #expect(records.contains { $0.fields.count > 2 && $0.fields[2] == "'=HYPERLINK(\"x\")" })  // no formula for a spreadsheet to run
             #expect(records.contains { $0.fields.count > 3 && $0.fields[3] == "Japanese notes: 頭痛" })
             let episode = try #require(records.first { $0.fields.first == "episode" && $0.fields[9] != "" })
-            #expect(episode.fields[6] == "headache" && episode.fields[8] == "2026-11-18 15:00" && episode.fields[10] == "90" && episode.fields[13] == "21.5")
+            #expect(
+                episode.fields[6] == "headache" && episode.fields[8] == "2026-11-18 15:00" && episode.fields[10] == "90"
+                    && episode.fields[13] == "21.5")
 
-            let json = try await api.send(.get, "/v1/campuses/north/me/export?from=2026-11-01&to=2026-11-20&format=json", template: Self.path, token: member)
+            let json = try await api.send(
+                .get, "/v1/campuses/north/me/export?from=2026-11-01&to=2026-11-20&format=json", template: Self.path, token: member)
             #expect((json.json["journal"] as? [[String: Any]])?.count == 3 && (json.json["episodes"] as? [[String: Any]])?.count == 2)
             let audio = (json.json["journal"] as? [[String: Any]])?.compactMap { $0["audio"] as? [String: Any] }.first
             #expect(audio?["type"] as? String == "audio/ogg" && audio?["size"] as? Int == 4_004)
 
-            for (query, field) in [("format=docx", "format"), ("from=2026-11-20&to=2026-11-01", "from"), ("from=2020-01-01&to=2026-11-20", "from"), ("to=soon", "to")] {
+            for (query, field) in [
+                ("format=docx", "format"), ("from=2026-11-20&to=2026-11-01", "from"), ("from=2020-01-01&to=2026-11-20", "from"),
+                ("to=soon", "to"),
+            ] {
                 let bad = try await api.send(.get, "/v1/campuses/north/me/export?\(query)", template: Self.path, token: member)
                 #expect(bad.status == 422 && bad.problem.fields == [field], "\(query)")
             }

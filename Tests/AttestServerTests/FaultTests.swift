@@ -1,6 +1,6 @@
-@testable import AttestHTTP
 import AttestCLI
 import AttestPlugins
+import AttestPluginsTesting
 import AttestPostgres
 import AttestSchema
 import AttestTestSupport
@@ -12,7 +12,8 @@ import Surveys
 import Synchronization
 import Tenancy
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
 
 @Suite("Faults")
 struct FaultTests {
@@ -107,7 +108,8 @@ struct FaultTests {
             let restartedAt = ContinuousClock.now
             let loggedBeforeRestart = capture.lines.count
             let restarted = PostgresClient(
-                configuration: PostgresConfiguration(connectionString: url), options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
+                configuration: PostgresConfiguration(connectionString: url), options: .init(maxConnections: 1),
+                logger: TestDatabase.testLogger)
             try await restarted.query("DROP TRIGGER hold_for_the_stop ON attestations")
 
             #expect(firstTry.count == members.count)
@@ -128,10 +130,11 @@ struct FaultTests {
             #expect(unavailable.allSatisfy { $0.problemType == "/problems/database-unavailable" && $0.retryAfter != nil }, "\(problems)")
             // Counted from the stop (or the request, if later): a request waiting behind the
             // held insert had been waiting since before, which says nothing of failing fast.
-            let slowest = unavailable.map { reply -> Double in
-                let waited = reply.finished - max(reply.started, stoppedAt)
-                return Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
-            }.max() ?? 0
+            let slowest =
+                unavailable.map { reply -> Double in
+                    let waited = reply.finished - max(reply.started, stoppedAt)
+                    return Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
+                }.max() ?? 0
             #expect(slowest < 3, "slowest 503, from the stop: \(slowest) s")
 
             // Each refused member retries with its key until answered: the pool reconnects, and
@@ -149,19 +152,22 @@ struct FaultTests {
             #expect(figures.stored == members.count)
             #expect(figures.duplicates == 0)
             let fevers = try await pool.query(
-                "SELECT sum(count) AS n FROM daily_answer_counts WHERE question_id = 'fever' AND answer = 'true'", campus: campus.id.rawValue)
+                "SELECT sum(count) AS n FROM daily_answer_counts WHERE question_id = 'fever' AND answer = 'true'",
+                campus: campus.id.rawValue)
             #expect(try fevers[0].decode("n", as: Int.self) == (members.count + 2) / 3)  // every third member has a fever
-            let how = switch stop {
-            case .restart: "pg_ctl stop -m fast"
-            case .crash: "pg_ctl stop -m immediate"
-            case .kill: "SIGKILL to every process"
-            }
+            let how =
+                switch stop {
+                case .restart: "pg_ctl stop -m fast"
+                case .crash: "pg_ctl stop -m immediate"
+                case .kill: "SIGKILL to every process"
+                }
             let unhandled = capture.lines.filter { $0.contains("unhandled") }
             #expect(unhandled.isEmpty, "\(unhandled)")
             // What the server said of the 503s after the restart, should there be any: the
             // figures above and this are on the one line a CI log always shows.
             let afterRestart = capture.lines.dropFirst(loggedBeforeRestart).first.map { " (\($0.prefix(300)))" } ?? ""
-            let detail = "first tries 201 \(stored), 503 \(unavailable.count) (\(afterwards.count) begun after the stop), "
+            let detail =
+                "first tries 201 \(stored), 503 \(unavailable.count) (\(afterwards.count) begun after the stop), "
                 + "the held member's \(firstTry[held].map { "\($0.status)" } ?? "none"), the slowest 503 "
                 + String(format: "%.2f s", slowest) + " after the stop, problems \(problems.sorted()), "
                 + "logged after the restart \(capture.lines.count - loggedBeforeRestart)\(afterRestart), unhandled \(unhandled.count)"
@@ -235,8 +241,10 @@ struct FaultTests {
             #expect(unhandled.isEmpty, "\(unhandled)")
             FaultFigures.report(
                 "PostgreSQL restarted (pg_ctl restart -m fast) 5 times in \(restartedAt.count == 5 ? "\((restartedAt[4] - restartedAt[0]).components.seconds) s" : "?") under load",
-                sent: submitter.retries.load(ordering: .relaxed), acknowledged: acknowledged.count, found: acknowledged.count - figures.lost.count,
-                lost: figures.lost.count, duplicates: figures.duplicates, unavailable: submitter.unavailableRetries.load(ordering: .relaxed),
+                sent: submitter.retries.load(ordering: .relaxed), acknowledged: acknowledged.count,
+                found: acknowledged.count - figures.lost.count,
+                lost: figures.lost.count, duplicates: figures.duplicates,
+                unavailable: submitter.unavailableRetries.load(ordering: .relaxed),
                 recovery: recoveries.max())
         }
         await rig.owner.shutdown()
@@ -271,7 +279,8 @@ struct FaultTests {
 
             let url = cluster.connectionURL(database: "postgres")
             let owner = PostgresClient(
-                configuration: PostgresConfiguration(connectionString: url), options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
+                configuration: PostgresConfiguration(connectionString: url), options: .init(maxConnections: 1),
+                logger: TestDatabase.testLogger)
             _ = try await SchemaMigrator(logger: TestDatabase.testLogger).migrate(owner)
             #expect(try await owner.query("SHOW synchronous_commit")[0].decode("synchronous_commit", as: String.self) == "on")
 
@@ -288,7 +297,8 @@ struct FaultTests {
                     clock: clock.read))
             let campus = try await server.campus("north")
             _ = try await QuestionnaireStore(client: pool).publish(campus: campus, draft: AttestationTests.draft, actor: "test")
-            try await CampusPluginStore(client: pool).enable(campus: campus, kind: .sink, id: "webhook", settings: .object([:]), actor: "test")
+            try await CampusPluginStore(client: pool).enable(
+                campus: campus, kind: .sink, id: "webhook", settings: .object([:]), actor: "test")
             var added: [(user: User, token: String)] = []
             for index in 0..<members { added.append(try await server.user("m\(index)@example.edu", at: campus)) }
             return Rig(
@@ -326,7 +336,8 @@ struct FaultTests {
             let attestations = try counts.decode("attestations", as: Int.self)
             #expect(try counts.decode("submitted", as: Int.self) == attestations, "daily_stats.submitted against a recount")
             #expect(try counts.decode("colored", as: Int.self) == counts.decode("colored_rows", as: Int.self), "colours against a recount")
-            #expect(try counts.decode("fevers", as: Int.self) == counts.decode("fever_rows", as: Int.self), "answer counts against a recount")
+            #expect(
+                try counts.decode("fevers", as: Int.self) == counts.decode("fever_rows", as: Int.self), "answer counts against a recount")
             #expect(try counts.decode("events", as: Int.self) == attestations, "one submitted event per attestation")
             #expect(try counts.decode("announced", as: Int.self) == attestations, "no attestation announced twice")
             return (stored.count, lost, attestations - stored.count)

@@ -1,12 +1,13 @@
-@testable import AttestHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import AttestPostgres
 import AttestTestSupport
 import Foundation
 import Surveys
 import Tenancy
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
 
 @Suite("History, outbox events and configured rules")
 struct HistoryAndOutboxTests {
@@ -30,7 +31,8 @@ struct HistoryAndOutboxTests {
             var dates: [String] = [], cursor: String? = nil, pages = 0
             repeat {
                 let query = "limit=2" + (cursor.map { "&cursor=\($0)" } ?? "")
-                let page = try await api.send(.get, "/v1/campuses/north/me/attestations?\(query)", template: Self.historyPath, token: member)
+                let page = try await api.send(
+                    .get, "/v1/campuses/north/me/attestations?\(query)", template: Self.historyPath, token: member)
                 #expect(page.status == 200)
                 let items = try #require(page.json["items"] as? [[String: Any]])
                 #expect(items.count <= 2)
@@ -87,9 +89,10 @@ struct HistoryAndOutboxTests {
                 json: AttestationTests.body(#"{"fever": true, "cough": true, "temperature": 39.5}"#))
             #expect((reply.json["badge"] as? [String: Any])?["color"] as? String == "red")
             let rows = try await outbox()
-            #expect(rows.map { "\($0.sink) \($0.event)" } == [
-                "everything attestation.late", "everything attestation.submitted", "everything badge.red", "red-only badge.red",
-            ])
+            #expect(
+                rows.map { "\($0.sink) \($0.event)" } == [
+                    "everything attestation.late", "everything attestation.submitted", "everything badge.red", "red-only badge.red",
+                ])
             // One event, one id, whichever sink receives it.
             #expect(rows[2].id == rows[3].id)
             for row in rows {
@@ -104,8 +107,10 @@ struct HistoryAndOutboxTests {
                 let event = try JSONDecoder().decode(AttestNotification.self, from: Data(row.payload.utf8))
                 #expect(event.event.rawValue == row.event && event.campus == "north" && event.onTime == false)
                 #expect(event.occurredAt == "2026-11-20T16:00:00Z")
-                #expect(event.links == (row.event == "badge.red"
-                    ? ["followUps": "/v1/campuses/north/admin/follow-ups?date=2026-11-20&color=red"] : [:]))
+                #expect(
+                    event.links
+                        == (row.event == "badge.red"
+                            ? ["followUps": "/v1/campuses/north/admin/follow-ups?date=2026-11-20&color=red"] : [:]))
             }
 
             // A refused second submission announces nothing.
@@ -121,11 +126,15 @@ struct HistoryAndOutboxTests {
         let clock = try TestClock("2026-11-20T14:00:00Z")
         let (server, campus) = try await AttestationTests.setUp(clock: clock)
         let (_, member) = try await server.user("m@example.edu", at: campus)
-        let settings = try JSONDecoder().decode(JSONValue.self, from: Data(#"""
-            {"rules": [{"when": {"question": "cough", "equals": true}, "color": "red", "reason": "Coughing: stay home today"}],
-             "default": {"color": "green", "reason": "Fine"}}
-            """#.utf8))
-        try await CampusPluginStore(client: server.pool).enable(campus: campus, kind: .badgeRule, id: "standard", settings: settings, actor: "test")
+        let settings = try JSONDecoder().decode(
+            JSONValue.self,
+            from: Data(
+                #"""
+                {"rules": [{"when": {"question": "cough", "equals": true}, "color": "red", "reason": "Coughing: stay home today"}],
+                 "default": {"color": "green", "reason": "Fine"}}
+                """#.utf8))
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: campus, kind: .badgeRule, id: "standard", settings: settings, actor: "test")
         try await server.run { api in
             let reply = try await api.send(
                 .post, "/v1/campuses/north/attestations", template: Self.submitPath, token: member,

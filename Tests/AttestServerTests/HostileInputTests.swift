@@ -1,12 +1,13 @@
-@testable import AttestHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import AttestTestSupport
 import Foundation
 import HTTPTypes
-@testable import Surveys
 import Tenancy
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
+@testable import Surveys
 
 /// DESIGN §9, bad input, tried at random rather than case by case: malformed and hostile
 /// requests to every operation of the API document, made by a seeded generator so a failure
@@ -38,17 +39,26 @@ struct HostileInputTests {
     ]
 
     /// `{campus}` in a path: this campus, the other one, and slugs that are not one.
-    static let campusSegments = ["north", "north", "north", "north", "north", "north", "north", "north", "south", "NORTH", "nope", "%00", "..", "%2e%2e", "n%C3%A9", String(repeating: "n", count: 300)]
+    static let campusSegments = [
+        "north", "north", "north", "north", "north", "north", "north", "north", "south", "NORTH", "nope", "%00", "..", "%2e%2e", "n%C3%A9",
+        String(repeating: "n", count: 300),
+    ]
 
     /// Field names worth colliding with, and junk.
-    static let keys = ["surveyVersion", "answers", "token", "idToken", "fever", "cough", "temperature", "mood", "note", "", "__proto__", "FEVER", "fever ", "x"]
+    static let keys = [
+        "surveyVersion", "answers", "token", "idToken", "fever", "cough", "temperature", "mood", "note", "", "__proto__", "FEVER", "fever ",
+        "x",
+    ]
 
     /// A JSON value of any shape, at most `depth` deep.
     static func anyJSON(_ g: inout Generator, depth: Int) -> String {
         switch Int.random(in: 0..<(depth > 0 ? 10 : 7), using: &g) {
         case 0: return "null"
         case 1: return g.pick(["true", "false"])
-        case 2: return g.pick(["0", "-0", "1", "-1", "1.5", "1e308", "-1e308", "1e-320", "123456789012345678901234567890", "36.6", "43.01", "33.99"])
+        case 2:
+            return g.pick([
+                "0", "-0", "1", "-1", "1.5", "1e308", "-1e308", "1e-320", "123456789012345678901234567890", "36.6", "43.01", "33.99",
+            ])
         case 3: return g.pick([#""""#, #""ok""#, #""tired""#, #""\u0000""#, #""\ud83d\ude00""#, #""é""#, #""\"\\""#, #""2026-11-20""#])
         case 4: return "\"" + String(repeating: "x", count: g.pick([21, 200, 5000])) + "\""
         case 5: return "\"" + g.pick(keys) + "\""
@@ -67,7 +77,7 @@ struct HostileInputTests {
         "{'a': 1}", "{\"a\" 1}", "{\"a\": 1,}", "[1,]", "01", "1.", ".5", "+1", "0x10", "1e", "\"\\x\"", "\"\\ud800\"", "\"\u{1}\"",
         "{\"surveyVersion\": 1, \"surveyVersion\": 1, \"answers\": {}}", "{\"a\": 1} {\"a\": 1}", "\u{FEFF}{}", "1e400",
         String(repeating: "{\"a\":", count: 80) + "1" + String(repeating: "}", count: 80),
-        "{\"surveyVersion\": 1, \"answers\": {\"fever\": false, \"cough\": false, \"mood\": \"ok\"}" ,
+        "{\"surveyVersion\": 1, \"answers\": {\"fever\": false, \"cough\": false, \"mood\": \"ok\"}",
     ]
 
     /// A submission with at least one thing wrong with it, so none may be stored.
@@ -157,8 +167,11 @@ struct HostileInputTests {
             for index in 0..<requests {
                 let (method, template, parameters) = g.pick(found)
                 var path = template.replacingOccurrences(of: "{campus}", with: g.pick(Self.campusSegments))
-                    .replacingOccurrences(of: "{id}", with: g.pick([UUID().uuidString, "42", "%7Bid%7D", "00000000-0000-0000-0000-000000000000"]))
-                    .replacingOccurrences(of: "{token}", with: g.pick([String(repeating: "A", count: 43), "x", "%00", String(repeating: "-", count: 300)]))
+                    .replacingOccurrences(
+                        of: "{id}", with: g.pick([UUID().uuidString, "42", "%7Bid%7D", "00000000-0000-0000-0000-000000000000"])
+                    )
+                    .replacingOccurrences(
+                        of: "{token}", with: g.pick([String(repeating: "A", count: 43), "x", "%00", String(repeating: "-", count: 300)]))
                 var pairs: [String] = []
                 for name in parameters where g.chance(0.7) {
                     let value = g.chance(0.5) ? (QueryStringTests.samples[name] ?? "") : g.pick(Self.queryValues)
@@ -170,8 +183,10 @@ struct HostileInputTests {
                 var token: String? = g.pick([member, everyRole, everyRole, southern, nil])
                 if g.chance(0.1) {
                     token = nil
-                    headers[.authorization] = g.pick(["Bearer", "Bearer ", "Basic bWU6eW91", "bearer " + member, "Bearer " + member + " x",
-                                                      "Bearer " + String(repeating: "A", count: 43), "Bearer \(member)\(member)"])
+                    headers[.authorization] = g.pick([
+                        "Bearer", "Bearer ", "Basic bWU6eW91", "bearer " + member, "Bearer " + member + " x",
+                        "Bearer " + String(repeating: "A", count: 43), "Bearer \(member)\(member)",
+                    ])
                 }
                 if template.hasSuffix("/attestations"), method == .post, g.chance(0.2) {
                     headers[HTTPField.Name("Idempotency-Key")!] = g.pick(["", " ", String(repeating: "k", count: 201), "é", "key-1"])
@@ -181,20 +196,27 @@ struct HostileInputTests {
                 if method == .post {
                     json = Self.body(for: template, &g)
                     if g.chance(0.15) {
-                        contentType = g.pick(["text/plain", "application/json; charset=utf-16", "application/x-www-form-urlencoded", "application/jsonx", "json"])
+                        contentType = g.pick([
+                            "text/plain", "application/json; charset=utf-16", "application/x-www-form-urlencoded", "application/jsonx",
+                            "json",
+                        ])
                     }
                 }
                 let what = "seed \(seed), request \(index): \(method) \(path.prefix(300)) \(json.map { String($0.prefix(300)) } ?? "")"
-                let reply = try await api.send(method, path, template: template, token: token, json: json, contentType: contentType, headers: headers)
+                let reply = try await api.send(
+                    method, path, template: template, token: token, json: json, contentType: contentType, headers: headers)
                 statuses[reply.status, default: 0] += 1
                 #expect(reply.status < 500, "\(what) → \(reply.status) \(reply.body.prefix(500))")
                 if reply.status >= 400 {
                     #expect(reply.headers[.contentType]?.hasPrefix("application/problem+json") == true, "\(what) → \(reply.headers)")
                     let problem = reply.json
                     #expect(problem["status"] as? Int == reply.status, "\(what) → \(reply.body.prefix(500))")
-                    #expect(!(problem["detail"] as? String ?? "").isEmpty, "\(what) → a problem without a detail: \(reply.body.prefix(500))")
+                    #expect(
+                        !(problem["detail"] as? String ?? "").isEmpty, "\(what) → a problem without a detail: \(reply.body.prefix(500))")
                     for error in problem["errors"] as? [[String: Any]] ?? [] {
-                        #expect(!(error["field"] as? String ?? "").isEmpty && !(error["message"] as? String ?? "").isEmpty, "\(what) → \(error)")
+                        #expect(
+                            !(error["field"] as? String ?? "").isEmpty && !(error["message"] as? String ?? "").isEmpty, "\(what) → \(error)"
+                        )
                     }
                 }
             }

@@ -1,4 +1,3 @@
-@testable import AttestHTTP
 import AttestPlugins
 import AttestPostgres
 import AttestSchema
@@ -6,6 +5,8 @@ import AttestTestSupport
 import Foundation
 import Surveys
 import Testing
+
+@testable import AttestHTTP
 
 /// Under Citus every statement of a request must name one campus, so the coordinator routes
 /// it to the one node holding that campus's shards. The hot paths run against a live server
@@ -34,7 +35,8 @@ struct HotStatementTests {
         let members = tokens
         let (_, admin) = try await server.user("admin@example.edu", at: campus, roles: [.admin])
         let (_, officer) = try await server.user("officer@example.edu", at: campus, roles: [.healthOfficer])
-        let database: Int = try await owner.query("SELECT oid::int AS oid FROM pg_database WHERE datname = current_database()")[0].decode("oid")
+        let database: Int = try await owner.query("SELECT oid::int AS oid FROM pg_database WHERE datname = current_database()")[0].decode(
+            "oid")
         try await owner.query("SELECT pg_stat_statements_reset(0, \(database)::oid, 0)")
 
         try await server.run { api in
@@ -58,10 +60,14 @@ struct HotStatementTests {
                 #expect(try await SignInTests.signIn(api, idToken).status == 201)
             }
             for token in members.prefix(4) {
-                #expect(try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: token).status == 200)
+                #expect(
+                    try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: token).status
+                        == 200)
                 #expect(try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: token).status == 200)
                 #expect(
-                    try await api.send(.get, "/v1/campuses/north/me/attestations", template: "/v1/campuses/{campus}/me/attestations", token: token).status == 200)
+                    try await api.send(
+                        .get, "/v1/campuses/north/me/attestations", template: "/v1/campuses/{campus}/me/attestations", token: token
+                    ).status == 200)
             }
             let today = LocalDate(Date(), in: campus.zone)
             #expect(
@@ -71,7 +77,8 @@ struct HotStatementTests {
                 ).status == 200)
             #expect(
                 try await api.send(
-                    .get, "/v1/campuses/north/admin/follow-ups?date=\(today)", template: "/v1/campuses/{campus}/admin/follow-ups", token: officer
+                    .get, "/v1/campuses/north/admin/follow-ups?date=\(today)", template: "/v1/campuses/{campus}/admin/follow-ups",
+                    token: officer
                 ).status == 200)
         }
 
@@ -83,7 +90,9 @@ struct HotStatementTests {
         let oneRow = try NSRegularExpression(
             pattern: "^\\s*INSERT INTO \\w+ \\(campus_id,[^)]*\\)\\s*VALUES\\s*\\(\\$[0-9]+,[^()]*\\)", options: [.caseInsensitive])
         func isOneRowInsert(_ statement: String, _ range: NSRange) -> Bool {
-            guard let head = oneRow.firstMatch(in: statement, range: range), let end = Range(head.range, in: statement)?.upperBound else { return false }
+            guard let head = oneRow.firstMatch(in: statement, range: range), let end = Range(head.range, in: statement)?.upperBound else {
+                return false
+            }
             let rest = statement[end...].lowercased()
             return !rest.contains("select") && !rest.contains("from")
         }

@@ -1,4 +1,3 @@
-@testable import AttestHTTP
 import AttestPlugins
 import AttestPluginsTesting
 import AttestPostgres
@@ -8,6 +7,8 @@ import Notifications
 import Surveys
 import Tenancy
 import Testing
+
+@testable import AttestHTTP
 
 /// The servers' background work wakes on work, not by asking every campus every second
 /// (docs/architecture.md, "How the workers find their work").
@@ -58,8 +59,9 @@ struct IdleWorkTests {
         _ = try await server.campus("north")  // one made as `attest campus create` makes them, with its keys
         try await owner.query(
             """
-            INSERT INTO campuses (id, slug, name, time_zone)
-            SELECT gen_random_uuid(), 'idle-' || i, 'Idle ' || i, (ARRAY['America/New_York', 'Europe/Madrid', 'Asia/Tokyo'])[1 + i % 3]
+            INSERT INTO campuses (id, slug, name, time_zone, next_reminder_at, next_upkeep_at)
+            SELECT gen_random_uuid(), 'idle-' || i, 'Idle ' || i, (ARRAY['America/New_York', 'Europe/Madrid', 'Asia/Tokyo'])[1 + i % 3],
+                   now() + interval '1 day', now() + interval '1 day'
             FROM generate_series(1, 999) i
             """)
         let services = server.services
@@ -67,7 +69,9 @@ struct IdleWorkTests {
             Task { try await services.outbox.run() }, Task { try await services.retention.run() },
             Task { try await services.authGenerations.run() },
         ]
-        // First, each campus's day: its reminders looked at, its upkeep done, each moved on.
+        // Their day is done (as it is after each one's first round: what that round does is
+        // tested with the reminders and the upkeep), so what is measured is idle. First the
+        // one campus made now has its day.
         let settled = ContinuousClock.now
         while ContinuousClock.now - settled < .seconds(120) {
             let due = try await owner.query(
@@ -75,7 +79,8 @@ struct IdleWorkTests {
             if try due[0].decode("n", as: Int.self) == 0 { break }
             try await Task.sleep(for: .milliseconds(200))
         }
-        let database: Int = try await owner.query("SELECT oid::int AS oid FROM pg_database WHERE datname = current_database()")[0].decode("oid")
+        let database: Int = try await owner.query("SELECT oid::int AS oid FROM pg_database WHERE datname = current_database()")[0].decode(
+            "oid")
         try await owner.query("SELECT pg_stat_statements_reset(0, \(database)::oid, 0)")
         let window = 5.0
         try await Task.sleep(for: .seconds(window))
@@ -89,7 +94,9 @@ struct IdleWorkTests {
         await owner.shutdown()
         await server.pool.shutdown()
         let calls = try statements.reduce(0) { $0 + (try $1.decode("calls", as: Int.self)) }
-        let listing = try statements.map { "\(try $0.decode("calls", as: Int.self))× \(try $0.decode("query", as: String.self).prefix(90))" }
+        let listing = try statements.map {
+            "\(try $0.decode("calls", as: Int.self))× \(try $0.decode("query", as: String.self).prefix(90))"
+        }
         #expect(Double(calls) / window <= 5, "\(calls) statements in \(window) s: \(listing.joined(separator: "\n"))")
         #expect(calls > 0, "the services ran no statement at all")
     }
@@ -115,7 +122,9 @@ struct IdleWorkTests {
                 let minute = (step * 97) % 1440
                 let following = CampusSchedule.next(minute: minute, in: zone, after: instant)
                 #expect(CampusSchedule.hasPassed(minute: minute, in: zone, at: following), "\(zone.identifier) \(minute) after \(instant)")
-                #expect(following > instant && following.timeIntervalSince(instant) <= 25 * 3_600 + 60, "\(zone.identifier) \(minute) after \(instant)")
+                #expect(
+                    following > instant && following.timeIntervalSince(instant) <= 25 * 3_600 + 60,
+                    "\(zone.identifier) \(minute) after \(instant)")
                 if !CampusSchedule.hasPassed(minute: minute, in: zone, at: instant) {
                     #expect(LocalDate(following, in: zone) == LocalDate(instant, in: zone), "\(zone.identifier) \(minute) after \(instant)")
                 }
@@ -132,8 +141,10 @@ struct IdleWorkTests {
         let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database), "ATTEST_KEK": kekText]
         let seed = { (count: Int) in
             try await ChildProcess.run(
-                [ChildProcess.attestBinary, "dev", "seed-campuses", "--count", "\(count)", "--prefix", "t", "--timezone", "Asia/Tokyo",
-                 "--timezone", "Europe/Madrid"], environment: environment)
+                [
+                    ChildProcess.attestBinary, "dev", "seed-campuses", "--count", "\(count)", "--prefix", "t", "--timezone", "Asia/Tokyo",
+                    "--timezone", "Europe/Madrid",
+                ], environment: environment)
         }
         let first = try await seed(5)
         #expect(first.status == 0, "\(first.stderr)")
@@ -142,7 +153,9 @@ struct IdleWorkTests {
         #expect(second.stdout.contains("Created 2 campuses (5 existed)"), "\(second.stdout)")
         let campuses = try await CampusStore(client: server.pool).list()
         #expect(campuses.map(\.slug).sorted() == (1...7).map { "t-\($0)" }.sorted())
-        #expect(campuses.first { $0.slug == "t-1" }?.timeZone == "Asia/Tokyo" && campuses.first { $0.slug == "t-2" }?.timeZone == "Europe/Madrid")
+        #expect(
+            campuses.first { $0.slug == "t-1" }?.timeZone == "Asia/Tokyo"
+                && campuses.first { $0.slug == "t-2" }?.timeZone == "Europe/Madrid")
         let keys = BadgeKeyStore(client: server.pool, kek: kek)
         for campus in campuses { #expect(try await keys.keys(campus: campus.id).count == 1, "\(campus.slug)") }
         let refused = try await seed(0)

@@ -1,4 +1,3 @@
-@testable import AttestHTTP
 import AttestPlugins
 import AttestPluginsTesting
 import AttestPostgres
@@ -12,6 +11,8 @@ import Synchronization
 import Tenancy
 import Testing
 
+@testable import AttestHTTP
+
 @Suite("The journal, episode and sharing pages over HTTP")
 struct JournalPageTests {
     /// A server with the demo sign-in at 09:25 in New York, one campus and its people.
@@ -19,7 +20,9 @@ struct JournalPageTests {
         var server = try await TestServer.make(clock: clock.read)
         server.configuration.web = WebConfiguration(demoSignIn: true)
         let campus = try await server.campus("north")
-        for (email, roles) in [("ana@example.edu", [Role]()), ("bob@example.edu", []), ("ada@example.edu", [.admin]), ("hana@example.edu", [.healthOfficer])] {
+        for (email, roles) in [
+            ("ana@example.edu", [Role]()), ("bob@example.edu", []), ("ada@example.edu", [.admin]), ("hana@example.edu", [.healthOfficer]),
+        ] {
             _ = try await server.user(email, at: campus, roles: roles)
         }
         return (server, campus)
@@ -32,11 +35,15 @@ struct JournalPageTests {
     }
 
     /// The fields of a journal form, as a browser sends them.
-    static func entry(csrf: String, date: String = "2026-11-20", title: String, text: String = "", tags: [String] = []) -> [(String, String)] {
+    static func entry(csrf: String, date: String = "2026-11-20", title: String, text: String = "", tags: [String] = []) -> [(
+        String, String
+    )] {
         [("csrf", csrf), ("date", date), ("title", title), ("text", text)] + tags.map { ("tag", $0) }
     }
 
-    static func file(_ type: AudioType, named name: String, as contentType: String, count: Int = 2_000) -> (name: String, filename: String, type: String, bytes: Data) {
+    static func file(_ type: AudioType, named name: String, as contentType: String, count: Int = 2_000) -> (
+        name: String, filename: String, type: String, bytes: Data
+    ) {
         ("audio", name, contentType, JournalTests.recording(type, count: count))
     }
 
@@ -56,16 +63,21 @@ struct JournalPageTests {
         let (server, _) = try await Self.setUp(clock: clock)
         try await server.run { api in
             let stranger = WebClient(api.client)
-            for path in ["/c/north/journal", "/c/north/episodes", "/c/north/sharing", "/c/north/journal/\(UUID())", "/c/north/episodes/\(UUID())"] {
+            for path in [
+                "/c/north/journal", "/c/north/episodes", "/c/north/sharing", "/c/north/journal/\(UUID())", "/c/north/episodes/\(UUID())",
+            ] {
                 let page = try await stranger.get(path)
                 #expect(page.status == 303 && page.location?.hasPrefix("/c/north/signin?next=") == true, "\(path)")
             }
             let ana = try await Self.member(api, "ana@example.edu")
             let journal = try await ana.get("/c/north/journal")
-            #expect(journal.status == 200 && journal.body.contains("enctype=\"multipart/form-data\"") && journal.body.contains("No entries yet."))
+            #expect(
+                journal.status == 200 && journal.body.contains("enctype=\"multipart/form-data\"")
+                    && journal.body.contains("No entries yet."))
             #expect(journal.body.contains("aria-current=\"page\">Journal</a>"))
             let saved = try await ana.post(
-                "/c/north/journal", multipart: Self.entry(csrf: try #require(journal.csrf), title: "Ana's secret", text: "Felt dizzy", tags: ["symptom"]),
+                "/c/north/journal",
+                multipart: Self.entry(csrf: try #require(journal.csrf), title: "Ana's secret", text: "Felt dizzy", tags: ["symptom"]),
                 files: [Self.file(.wav, named: "voice.wav", as: "audio/wav")])
             #expect(saved.status == 303, "\(saved.body)")
             let id = try Self.entryID(saved)
@@ -74,8 +86,11 @@ struct JournalPageTests {
             #expect(page.body.contains("<audio controls preload=\"metadata\" src=\"/c/north/journal/\(id)/audio\">"))
             #expect(try await ana.get("/c/north/journal").body.contains("Ana&#39;s secret"))
             // An entry without tags or text shows neither, nor their separators.
-            let bare = try Self.entryID(try await ana.post("/c/north/journal", multipart: Self.entry(csrf: try #require(journal.csrf), title: "Bare"), files: []))
-            #expect(try await ana.get("/c/north/journal/\(bare)").body.contains("<p class=\"hint\">Fri, Nov 20, 2026</p>\n<div class=\"entry-text\"></div>"))
+            let bare = try Self.entryID(
+                try await ana.post("/c/north/journal", multipart: Self.entry(csrf: try #require(journal.csrf), title: "Bare"), files: []))
+            #expect(
+                try await ana.get("/c/north/journal/\(bare)").body.contains(
+                    "<p class=\"hint\">Fri, Nov 20, 2026</p>\n<div class=\"entry-text\"></div>"))
             #expect(try await ana.get("/c/north/journal").body.contains("<p class=\"hint\">Fri, Nov 20, 2026</p>\n</li>"))
 
             // Another member, an administrator and a health officer: nothing of Ana's, anywhere.
@@ -101,7 +116,8 @@ struct JournalPageTests {
             let csrf = try #require(try await ana.get("/c/north/journal").csrf)
             let long = String(repeating: "é", count: 10_001)
             let bad = try await ana.post(
-                "/c/north/journal", multipart: Self.entry(csrf: csrf, date: "2026-02-30", title: "  ", text: long, tags: ["symptom", "secret"]),
+                "/c/north/journal",
+                multipart: Self.entry(csrf: csrf, date: "2026-02-30", title: "  ", text: long, tags: ["symptom", "secret"]),
                 files: [("audio", "notes.mp3", "audio/mpeg", Data("just some text, not a recording".utf8))])
             #expect(bad.status == 422)
             #expect(bad.body.contains("<title>Error: Your journal") && bad.body.contains("There is a problem"))
@@ -111,12 +127,17 @@ struct JournalPageTests {
             #expect(bad.body.contains("Enter a real date from 2000-01-01 to 2026-11-21."))
             #expect(bad.body.contains("Write at most 10,000 characters (this has 10,001)."))
             #expect(bad.body.contains("This file is not a recording the journal keeps"))
-            #expect(bad.count(" autofocus") == 1 && bad.body.contains("id=\"entry-date\" name=\"date\" value=\"2026-02-30\" aria-invalid=\"true\" aria-describedby=\"entry-date-error\" autofocus"))
+            #expect(
+                bad.count(" autofocus") == 1
+                    && bad.body.contains(
+                        "id=\"entry-date\" name=\"date\" value=\"2026-02-30\" aria-invalid=\"true\" aria-describedby=\"entry-date-error\" autofocus"
+                    ))
             #expect(bad.body.contains(long), "what was typed stays")
 
             // A recording renamed to another type is refused by its bytes.
             let renamed = try await ana.post(
-                "/c/north/journal", multipart: Self.entry(csrf: csrf, title: "Renamed"), files: [Self.file(.wav, named: "voice.mp3", as: "audio/mpeg")])
+                "/c/north/journal", multipart: Self.entry(csrf: csrf, title: "Renamed"),
+                files: [Self.file(.wav, named: "voice.mp3", as: "audio/mpeg")])
             #expect(renamed.status == 422 && renamed.body.contains("This file is named as MP3 but holds WAV"))
             // One over 5 MB (within the form's limit) is named; beyond the limit the page says so too.
             let large = try await ana.post(
@@ -131,11 +152,13 @@ struct JournalPageTests {
             let forged = try await ana.post("/c/north/journal", multipart: Self.entry(csrf: "nope", title: "Forged"), files: [])
             #expect(forged.status == 403)
             let crossSite = try await ana.post(
-                "/c/north/journal", multipart: Self.entry(csrf: csrf, title: "Cross"), files: [], headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"])
+                "/c/north/journal", multipart: Self.entry(csrf: csrf, title: "Cross"), files: [],
+                headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"])
             #expect(crossSite.status == 403)
             // A body that is not a well-formed form.
             let broken = try await ana.send(
-                method: .post, "/c/north/journal", headers: [.contentType: "multipart/form-data; boundary=xyz"], bytes: ByteBuffer(string: "--xyz\r\nno headers"))
+                method: .post, "/c/north/journal", headers: [.contentType: "multipart/form-data; boundary=xyz"],
+                bytes: ByteBuffer(string: "--xyz\r\nno headers"))
             #expect(broken.status == 400 && broken.body.contains("Unreadable form"))
             #expect(try await Self.entries(server, campus, "ana@example.edu").isEmpty)
         }
@@ -149,27 +172,35 @@ struct JournalPageTests {
             let csrf = try #require(try await ana.get("/c/north/journal").csrf)
             let webm = Self.file(.webm, named: "recording.webm", as: "audio/webm")
             let id = try Self.entryID(
-                try await ana.post("/c/north/journal", multipart: Self.entry(csrf: csrf, title: "Cough", tags: ["symptom", "place"]), files: [webm]))
+                try await ana.post(
+                    "/c/north/journal", multipart: Self.entry(csrf: csrf, title: "Cough", tags: ["symptom", "place"]), files: [webm]))
             let whole = try await ana.get("/c/north/journal/\(id)/audio")
             #expect(whole.status == 200 && whole.headers[.contentType] == "audio/webm" && whole.bytes == webm.bytes)
             #expect(whole.headers[.cacheControl] == "no-store")
             let part = try await ana.get("/c/north/journal/\(id)/audio", headers: [.range: "bytes=0-9"])
-            #expect(part.status == 206 && part.bytes == webm.bytes.prefix(10) && part.headers[.contentRange] == "bytes 0-9/\(webm.bytes.count)")
+            #expect(
+                part.status == 206 && part.bytes == webm.bytes.prefix(10) && part.headers[.contentRange] == "bytes 0-9/\(webm.bytes.count)")
 
             // An edit without a file keeps the recording; with one, replaces it.
             let edited = try await ana.post(
-                "/c/north/journal/\(id)", multipart: Self.entry(csrf: csrf, date: "2026-11-19", title: "Cough, day 2", text: "Better", tags: ["treatment"]),
+                "/c/north/journal/\(id)",
+                multipart: Self.entry(csrf: csrf, date: "2026-11-19", title: "Cough, day 2", text: "Better", tags: ["treatment"]),
                 files: [])
             #expect(edited.status == 303 && edited.location == "/c/north/journal/\(id)?saved=1")
             var stored = try #require(try await Self.entries(server, campus, "ana@example.edu").first)
-            #expect(stored.title == "Cough, day 2" && stored.text == "Better" && stored.tags == [.treatment] && stored.date.description == "2026-11-19")
+            #expect(
+                stored.title == "Cough, day 2" && stored.text == "Better" && stored.tags == [.treatment]
+                    && stored.date.description == "2026-11-19")
             #expect(stored.audio?.type == .webm)
             let ogg = Self.file(.ogg, named: "take2.ogg", as: "audio/ogg", count: 3_000)
-            _ = try await ana.post("/c/north/journal/\(id)", multipart: Self.entry(csrf: csrf, date: "2026-11-19", title: "Cough, day 2"), files: [ogg])
+            _ = try await ana.post(
+                "/c/north/journal/\(id)", multipart: Self.entry(csrf: csrf, date: "2026-11-19", title: "Cough, day 2"), files: [ogg])
             #expect(try await ana.get("/c/north/journal/\(id)/audio").bytes == ogg.bytes)
             // An edit with a problem shows the form open with the message, the entry unchanged.
             let bad = try await ana.post("/c/north/journal/\(id)", multipart: Self.entry(csrf: csrf, title: ""), files: [])
-            #expect(bad.status == 422 && bad.body.contains("<details class=\"card\" open>") && bad.body.contains("Enter a title of 1 to 200 characters."))
+            #expect(
+                bad.status == 422 && bad.body.contains("<details class=\"card\" open>")
+                    && bad.body.contains("Enter a title of 1 to 200 characters."))
             stored = try #require(try await Self.entries(server, campus, "ana@example.edu").first)
             #expect(stored.title == "Cough, day 2" && stored.audio?.type == .ogg && stored.audio?.size == ogg.bytes.count)
 
@@ -192,18 +223,25 @@ struct JournalPageTests {
             let ana = try await Self.member(api, "ana@example.edu")
             let token = try #require(ana.cookie("attest-north"))
             let page = try await ana.get("/c/north/episodes")
-            #expect(page.status == 200 && page.body.contains(">Start a headache</button>") && page.body.contains(">Start a migraine</button>"))
+            #expect(
+                page.status == 200 && page.body.contains(">Start a headache</button>") && page.body.contains(">Start a migraine</button>"))
             let csrf = try #require(page.csrf)
-            let start: [(String, String)] = [("csrf", csrf), ("severity", "6"), ("notes", "Behind the eyes"), ("startedAt", ""), ("lat", ""), ("lon", ""), ("kind", "headache")]
+            let start: [(String, String)] = [
+                ("csrf", csrf), ("severity", "6"), ("notes", "Behind the eyes"), ("startedAt", ""), ("lat", ""), ("lon", ""),
+                ("kind", "headache"),
+            ]
             let started = try await ana.post("/c/north/episodes", form: start)
             #expect(started.status == 303 && started.location == "/c/north/episodes?started=1")
             let open = try await ana.get("/c/north/episodes?started=1")
-            #expect(open.body.contains("Headache since 09:25, Fri, Nov 20, 2026 (0 min so far)") && open.body.contains(">Stop the headache</button>"))
+            #expect(
+                open.body.contains("Headache since 09:25, Fri, Nov 20, 2026 (0 min so far)")
+                    && open.body.contains(">Stop the headache</button>"))
             let again = try await ana.post("/c/north/episodes", form: start)
             #expect(again.status == 422 && again.body.contains("A headache episode is already open: stop it first."))
             #expect(again.body.contains("<a href=\"#episode-start-headache\">"))
 
-            let listed = try await api.send(.get, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: token)
+            let listed = try await api.send(
+                .get, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: token)
             let item = try #require((listed.json["items"] as? [[String: Any]])?.first)
             let id = try #require(item["id"] as? String)
             #expect(item["severity"] as? Int == 6 && item["notes"] as? String == "Behind the eyes" && item["stoppedAt"] is NSNull)
@@ -211,30 +249,42 @@ struct JournalPageTests {
             let stopped = try await ana.post("/c/north/episodes/\(id)/stop", form: [("csrf", csrf)])
             #expect(stopped.status == 303 && stopped.location == "/c/north/episodes?stopped=1")
             let detail = try await ana.get("/c/north/episodes/\(id)")
-            #expect(detail.body.contains("<dd>2 h 00 min</dd>") && detail.body.contains("value=\"2026-11-20T09:25\"") && detail.body.contains("value=\"2026-11-20T11:25\""))
+            #expect(
+                detail.body.contains("<dd>2 h 00 min</dd>") && detail.body.contains("value=\"2026-11-20T09:25\"")
+                    && detail.body.contains("value=\"2026-11-20T11:25\""))
             #expect(detail.body.contains("<h2>Notes</h2><div class=\"entry-text\">Behind the eyes</div>"))
 
             // Times typed in the campus's zone.
-            let edit: [(String, String)] = [("csrf", csrf), ("kind", "migraine"), ("severity", "7"), ("notes", ""), ("startedAt", "2026-11-19T22:00"), ("stoppedAt", "2026-11-20T01:30")]
+            let edit: [(String, String)] = [
+                ("csrf", csrf), ("kind", "migraine"), ("severity", "7"), ("notes", ""), ("startedAt", "2026-11-19T22:00"),
+                ("stoppedAt", "2026-11-20T01:30"),
+            ]
             let edited = try await ana.post("/c/north/episodes/\(id)", form: edit)
             #expect(edited.status == 303, "\(edited.body)")
-            let after = try await api.send(.get, "/v1/campuses/north/me/episodes/\(id)", template: "/v1/campuses/{campus}/me/episodes/{id}", token: token)
-            #expect(after.json["startedAt"] as? String == "2026-11-20T03:00:00Z" && after.json["stoppedAt"] as? String == "2026-11-20T06:30:00Z")
+            let after = try await api.send(
+                .get, "/v1/campuses/north/me/episodes/\(id)", template: "/v1/campuses/{campus}/me/episodes/{id}", token: token)
+            #expect(
+                after.json["startedAt"] as? String == "2026-11-20T03:00:00Z" && after.json["stoppedAt"] as? String == "2026-11-20T06:30:00Z"
+            )
             #expect(after.json["kind"] as? String == "migraine" && after.json["durationMinutes"] as? Int == 210)
             #expect(!(try await ana.get("/c/north/episodes/\(id)")).body.contains("<h2>Notes</h2>"), "no heading over no notes")
             for (field, value, message) in [
                 ("stoppedAt", "2026-11-19T21:00", "not before it started"), ("stoppedAt", "", "A stopped episode stays stopped"),
-                ("startedAt", "yesterday", "Enter when it started"), ("severity", "11", "Choose a severity from 0 to 10."), ("kind", "hangover", "Choose a kind of episode: Headache, Migraine."),
+                ("startedAt", "yesterday", "Enter when it started"), ("severity", "11", "Choose a severity from 0 to 10."),
+                ("kind", "hangover", "Choose a kind of episode: Headache, Migraine."),
             ] {
                 let bad = try await ana.post("/c/north/episodes/\(id)", form: edit.map { $0.0 == field ? (field, value) : $0 })
-                #expect(bad.status == 422 && bad.body.contains(message) && bad.body.contains("<details class=\"card\" open>"), "\(field)=\(value)")
+                #expect(
+                    bad.status == 422 && bad.body.contains(message) && bad.body.contains("<details class=\"card\" open>"),
+                    "\(field)=\(value)")
             }
             let deleted = try await ana.post("/c/north/episodes/\(id)/delete", form: [("csrf", csrf)])
             #expect(deleted.status == 303 && deleted.location == "/c/north/episodes?deleted=1")
             #expect(try await ana.get("/c/north/episodes/\(id)").status == 404)
             // Bob cannot stop or see Ana's episodes.
             _ = try await ana.post("/c/north/episodes", form: start)
-            let again2 = try await api.send(.get, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: token)
+            let again2 = try await api.send(
+                .get, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: token)
             let second = try #require((again2.json["items"] as? [[String: Any]])?.first?["id"] as? String)
             let bob = try await Self.member(api, "bob@example.edu")
             let bobs = try await bob.get("/c/north/episodes")
@@ -267,17 +317,24 @@ struct JournalPageTests {
             let started = try await ana.post(
                 "/c/north/episodes", form: [("csrf", csrf), ("severity", "4"), ("lat", "40.8"), ("lon", "-74.0"), ("kind", "migraine")])
             #expect(started.status == 303)
-            let badPlace = try await ana.post("/c/north/episodes", form: [("csrf", csrf), ("severity", "4"), ("lat", "91"), ("lon", "0"), ("kind", "headache")])
+            let badPlace = try await ana.post(
+                "/c/north/episodes", form: [("csrf", csrf), ("severity", "4"), ("lat", "91"), ("lon", "0"), ("kind", "headache")])
             #expect(badPlace.status == 422 && badPlace.body.contains("The location could not be read"))
-            let listed = try await api.send(.get, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: token)
+            let listed = try await api.send(
+                .get, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: token)
             let id = try #require((listed.json["items"] as? [[String: Any]])?.first?["id"] as? String)
             let detail = try await ana.get("/c/north/episodes/\(id)")
-            #expect(detail.body.contains("About 40.8, -74.0") && detail.body.contains("https://www.openstreetmap.org/?mlat=40.8&amp;mlon=-74.0"))
+            #expect(
+                detail.body.contains("About 40.8, -74.0") && detail.body.contains("https://www.openstreetmap.org/?mlat=40.8&amp;mlon=-74.0")
+            )
             #expect(detail.body.contains("<caption>Weather where it began</caption>"))
             #expect(detail.body.contains("<th scope=\"row\">Temperature</th><td class=\"num\">20.5 °C</td><td class=\"num\">10.5 °C</td>"))
 
             // Episodes in two months, through the API; the page's figures are the summary's.
-            for (start, stop) in [("2026-10-05T12:00:00Z", "2026-10-05T13:30:00Z"), ("2026-10-20T12:00:00Z", "2026-10-20T12:30:00Z"), ("2026-11-02T12:00:00Z", "2026-11-02T16:00:00Z")] {
+            for (start, stop) in [
+                ("2026-10-05T12:00:00Z", "2026-10-05T13:30:00Z"), ("2026-10-20T12:00:00Z", "2026-10-20T12:30:00Z"),
+                ("2026-11-02T12:00:00Z", "2026-11-02T16:00:00Z"),
+            ] {
                 let made = try await api.send(
                     .post, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: token,
                     json: #"{"kind": "headache", "severity": 3, "startedAt": "\#(start)"}"#)
@@ -289,14 +346,24 @@ struct JournalPageTests {
                 #expect(stopped.json["autoClosed"] as? Bool == false)
             }
             let summary = try await api.send(
-                .get, "/v1/campuses/north/me/episodes/summary?from=2026-10-01&to=2026-11-20", template: "/v1/campuses/{campus}/me/episodes/summary", token: token)
+                .get, "/v1/campuses/north/me/episodes/summary?from=2026-10-01&to=2026-11-20",
+                template: "/v1/campuses/{campus}/me/episodes/summary", token: token)
             let months = try #require(summary.json["months"] as? [[String: Any]])
-            #expect(months.map { "\($0["month"] ?? "") \($0["count"] ?? "") \($0["totalMinutes"] ?? "")" } == ["2026-10 2 120", "2026-11 2 240"])
+            #expect(
+                months.map { "\($0["month"] ?? "") \($0["count"] ?? "") \($0["totalMinutes"] ?? "")" } == [
+                    "2026-10 2 120", "2026-11 2 240",
+                ])
             let page = try await ana.get("/c/north/episodes?from=2026-10-01&to=2026-11-20")
             #expect(page.status == 200)
             #expect(page.body.contains("Episodes: 4 (3 stopped). Time in all: 6 h 00 min; on average: 2 h 00 min."))
-            #expect(page.body.contains("<th scope=\"row\">2026-10</th><td class=\"num\">2</td><td class=\"num\">2</td><td class=\"num\">2 h 00 min</td><td class=\"num\">1 h 00 min</td>"))
-            #expect(page.body.contains("<th scope=\"row\">2026-11</th><td class=\"num\">2</td><td class=\"num\">1</td><td class=\"num\">4 h 00 min</td><td class=\"num\">4 h 00 min</td>"))
+            #expect(
+                page.body.contains(
+                    "<th scope=\"row\">2026-10</th><td class=\"num\">2</td><td class=\"num\">2</td><td class=\"num\">2 h 00 min</td><td class=\"num\">1 h 00 min</td>"
+                ))
+            #expect(
+                page.body.contains(
+                    "<th scope=\"row\">2026-11</th><td class=\"num\">2</td><td class=\"num\">1</td><td class=\"num\">4 h 00 min</td><td class=\"num\">4 h 00 min</td>"
+                ))
             for chart in ["episodes-per-month", "average-duration", "weather"] {
                 #expect(page.body.contains("aria-labelledby=\"\(chart)-title \(chart)-desc\""), "\(chart)")
             }
@@ -304,7 +371,10 @@ struct JournalPageTests {
             #expect(page.body.contains("<th scope=\"row\">Temperature</th><td class=\"num\">20.5 °C</td><td class=\"num\">10.5 °C</td>"))
             // A month without episodes is a zero in the table (and no bar), so the months read as a trend.
             let wider = try await ana.get("/c/north/episodes?from=2026-09-15&to=2026-11-20")
-            #expect(wider.body.contains("<th scope=\"row\">2026-09</th><td class=\"num\">0</td><td class=\"num\">0</td><td class=\"num\">0 min</td><td class=\"num\">–</td>"))
+            #expect(
+                wider.body.contains(
+                    "<th scope=\"row\">2026-09</th><td class=\"num\">0</td><td class=\"num\">0</td><td class=\"num\">0 min</td><td class=\"num\">–</td>"
+                ))
             #expect(!wider.body.contains("<title>2026-09:"))
             let badRange = try await ana.get("/c/north/episodes?from=2026-11-20&to=2026-10-01")
             #expect(badRange.status == 422 && badRange.headers[.contentType] == "text/html; charset=utf-8")
@@ -317,7 +387,8 @@ struct JournalPageTests {
         try await server.run { api in
             let ana = try await Self.member(api, "ana@example.edu")
             let csrf = try #require(try await ana.get("/c/north/journal").csrf)
-            _ = try await ana.post("/c/north/journal", multipart: Self.entry(csrf: csrf, title: "Saw the nurse", text: "Rest two days"), files: [])
+            _ = try await ana.post(
+                "/c/north/journal", multipart: Self.entry(csrf: csrf, title: "Saw the nurse", text: "Rest two days"), files: [])
             let sharing = try await ana.get("/c/north/sharing")
             #expect(sharing.status == 200 && sharing.body.contains("value=\"2026-10-22\"") && sharing.body.contains("No links yet."))
             let csv = try await ana.get("/c/north/sharing/export?from=2026-11-01&to=2026-11-20&format=csv")
@@ -328,7 +399,8 @@ struct JournalPageTests {
             #expect(try await ana.get("/c/north/sharing/export?from=2026-11-20&to=2026-11-01&format=csv").status == 422)
 
             // A link: shown once, opens without sign-in, every opening listed, then revoked.
-            let made = try await ana.post("/c/north/sharing/links", form: [("csrf", csrf), ("from", "2026-11-01"), ("to", "2026-11-20"), ("expiresIn", "3600")])
+            let made = try await ana.post(
+                "/c/north/sharing/links", form: [("csrf", csrf), ("from", "2026-11-01"), ("to", "2026-11-20"), ("expiresIn", "3600")])
             #expect(made.status == 201 && made.body.contains("Copy it now: it is shown only this once."))
             let url = try #require(made.body.firstMatch(of: /id="new-link-url" value="(http:\/\/[^"]+)"/)?.1).description
             let path = try #require(URL(string: url)?.path)
@@ -337,9 +409,12 @@ struct JournalPageTests {
             let opened = try await WebClient(api.client).post(path, form: [("format", "csv")])
             #expect(opened.status == 200 && opened.body.contains("Saw the nurse"))
             let listed = try await ana.get("/c/north/sharing")
-            #expect(listed.body.contains("Opened 1 times:") && listed.body.contains("(CSV)") && listed.body.contains("active until 10:25, Fri, Nov 20, 2026"))
+            #expect(
+                listed.body.contains("Opened 1 times:") && listed.body.contains("(CSV)")
+                    && listed.body.contains("active until 10:25, Fri, Nov 20, 2026"))
             #expect(!listed.body.contains(path), "the link is not shown again")
-            let revoke = try #require(listed.body.firstMatch(of: /action="(\/c\/north\/sharing\/links\/[0-9a-f-]{36}\/revoke)"/)?.1).description
+            let revoke = try #require(listed.body.firstMatch(of: /action="(\/c\/north\/sharing\/links\/[0-9a-f-]{36}\/revoke)"/)?.1)
+                .description
             #expect(try await ana.post(revoke, form: [("csrf", csrf)]).location == "/c/north/sharing?revoked=1")
             #expect(try await WebClient(api.client).get(path).status == 404)
             #expect(try await ana.get("/c/north/sharing").body.contains("revoked at 09:25"))
@@ -357,7 +432,9 @@ struct JournalPageTests {
             }
 
             // Keeping.
-            #expect(try await ana.post("/c/north/sharing/keeping", form: [("csrf", csrf), ("keepDays", "90")]).location == "/c/north/sharing?kept=1")
+            #expect(
+                try await ana.post("/c/north/sharing/keeping", form: [("csrf", csrf), ("keepDays", "90")]).location
+                    == "/c/north/sharing?kept=1")
             #expect(try await ana.get("/c/north/sharing?kept=1").body.contains("more than 90 days ago are deleted each day"))
             let bad = try await ana.post("/c/north/sharing/keeping", form: [("csrf", csrf), ("keepDays", "0")])
             #expect(bad.status == 422 && bad.body.contains("Enter a whole number of days from 1 to 3650"))

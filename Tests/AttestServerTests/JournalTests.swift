@@ -49,7 +49,8 @@ struct JournalTests {
             }
             // Today by default.
             clock.advance(by: 1)
-            let undated = try await api.send(.post, "/v1/campuses/north/me/journal", template: Self.list, token: member, json: #"{"title": "No date"}"#)
+            let undated = try await api.send(
+                .post, "/v1/campuses/north/me/journal", template: Self.list, token: member, json: #"{"title": "No date"}"#)
             #expect(undated.json["date"] as? String == "2026-11-20" && undated.json["text"] as? String == "")
 
             let first = try await api.send(.get, "/v1/campuses/north/me/journal?limit=2", template: Self.list, token: member)
@@ -57,7 +58,8 @@ struct JournalTests {
             // Newest date first; of one date, the newest written first.
             #expect(firstItems.compactMap { $0["title"] as? String } == ["No date", "Tested"])
             let cursor = try #require(first.json["nextCursor"] as? String)
-            let second = try await api.send(.get, "/v1/campuses/north/me/journal?limit=2&cursor=\(cursor)", template: Self.list, token: member)
+            let second = try await api.send(
+                .get, "/v1/campuses/north/me/journal?limit=2&cursor=\(cursor)", template: Self.list, token: member)
             #expect((second.json["items"] as? [[String: Any]])?.compactMap { $0["title"] as? String } == ["Quarantine day 1", "Headache"])
             #expect(second.json["nextCursor"] is NSNull)
             let badCursor = try await api.send(.get, "/v1/campuses/north/me/journal?cursor=yesterday", template: Self.list, token: member)
@@ -65,7 +67,8 @@ struct JournalTests {
 
             clock.advance(by: 60)
             let patched = try await api.send(
-                .patch, "/v1/campuses/north/me/journal/\(ids[0])", template: Self.one, token: member, json: #"{"title": "Bad headache", "tags": []}"#)
+                .patch, "/v1/campuses/north/me/journal/\(ids[0])", template: Self.one, token: member,
+                json: #"{"title": "Bad headache", "tags": []}"#)
             #expect(patched.status == 200 && patched.json["title"] as? String == "Bad headache")
             #expect(patched.json["text"] as? String == "Notes, with ünïcödé ✓" && patched.json["date"] as? String == "2026-11-18")
             #expect(patched.json["tags"] as? [String] == [] && patched.json["updatedAt"] as? String != patched.json["createdAt"] as? String)
@@ -90,9 +93,14 @@ struct JournalTests {
             // The longest text, every character written as an escaped pair: 120 KB of JSON, accepted.
             let escaped = String(repeating: #"\ud83d\ude00"#, count: JournalDraft.maxText)
             let longest = try await api.send(
-                .post, "/v1/campuses/north/me/journal", template: Self.list, token: member, json: #"{"title": "Long", "text": "\#(escaped)"}"#)
-            #expect(longest.status == 201 && (longest.json["text"] as? String)?.count == JournalDraft.maxText, "\(longest.body.prefix(300))")
-            #expect((try await api.send(.delete, "/v1/campuses/north/me/journal/\(longest.json["id"] as? String ?? "")", template: Self.one, token: member)).status == 204)
+                .post, "/v1/campuses/north/me/journal", template: Self.list, token: member,
+                json: #"{"title": "Long", "text": "\#(escaped)"}"#)
+            #expect(
+                longest.status == 201 && (longest.json["text"] as? String)?.count == JournalDraft.maxText, "\(longest.body.prefix(300))")
+            #expect(
+                (try await api.send(
+                    .delete, "/v1/campuses/north/me/journal/\(longest.json["id"] as? String ?? "")", template: Self.one, token: member))
+                    .status == 204)
             let badPatch = try await api.send(
                 .patch, "/v1/campuses/north/me/journal/\(ids[0])", template: Self.one, token: member, json: #"{"title": ""}"#)
             #expect(badPatch.status == 422 && badPatch.problem.fields == ["title"])
@@ -121,9 +129,11 @@ struct JournalTests {
         let (_, stranger) = try await server.user("s@example.edu", at: south)
         let secret = "Saw Dr. Rivera about the rash"
         let created = try await server.services.journal.create(
-            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: secret, text: "Prescribed cream", tags: [.treatment]),
+            campus: north.id, user: author.id,
+            JournalDraft(date: LocalDate("2026-11-20")!, title: secret, text: "Prescribed cream", tags: [.treatment]),
             at: Date())
-        try await server.services.journal.putAudio(campus: north.id, user: author.id, id: created.id, type: .ogg, bytes: Self.recording(.ogg))
+        try await server.services.journal.putAudio(
+            campus: north.id, user: author.id, id: created.id, type: .ogg, bytes: Self.recording(.ogg))
         try await server.run { api in
             let path = "/v1/campuses/north/me/journal/\(created.id.uuidString.lowercased())"
             let mine = try await api.send(.get, path, template: Self.one, token: member)
@@ -148,13 +158,15 @@ struct JournalTests {
         // Sealed at rest: no word of the title or text, nor the recording's bytes, in the rows.
         let owner = TestDatabase.client(database: server.database, role: nil)
         let rows = try await owner.query(
-            "SELECT e.sealed, (SELECT string_agg(c.sealed, ''::bytea ORDER BY c.chunk) FROM journal_audio_chunks c WHERE c.entry_id = e.id) AS audio FROM journal_entries e")
+            "SELECT e.sealed, (SELECT string_agg(c.sealed, ''::bytea ORDER BY c.chunk) FROM journal_audio_chunks c WHERE c.entry_id = e.id) AS audio FROM journal_entries e"
+        )
         let sealed = try rows[0].decode("sealed", as: Data.self), sealedAudio = try rows[0].decode("audio", as: Data.self)
         #expect(sealed.range(of: Data("Rivera".utf8)) == nil && sealed.range(of: Data("cream".utf8)) == nil)
         #expect(sealedAudio.range(of: Self.recording(.ogg).dropFirst(4).prefix(64)) == nil)
         // Row-level security: the campus alone, or another member of it, sees no entry.
         let app = TestDatabase.client(database: server.database)
-        #expect(try await app.query("SELECT count(*) AS n FROM journal_entries", campus: north.id.rawValue)[0].decode("n", as: Int.self) == 0)
+        #expect(
+            try await app.query("SELECT count(*) AS n FROM journal_entries", campus: north.id.rawValue)[0].decode("n", as: Int.self) == 0)
         let other = try await app.query(
             "SELECT count(*) AS n FROM journal_entries", settings: CampusScope.settings(north.id.rawValue, member: UUID()))
         #expect(try other[0].decode("n", as: Int.self) == 0)
@@ -172,12 +184,15 @@ struct JournalTests {
             INSERT INTO journal_entries (campus_id, user_id, id, entry_date, sealed)
             SELECT campus_id, user_id, gen_random_uuid(), entry_date, sealed FROM journal_entries
             """)
-        await #expect(throws: (any Error).self) { _ = try await server.services.journal.list(campus: north.id, user: author.id, after: nil, limit: 10) }
+        await #expect(throws: (any Error).self) {
+            _ = try await server.services.journal.list(campus: north.id, user: author.id, after: nil, limit: 10)
+        }
 
         // Deleting the member deletes their journal and recordings.
         try await app.query("DELETE FROM users WHERE campus_id = \(north.id) AND id = \(author.id.rawValue)", campus: north.id.rawValue)
         let left = try await owner.query(
-            "SELECT (SELECT count(*) FROM journal_entries) + (SELECT count(*) FROM journal_audio) + (SELECT count(*) FROM journal_audio_chunks) AS n")
+            "SELECT (SELECT count(*) FROM journal_entries) + (SELECT count(*) FROM journal_audio) + (SELECT count(*) FROM journal_audio_chunks) AS n"
+        )
         #expect(try left[0].decode("n", as: Int.self) == 0)
         await owner.shutdown()
         await app.shutdown()
@@ -194,7 +209,8 @@ struct JournalTests {
             func put(_ bytes: Data, type: String?) async throws -> APIClient.Reply {
                 var headers: HTTPFields = [.authorization: "Bearer \(member)"]
                 if let type { headers[.contentType] = type }
-                let response = try await api.client.execute(uri: path + "/audio", method: .put, headers: headers, body: ByteBuffer(bytes: bytes))
+                let response = try await api.client.execute(
+                    uri: path + "/audio", method: .put, headers: headers, body: ByteBuffer(bytes: bytes))
                 return APIClient.Reply(status: Int(response.status.code), headers: response.headers, body: String(buffer: response.body))
             }
             let none = try await api.send(.get, path + "/audio", template: Self.audio, token: member)
@@ -247,7 +263,9 @@ struct JournalTests {
         #expect(AudioType.sniff(Array("%PDF-1.7".utf8)) == nil)
         #expect(AudioType.sniff(Array("RIFF\u{0}\u{0}\u{0}\u{0}AVI ".utf8)) == nil)
         #expect(AudioType.sniff([UInt8]()) == nil)
-        #expect(AudioType.named("Audio/WebM; codecs=opus") == .webm && AudioType.named("audio/x-wav") == .wav && AudioType.named("image/png") == nil)
+        #expect(
+            AudioType.named("Audio/WebM; codecs=opus") == .webm && AudioType.named("audio/x-wav") == .wav
+                && AudioType.named("image/png") == nil)
     }
 }
 
@@ -266,24 +284,38 @@ struct KeepingTests {
                 campus: north.id, user: user.id, JournalDraft(date: LocalDate(date)!, title: "On \(date)", text: ""), at: clock.read())
             _ = try await server.services.episodes.start(
                 campus: north.id, user: user.id,
-                EpisodeDraft(kind: "headache", severity: 3, startedAt: try Date(date + "T12:00:00Z", strategy: .iso8601), stoppedAt: try Date(date + "T13:00:00Z", strategy: .iso8601)),
+                EpisodeDraft(
+                    kind: "headache", severity: 3, startedAt: try Date(date + "T12:00:00Z", strategy: .iso8601),
+                    stoppedAt: try Date(date + "T13:00:00Z", strategy: .iso8601)),
                 context: nil, baseline: nil, now: clock.read())
         }
         try await server.run { api in
             let initial = try await api.send(.get, "/v1/campuses/north/me/privacy", template: Self.path, token: member)
             #expect(initial.status == 200 && initial.json["journalKeepDays"] is NSNull)
-            for (body, status) in [(#"{"journalKeepDays": 0}"#, 422), (#"{"journalKeepDays": 3651}"#, 422), (#"{"journalKeepDays": 1.5}"#, 422), (#"{}"#, 422), (#"{"journalKeepDays": 30}"#, 200)] {
+            for (body, status) in [
+                (#"{"journalKeepDays": 0}"#, 422), (#"{"journalKeepDays": 3651}"#, 422), (#"{"journalKeepDays": 1.5}"#, 422), (#"{}"#, 422),
+                (#"{"journalKeepDays": 30}"#, 200),
+            ] {
                 let reply = try await api.send(.put, "/v1/campuses/north/me/privacy", template: Self.path, token: member, json: body)
                 #expect(reply.status == status, "\(body): \(reply.body)")
             }
-            #expect((try await api.send(.get, "/v1/campuses/north/me/privacy", template: Self.path, token: member)).json["journalKeepDays"] as? Int == 30)
+            #expect(
+                (try await api.send(.get, "/v1/campuses/north/me/privacy", template: Self.path, token: member)).json["journalKeepDays"]
+                    as? Int == 30)
             let counts = try await JournalUpkeep(client: server.pool).run(campus: north, now: clock.read())
             #expect(counts == ["journal_entries_purged": 1, "episodes_purged": 1])
             // Ana keeps what is within 30 days; Bo chose nothing, so keeps everything.
-            #expect(try await server.services.journal.list(campus: north.id, user: ana.id, after: nil, limit: 10).entries.map(\.title) == ["On 2026-11-15"])
+            #expect(
+                try await server.services.journal.list(campus: north.id, user: ana.id, after: nil, limit: 10).entries.map(\.title) == [
+                    "On 2026-11-15"
+                ])
             #expect(try await server.services.journal.list(campus: north.id, user: bo.id, after: nil, limit: 10).entries.count == 1)
-            #expect(try await server.services.episodes.list(campus: north.id, user: ana.id, after: nil, limit: 10, now: clock.read()).episodes.count == 1)
-            #expect(try await server.services.episodes.list(campus: north.id, user: bo.id, after: nil, limit: 10, now: clock.read()).episodes.count == 1)
+            #expect(
+                try await server.services.episodes.list(campus: north.id, user: ana.id, after: nil, limit: 10, now: clock.read()).episodes
+                    .count == 1)
+            #expect(
+                try await server.services.episodes.list(campus: north.id, user: bo.id, after: nil, limit: 10, now: clock.read()).episodes
+                    .count == 1)
         }
     }
 
@@ -296,11 +328,15 @@ struct KeepingTests {
         let store = server.services.journal
         let bytes = JournalTests.recording(.ogg, count: 300_000)  // five chunks, the last short
         let first = try await store.create(
-            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "A", text: ""), audio: (.ogg, bytes), at: Date())
+            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "A", text: ""), audio: (.ogg, bytes),
+            at: Date())
         let second = try await store.create(
-            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "B", text: ""), audio: (.ogg, bytes), at: Date())
+            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "B", text: ""), audio: (.ogg, bytes),
+            at: Date())
         let owner = TestDatabase.client(database: server.database, role: nil, maxConnections: 1)
-        #expect(try await owner.query("SELECT count(*) AS n FROM journal_audio_chunks WHERE entry_id = \(first.id)").first?.decode("n", as: Int.self) == 5)
+        #expect(
+            try await owner.query("SELECT count(*) AS n FROM journal_audio_chunks WHERE entry_id = \(first.id)").first?.decode(
+                "n", as: Int.self) == 5)
         func read(_ id: UUID, _ first: Int, _ last: Int) async throws -> Data {
             let recording = try #require(try await store.recording(campus: north.id, user: author.id, id: id))
             var data = Data()
@@ -312,7 +348,8 @@ struct KeepingTests {
             #expect(try await read(first.id, from, to) == bytes[from...to], "\(from)-\(to)")
         }
         // A range opens only its chunks: with the fourth chunk ruined, the first two still read.
-        try await owner.query("UPDATE journal_audio_chunks SET sealed = '\\x00'::bytea || sealed WHERE entry_id = \(second.id) AND chunk = 3")
+        try await owner.query(
+            "UPDATE journal_audio_chunks SET sealed = '\\x00'::bytea || sealed WHERE entry_id = \(second.id) AND chunk = 3")
         #expect(try await read(second.id, 10, 130_000) == bytes[10...130_000])
         await #expect(throws: CampusError.sealedSecretDamaged) { _ = try await read(second.id, 0, bytes.count - 1) }
         // Swapped within a recording, or taken from another one: neither opens.
@@ -324,14 +361,16 @@ struct KeepingTests {
         await #expect(throws: CampusError.sealedSecretDamaged) { _ = try await read(first.id, 0, 10) }
         // Cut short, even with its size made to fit: the new last chunk is not marked last.
         let third = try await store.create(
-            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "C", text: ""), audio: (.ogg, bytes), at: Date())
+            campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "C", text: ""), audio: (.ogg, bytes),
+            at: Date())
         try await owner.query("DELETE FROM journal_audio_chunks WHERE entry_id = \(third.id) AND chunk = 4")
         try await owner.query("UPDATE journal_audio SET size = 262144 WHERE entry_id = \(third.id)")
         await #expect(throws: CampusError.sealedSecretDamaged) { _ = try await read(third.id, 200_000, 262_143) }
         // A recording kept whole before chunks still opens.
         let legacy = try await store.create(
             campus: north.id, user: author.id, JournalDraft(date: LocalDate("2026-11-20")!, title: "D", text: ""), at: Date())
-        let envelope = try SealedSecret.seal(bytes, under: TestServer.kek, context: "journal/audio/\(north.id)/\(author.id)/\(legacy.id.lowercasedText)")
+        let envelope = try SealedSecret.seal(
+            bytes, under: TestServer.kek, context: "journal/audio/\(north.id)/\(author.id)/\(legacy.id.lowercasedText)")
         try await owner.query(
             """
             INSERT INTO journal_audio (campus_id, user_id, entry_id, content_type, size, sealed)

@@ -1,12 +1,13 @@
-@testable import AttestHTTP
 import AttestPlugins
 import AttestPostgres
 import AttestTestSupport
 import Foundation
-@testable import Identity
-@testable import Surveys
 import Tenancy
 import Testing
+
+@testable import AttestHTTP
+@testable import Identity
+@testable import Surveys
 
 /// What a server keeps in memory between requests (verified sessions, coloured badges) and
 /// what makes it let go: the campus's sign-in generation, read by every server each second.
@@ -160,7 +161,9 @@ import Testing
             SessionStore.Session(user: user, expiresAt: .distantFuture, verifiedAt: instant)
         }
         for (index, key) in keys.prefix(100).enumerated() { aging.store(session(at: 0), for: key, now: Int64(index)) }
-        let (late, later, latest) = (SessionStore.Key(high: 1, low: 1), SessionStore.Key(high: 2, low: 2), SessionStore.Key(high: 3, low: 3))
+        let (late, later, latest) = (
+            SessionStore.Key(high: 1, low: 1), SessionStore.Key(high: 2, low: 2), SessionStore.Key(high: 3, low: 3)
+        )
         aging.store(session(at: second + 1), for: late, now: second + 1)
         #expect(aging.counts.entries == 101)
         #expect(aging.value(for: keys[1], now: second + 2) != nil)  // used: a second chance

@@ -1,16 +1,17 @@
-@testable import AttestCLI
 import AttestPlugins
 import AttestPostgres
-import BuiltinPlugins
 import AttestTestSupport
+import BuiltinPlugins
 import Foundation
+import HTTPTypes
 import Identity
 import Journal
-@testable import Surveys
-import HTTPTypes
 import Synchronization
-@testable import Tenancy
 import Testing
+
+@testable import AttestCLI
+@testable import Surveys
+@testable import Tenancy
 
 /// `attest keys rotate-kek`: every sealed column of the schema is listed, every value of each
 /// is re-wrapped, a run killed midway is finished by the next, and servers that accept the
@@ -148,8 +149,11 @@ struct KeyRotationTests {
         let client = try await OIDCIssuerStore(client: services.pool).webClient(
             campus: north.id, issuer: OIDCIssuer.googleIssuer, kek: services.kek)
         #expect(client.secret == "the client secret")
-        let webhook = try await CampusPluginStore(client: services.pool, kek: services.kek).settings(campus: north.id, kind: .sink, id: "webhook")
-        #expect(webhook?["secret"] == .string("the webhook secret, long enough") && webhook?["url"] == .string("https://hooks.example.edu/in?key=K"))
+        let webhook = try await CampusPluginStore(client: services.pool, kek: services.kek).settings(
+            campus: north.id, kind: .sink, id: "webhook")
+        #expect(
+            webhook?["secret"] == .string("the webhook secret, long enough")
+                && webhook?["url"] == .string("https://hooks.example.edu/in?key=K"))
     }
 
     /// The stores of a server holding `kek`, on its own pool.
@@ -203,7 +207,8 @@ struct KeyRotationTests {
         let again = try ChildProcess(
             [ChildProcess.attestBinary, "keys", "rotate-kek", "--new-kek-file", keys.newFile, "--json"],
             environment: [
-                "DATABASE_URL": TestDatabase.url(database: server.database), "ATTEST_KEK": KeyEncryptionKey.generate().text, "ATTEST_KEK_FILE": nil,
+                "DATABASE_URL": TestDatabase.url(database: server.database), "ATTEST_KEK": KeyEncryptionKey.generate().text,
+                "ATTEST_KEK_FILE": nil,
             ])
         #expect(try await again.wait(timeout: .seconds(60)) == 0, "\(again.stderr)")
         #expect(again.stdout.contains(#""north":0"#), "\(again.stdout)")
@@ -276,7 +281,8 @@ struct KeyRotationTests {
                                 ]
                                 for (method, path, json) in requests {
                                     let reply = try await client.send(
-                                        method, "/v1/campuses/north/\(path)", template: "/v1/campuses/{campus}/\(path)", token: token, json: json)
+                                        method, "/v1/campuses/north/\(path)", template: "/v1/campuses/{campus}/\(path)", token: token,
+                                        json: json)
                                     statuses.value.withLock { $0[reply.status, default: 0] += 1 }
                                 }
                             }
@@ -285,7 +291,8 @@ struct KeyRotationTests {
                     group.addTask {
                         // Once the load is under way.
                         while statuses.value.withLock({ $0.values.reduce(0, +) }) < 64 { try await Task.sleep(for: .milliseconds(5)) }
-                        let rotation = KeyRotation(client: server.pool, columns: SealedColumns.all, from: keys.old, to: keys.new, batchSize: 3)
+                        let rotation = KeyRotation(
+                            client: server.pool, columns: SealedColumns.all, from: keys.old, to: keys.new, batchSize: 3)
                         _ = try await rotation.run(campuses: [sealed.campus], actor: "test")
                         rotated.value.store(true, ordering: .relaxed)
                     }
@@ -312,7 +319,6 @@ struct KeyRotationTests {
     }
 }
 
-
 final class Flag: Sendable { let value = Atomic<Bool>(false) }
 final class Counts: Sendable { let value = Mutex<[Int: Int]>([:]) }
 
@@ -328,15 +334,19 @@ struct PluginSecretTests {
         }
         #expect(try await attest("campus", "create", "north", "--name", "North", "--timezone", "UTC").status == 0)
         let file = FileManager.default.temporaryDirectory.appending(path: "hook-\(UUID().uuidString.prefix(8)).json")
-        try Data(#"{"url": "https://hooks.example.edu/in?apikey=KEY-77", "secret": "S3CRET-99-sixteen-long", "timeoutSeconds": 5}"#.utf8).write(to: file)
+        try Data(#"{"url": "https://hooks.example.edu/in?apikey=KEY-77", "secret": "S3CRET-99-sixteen-long", "timeoutSeconds": 5}"#.utf8)
+            .write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let refused = try await attest("plugin", "enable", "north", "sink", "webhook", "--settings", file.path, kek: false)
-        #expect(refused.status == 1 && refused.stderr.contains("hold secrets (secret, url)") && refused.stderr.contains("--kek-file"), "\(refused.stderr)")
+        #expect(
+            refused.status == 1 && refused.stderr.contains("hold secrets (secret, url)") && refused.stderr.contains("--kek-file"),
+            "\(refused.stderr)")
         #expect(try await attest("plugin", "enable", "north", "sink", "webhook", "--settings", file.path).status == 0)
 
         // In the database: neither in the clear, both in one envelope.
         let owner = TestDatabase.client(database: database, role: nil, maxConnections: 1)
-        let row = try #require(try await owner.query("SELECT settings::text AS settings, secrets FROM campus_plugins WHERE plugin_id = 'webhook'").first)
+        let row = try #require(
+            try await owner.query("SELECT settings::text AS settings, secrets FROM campus_plugins WHERE plugin_id = 'webhook'").first)
         let plain: String = try row.decode("settings")
         #expect(!plain.contains("KEY-77") && !plain.contains("S3CRET-99-sixteen-long") && plain.contains("timeoutSeconds"), "\(plain)")
         let sealed: Data = try row.decode("secrets")
@@ -349,7 +359,9 @@ struct PluginSecretTests {
         let campus = try #require(try await CampusStore(client: owner).find(slug: "north"))
         let kek = try #require(KeyEncryptionKey(text: ChildProcess.testKEK))
         let settings = try await CampusPluginStore(client: owner, kek: kek).settings(campus: campus.id, kind: .sink, id: "webhook")
-        #expect(settings?["secret"] == .string("S3CRET-99-sixteen-long") && settings?["url"] == .string("https://hooks.example.edu/in?apikey=KEY-77"))
+        #expect(
+            settings?["secret"] == .string("S3CRET-99-sixteen-long")
+                && settings?["url"] == .string("https://hooks.example.edu/in?apikey=KEY-77"))
         #expect(throws: Never.self) { _ = try PluginRegistry.builtin.makeSink(id: "webhook", settings: settings ?? .null) }
 
         // Settings stored in the clear before secrets were sealed are sealed as a server starts.
@@ -361,7 +373,8 @@ struct PluginSecretTests {
         let registry = PluginRegistry.builtin
         let store = CampusPluginStore(client: owner, kek: kek)
         #expect(try await store.sealPlainSecrets(campus: campus.id) { registry.secretMembers(of: $2, kind: $0, id: $1) } == 1)
-        let after = try await owner.query("SELECT settings::text AS settings FROM campus_plugins WHERE plugin_id = 'webhook'").first?.decode("settings", as: String.self)
+        let after = try await owner.query("SELECT settings::text AS settings FROM campus_plugins WHERE plugin_id = 'webhook'").first?
+            .decode("settings", as: String.self)
         #expect(after == "{}")
         #expect(try await store.settings(campus: campus.id, kind: .sink, id: "webhook")?["secret"] == .string("OLD-2-sixteen-chars"))
         await owner.shutdown()

@@ -1,7 +1,8 @@
-@testable import AttestCLI
 import Foundation
 import Logging
 import Testing
+
+@testable import AttestCLI
 
 /// Text logs are read by people and grepped by scripts: whatever a value holds (a header, a
 /// name from an identity provider), it cannot start a line of its own or forge a field.
@@ -16,7 +17,8 @@ struct LogFormatTests {
                 "slash": #"a\nb"#,
             ])
         #expect(!line.contains("\n") && !line.contains("\r") && !line.contains("\u{1B}") && !line.contains("\u{2028}"))
-        #expect(line.hasPrefix(#"2026-11-23T20:00:00.000Z info attest: sign-in refused\n2026-11-23T20:00:01.000Z info attest: role granted "#))
+        #expect(
+            line.hasPrefix(#"2026-11-23T20:00:00.000Z info attest: sign-in refused\n2026-11-23T20:00:01.000Z info attest: role granted "#))
         #expect(line.contains(#"reason=bad\r\ntoken\u{1B}[31m"#))
         #expect(line.contains(#"path="/a b=c""#))
         #expect(line.contains(#"empty="""#))

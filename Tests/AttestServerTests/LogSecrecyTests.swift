@@ -1,4 +1,3 @@
-@testable import AttestHTTP
 import AttestPlugins
 import AttestPluginsTesting
 import AttestTestSupport
@@ -11,6 +10,8 @@ import Journal
 import Surveys
 import Tenancy
 import Testing
+
+@testable import AttestHTTP
 
 /// Logs carry no secret: every route the server registers (the API's and the pages') is
 /// asked with tokens in the header, the cookie, the path and the query, with bodies holding
@@ -37,12 +38,16 @@ struct LogSecrecyTests {
             campus: north, OIDCIssuer(issuer: provider.issuer, audiences: [provider.audience], jwksURL: provider.jwksURL), actor: "test")
 
         var tokens: [String] = [], emails: [String] = []
-        for (email, roles) in [("member.secret@example.edu", []), ("officer.secret@example.edu", [Role.healthOfficer, .admin, .screener])] as [(String, [Role])] {
+        for (email, roles) in [("member.secret@example.edu", []), ("officer.secret@example.edu", [Role.healthOfficer, .admin, .screener])]
+            as [(String, [Role])]
+        {
             let (_, token) = try await server.user(email, at: north, roles: roles)
             tokens.append(token)
             emails.append(email)
         }
-        let (member, memberToken, officerToken) = (try await UserStore(client: server.pool).find(campus: north.id, email: emails[0]), tokens[0], tokens[1])
+        let (member, memberToken, officerToken) = (
+            try await UserStore(client: server.pool).find(campus: north.id, email: emails[0]), tokens[0], tokens[1]
+        )
         let memberID = try #require(member).id
         let words = ["JOURNALWORD7731", "EPISODENOTE4412", "ANSWERPLACE9920"]
         let entry = try await server.services.journal.create(
@@ -51,7 +56,8 @@ struct LogSecrecyTests {
             campus: north.id, user: memberID, EpisodeDraft(kind: "headache", severity: 3, notes: words[1], startedAt: Date()), context: nil,
             baseline: nil, now: Date())
         let (share, shareToken) = try await JournalShareStore(client: server.pool).create(
-            campus: north.id, user: memberID, actor: "test", from: north.localDate(at: Date()), to: north.localDate(at: Date()), seconds: 3_600,
+            campus: north.id, user: memberID, actor: "test", from: north.localDate(at: Date()), to: north.localDate(at: Date()),
+            seconds: 3_600,
             now: Date())
         tokens.append(shareToken)
         let refused = "refused.person@elsewhere.example", accepted = "new.person@example.edu"
@@ -88,8 +94,10 @@ struct LogSecrecyTests {
                         case ":token", "{token}": shareToken
                         case ":file", "{file}": "app.css"
                         case ":id", "{id}":
-                            route.path.contains("episodes") ? episode.id.lowercasedText
-                                : route.path.contains("shares") || route.path.contains("links") ? share.id.lowercasedText : entry.id.lowercasedText
+                            route.path.contains("episodes")
+                                ? episode.id.lowercasedText
+                                : route.path.contains("shares") || route.path.contains("links")
+                                    ? share.id.lowercasedText : entry.id.lowercasedText
                         default: String(segment)
                         }
                     }.joined(separator: "/")
@@ -99,7 +107,10 @@ struct LogSecrecyTests {
                         .contentType: "application/json",
                     ]
                     headers[HTTPField.Name("X-Forwarded-For")!] = memberEmail
-                    let body = ByteBuffer(string: #"{"email": "\#(memberEmail)", "title": "\#(words[0])", "token": "\#(shareToken)", "answers": {"where": "\#(words[2])"}}"#)
+                    let body = ByteBuffer(
+                        string:
+                            #"{"email": "\#(memberEmail)", "title": "\#(words[0])", "token": "\#(shareToken)", "answers": {"where": "\#(words[2])"}}"#
+                    )
                     let response = try await api.client.execute(
                         uri: "/" + path + query, method: route.method, headers: headers,
                         body: [.post, .put, .patch].contains(route.method) ? body : nil)
@@ -139,7 +150,8 @@ struct LogSecrecyTests {
     @Test func identityErrorsLogNoEmail() {
         let email = "someone.private@example.edu"
         for error in [
-            IdentityError.invalidEmail(email), .emailDomainNotAllowed(email: email, allowed: ["example.org"]), .userExists(email), .userNotFound(email),
+            IdentityError.invalidEmail(email), .emailDomainNotAllowed(email: email, allowed: ["example.org"]), .userExists(email),
+            .userNotFound(email),
             .importFailed(line: 3, reason: "\(email) appears again"),
         ] {
             #expect(!error.logReason.contains(email) && error.description.contains(email))

@@ -1,10 +1,11 @@
-@testable import AttestHTTP
+import AttestPluginsTesting
 import AttestPostgres
 import AttestTestSupport
 import Foundation
 import HTTPTypes
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
 
 /// The value of one series in Prometheus text: `attest_submissions_total{outcome="created"}`.
 /// Nil when the series is not there.
@@ -30,8 +31,10 @@ struct MetricsTests {
             #expect(try await api.send(.post, path, template: AttestationTests.path, token: first, json: body).status == 201)
             #expect(try await api.send(.post, path, template: AttestationTests.path, token: first, json: body).status == 409)
             let keyed: HTTPFields = [HTTPField.Name("Idempotency-Key")!: "retry-1"]
-            #expect(try await api.send(.post, path, template: AttestationTests.path, token: second, json: body, headers: keyed).status == 201)
-            #expect(try await api.send(.post, path, template: AttestationTests.path, token: second, json: body, headers: keyed).status == 201)
+            #expect(
+                try await api.send(.post, path, template: AttestationTests.path, token: second, json: body, headers: keyed).status == 201)
+            #expect(
+                try await api.send(.post, path, template: AttestationTests.path, token: second, json: body, headers: keyed).status == 201)
             #expect(try await api.send(.post, path, template: AttestationTests.path, token: "not-a-token", json: body).status == 401)
             #expect(try await api.send(.post, path, template: AttestationTests.path, token: first, json: "{").status == 400)
             #expect(try await api.client.execute(uri: "/no/such/place-3f9a", method: .get).status == .notFound)
@@ -52,18 +55,23 @@ struct MetricsTests {
             #expect((1...4).contains(batches))
             #expect(metric(text, "attest_write_batch_seconds_count") == batches)
             for (status, count) in [("201", 3.0), ("409", 1), ("401", 1), ("400", 1)] {
-                #expect(metric(text, #"attest_http_requests_total{method="POST",\#(Self.submit),status="\#(status)"}"#) == count, "\(status)")
+                #expect(
+                    metric(text, #"attest_http_requests_total{method="POST",\#(Self.submit),status="\#(status)"}"#) == count, "\(status)")
             }
             #expect(metric(text, #"attest_http_request_seconds_count{method="POST",\#(Self.submit)}"#) == 6)
             #expect(metric(text, #"attest_http_requests_total{method="GET",route="unmatched",status="404"}"#) == 1)
             // Both WebDAV requests, under one method label.
             let other = text.split(separator: "\n").filter { $0.hasPrefix(#"attest_http_requests_total{method="other","#) }
-            let otherCount: Double = other.compactMap { line -> Double? in line.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+            let otherCount: Double = other.compactMap { line -> Double? in line.split(separator: " ").last.flatMap { Double($0) } }.reduce(
+                0, +)
             #expect(otherCount == 2, "\(other)")
             #expect(try #require(metric(text, #"attest_db_connections{state="open"}"#)) >= 1)
             #expect(metric(text, #"attest_db_connections{state="waiting"}"#) == 0)
             // Bounded labels: no slug, member, token, answer or unmatched path.
-            for secret in ["metrics-north", "first-member", "second-member", first, second, "not-a-token", "fever", "place-3f9a", "retry-1", "PROPFIND", "MKCOL"] {
+            for secret in [
+                "metrics-north", "first-member", "second-member", first, second, "not-a-token", "fever", "place-3f9a", "retry-1",
+                "PROPFIND", "MKCOL",
+            ] {
                 #expect(!text.contains(secret), "\(secret)")
             }
             // The scrape itself is counted by the next one.

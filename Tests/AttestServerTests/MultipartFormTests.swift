@@ -1,20 +1,23 @@
-@testable import AttestHTTP
 import AttestTestSupport
 import Foundation
 import Testing
+
+@testable import AttestHTTP
 
 @Suite("multipart/form-data, as browsers send forms with files")
 struct MultipartFormTests {
     static let boundary = "----WebKitFormBoundary7MA4YWxkTrZu0gW"
 
     /// A body as Chromium writes one: a field, a multi-line field, a file, an empty file input.
-    static let browserBody: [UInt8] = Array(
-        (
-            "--\(boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\nabc\r\n"
+    static let browserBody: [UInt8] =
+        Array(
+            ("--\(boundary)\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\nabc\r\n"
                 + "--\(boundary)\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\nline one\r\nline two\r\n"
-                + "--\(boundary)\r\nContent-Disposition: form-data; name=\"audio\"; filename=\"my \\\"voice\\\"; take 2.webm\"\r\nContent-Type: audio/webm\r\n\r\n"
-        ).utf8) + [0x1A, 0x45, 0xDF, 0xA3, 0x0D, 0x0A, 0x2D, 0x2D, 0x00, 0xFF]
-        + Array("\r\n--\(boundary)\r\nContent-Disposition: form-data; name=\"other\"; filename=\"\"\r\nContent-Type: application/octet-stream\r\n\r\n\r\n--\(boundary)--\r\n".utf8)
+                + "--\(boundary)\r\nContent-Disposition: form-data; name=\"audio\"; filename=\"my \\\"voice\\\"; take 2.webm\"\r\nContent-Type: audio/webm\r\n\r\n")
+                .utf8) + [0x1A, 0x45, 0xDF, 0xA3, 0x0D, 0x0A, 0x2D, 0x2D, 0x00, 0xFF]
+        + Array(
+            "\r\n--\(boundary)\r\nContent-Disposition: form-data; name=\"other\"; filename=\"\"\r\nContent-Type: application/octet-stream\r\n\r\n\r\n--\(boundary)--\r\n"
+                .utf8)
 
     @Test func aBrowsersFormIsReadPartByPart() throws {
         #expect(MultipartForm.boundary(contentType: "multipart/form-data; boundary=\(Self.boundary)") == Self.boundary)
@@ -43,9 +46,14 @@ struct MultipartFormTests {
             "--xyzContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--xyz--",  // no line break after the boundary
         ]
         for body in refused { #expect(MultipartForm.parse(Array(body.utf8), boundary: b) == nil, "\(body)") }
-        let many = (0...MultipartForm.maxParts).map { "--xyz\r\nContent-Disposition: form-data; name=\"f\($0)\"\r\n\r\nv\r\n" }.joined() + "--xyz--"
+        let many =
+            (0...MultipartForm.maxParts).map { "--xyz\r\nContent-Disposition: form-data; name=\"f\($0)\"\r\n\r\nv\r\n" }.joined()
+            + "--xyz--"
         #expect(MultipartForm.parse(Array(many.utf8), boundary: b) == nil, "more parts than a form has")
-        for type in ["multipart/form-data", "multipart/form-data; boundary=", "multipart/mixed; boundary=x", "multipart/form-data; boundary=\(String(repeating: "a", count: 71))"] {
+        for type in [
+            "multipart/form-data", "multipart/form-data; boundary=", "multipart/mixed; boundary=x",
+            "multipart/form-data; boundary=\(String(repeating: "a", count: 71))",
+        ] {
             #expect(MultipartForm.boundary(contentType: type) == nil, "\(type)")
         }
     }

@@ -1,6 +1,7 @@
 import AttestHTTP
 import AttestPluginHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import AttestPostgres
 import AttestTestSupport
 import BuiltinPlugins
@@ -13,7 +14,6 @@ import Surveys
 import Synchronization
 import Tenancy
 import Testing
-import AttestPluginsTesting
 
 /// A webhook receiver on loopback (the plugin test kit's `LoopbackServer`): answers from a
 /// script of statuses (then 200), a redirect naming `/elsewhere`, and counts the events it
@@ -85,7 +85,9 @@ struct NotificationTests {
     static let loopbackHTTP = AsyncPluginHTTPClient(policy: .init(allowedHosts: ["127.0.0.1"]))
     static let submitPath = "/v1/campuses/{campus}/attestations"
 
-    static func quickWorker(_ server: TestServer, maxAge: Duration = .seconds(3600), metrics: ServerMetrics = ServerMetrics()) -> OutboxWorker {
+    static func quickWorker(_ server: TestServer, maxAge: Duration = .seconds(3600), metrics: ServerMetrics = ServerMetrics())
+        -> OutboxWorker
+    {
         var configuration = OutboxWorker.Configuration()
         configuration.baseDelay = .milliseconds(5)
         configuration.maxDelay = .milliseconds(50)
@@ -170,9 +172,12 @@ struct NotificationTests {
             #expect(receiver.acknowledged.values.sorted() == [1])
             for request in received {
                 #expect(request.event == "badge.red")
-                #expect(WebhookReceiver.verify(signature: request.signature, body: request.body, secret: Self.secret), "\(request.signature)")
+                #expect(
+                    WebhookReceiver.verify(signature: request.signature, body: request.body, secret: Self.secret), "\(request.signature)")
                 // Captured and sent again later, it is refused by the receiver's clock.
-                #expect(!WebhookReceiver.verify(signature: request.signature, body: request.body, secret: Self.secret, now: Date().addingTimeInterval(301)))
+                #expect(
+                    !WebhookReceiver.verify(
+                        signature: request.signature, body: request.body, secret: Self.secret, now: Date().addingTimeInterval(301)))
                 #expect(!WebhookReceiver.verify(signature: request.signature, body: request.body + Data(" ".utf8), secret: Self.secret))
                 let payload = try JSONSerialization.jsonObject(with: request.body) as? [String: Any]
                 #expect(payload?["id"] as? String == request.idempotencyKey)
@@ -278,13 +283,15 @@ struct NotificationTests {
         let campuses = CampusStore(client: server.pool)
         for slug in ["north", "south"] { _ = try await campuses.set(slug: slug, key: "reminder", value: "08:15", actor: "test") }
         for campus in [north, south] {
-            try await CampusPluginStore(client: server.pool).enable(campus: campus, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+            try await CampusPluginStore(client: server.pool).enable(
+                campus: campus, kind: .sink, id: "log", settings: .object([:]), actor: "test")
         }
         let (_, early) = try await server.user("early@example.edu", at: north)
         let (late, _) = try await server.user("late@example.edu", at: north)
         let (kiwi, _) = try await server.user("kiwi@example.edu", at: south)
         let second = OutboxWorker(
-            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, logger: TestDatabase.testLogger, clock: clock.read, kek: TestServer.kek)
+            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, logger: TestDatabase.testLogger, clock: clock.read,
+            kek: TestServer.kek)
         @Sendable func reminded(_ campus: Campus) async throws -> [String] {
             try await server.pool.query(
                 "SELECT payload->>'userId' AS user_id FROM notification_outbox WHERE event = 'reminder.due' ORDER BY 1",
@@ -339,7 +346,8 @@ struct NotificationTests {
         let south = try await server.campus("south", timeZone: "America/New_York")
         let east = try await server.campus("east", timeZone: "America/New_York")
         let plugins = CampusPluginStore(client: server.pool)
-        try await plugins.enable(campus: south, kind: .sink, id: "log", settings: .object(["events": .array([.string("badge.red")])]), actor: "test")
+        try await plugins.enable(
+            campus: south, kind: .sink, id: "log", settings: .object(["events": .array([.string("badge.red")])]), actor: "test")
         try await plugins.enable(campus: east, kind: .sink, id: "log", settings: .object([:]), actor: "test")
         for campus in [north, south, east] {
             for index in 0..<3 { _ = try await server.user("m\(index)@example.edu", at: campus) }
@@ -347,7 +355,8 @@ struct NotificationTests {
         try await server.services.outbox.runOnce()
         for (campus, expected) in [(north, 0), (south, 0), (east, 3)] {
             let run = try await server.pool.query(
-                "SELECT reminded FROM reminder_runs WHERE campus_id = \(campus.id) AND local_date = '2026-11-20'", campus: campus.id.rawValue)
+                "SELECT reminded FROM reminder_runs WHERE campus_id = \(campus.id) AND local_date = '2026-11-20'",
+                campus: campus.id.rawValue)
             #expect(try run.map { try $0.decode("reminded", as: Int.self) } == [expected], "\(campus.slug)")
             let events = try await server.pool.query(
                 "SELECT count(*)::int AS n FROM notification_outbox WHERE event = 'reminder.due'", campus: campus.id.rawValue)
@@ -366,10 +375,13 @@ struct NotificationTests {
         #expect(refusal(#"{"secret": "0123456789abcdef0"}"#).contains("url is required"))
         #expect(refusal(#"{"url": "http://hooks.example.edu/x", "secret": "0123456789abcdef0"}"#).contains("must be https"))
         #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "short"}"#).contains("at least 16"))
-        #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": ["badge.blue"]}"#).contains(#"unknown event "badge.blue""#))
+        #expect(
+            refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": ["badge.blue"]}"#).contains(
+                #"unknown event "badge.blue""#))
         #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": ["badge.red"]}"#).isEmpty)
         #expect(refusal(#"{}"#).contains("url is required"))
-        #expect(refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": [5]}"#).contains("unknown event 5;"))
+        #expect(
+            refusal(#"{"url": "https://hooks.example.edu/x", "secret": "0123456789abcdef0", "events": [5]}"#).contains("unknown event 5;"))
         #expect(throws: PluginSettingsError.self) { try registry.makeSink(id: "pager", settings: .null) }
     }
 
@@ -420,13 +432,16 @@ struct NotificationTests {
         var configuration = OutboxWorker.Configuration()
         configuration.pollInterval = .milliseconds(50)
         let worker = OutboxWorker(
-            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger, kek: TestServer.kek)
+            client: server.pool, registry: .builtin, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger,
+            kek: TestServer.kek)
         try await server.run { api in
             try await Self.submitRed(api, token: northMember)
             let running = Task { try await worker.run() }
             // North's delivery reached its receiver, which holds it.
             let waiting = ContinuousClock.now
-            while !slow.paths.contains("/hook"), ContinuousClock.now - waiting < .seconds(10) { try await Task.sleep(for: .milliseconds(10)) }
+            while !slow.paths.contains("/hook"), ContinuousClock.now - waiting < .seconds(10) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             #expect(slow.paths == ["/hook"] && slow.received.isEmpty, "north's delivery is not being held: \(slow.paths)")
             let reply = try await api.send(
                 .post, "/v1/campuses/south/attestations", template: Self.submitPath, token: southMember,
@@ -465,7 +480,8 @@ struct NotificationTests {
             let delivered = try await Self.outbox(server, campus, .delivered)
             #expect(delivered.count == 20)
             #expect(delivered.allSatisfy { $0.attempts == 1 }, "attempts: \(delivered.map(\.attempts).sorted())")
-            #expect(slow.acknowledged.count == 20 && slow.acknowledged.values.allSatisfy { $0 == 1 }, "\(slow.acknowledged.values.sorted())")
+            #expect(
+                slow.acknowledged.count == 20 && slow.acknowledged.values.allSatisfy { $0 == 1 }, "\(slow.acknowledged.values.sorted())")
             #expect(ContinuousClock.now - started < .seconds(6))
         }
         await slow.stop()
@@ -485,7 +501,9 @@ struct NotificationTests {
         var configuration = OutboxWorker.Configuration()
         configuration.baseDelay = .milliseconds(5)
         configuration.maxDelay = .milliseconds(20)
-        let worker = OutboxWorker(client: server.pool, registry: registry, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger, kek: TestServer.kek)
+        let worker = OutboxWorker(
+            client: server.pool, registry: registry, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger,
+            kek: TestServer.kek)
         let (_, member) = try await server.user("m@example.edu", at: campus)
         try await server.run { api in
             try await Self.submitRed(api, token: member)
@@ -501,7 +519,8 @@ struct NotificationTests {
     @Test func everyEventHasTheOnePayloadShape() async throws {
         let clock = try TestClock("2026-11-20T14:00:00Z")  // 09:00 in New York: reminders (08:00) are due
         let (server, campus) = try await AttestationTests.setUp(clock: clock)
-        try await CampusPluginStore(client: server.pool).enable(campus: campus, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: campus, kind: .sink, id: "log", settings: .object([:]), actor: "test")
         let (_, member) = try await server.user("m@example.edu", at: campus)
         _ = try await server.user("quiet@example.edu", at: campus)
         try await server.run { api in
@@ -511,11 +530,14 @@ struct NotificationTests {
                 "SELECT event, payload::text AS payload FROM notification_outbox ORDER BY event", campus: campus.id.rawValue)
             var keys: [String: Set<String>] = [:]
             for row in rows {
-                let payload = try #require(try JSONSerialization.jsonObject(with: Data(try row.decode("payload", as: String.self).utf8)) as? [String: Any])
+                let payload = try #require(
+                    try JSONSerialization.jsonObject(with: Data(try row.decode("payload", as: String.self).utf8)) as? [String: Any])
                 keys[try row.decode("event")] = Set(payload.keys)
                 _ = try JSONDecoder().decode(AttestNotification.self, from: Data(try row.decode("payload", as: String.self).utf8))
             }
-            let attestation: Set<String> = ["id", "event", "campus", "occurredAt", "userId", "attestationId", "date", "color", "onTime", "links"]
+            let attestation: Set<String> = [
+                "id", "event", "campus", "occurredAt", "userId", "attestationId", "date", "color", "onTime", "links",
+            ]
             #expect(keys["attestation.submitted"] == attestation)
             #expect(keys["badge.red"] == attestation)
             #expect(keys["reminder.due"] == ["id", "event", "campus", "occurredAt", "userId", "date", "links"])

@@ -1,5 +1,6 @@
-@testable import AttestHTTP
 import Foundation
+
+@testable import AttestHTTP
 
 /// Checks real responses against `OpenAPIDocument`: the status must be documented for the
 /// operation, and a JSON body must match its schema (type, required, properties with

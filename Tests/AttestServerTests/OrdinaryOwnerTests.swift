@@ -72,13 +72,17 @@ struct OrdinaryOwnerTests {
         // attest_journal_share: the link opens, and stops with its member.
         let shares = JournalShareStore(client: server.pool)
         let today = north.localDate(at: Date())
-        let (_, token) = try await shares.create(campus: north.id, user: member.id, actor: "test", from: today, to: today, seconds: 3_600, now: Date())
+        let (_, token) = try await shares.create(
+            campus: north.id, user: member.id, actor: "test", from: today, to: today, seconds: 3_600, now: Date())
         #expect(try await shares.describe(campus: north.id, token: token, now: Date())?.user == member.id)
-        #expect(try await shares.open(campus: north.id, token: token, format: "pdf", now: Date()) == .opened(user: member.id, from: today, to: today))
+        #expect(
+            try await shares.open(campus: north.id, token: token, format: "pdf", now: Date())
+                == .opened(user: member.id, from: today, to: today))
         // The door set the campus for its own statement only.
         try await server.pool.withTransaction(campus: nil) { connection in
             _ = try await connection.query("SELECT * FROM attest_journal_share(\(north.id), \(Data(count: 32)))")
-            let after = try await connection.query("SELECT current_setting('attest.campus_id', true) AS campus, current_setting('attest.share_hash', true) AS hash")
+            let after = try await connection.query(
+                "SELECT current_setting('attest.campus_id', true) AS campus, current_setting('attest.share_hash', true) AS hash")
             #expect(try after.first?.decode("campus", as: String?.self) ?? "" == "")
             #expect(try after.first?.decode("hash", as: String?.self) ?? "" == "")
         }
@@ -95,7 +99,8 @@ struct OrdinaryOwnerTests {
         let remindersDue = try await CampusSchedule(client: server.pool).due(.reminders, at: Date())
         #expect(Set(remindersDue.campuses) == [north.id, south.id])
         let census: (String) async throws -> Int = { kek in
-            try await server.pool.query("SELECT count(*)::int AS n FROM attest_sealing_census(ARRAY[\(kek)], ARRAY['secret'])")[0].decode("n")
+            try await server.pool.query("SELECT count(*)::int AS n FROM attest_sealing_census(ARRAY[\(kek)], ARRAY['secret'])")[0].decode(
+                "n")
         }
         #expect(try await census(TestServer.kek.id) == 0)
         #expect(try await census("another") == 2)

@@ -1,4 +1,3 @@
-@testable import AttestPluginHTTP
 import AttestPlugins
 import AttestPluginsTesting
 import AttestTestSupport
@@ -6,6 +5,8 @@ import Foundation
 import Hummingbird
 import Synchronization
 import Testing
+
+@testable import AttestPluginHTTP
 
 /// The one outbound client (keys, webhooks, feeds): https to public addresses only, unless the
 /// operator allows a host by name; no redirects; bounded responses.
@@ -107,8 +108,11 @@ struct OutboundHTTPTests {
         let one = gates.gate(for: URL(string: "http://hooks.example.edu:8080/a")!)
         #expect(gates.gate(for: URL(string: "http://hooks.example.edu:8080/b")!) === one)
         #expect(gates.gate(for: URL(string: "http://hooks.example.edu:8081/a")!) !== one)
-        #expect(gates.gate(for: URL(string: "http://hooks.example.edu/a")!) === gates.gate(for: URL(string: "http://hooks.example.edu:80/")!))
-        #expect(gates.gate(for: URL(string: "https://hooks.example.edu/a")!) === gates.gate(for: URL(string: "https://hooks.example.edu:443/")!))
+        #expect(
+            gates.gate(for: URL(string: "http://hooks.example.edu/a")!) === gates.gate(for: URL(string: "http://hooks.example.edu:80/")!))
+        #expect(
+            gates.gate(for: URL(string: "https://hooks.example.edu/a")!) === gates.gate(for: URL(string: "https://hooks.example.edu:443/")!)
+        )
         #expect(gates.gate(for: URL(string: "https://hooks.example.edu/a")!) !== gates.gate(for: URL(string: "http://hooks.example.edu/")!))
         #expect(gates.count == 4)
         #expect(await one.enter(within: .seconds(1)))
@@ -175,22 +179,31 @@ struct OutboundDeadlineTests {
     @Test func aSlowReceiverHoldsUpNoOtherPortOfItsHost() async throws {
         let slow = try await LoopbackServer.start(fallback: .init(status: 204, delay: .seconds(4)))
         let quick = try await LoopbackServer.start(fallback: .init(status: 204))
-        defer { Task { await slow.stop(); await quick.stop() } }
+        defer {
+            Task {
+                await slow.stop()
+                await quick.stop()
+            }
+        }
         let held = Task {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<PinnedClients.connections {
                     group.addTask {
-                        let request = PluginHTTPRequest(method: "POST", url: slow.url("/events"), body: Data("{}".utf8), timeout: .seconds(8))
+                        let request = PluginHTTPRequest(
+                            method: "POST", url: slow.url("/events"), body: Data("{}".utf8), timeout: .seconds(8))
                         _ = try? await LoopbackServer.http.send(request)
                     }
                 }
             }
         }
         let clock = ContinuousClock(), started = clock.now
-        while slow.requests.count < PinnedClients.connections, clock.now - started < .seconds(3) { try await Task.sleep(for: .milliseconds(10)) }
+        while slow.requests.count < PinnedClients.connections, clock.now - started < .seconds(3) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(slow.requests.count == PinnedClients.connections)
         let asked = clock.now
-        let answer = try await LoopbackServer.http.send(PluginHTTPRequest(method: "POST", url: quick.url("/events"), body: Data("{}".utf8), timeout: .seconds(8)))
+        let answer = try await LoopbackServer.http.send(
+            PluginHTTPRequest(method: "POST", url: quick.url("/events"), body: Data("{}".utf8), timeout: .seconds(8)))
         let waited = clock.now - asked
         #expect(answer.status == 204)
         #expect(waited < .seconds(2), "the quick receiver answered after \(waited)")

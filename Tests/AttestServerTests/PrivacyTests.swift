@@ -1,12 +1,13 @@
-@testable import AttestHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import AttestTestSupport
 import Foundation
 import Identity
 import Surveys
 import Tenancy
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
 
 @Suite("Privacy")
 struct PrivacyTests {
@@ -21,7 +22,9 @@ struct PrivacyTests {
         let clock = try TestClock("2026-11-20T14:00:00Z")
         let server = TestServer(
             database: database, pool: pool,
-            services: AttestServices(database: pool, configuration: ServerConfiguration(), registry: .builtin, kek: TestServer.kek, logger: logger, clock: clock.read))
+            services: AttestServices(
+                database: pool, configuration: ServerConfiguration(), registry: .builtin, kek: TestServer.kek, logger: logger,
+                clock: clock.read))
         let campus = try await server.campus("north")
         let draft = QuestionnaireRules.Draft(
             title: "Check",
@@ -51,22 +54,29 @@ struct PrivacyTests {
             #expect(invalid.status == 422)
             let stranger = try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: unknown)
             #expect(stranger.status == 401)
-            #expect(try await api.send(
-                .get, "/v1/campuses/north/me/attestations", template: "/v1/campuses/{campus}/me/attestations", token: member).status == 200)
+            #expect(
+                try await api.send(
+                    .get, "/v1/campuses/north/me/attestations", template: "/v1/campuses/{campus}/me/attestations", token: member
+                ).status == 200)
             let badge = try await api.send(.get, "/v1/campuses/north/me/badge", template: BadgeTests.badgePath, token: member)
             let token = try #require(badge.json["token"] as? String)
             #expect(try await BadgeTests.verify(api, token, as: officer).json["valid"] as? Bool == true)
-            #expect(try await api.send(
-                .get, "/v1/campuses/north/admin/follow-ups?date=2026-11-20", template: "/v1/campuses/{campus}/admin/follow-ups",
-                token: officer).status == 200)
-            #expect(try await api.send(
-                .delete, "/v1/campuses/north/sessions/current", template: "/v1/campuses/{campus}/sessions/current", token: member).status == 204)
+            #expect(
+                try await api.send(
+                    .get, "/v1/campuses/north/admin/follow-ups?date=2026-11-20", template: "/v1/campuses/{campus}/admin/follow-ups",
+                    token: officer
+                ).status == 200)
+            #expect(
+                try await api.send(
+                    .delete, "/v1/campuses/north/sessions/current", template: "/v1/campuses/{campus}/sessions/current", token: member
+                ).status == 204)
 
             let lines = capture.lines
             // The search is only worth something if the traffic was logged.
             #expect(lines.filter { $0.hasPrefix("request ") }.count >= 9, "\(lines)")
             // Two decimals: a request's time is logged with one ("ms=438.7" once matched "38.7").
-            for secret in [member, officer, unknown, token, "Sneezing-Zebra-41", "Second-Giraffe-42", "Purple-Walrus-43", "38.71", "99.13"] {
+            for secret in [member, officer, unknown, token, "Sneezing-Zebra-41", "Second-Giraffe-42", "Purple-Walrus-43", "38.71", "99.13"]
+            {
                 let leaks = lines.filter { $0.contains(secret) }
                 #expect(leaks.isEmpty, "logged: \(leaks)")
             }

@@ -1,5 +1,5 @@
-@testable import AttestHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import AttestTestSupport
 import Foundation
 import HTTPTypes
@@ -8,7 +8,8 @@ import Journal
 import Surveys
 import Tenancy
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
 
 @Suite("Query strings")
 struct QueryStringTests {
@@ -34,7 +35,8 @@ struct QueryStringTests {
         let (everyone, token) = try await server.user("all@example.edu", at: north, roles: [.screener, .healthOfficer, .admin])
         // A shared link, so that its view answers 200.
         let shareToken = try await JournalShareStore(client: server.pool).create(
-            campus: north.id, user: everyone.id, actor: "test", from: LocalDate("2026-11-01")!, to: LocalDate("2026-11-20")!, seconds: 86_400,
+            campus: north.id, user: everyone.id, actor: "test", from: LocalDate("2026-11-01")!, to: LocalDate("2026-11-20")!,
+            seconds: 86_400,
             now: clock.read()
         ).token
         // Community data, so that its routes answer 200 to their documented parameters.
@@ -42,7 +44,8 @@ struct QueryStringTests {
         _ = try await CommunityStore(client: owner).replace(
             dataset: "testland",
             with: try CommunityDataset.parseCumulativeCSV(
-                Data(CommunityDataTests.cumulativeCSV(end: LocalDate("2026-11-20")!).utf8), population: Data(CommunityDataTests.population.utf8)))
+                Data(CommunityDataTests.cumulativeCSV(end: LocalDate("2026-11-20")!).utf8),
+                population: Data(CommunityDataTests.population.utf8)))
         await owner.shutdown()
         try await CampusPluginStore(client: server.pool).enable(
             campus: north, kind: .communityData, id: "imported", settings: .object(["dataset": .string("testland")]), actor: "test")
@@ -54,19 +57,22 @@ struct QueryStringTests {
                 .filter { $0["in"] == "query" }.compactMap { $0["name"]?.stringValue }
             if !query.isEmpty { routes.append((path.key, query)) }
         }
-        #expect(Set(routes.map(\.template)).isSuperset(of: [
-            "/v1/campuses/{campus}/stats", "/v1/campuses/{campus}/admin/dashboard", "/v1/campuses/{campus}/admin/follow-ups",
-            "/v1/campuses/{campus}/me/attestations", "/v1/campuses/{campus}/testing-locations",
-            "/v1/campuses/{campus}/community", "/v1/campuses/{campus}/community/regions",
-        ]))
+        #expect(
+            Set(routes.map(\.template)).isSuperset(of: [
+                "/v1/campuses/{campus}/stats", "/v1/campuses/{campus}/admin/dashboard", "/v1/campuses/{campus}/admin/follow-ups",
+                "/v1/campuses/{campus}/me/attestations", "/v1/campuses/{campus}/testing-locations",
+                "/v1/campuses/{campus}/community", "/v1/campuses/{campus}/community/regions",
+            ]))
 
         let found = routes
         try await server.run { api in
             for (template, parameters) in found {
-                let path = template.replacingOccurrences(of: "{campus}", with: "north").replacingOccurrences(of: "{token}", with: shareToken)
+                let path = template.replacingOccurrences(of: "{campus}", with: "north").replacingOccurrences(
+                    of: "{token}", with: shareToken)
                 var pairs: [String] = []
                 for name in parameters {
-                    let value = try #require(Self.routeSamples[template]?[name] ?? Self.samples[name], "no sample value for \(template)'s \(name)")
+                    let value = try #require(
+                        Self.routeSamples[template]?[name] ?? Self.samples[name], "no sample value for \(template)'s \(name)")
                     pairs.append("\(name)=\(value)")
                 }
                 let base = path + "?" + pairs.joined(separator: "&")
@@ -122,7 +128,8 @@ struct QueryStringTests {
         try await server.run { api in
             let flood = (0..<3_000).map { "p\($0)=1" }.joined(separator: "&")
             let reply = try await api.send(
-                .get, "/v1/campuses/north/stats?from=2026-11-20&to=2026-11-20&" + flood, template: "/v1/campuses/{campus}/stats", token: token)
+                .get, "/v1/campuses/north/stats?from=2026-11-20&to=2026-11-20&" + flood, template: "/v1/campuses/{campus}/stats",
+                token: token)
             #expect(reply.status == 422)
             #expect(reply.problem.fields.count == Problem.maxFieldErrors + 1)
             #expect(reply.problem.fields.last == "(more)")

@@ -1,4 +1,3 @@
-@testable import AttestHTTP
 import AttestPostgres
 import AttestTestSupport
 import Foundation
@@ -7,6 +6,8 @@ import Journal
 import NIOCore
 import Tenancy
 import Testing
+
+@testable import AttestHTTP
 
 /// One member's reach is bounded: entries and episodes a day, bytes of recordings and open
 /// links, each refused with the limit named; texts by their bytes as well as characters.
@@ -26,14 +27,21 @@ struct QuotaTests {
         try await server.run { api in
             var ids: [String] = []
             for index in 0..<3 {
-                let made = try await api.send(.post, "/v1/campuses/north/me/journal", template: JournalTests.list, token: member, json: #"{"title": "e\#(index)"}"#)
+                let made = try await api.send(
+                    .post, "/v1/campuses/north/me/journal", template: JournalTests.list, token: member, json: #"{"title": "e\#(index)"}"#)
                 #expect(made.status == 201)
                 ids.append(made.json["id"] as? String ?? "")
             }
-            let fourth = try await api.send(.post, "/v1/campuses/north/me/journal", template: JournalTests.list, token: member, json: #"{"title": "e4"}"#)
-            #expect(fourth.status == 429 && fourth.problem.type.hasSuffix("/quota-exceeded") && fourth.problem.detail.contains("3 journal entries"))
+            let fourth = try await api.send(
+                .post, "/v1/campuses/north/me/journal", template: JournalTests.list, token: member, json: #"{"title": "e4"}"#)
+            #expect(
+                fourth.status == 429 && fourth.problem.type.hasSuffix("/quota-exceeded")
+                    && fourth.problem.detail.contains("3 journal entries"))
             // Another member's quota is their own.
-            #expect(try await api.send(.post, "/v1/campuses/north/me/journal", template: JournalTests.list, token: other, json: #"{"title": "x"}"#).status == 201)
+            #expect(
+                try await api.send(
+                    .post, "/v1/campuses/north/me/journal", template: JournalTests.list, token: other, json: #"{"title": "x"}"#
+                ).status == 201)
 
             for index in 0..<2 {
                 let started = try await api.send(
@@ -42,7 +50,8 @@ struct QuotaTests {
                 #expect(started.status == 201, "\(started.body)")
             }
             let third = try await api.send(
-                .post, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: member, json: #"{"kind": "headache", "severity": 3}"#)
+                .post, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: member,
+                json: #"{"kind": "headache", "severity": 3}"#)
             #expect(third.status == 429 && third.problem.detail.contains("2 episodes"), "\(third.body)")
 
             // Recordings: 5 MB in all. Two of 3 MB do not fit; replacing one with itself does.
@@ -51,7 +60,9 @@ struct QuotaTests {
                 let response = try await api.client.execute(
                     uri: "/v1/campuses/north/me/journal/\(id)/audio", method: .put,
                     headers: [.authorization: "Bearer \(member)", .contentType: "audio/ogg"], body: ByteBuffer(bytes: big))
-                if response.status == .contentTooLarge { #expect(String(buffer: response.body).contains("may take 5 MB in all and keep 3 MB already")) }
+                if response.status == .contentTooLarge {
+                    #expect(String(buffer: response.body).contains("may take 5 MB in all and keep 3 MB already"))
+                }
                 return Int(response.status.code)
             }
             #expect(try await put(ids[0]) == 204)
@@ -59,12 +70,15 @@ struct QuotaTests {
             #expect(try await put(ids[1]) == 413)
 
             for _ in 0..<2 {
-                #expect(try await api.send(
-                    .post, "/v1/campuses/north/me/shares", template: ShareTests.mine, token: member,
-                    json: #"{"expiresIn": 3600, "from": "2026-11-01", "to": "2026-11-02"}"#).status == 201)
+                #expect(
+                    try await api.send(
+                        .post, "/v1/campuses/north/me/shares", template: ShareTests.mine, token: member,
+                        json: #"{"expiresIn": 3600, "from": "2026-11-01", "to": "2026-11-02"}"#
+                    ).status == 201)
             }
             let link = try await api.send(
-                .post, "/v1/campuses/north/me/shares", template: ShareTests.mine, token: member, json: #"{"expiresIn": 3600, "from": "2026-11-01", "to": "2026-11-02"}"#)
+                .post, "/v1/campuses/north/me/shares", template: ShareTests.mine, token: member,
+                json: #"{"expiresIn": 3600, "from": "2026-11-01", "to": "2026-11-02"}"#)
             #expect(link.status == 429 && link.problem.detail.contains("2 open links"))
         }
     }
@@ -84,7 +98,8 @@ struct QuotaTests {
             #expect(refused.body.contains("40000 bytes of UTF-8"))
             let notes = try await api.send(
                 .post, "/v1/campuses/north/me/episodes", template: "/v1/campuses/{campus}/me/episodes", token: member,
-                json: #"{"kind": "headache", "severity": 3, "notes": "\#(String(marks.unicodeScalars.prefix(9_000).map(Character.init)))"}"#)
+                json: #"{"kind": "headache", "severity": 3, "notes": "\#(String(marks.unicodeScalars.prefix(9_000).map(Character.init)))"}"#
+            )
             #expect(notes.status == 422 && notes.problem.fields == ["notes"])
         }
     }
@@ -105,19 +120,25 @@ struct MemberThrottleTests {
             campus: north.id, user: ana.id, JournalDraft(date: north.localDate(at: Date()), title: "t", text: ""),
             audio: (.ogg, JournalTests.recording(.ogg, count: 1_500_000)), at: Date())
         let (_, link) = try await JournalShareStore(client: server.pool).create(
-            campus: north.id, user: ana.id, actor: "test", from: north.localDate(at: Date()), to: north.localDate(at: Date()), seconds: 3_600,
+            campus: north.id, user: ana.id, actor: "test", from: north.localDate(at: Date()), to: north.localDate(at: Date()),
+            seconds: 3_600,
             now: Date())
         try await server.run { api in
             // Two of her own and one through her link: three; the fourth, either way, waits.
             for _ in 0..<2 {
-                #expect(try await api.send(.get, "/v1/campuses/north/me/export?format=json", template: ExportTests.path, token: member).status == 200)
+                #expect(
+                    try await api.send(.get, "/v1/campuses/north/me/export?format=json", template: ExportTests.path, token: member).status
+                        == 200)
             }
             #expect(try await api.send(.post, "/v1/campuses/north/shared/\(link)?format=json", template: ShareTests.shared).status == 200)
             let refused = try await api.send(.get, "/v1/campuses/north/me/export?format=json", template: ExportTests.path, token: member)
-            #expect(refused.status == 429 && refused.problem.detail.contains("3 at once") && Int(refused.headers[.retryAfter] ?? "") ?? 0 >= 1)
+            #expect(
+                refused.status == 429 && refused.problem.detail.contains("3 at once") && Int(refused.headers[.retryAfter] ?? "") ?? 0 >= 1)
             #expect(try await api.send(.post, "/v1/campuses/north/shared/\(link)?format=json", template: ShareTests.shared).status == 429)
             // Another member's allowance is their own.
-            #expect(try await api.send(.get, "/v1/campuses/north/me/export?format=json", template: ExportTests.path, token: other).status == 200)
+            #expect(
+                try await api.send(.get, "/v1/campuses/north/me/export?format=json", template: ExportTests.path, token: other).status == 200
+            )
 
             // 1 MB of recordings at once: a 1.5 MB read is let in (owing the rest), the next waits.
             let path = "/v1/campuses/north/me/journal/\(entry.id.lowercasedText)/audio"
@@ -131,7 +152,8 @@ struct MemberThrottleTests {
     /// Requests for a member's own data are counted in memory, so a member looping on refused
     /// writes is refused before the database is asked; the rest of the API is not counted.
     @Test func aMembersRequestsForTheirOwnDataAreCounted() async throws {
-        let limits = RateLimits(recordingMegabytesPerMember: .init(burst: 2, perMinute: 0), ownDataRequestsPerMember: .init(burst: 5, perMinute: 0))
+        let limits = RateLimits(
+            recordingMegabytesPerMember: .init(burst: 2, perMinute: 0), ownDataRequestsPerMember: .init(burst: 5, perMinute: 0))
         let server = try await TestServer.make(configuration: ServerConfiguration(rateLimits: limits))
         let north = try await server.campus("north")
         let (ana, member) = try await server.user("ana@example.edu", at: north)
@@ -146,12 +168,18 @@ struct MemberThrottleTests {
             #expect(put.status == .noContent)
             let again = try await api.client.execute(
                 uri: "/v1/campuses/north/me/journal/\(entry.id.lowercasedText)/audio", method: .put,
-                headers: [.authorization: "Bearer \(member)", .contentType: "audio/ogg"], body: ByteBuffer(bytes: JournalTests.recording(.ogg)))
+                headers: [.authorization: "Bearer \(member)", .contentType: "audio/ogg"],
+                body: ByteBuffer(bytes: JournalTests.recording(.ogg)))
             #expect(again.status == .tooManyRequests)
             var statuses: [Int] = []
-            for _ in 0..<4 { statuses.append(try await api.send(.get, "/v1/campuses/north/me/journal", template: JournalTests.list, token: member).status) }
+            for _ in 0..<4 {
+                statuses.append(
+                    try await api.send(.get, "/v1/campuses/north/me/journal", template: JournalTests.list, token: member).status)
+            }
             #expect(statuses == [200, 200, 200, 429], "\(statuses)")  // the two PUTs counted too
-            #expect(try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: member).status == 200)
+            #expect(
+                try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: member).status
+                    == 200)
         }
     }
 

@@ -1,10 +1,11 @@
-@testable import AttestHTTP
 import AttestTestSupport
 import Foundation
 import HTTPTypes
-@testable import Identity
 import Tenancy
 import Testing
+
+@testable import AttestHTTP
+@testable import Identity
 
 /// Sign-in attempts per client address and per campus, and requests with unknown bearer
 /// tokens per address, are limited with 429 and Retry-After; tokens the server knows never are.
@@ -92,7 +93,9 @@ struct RateLimitTests {
             #expect(try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: member).status == 200)
             for index in 0..<3 {
                 let unknown = SessionStore.newToken()
-                #expect(try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: unknown).status == 401, "\(index)")
+                #expect(
+                    try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: unknown).status == 401,
+                    "\(index)")
             }
             // Spent: another unknown token is refused before the database is asked, and a header
             // naming another client is ignored from a peer that is not a trusted proxy.

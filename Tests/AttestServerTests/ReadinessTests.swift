@@ -53,7 +53,8 @@ struct ReadinessTests {
     @Test func unknownRoutesAnswerProblemJSON() async throws {
         let name = try await TestDatabase.create(migrated: false)
         let pool = TestDatabase.client(database: name, role: nil)
-        let app = AttestServer.buildApplication(configuration: ServerConfiguration(port: 0), database: pool, logger: TestDatabase.testLogger)
+        let app = AttestServer.buildApplication(
+            configuration: ServerConfiguration(port: 0), database: pool, logger: TestDatabase.testLogger)
         try await app.test(.live) { client in
             let response = try await client.execute(uri: "/v1/nothing-here", method: .get)
             #expect(response.status == .notFound)

@@ -27,7 +27,10 @@ struct ScaleOutTests {
         let (status, output) = try await Self.run("check_deploy.py", timeout: .seconds(300))
         print(output)
         #expect(status == 0, "\(output)")
-        for check in ["systemd unit", "nginx.conf", "kubernetes", "compose.yaml", "patroni.yml", "Containerfile", "the options deploy/ uses exist", "citus/compose.yaml"] {
+        for check in [
+            "systemd unit", "nginx.conf", "kubernetes", "compose.yaml", "patroni.yml", "Containerfile", "the options deploy/ uses exist",
+            "citus/compose.yaml",
+        ] {
             #expect(output.contains("ok \(check)"), "no \"ok \(check)\" in \(output)")
         }
     }

@@ -47,7 +47,10 @@ struct ServeCommandTests {
             [ChildProcess.attestBinary, "serve", "--port", "0"],
             environment: ["DATABASE_URL": try await TestDatabase.serverURL(database: migrated), "DATABASE_READ_URL": "host=standby bogus"])
         #expect(badStandby.status == 1)
-        #expect(badStandby.stderr.contains("cannot serve: --database-read-url (or DATABASE_READ_URL): the database URL is not a valid libpq URI"), "\(badStandby.stderr)")
+        #expect(
+            badStandby.stderr.contains(
+                "cannot serve: --database-read-url (or DATABASE_READ_URL): the database URL is not a valid libpq URI"),
+            "\(badStandby.stderr)")
     }
 
     @Test func servesOnLoopbackMigratesFirstAndStopsGracefullyOnSIGTERM() async throws {
@@ -78,7 +81,9 @@ struct ServeCommandTests {
         // and no warnings from the services it had started (they were only cancelled).
         let second = try ChildProcess([ChildProcess.attestBinary, "serve", "--port", "\(port)"], environment: ["DATABASE_URL": serverURL])
         #expect(try await second.wait(timeout: .seconds(30)) != 0)
-        #expect(second.stderr.contains("cannot listen on 127.0.0.1:\(port): the address is already in use; pass another --port"), "\(second.stderr)")
+        #expect(
+            second.stderr.contains("cannot listen on 127.0.0.1:\(port): the address is already in use; pass another --port"),
+            "\(second.stderr)")
         let noise = second.stderr.split(separator: "\n").filter { $0.contains(#""level":"warning""#) || $0.contains(#""level":"error""#) }
         #expect(noise.isEmpty, "\(noise)")
 

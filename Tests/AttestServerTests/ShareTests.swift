@@ -31,7 +31,9 @@ struct ShareTests {
             let token = String(url.split(separator: "/").last ?? "")
             // The link names the campus and a random token: nothing of the member.
             #expect(url.hasPrefix("/v1/campuses/north/shared/") && token.count == 43)
-            for personal in ["ana", author.id.rawValue.uuidString.lowercased(), "2026-11-18"] { #expect(!url.lowercased().contains(personal)) }
+            for personal in ["ana", author.id.rawValue.uuidString.lowercased(), "2026-11-18"] {
+                #expect(!url.lowercased().contains(personal))
+            }
             #expect(made.json["expiresAt"] as? String == "2026-11-21T20:00:04Z")
 
             // A GET (a chat's link preview, a mail scanner) shows whose record it is and opens nothing.
@@ -40,16 +42,23 @@ struct ShareTests {
                 #expect(page.status == 200 && page.headers[.contentType] == "text/html; charset=utf-8")
                 #expect(page.body.contains("Shared by <strong>ana@example.edu</strong> of North, from 2026-11-18 to 2026-11-18."))
                 #expect(page.body.contains(#"<form method="post">"#) && page.body.contains(#"value="csv">Open as CSV"#))
-                #expect(page.body.contains("may be opened 20 more times") && page.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
+                #expect(
+                    page.body.contains("may be opened 20 more times")
+                        && page.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
             }
 
             // Opened with no session by the page's POST: the range only, as PDF (inline) or JSON.
             let pdf = try await api.client.execute(uri: url, method: HTTPRequest.Method.post, headers: [:], body: nil)
-            #expect(pdf.status == .ok && pdf.headers[.contentType] == "application/pdf" && pdf.headers[.contentDisposition]?.hasPrefix("inline;") == true)
+            #expect(
+                pdf.status == .ok && pdf.headers[.contentType] == "application/pdf"
+                    && pdf.headers[.contentDisposition]?.hasPrefix("inline;") == true)
             let text = try await ExportTests.text(ofPDF: Data(pdf.body.readableBytesView))
-            #expect(text.contains("Café visit, then a headache") && !text.contains("A long day") && text.contains("From 2026-11-18 to 2026-11-18"))
+            #expect(
+                text.contains("Café visit, then a headache") && !text.contains("A long day")
+                    && text.contains("From 2026-11-18 to 2026-11-18"))
             clock.advance(by: 1)
-            let json = try await api.send(.post, url, template: Self.shared, json: "format=json", contentType: "application/x-www-form-urlencoded")
+            let json = try await api.send(
+                .post, url, template: Self.shared, json: "format=json", contentType: "application/x-www-form-urlencoded")
             #expect((json.json["journal"] as? [[String: Any]])?.compactMap { $0["title"] as? String } == ["Café visit, then a headache"])
             #expect((json.json["episodes"] as? [[String: Any]])?.count == 1)
 
@@ -65,7 +74,9 @@ struct ShareTests {
             // The member sees every opening; nobody else sees the links.
             let listed = try await api.send(.get, "/v1/campuses/north/me/shares", template: Self.mine, token: member)
             let item = try #require((listed.json["items"] as? [[String: Any]])?.first)
-            #expect(item["status"] as? String == "active" && (item["openings"] as? [[String: Any]])?.compactMap { $0["format"] as? String } == ["json", "pdf"])
+            #expect(
+                item["status"] as? String == "active"
+                    && (item["openings"] as? [[String: Any]])?.compactMap { $0["format"] as? String } == ["json", "pdf"])
             let theirs = try await api.send(.get, "/v1/campuses/north/me/shares", template: Self.mine, token: admin)
             #expect((theirs.json["items"] as? [[String: Any]])?.isEmpty == true)
             let id = try #require(made.json["id"] as? String)
@@ -80,7 +91,8 @@ struct ShareTests {
             // Expired: an hour's link after an hour.
             clock.advance(by: 1)
             let hour = try await api.send(
-                .post, "/v1/campuses/north/me/shares", template: Self.mine, token: member, json: #"{"expiresIn": 3600, "from": "2026-11-01", "to": "2026-11-20"}"#)
+                .post, "/v1/campuses/north/me/shares", template: Self.mine, token: member,
+                json: #"{"expiresIn": 3600, "from": "2026-11-01", "to": "2026-11-20"}"#)
             let hourURL = try #require(hour.json["url"] as? String)
             #expect((try await api.send(.post, hourURL + "?format=json", template: Self.shared)).status == 200)
             clock.advance(by: 3_601)
@@ -108,20 +120,25 @@ struct ShareTests {
     /// A link opens at most `maxOpenings` times; then a 429 naming the limit, and nothing more
     /// is recorded. Describing it costs no opening.
     @Test func aLinkOpensAsOftenAsTheLimitAndNoMore() async throws {
-        let (server, _, _, member, _) = try await ExportTests.setUp(rateLimits: RateLimits(exportsPerMember: .init(burst: 100, perMinute: 0)))
+        let (server, _, _, member, _) = try await ExportTests.setUp(
+            rateLimits: RateLimits(exportsPerMember: .init(burst: 100, perMinute: 0)))
         try await server.run { api in
             let made = try await api.send(
-                .post, "/v1/campuses/north/me/shares", template: Self.mine, token: member, json: #"{"expiresIn": 86400, "from": "2026-11-18", "to": "2026-11-19"}"#)
+                .post, "/v1/campuses/north/me/shares", template: Self.mine, token: member,
+                json: #"{"expiresIn": 86400, "from": "2026-11-18", "to": "2026-11-19"}"#)
             let url = try #require(made.json["url"] as? String)
             for index in 0..<JournalShareStore.maxOpenings {
                 #expect(try await api.send(.post, url + "?format=json", template: Self.shared).status == 200, "opening \(index + 1)")
             }
             #expect(try await api.send(.get, url, template: Self.shared).body.contains("may be opened 0 more times"))
             let refused = try await api.send(.post, url + "?format=csv", template: Self.shared)
-            #expect(refused.status == 429 && refused.problem.type.hasSuffix("/link-openings-exhausted") && refused.problem.detail.contains("at most 20 times"))
+            #expect(
+                refused.status == 429 && refused.problem.type.hasSuffix("/link-openings-exhausted")
+                    && refused.problem.detail.contains("at most 20 times"))
             let listed = try await api.send(.get, "/v1/campuses/north/me/shares", template: Self.mine, token: member)
             #expect(((listed.json["items"] as? [[String: Any]])?.first?["openings"] as? [Any])?.count == JournalShareStore.maxOpenings)
-            let unknownField = try await api.send(.post, url, template: Self.shared, json: "format=pdf&who=me", contentType: "application/x-www-form-urlencoded")
+            let unknownField = try await api.send(
+                .post, url, template: Self.shared, json: "format=pdf&who=me", contentType: "application/x-www-form-urlencoded")
             #expect(unknownField.status == 422 && unknownField.problem.fields == ["who"])
         }
     }

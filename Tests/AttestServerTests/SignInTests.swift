@@ -1,12 +1,13 @@
-@testable import AttestHTTP
 import AttestPostgres
 import AttestTestSupport
 import Foundation
 import Identity
-import Surveys
 import JWTKit
+import Surveys
 import Tenancy
 import Testing
+
+@testable import AttestHTTP
 
 @Suite("Sign-in with OpenID Connect")
 struct SignInTests {
@@ -33,7 +34,8 @@ struct SignInTests {
         let (server, _, provider) = try await Self.setUp()
         defer { provider.stop() }
         try await server.run { api in
-            let first = try await Self.signIn(api, try await provider.sign(provider.claims(email: "Ana@Example.edu", subject: "ana-1", name: "Ana"), kid: "es-1"))
+            let first = try await Self.signIn(
+                api, try await provider.sign(provider.claims(email: "Ana@Example.edu", subject: "ana-1", name: "Ana"), kid: "es-1"))
             #expect(first.status == 201)
             let user = try #require(first.json["user"] as? [String: Any])
             #expect(user["email"] as? String == "ana@example.edu")
@@ -46,14 +48,16 @@ struct SignInTests {
             #expect(me.json["displayName"] as? String == "Ana")
             #expect(me.json["today"] as? String != nil)
 
-            let second = try await Self.signIn(api, try await provider.sign(provider.claims(email: "ana@example.edu", subject: "ana-1", name: "Ana María"), kid: "es-1"))
+            let second = try await Self.signIn(
+                api, try await provider.sign(provider.claims(email: "ana@example.edu", subject: "ana-1", name: "Ana María"), kid: "es-1"))
             #expect(second.status == 201)
             let again = try #require(second.json["user"] as? [String: Any])
             #expect(again["id"] as? String == user["id"] as? String)
             #expect(again["displayName"] as? String == "Ana María")
 
             // Another identity claiming an email that is already linked is refused.
-            let other = try await Self.signIn(api, try await provider.sign(provider.claims(email: "ana@example.edu", subject: "ana-2"), kid: "es-1"))
+            let other = try await Self.signIn(
+                api, try await provider.sign(provider.claims(email: "ana@example.edu", subject: "ana-2"), kid: "es-1"))
             #expect(other.status == 401)
             #expect(other.problem.detail.contains("already linked"))
         }
@@ -77,11 +81,17 @@ struct SignInTests {
         let cases: [(String, String)] = [
             ("alg none", try TestIdentityProvider.forged(provider.claims(email: "x@example.edu"), alg: "none", kid: "es-1")),
             ("HS256 keyed with the issuer's ES256 public key", try provider.confused(provider.claims(email: "x@example.edu"), kid: "es-1")),
-            ("HS256 keyed with the issuer's RS256 public key", try await { () async throws -> String in
-                try await provider.addRS256Key(kid: "rs-confused")
-                return try provider.confused(provider.claims(email: "x@example.edu"), kid: "rs-confused")
-            }()),
-            ("tampered payload", parts[0] + "." + (try JSONEncoder().encode(provider.claims(email: "boss@example.edu"))).base64URL + "." + parts[2]),
+            (
+                "HS256 keyed with the issuer's RS256 public key",
+                try await { () async throws -> String in
+                    try await provider.addRS256Key(kid: "rs-confused")
+                    return try provider.confused(provider.claims(email: "x@example.edu"), kid: "rs-confused")
+                }()
+            ),
+            (
+                "tampered payload",
+                parts[0] + "." + (try JSONEncoder().encode(provider.claims(email: "boss@example.edu"))).base64URL + "." + parts[2]
+            ),
             ("wrong issuer", try await provider.sign(provider.claims(email: "x@example.edu", issuer: "https://evil.example"), kid: "es-1")),
             ("wrong audience", try await provider.sign(provider.claims(email: "x@example.edu", audience: ["someone-else"]), kid: "es-1")),
             ("expired beyond the leeway", try await provider.sign(provider.claims(email: "x@example.edu", expiresIn: -120), kid: "es-1")),
@@ -90,10 +100,13 @@ struct SignInTests {
             ("email not verified", try await provider.sign(provider.claims(email: "x@example.edu", emailVerified: false), kid: "es-1")),
             ("email domain not allowed", try await provider.sign(provider.claims(email: "x@other.edu"), kid: "es-1")),
             ("hosted domain not allowed", try await provider.sign(provider.claims(email: "x@example.edu", hd: "other.edu"), kid: "es-1")),
-            ("unpublished key", try await { () async throws -> String in
-                try await provider.addES256Key(kid: "secret-key", publish: false)
-                return try await provider.sign(provider.claims(email: "x@example.edu"), kid: "secret-key")
-            }()),
+            (
+                "unpublished key",
+                try await { () async throws -> String in
+                    try await provider.addES256Key(kid: "secret-key", publish: false)
+                    return try await provider.sign(provider.claims(email: "x@example.edu"), kid: "secret-key")
+                }()
+            ),
             ("not a JWT", "not-a-token"),
         ]
         try await server.run { api in
@@ -103,7 +116,8 @@ struct SignInTests {
                 #expect(reply.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true, "\(name)")
             }
             // Within the 60 s leeway, a just-expired token still signs in.
-            let late = try await Self.signIn(api, try await provider.sign(provider.claims(email: "late@example.edu", expiresIn: -30), kid: "es-1"))
+            let late = try await Self.signIn(
+                api, try await provider.sign(provider.claims(email: "late@example.edu", expiresIn: -30), kid: "es-1"))
             #expect(late.status == 201)
             let users = try await UserStore(client: server.pool).list(campus: campus.id)
             #expect(users.map(\.email) == ["late@example.edu"])
@@ -125,7 +139,8 @@ struct SignInTests {
             #expect(provider.fetchCount == 2)
 
             for attempt in 0..<5 {
-                let forged = try TestIdentityProvider.forged(provider.claims(email: "d@example.edu"), alg: "ES256", kid: "made-up-\(attempt)", signature: "AAAA")
+                let forged = try TestIdentityProvider.forged(
+                    provider.claims(email: "d@example.edu"), alg: "ES256", kid: "made-up-\(attempt)", signature: "AAAA")
                 #expect(try await Self.signIn(api, forged).status == 401)
             }
             #expect(provider.fetchCount == 2)  // refetches for unknown keys are rate-limited
@@ -167,7 +182,8 @@ struct SignInTests {
             OIDCIssuer(issuer: provider.issuer, audiences: [provider.audience], jwksURL: "http://127.0.0.1:\(closedPort)/jwks"),
             actor: "test")
         try await server.run { api in
-            let reply = try await Self.signIn(api, try await provider.sign(provider.claims(email: "x@example.edu"), kid: "es-1"), campus: "offline")
+            let reply = try await Self.signIn(
+                api, try await provider.sign(provider.claims(email: "x@example.edu"), kid: "es-1"), campus: "offline")
             #expect(reply.status == 503)
             #expect(reply.headers[.retryAfter] != nil)
             #expect(reply.problem.type == "/problems/identity-provider-unavailable")
@@ -180,10 +196,12 @@ struct SignInTests {
         let (_, token) = try await server.user("out@example.edu", at: campus)
         try await server.run { api in
             #expect(try await api.send(.get, "/v1/campuses/north/me", template: Self.me, token: token).status == 200)
-            let out = try await api.send(.delete, "/v1/campuses/north/sessions/current", template: "/v1/campuses/{campus}/sessions/current", token: token)
+            let out = try await api.send(
+                .delete, "/v1/campuses/north/sessions/current", template: "/v1/campuses/{campus}/sessions/current", token: token)
             #expect(out.status == 204)
             #expect(try await api.send(.get, "/v1/campuses/north/me", template: Self.me, token: token).status == 401)
-            let twice = try await api.send(.delete, "/v1/campuses/north/sessions/current", template: "/v1/campuses/{campus}/sessions/current", token: token)
+            let twice = try await api.send(
+                .delete, "/v1/campuses/north/sessions/current", template: "/v1/campuses/{campus}/sessions/current", token: token)
             #expect(twice.status == 401)
         }
     }
@@ -200,12 +218,16 @@ struct SignInTests {
             #expect(wrongType.status == 422)
             #expect(try await api.send(.post, path, template: Self.sessions, json: "{not json").status == 400)
             #expect(try await api.send(.post, path, template: Self.sessions, json: "[1,2]").status == 400)
-            #expect(try await api.send(.post, path, template: Self.sessions, json: #"{"idToken":"x"}"#, contentType: "text/plain").status == 415)
+            #expect(
+                try await api.send(.post, path, template: Self.sessions, json: #"{"idToken":"x"}"#, contentType: "text/plain").status == 415
+            )
             let huge = #"{"idToken":""# + String(repeating: "a", count: 70_000) + #""}"#
             #expect(try await api.send(.post, path, template: Self.sessions, json: huge).status == 413)
-            let unknownCampus = try await api.send(.post, "/v1/campuses/nowhere/sessions", template: Self.sessions, json: #"{"idToken":"x"}"#)
+            let unknownCampus = try await api.send(
+                .post, "/v1/campuses/nowhere/sessions", template: Self.sessions, json: #"{"idToken":"x"}"#)
             #expect(unknownCampus.status == 404)
-            let hostile = try await api.send(.post, "/v1/campuses/'%20OR%201=1--/sessions", template: Self.sessions, json: #"{"idToken":"x"}"#)
+            let hostile = try await api.send(
+                .post, "/v1/campuses/'%20OR%201=1--/sessions", template: Self.sessions, json: #"{"idToken":"x"}"#)
             #expect(hostile.status == 404)
         }
     }
@@ -241,7 +263,10 @@ struct SignInTests {
                 #expect(again.problem.detail.contains("was used to sign in already"), "\(again.body)")
             }
             // A new token with its own jti signs in.
-            #expect(try await Self.signIn(api, try await provider.sign(provider.claims(email: "once@example.edu", subject: "once"), kid: "es-1")).status == 201)
+            #expect(
+                try await Self.signIn(
+                    api, try await provider.sign(provider.claims(email: "once@example.edu", subject: "once"), kid: "es-1")
+                ).status == 201)
             let sessions = try await server.pool.query("SELECT count(*) AS n FROM sessions", campus: campus.id.rawValue)
             #expect(try sessions[0].decode("n", as: Int.self) == 3)
         }
@@ -257,7 +282,8 @@ struct SignInTests {
             let nonce = try #require(issued.json["nonce"] as? String)
             func signIn(_ claims: TestIdentityProvider.Claims, nonce: String) async throws -> APIClient.Reply {
                 let token = try await provider.sign(claims, kid: "es-1")
-                return try await api.send(.post, "/v1/campuses/north/sessions", template: Self.sessions, json: #"{"idToken":"\#(token)","nonce":"\#(nonce)"}"#)
+                return try await api.send(
+                    .post, "/v1/campuses/north/sessions", template: Self.sessions, json: #"{"idToken":"\#(token)","nonce":"\#(nonce)"}"#)
             }
             // A token without the nonce, or with another, does not sign in, and spends nothing.
             let bare = try await signIn(provider.claims(email: "n@example.edu"), nonce: nonce)
@@ -294,7 +320,8 @@ struct SignInTests {
                 let reply = try await Self.signIn(api, try await provider.sign(provider.claims(email: email, name: name), kid: "es-1"))
                 #expect(reply.status == 201, "\(email): \(reply.body)")
             }
-            let users = Dictionary(uniqueKeysWithValues: try await UserStore(client: server.pool).list(campus: campus.id).map { ($0.email, $0.displayName) })
+            let users = Dictionary(
+                uniqueKeysWithValues: try await UserStore(client: server.pool).list(campus: campus.id).map { ($0.email, $0.displayName) })
             #expect(users["nul@example.edu"] == "AnaMaría[31m")
             #expect(users["zalgo@example.edu"]?.unicodeScalars.count == 200)
             #expect(users["long@example.edu"] == String(repeating: "é", count: 200))

@@ -1,9 +1,10 @@
-@testable import AttestHTTP
+import AttestPluginsTesting
 import AttestTestSupport
 import Foundation
 import Hummingbird
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
 
 /// A client that opens connections and sends nothing, or trickles its headers, or keeps an
 /// idle connection open, holds it for the idle timeout at most.
@@ -15,7 +16,8 @@ struct SlowClientTests {
     static func serve(_ server: TestServer, idleTimeout: Duration) async throws -> (port: Int, running: Task<Void, any Error>) {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = AttestServer.buildApplication(
-            configuration: ServerConfiguration(port: 0, idleTimeout: idleTimeout), services: server.services, logger: TestDatabase.testLogger,
+            configuration: ServerConfiguration(port: 0, idleTimeout: idleTimeout), services: server.services,
+            logger: TestDatabase.testLogger,
             onServerRunning: { continuation.yield($0) })
         let running = Task { try await app.runService(gracefulShutdownSignals: []) }
         var iterator = ports.makeAsyncIterator()
@@ -26,7 +28,9 @@ struct SlowClientTests {
         return (port, running)
     }
 
-    static func write(_ descriptor: Int32, _ text: String) { _ = Array(text.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+    static func write(_ descriptor: Int32, _ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
 
     struct Outcome: Sendable, CustomStringConvertible {
         var text: String
@@ -119,7 +123,9 @@ struct SlowClientTests {
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 while true {
                     let count = recv(descriptor, &buffer, buffer.count, 0)
-                    if count <= 0 { return Outcome(text: String(decoding: received, as: UTF8.self), closed: count == 0 || errno == ECONNRESET) }
+                    if count <= 0 {
+                        return Outcome(text: String(decoding: received, as: UTF8.self), closed: count == 0 || errno == ECONNRESET)
+                    }
                     received.append(contentsOf: buffer[0..<count])
                 }
             }

@@ -1,13 +1,14 @@
-@testable import AttestHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import AttestPostgres
 import AttestTestSupport
 import Foundation
 import Identity
-@testable import Surveys
 import Tenancy
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
+@testable import Surveys
 
 /// Statistics, the dashboard, follow-ups, reports and retention, each checked against a
 /// brute-force recount over the attestations table.
@@ -92,9 +93,15 @@ struct StatisticsTests {
                         var answers: [String] = [
                             "\"fever\": \(Int.random(in: 0..<5, using: &generator) == 0)", "\"cough\": \(Bool.random(using: &generator))",
                         ]
-                        if Bool.random(using: &generator) { answers.append("\"positive_test\": \(Int.random(in: 0..<8, using: &generator) == 0)") }
-                        if Bool.random(using: &generator) { answers.append("\"site\": \"\(["campus", "remote"].randomElement(using: &generator)!)\"") }
-                        if Bool.random(using: &generator) { answers.append("\"temperature\": \(Double.random(in: 36...39.5, using: &generator))") }
+                        if Bool.random(using: &generator) {
+                            answers.append("\"positive_test\": \(Int.random(in: 0..<8, using: &generator) == 0)")
+                        }
+                        if Bool.random(using: &generator) {
+                            answers.append("\"site\": \"\(["campus", "remote"].randomElement(using: &generator)!)\"")
+                        }
+                        if Bool.random(using: &generator) {
+                            answers.append("\"temperature\": \(Double.random(in: 36...39.5, using: &generator))")
+                        }
                         return #"{"surveyVersion": 1, "answers": {\#(answers.joined(separator: ", "))}}"#
                     }
                     let statuses = try await api.withConnections(submitting.count) { clients in
@@ -102,7 +109,8 @@ struct StatisticsTests {
                             for (index, (token, body)) in zip(submitting, bodies).enumerated() {
                                 group.addTask {
                                     try await clients[index].send(
-                                        .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
+                                        .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations",
+                                        token: token,
                                         json: body
                                     ).status
                                 }
@@ -120,7 +128,8 @@ struct StatisticsTests {
             let from = range.first!, to = range.last!
 
             let dashboard = try await api.send(
-                .get, "/v1/campuses/north/admin/dashboard?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/admin/dashboard", token: admin)
+                .get, "/v1/campuses/north/admin/dashboard?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/admin/dashboard",
+                token: admin)
             #expect(dashboard.status == 200)
             let dashboardDays = try #require(dashboard.json["days"] as? [[String: Any]])
             #expect(dashboardDays.count == range.count)
@@ -135,7 +144,10 @@ struct StatisticsTests {
                 let colors = try #require(figures["colors"] as? [String: Int])
                 #expect(colors == ["green": expected.green, "yellow": expected.yellow, "red": expected.red], "\(day)")
                 #expect((figures["answers"] as? [String: [String: Int]]) ?? [:] == expected.answers, "\(day)")
-                #expect(figures["symptoms"] as? [String: Int] == ["fever": expected.answers["fever"]?["true"] ?? 0, "cough": expected.answers["cough"]?["true"] ?? 0])
+                #expect(
+                    figures["symptoms"] as? [String: Int] == [
+                        "fever": expected.answers["fever"]?["true"] ?? 0, "cough": expected.answers["cough"]?["true"] ?? 0,
+                    ])
                 if expected.active > 0 {
                     #expect(abs((figures["complianceRate"] as? Double ?? -1) - Double(expected.onTime) / Double(expected.active)) < 1e-9)
                 }
@@ -148,9 +160,12 @@ struct StatisticsTests {
             #expect(total["missing"] as? Int == all.map { $0.active - $0.submitted }.reduce(0, +))
             #expect(total["activeMembers"] as? Int == counted[to]?.active)
             #expect((total["colors"] as? [String: Int])?["red"] == all.map(\.red).reduce(0, +))
-            #expect((total["answers"] as? [String: [String: Int]])?["cough"]?["true"] == all.compactMap { $0.answers["cough"]?["true"] }.reduce(0, +))
+            #expect(
+                (total["answers"] as? [String: [String: Int]])?["cough"]?["true"]
+                    == all.compactMap { $0.answers["cough"]?["true"] }.reduce(0, +))
 
-            let stats = try await api.send(.get, "/v1/campuses/north/stats?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/stats", token: tokens[0])
+            let stats = try await api.send(
+                .get, "/v1/campuses/north/stats?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/stats", token: tokens[0])
             #expect(stats.status == 200)
             #expect(stats.json["minCount"] as? Int == 3)
             let statsDays = try #require(stats.json["days"] as? [[String: Any]])
@@ -197,7 +212,9 @@ struct StatisticsTests {
                 [ChildProcess.attestBinary, "report", "north", "--from", from.description, "--to", to.description, "--format", "csv"],
                 environment: ["DATABASE_URL": TestDatabase.url(database: server.database)])
             #expect(report.status == 0, "\(report.stderr)")
-            let lines = report.stdout.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+            let lines = report.stdout.split(separator: "\n").map {
+                $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            }
             let header = try #require(lines.first)
             #expect(lines.count == range.count + 1)
             for (day, line) in zip(range, lines.dropFirst()) {
@@ -225,7 +242,8 @@ struct StatisticsTests {
                 campus: campus.id.rawValue)[0]
             #expect(try perDay.decode("rows", as: Int.self) == perDay.decode("days", as: Int.self))
             let compacted = try await api.send(
-                .get, "/v1/campuses/north/admin/dashboard?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/admin/dashboard", token: admin)
+                .get, "/v1/campuses/north/admin/dashboard?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/admin/dashboard",
+                token: admin)
             #expect(NSDictionary(dictionary: compacted.json).isEqual(to: dashboard.json))
             #expect(try await StatisticsStore(client: server.pool).compact(campus: campus.id, before: to.adding(days: 1)) == 0)
         }
@@ -294,7 +312,9 @@ struct StatisticsTests {
         let now = Date()
         let server = try await TestServer.make(clock: TestClock(now).read)
         let north = try await server.campus("north"), south = try await server.campus("south")
-        for campus in [north, south] { _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test") }
+        for campus in [north, south] {
+            _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: Self.draft, actor: "test")
+        }
         let (_, admin) = try await server.user("admin@example.edu", at: north, roles: [.admin])
         let (_, southAdmin) = try await server.user("admin@example.edu", at: south, roles: [.admin])
         let open = StatisticsStore.firstOpenDay(at: now)
@@ -323,28 +343,36 @@ struct StatisticsTests {
         /// The dashboard written afresh from the database, by `JSONEncoder`.
         @Sendable func afresh(_ campus: Campus) async throws -> NSDictionary? {
             let days = try await StatisticsStore(client: server.pool).days(campus: campus.id, range: DateRange(from: from, to: to))
-            func figures(_ date: String?, active: Int, submitted: Int, onTime: Int, late: Int, missing: Int, green: Int, yellow: Int, red: Int,
-                         answers: [String: [String: Int]], rate: Double?) -> StatisticsRoutes.DashboardFigures {
+            func figures(
+                _ date: String?, active: Int, submitted: Int, onTime: Int, late: Int, missing: Int, green: Int, yellow: Int, red: Int,
+                answers: [String: [String: Int]], rate: Double?
+            ) -> StatisticsRoutes.DashboardFigures {
                 .init(
                     date: date, activeMembers: active, submitted: submitted, onTime: onTime, late: late, missing: missing,
                     colors: .init(green: green, yellow: yellow, red: red),
-                    symptoms: ["fever": answers["fever"]?["true"] ?? 0, "cough": answers["cough"]?["true"] ?? 0], answers: answers, complianceRate: rate)
+                    symptoms: ["fever": answers["fever"]?["true"] ?? 0, "cough": answers["cough"]?["true"] ?? 0], answers: answers,
+                    complianceRate: rate)
             }
             let total = RangeTotals(days)
             let body = StatisticsRoutes.DashboardBody(
                 from: from.description, to: to.description,
                 days: days.map {
-                    figures($0.date.description, active: $0.active, submitted: $0.submitted, onTime: $0.onTime, late: $0.late, missing: $0.missing,
-                            green: $0.green, yellow: $0.yellow, red: $0.red, answers: $0.answers, rate: $0.complianceRate)
+                    figures(
+                        $0.date.description, active: $0.active, submitted: $0.submitted, onTime: $0.onTime, late: $0.late,
+                        missing: $0.missing,
+                        green: $0.green, yellow: $0.yellow, red: $0.red, answers: $0.answers, rate: $0.complianceRate)
                 },
-                total: figures(nil, active: total.activeMembers, submitted: total.submitted, onTime: total.onTime, late: total.late, missing: total.missing,
-                               green: total.green, yellow: total.yellow, red: total.red, answers: total.answers, rate: total.complianceRate))
+                total: figures(
+                    nil, active: total.activeMembers, submitted: total.submitted, onTime: total.onTime, late: total.late,
+                    missing: total.missing,
+                    green: total.green, yellow: total.yellow, red: total.red, answers: total.answers, rate: total.complianceRate))
             return try JSONSerialization.jsonObject(with: JSONEncoder().encode(body)) as? NSDictionary
         }
         try await server.run { api in
             func dashboard(_ slug: String, _ token: String) async throws -> (body: String, json: NSDictionary?) {
                 let response = try await api.send(
-                    .get, "/v1/campuses/\(slug)/admin/dashboard?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/admin/dashboard", token: token)
+                    .get, "/v1/campuses/\(slug)/admin/dashboard?from=\(from)&to=\(to)", template: "/v1/campuses/{campus}/admin/dashboard",
+                    token: token)
                 #expect(response.status == 200, "\(response.body)")
                 return (response.body, try JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? NSDictionary)
             }
@@ -352,7 +380,9 @@ struct StatisticsTests {
             let expected = try await afresh(north)
             #expect(expected != nil && first.json == expected, "\(first.body)")
             let total = try #require(first.json?["total"] as? [String: Any])
-            #expect(total["submitted"] as? Int == (10...14).reduce(0, +) && (total["symptoms"] as? [String: Int])?["fever"] == (0...4).reduce(0, +))
+            #expect(
+                total["submitted"] as? Int == (10...14).reduce(0, +)
+                    && (total["symptoms"] as? [String: Int])?["fever"] == (0...4).reduce(0, +))
             // Asked again: the settled days as written the first time, byte for byte.
             #expect(try await dashboard("north", admin).body == first.body)
             // South's days, the same dates and survey, are its own.
@@ -412,13 +442,19 @@ struct StatisticsTests {
             // Busy day: 12 attestations, 2 with a fever (yellow under the standard rule), none coughing.
             for (index, token) in tokens.enumerated() {
                 let body = #"{"surveyVersion": 1, "answers": {"fever": \#(index < 2), "cough": false}}"#
-                #expect(try await api.send(.post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token, json: body).status == 201)
+                #expect(
+                    try await api.send(
+                        .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token, json: body
+                    ).status == 201)
             }
             // Quiet day: 9, under the default threshold of 10.
             clock.set(quiet.start(in: Self.zone).addingTimeInterval(8 * 3600))
             for token in tokens.prefix(9) {
                 let body = #"{"surveyVersion": 1, "answers": {"fever": false, "cough": false}}"#
-                #expect(try await api.send(.post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token, json: body).status == 201)
+                #expect(
+                    try await api.send(
+                        .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token, json: body
+                    ).status == 201)
             }
             let stats = try await api.send(
                 .get, "/v1/campuses/north/stats?from=\(busy)&to=\(quiet)", template: "/v1/campuses/{campus}/stats", token: tokens[5])
@@ -472,9 +508,20 @@ struct StatisticsTests {
             #expect(try await api.send(.get, url, template: path, token: admin).status == 403)
             #expect(try await api.send(.get, url, template: path).status == 401)
             #expect(try await api.send(.get, url, template: path, token: elsewhere).status == 401)
-            #expect(try await api.send(.get, "/v1/campuses/north/admin/dashboard?from=\(day)&to=\(day)", template: "/v1/campuses/{campus}/admin/dashboard", token: member).status == 403)
-            #expect(try await api.send(.get, "/v1/campuses/north/admin/dashboard?from=\(day)&to=\(day)", template: "/v1/campuses/{campus}/admin/dashboard", token: elsewhere).status == 401)
-            #expect(try await api.send(.get, "/v1/campuses/north/stats?from=\(day)&to=\(day)", template: "/v1/campuses/{campus}/stats", token: elsewhere).status == 401)
+            #expect(
+                try await api.send(
+                    .get, "/v1/campuses/north/admin/dashboard?from=\(day)&to=\(day)", template: "/v1/campuses/{campus}/admin/dashboard",
+                    token: member
+                ).status == 403)
+            #expect(
+                try await api.send(
+                    .get, "/v1/campuses/north/admin/dashboard?from=\(day)&to=\(day)", template: "/v1/campuses/{campus}/admin/dashboard",
+                    token: elsewhere
+                ).status == 401)
+            #expect(
+                try await api.send(
+                    .get, "/v1/campuses/north/stats?from=\(day)&to=\(day)", template: "/v1/campuses/{campus}/stats", token: elsewhere
+                ).status == 401)
 
             let list = try await api.send(.get, url, template: path, token: officer)
             #expect(list.status == 200)
@@ -518,7 +565,8 @@ struct StatisticsTests {
                 let (_, token) = try await server.user("m\(9 - index)@example.edu", at: campus)
                 clock.set(day.start(in: Self.zone).addingTimeInterval(8 * 3600 + Double(index / 3) * 60))
                 let answers =
-                    index == 9 ? #"{"fever": false, "cough": false}"#
+                    index == 9
+                    ? #"{"fever": false, "cough": false}"#
                     : index % 3 == 1 ? #"{"fever": false, "cough": false, "positive_test": true}"# : #"{"fever": true, "cough": false}"#
                 let reply = try await api.send(
                     .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
@@ -526,7 +574,8 @@ struct StatisticsTests {
                 #expect(reply.status == 201)
             }
             func read(_ query: String) async throws -> (ids: [String], colors: [String], next: String?) {
-                let reply = try await api.send(.get, "/v1/campuses/north/admin/follow-ups?date=\(day)" + query, template: path, token: officer)
+                let reply = try await api.send(
+                    .get, "/v1/campuses/north/admin/follow-ups?date=\(day)" + query, template: path, token: officer)
                 #expect(reply.status == 200, "\(query)")
                 let items = try #require(reply.json["items"] as? [[String: Any]])
                 let ids: [String] = items.compactMap { $0["userId"] as? String }
@@ -573,19 +622,25 @@ struct StatisticsTests {
             #expect(try await fields("/v1/campuses/north/stats?from=2026-02-30&to=2026-03-01", stats) == ["from"])
             #expect(try await fields("/v1/campuses/north/admin/dashboard?from=2026-11-10&to=2026-11-01", dashboard) == ["to"])
             #expect(try await fields("/v1/campuses/north/admin/dashboard?from=2025-01-01&to=2026-01-02", dashboard) == ["to"])
-            let yearOK = try await api.send(.get, "/v1/campuses/north/admin/dashboard?from=2024-01-01&to=2024-12-31", template: dashboard, token: admin)
+            let yearOK = try await api.send(
+                .get, "/v1/campuses/north/admin/dashboard?from=2024-01-01&to=2024-12-31", template: dashboard, token: admin)
             #expect(yearOK.status == 200)  // 366 days in a leap year: the most allowed
             #expect((yearOK.json["days"] as? [Any])?.count == 366)
             let followUps = "/v1/campuses/{campus}/admin/follow-ups"
             #expect(try await fields("/v1/campuses/north/admin/follow-ups", followUps) == ["date"])
             #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&color=green", followUps) == ["color"])
-            #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=yesterday&email=x", followUps).sorted() == ["date", "email"])
+            #expect(
+                try await fields("/v1/campuses/north/admin/follow-ups?date=yesterday&email=x", followUps).sorted() == ["date", "email"])
             #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&limit=0", followUps) == ["limit"])
             #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&limit=1001", followUps) == ["limit"])
             #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&limit=ten", followUps) == ["limit"])
-            for cursor in ["x", "r.12", "g.12.00000000-0000-0000-0000-000000000000", "r.-12.00000000-0000-0000-0000-000000000000",
-                           "r.99999999999999999999.00000000-0000-0000-0000-000000000000", "y.12.not-a-uuid"] {
-                #expect(try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&cursor=\(cursor)", followUps) == ["cursor"], "\(cursor)")
+            for cursor in [
+                "x", "r.12", "g.12.00000000-0000-0000-0000-000000000000", "r.-12.00000000-0000-0000-0000-000000000000",
+                "r.99999999999999999999.00000000-0000-0000-0000-000000000000", "y.12.not-a-uuid",
+            ] {
+                #expect(
+                    try await fields("/v1/campuses/north/admin/follow-ups?date=2026-11-21&cursor=\(cursor)", followUps) == ["cursor"],
+                    "\(cursor)")
             }
             #expect(try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "follow-ups.read" }.isEmpty)
         }
@@ -662,7 +717,8 @@ struct StatisticsTests {
             #expect(try await purger.claimDailyRun(campus: found, now: now.addingTimeInterval(86_400)))
             // The servers' service: two days on, the cutoff has moved two days; run again the
             // same day, it does nothing.
-            let service = RetentionService(client: server.pool, logger: TestDatabase.testLogger, clock: { now.addingTimeInterval(2 * 86_400) })
+            let service = RetentionService(
+                client: server.pool, logger: TestDatabase.testLogger, clock: { now.addingTimeInterval(2 * 86_400) })
             #expect(await service.runOnce().map(\.purged) == [2])
             #expect(await service.runOnce().isEmpty)
             #expect(try await withAnswers() == days.filter { $0 >= cutoff.adding(days: 2) })
@@ -682,21 +738,25 @@ struct StatisticsTests {
     @Test func seededInstantsAreCampusLocal() async throws {
         let server = try await TestServer.make()
         let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database)]
-        for (slug, zone, deadline) in [("north", "America/New_York", 150), ("south", "Pacific/Auckland", 600), ("chile", "America/Santiago", 30)] {
+        for (slug, zone, deadline) in [
+            ("north", "America/New_York", 150), ("south", "Pacific/Auckland", 600), ("chile", "America/Santiago", 30),
+        ] {
             let campus = try await server.campus(slug, timeZone: zone, deadlineMinute: deadline)
             let seeded = try await ChildProcess.run(
                 [ChildProcess.attestBinary, "dev", "seed", "--campus", slug, "--members", "20", "--days", "400"], environment: environment)
             #expect(seeded.status == 0, "\(seeded.stderr)")
-            let row = try #require(try await server.pool.query(
-                """
-                SELECT count(*) AS n, count(*) FILTER (WHERE a.on_time) AS on_time, count(DISTINCT a.user_id) AS members,
-                       count(*) FILTER (WHERE (a.submitted_at AT TIME ZONE c.time_zone)::date <> a.local_date
-                           OR a.on_time <> ((a.submitted_at AT TIME ZONE c.time_zone)::time
-                                            < make_time(c.deadline_minute / 60, c.deadline_minute % 60, 0))
-                           OR a.valid_until <> (a.local_date + 1)::timestamp AT TIME ZONE c.time_zone) AS wrong
-                FROM attestations a JOIN campuses c ON c.id = a.campus_id
-                WHERE a.campus_id = \(campus.id)
-                """, campus: campus.id.rawValue).first)
+            let row = try #require(
+                try await server.pool.query(
+                    """
+                    SELECT count(*) AS n, count(*) FILTER (WHERE a.on_time) AS on_time, count(DISTINCT a.user_id) AS members,
+                           count(*) FILTER (WHERE (a.submitted_at AT TIME ZONE c.time_zone)::date <> a.local_date
+                               OR a.on_time <> ((a.submitted_at AT TIME ZONE c.time_zone)::time
+                                                < make_time(c.deadline_minute / 60, c.deadline_minute % 60, 0))
+                               OR a.valid_until <> (a.local_date + 1)::timestamp AT TIME ZONE c.time_zone) AS wrong
+                    FROM attestations a JOIN campuses c ON c.id = a.campus_id
+                    WHERE a.campus_id = \(campus.id)
+                    """, campus: campus.id.rawValue
+                ).first)
             let count = try row.decode("n", as: Int.self), onTime = try row.decode("on_time", as: Int.self)
             #expect(count > 7_000 && count < 7_700, "\(slug): \(count) attestations of 20 members over 400 days")
             #expect(onTime > 0 && onTime < count)
@@ -708,13 +768,15 @@ struct StatisticsTests {
         let seeded = try await ChildProcess.run(
             [ChildProcess.attestBinary, "dev", "seed", "--campus", "wide", "--members", "2600", "--days", "2"], environment: environment)
         #expect(seeded.status == 0, "\(seeded.stderr)")
-        let row = try #require(try await server.pool.query(
-            """
-            SELECT count(*) AS n, count(DISTINCT a.user_id) AS members, count(*) FILTER (WHERE u.id IS NULL) AS orphans,
-                   (SELECT count(*) FROM users m WHERE m.campus_id = \(wide.id) AND m.roles <> '{member}') AS roleless
-            FROM attestations a LEFT JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
-            WHERE a.campus_id = \(wide.id)
-            """, campus: wide.id.rawValue).first)
+        let row = try #require(
+            try await server.pool.query(
+                """
+                SELECT count(*) AS n, count(DISTINCT a.user_id) AS members, count(*) FILTER (WHERE u.id IS NULL) AS orphans,
+                       (SELECT count(*) FROM users m WHERE m.campus_id = \(wide.id) AND m.roles <> '{member}') AS roleless
+                FROM attestations a LEFT JOIN users u ON u.campus_id = a.campus_id AND u.id = a.user_id
+                WHERE a.campus_id = \(wide.id)
+                """, campus: wide.id.rawValue
+            ).first)
         #expect(try row.decode("orphans", as: Int.self) == 0)
         // Each seeded member holds the member role alone, as one who signed in does.
         #expect(try row.decode("roleless", as: Int.self) == 0)
@@ -737,7 +799,9 @@ struct StatisticsTests {
         let refused = try await ChildProcess.run(
             [ChildProcess.attestBinary, "dev", "seed", "--campus", "north", "--members", "10", "--days", "3"], environment: environment)
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("role \"attest_app\" may not create temporary tables in database \"\(server.database)\""), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("role \"attest_app\" may not create temporary tables in database \"\(server.database)\""),
+            "\(refused.stderr)")
         #expect(refused.stderr.contains("GRANT TEMPORARY ON DATABASE \"\(server.database)\" TO \"attest_app\""), "\(refused.stderr)")
         let leftBehind = try await server.pool.query(
             """
@@ -756,7 +820,8 @@ struct StatisticsTests {
         let today = LocalDate(Date(), in: Self.zone)
         let range = (1...3).map { today.adding(days: -$0) }.reversed().map { $0 }
         let counted = try await Self.recount(server, campus, days: range)
-        let days = try await StatisticsStore(client: server.pool).days(campus: campus.id, range: DateRange(from: range.first!, to: range.last!))
+        let days = try await StatisticsStore(client: server.pool).days(
+            campus: campus.id, range: DateRange(from: range.first!, to: range.last!))
         #expect(days.count == 3)
         // A standby that cannot be reached (DATABASE_READ_URL): the same figures, from the primary.
         let unreachable = PostgresClient(
@@ -779,7 +844,9 @@ struct StatisticsTests {
             WHERE campus_id = \(campus.id) AND value = 'true'::jsonb GROUP BY local_date, key
             """, campus: campus.id.rawValue)
         var stored: [String: Int] = [:]
-        for row in yeses { stored["\(try row.decode("local_date", as: LocalDate.self))/\(try row.decode("key", as: String.self))"] = try row.decode("n") }
+        for row in yeses {
+            stored["\(try row.decode("local_date", as: LocalDate.self))/\(try row.decode("key", as: String.self))"] = try row.decode("n")
+        }
         var rolled: [String: Int] = [:]
         for day in days { for (question, counts) in day.answers { rolled["\(day.date)/\(question)"] = counts["true"] } }
         #expect(stored.count > 20)
@@ -818,17 +885,22 @@ struct StatisticsTests {
             SELECT local_date, key, count(*) AS n FROM attestations, jsonb_each(answers)
             WHERE campus_id = \(campus.id) AND value = 'true'::jsonb GROUP BY local_date, key
             """, campus: campus.id.rawValue)
-        let days = try await StatisticsStore(client: server.pool).days(campus: campus.id, range: DateRange(from: range.first!, to: range.last!))
+        let days = try await StatisticsStore(client: server.pool).days(
+            campus: campus.id, range: DateRange(from: range.first!, to: range.last!))
         var stored: [String: Int] = [:]
-        for row in rows { stored["\(try row.decode("local_date", as: LocalDate.self))/\(try row.decode("key", as: String.self))"] = try row.decode("n") }
+        for row in rows {
+            stored["\(try row.decode("local_date", as: LocalDate.self))/\(try row.decode("key", as: String.self))"] = try row.decode("n")
+        }
         var rolled: [String: Int] = [:]
         for day in days { for (question, counts) in day.answers { rolled["\(day.date)/\(question)"] = counts["true"] } }
         #expect(!stored.isEmpty)
         #expect(rolled == stored)
 
         let report = try await ChildProcess.run(
-            [ChildProcess.attestBinary, "report", "north", "--from", range.first!.description, "--to", range.last!.description,
-             "--format", "json", "--identifiable"], environment: environment)
+            [
+                ChildProcess.attestBinary, "report", "north", "--from", range.first!.description, "--to", range.last!.description,
+                "--format", "json", "--identifiable",
+            ], environment: environment)
         #expect(report.status == 0, "\(report.stderr)")
         let listed = try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any]
         let attestations = try #require(listed?["attestations"] as? [[String: Any]])
@@ -851,7 +923,9 @@ struct StatisticsTests {
         let long = try await ChildProcess.run(
             [ChildProcess.attestBinary, "report", "north", "--from", "2025-01-01", "--to", "2026-01-02"], environment: environment)
         #expect(long.status == 1)
-        #expect(long.stderr.contains("--to must be at most 365 days after --from (2025-01-01): a range spans at most 366 days, this one 367"), "\(long.stderr)")
+        #expect(
+            long.stderr.contains("--to must be at most 365 days after --from (2025-01-01): a range spans at most 366 days, this one 367"),
+            "\(long.stderr)")
         try await server.run { api in
             let reply = try await api.send(
                 .get, "/v1/campuses/north/admin/dashboard?from=\(range.first!)&to=\(range.last!)",
@@ -862,7 +936,9 @@ struct StatisticsTests {
                 #expect(figures["activeMembers"] as? Int == expected.active, "\(day)")
                 #expect(figures["submitted"] as? Int == expected.submitted, "\(day)")
                 #expect(figures["onTime"] as? Int == expected.onTime, "\(day)")
-                #expect(figures["colors"] as? [String: Int] == ["green": expected.green, "yellow": expected.yellow, "red": expected.red], "\(day)")
+                #expect(
+                    figures["colors"] as? [String: Int] == ["green": expected.green, "yellow": expected.yellow, "red": expected.red],
+                    "\(day)")
             }
         }
     }
@@ -895,7 +971,8 @@ struct StatisticsTests {
         // The store: pages of at most 7, all full but the last, every row once and in order.
         var pages: [[StatisticsStore.IdentifiedAttestation]] = []
         let total = try await StatisticsStore(client: server.pool).exportIdentified(
-            campus: campus.id, range: range, actor: "test", pageSize: 7) { pages.append($0) }
+            campus: campus.id, range: range, actor: "test", pageSize: 7
+        ) { pages.append($0) }
         #expect(total == expected.count)
         #expect(pages.dropLast().allSatisfy { $0.count == 7 } && (1...7).contains(pages.last?.count ?? 0))
         #expect(pages.joined().map { "\($0.date) \($0.email)" } == expected)
@@ -906,7 +983,10 @@ struct StatisticsTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("report-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let base = [ChildProcess.attestBinary, "report", "north", "--from", range.from.description, "--to", range.to.description, "--identifiable", "--page-size", "7"]
+        let base = [
+            ChildProcess.attestBinary, "report", "north", "--from", range.from.description, "--to", range.to.description, "--identifiable",
+            "--page-size", "7",
+        ]
         let json = try await ChildProcess.run(base + ["--format", "json"], environment: environment)
         #expect(json.status == 0, "\(json.stderr)")
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: [[String: Any]]])
@@ -930,7 +1010,8 @@ struct StatisticsTests {
         #expect(text.split(separator: "\n").count == 1 + expected.count + awkwardRows)
 
         // A directory that is not there: refused before anything is read (no audit entry).
-        let nowhere = try await ChildProcess.run(base.dropLast(2) + ["--out", directory.path + "/missing/report.csv"], environment: environment)
+        let nowhere = try await ChildProcess.run(
+            base.dropLast(2) + ["--out", directory.path + "/missing/report.csv"], environment: environment)
         #expect(nowhere.status == 1)
         #expect(nowhere.stderr.contains("cannot write") && nowhere.stderr.contains("check the directory exists"), "\(nowhere.stderr)")
         let entries = try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "report.identifiable" }

@@ -1,9 +1,10 @@
-@testable import AttestHTTP
 import AttestTestSupport
 import Foundation
 import HTTPTypes
 import Surveys
 import Testing
+
+@testable import AttestHTTP
 
 @Suite("Survey")
 struct SurveyTests {
@@ -55,12 +56,15 @@ struct SurveyTests {
         defer { try? FileManager.default.removeItem(at: directory) }
 
         let bad = directory.appending(path: "bad.json")
-        try #"{"title": "x", "questions": [{"id": "a", "kind": "boolean", "prompt": "?"}, {"id": "a", "kind": "number", "prompt": "?", "min": 5, "max": 1}]}"#
+        try
+            #"{"title": "x", "questions": [{"id": "a", "kind": "boolean", "prompt": "?"}, {"id": "a", "kind": "number", "prompt": "?", "min": 5, "max": 1}]}"#
             .write(to: bad, atomically: true, encoding: .utf8)
         let refused = try await attest("survey", "publish", "pub", bad.path)
         #expect(refused.status == 1)
         #expect(refused.stderr.split(separator: "\n").count == 1)
-        #expect(refused.stderr.contains("questions[1].id: \"a\" is used twice") && refused.stderr.contains("questions[1].min: is greater than max"))
+        #expect(
+            refused.stderr.contains("questions[1].id: \"a\" is used twice")
+                && refused.stderr.contains("questions[1].min: is greater than max"))
         #expect(try await attest("survey", "show", "pub").stderr.contains("has no survey yet"))
 
         let good = directory.appending(path: "good.json")

@@ -1,5 +1,5 @@
-@testable import AttestHTTP
 import AttestPlugins
+import AttestPluginsTesting
 import AttestTestSupport
 import Foundation
 import HTTPTypes
@@ -8,7 +8,8 @@ import Journal
 import Surveys
 import Tenancy
 import Testing
-import AttestPluginsTesting
+
+@testable import AttestHTTP
 
 @Suite("Tenancy")
 struct TenancyTests {
@@ -24,7 +25,8 @@ struct TenancyTests {
         let south = try await server.campus("south")
         _ = try await QuestionnaireStore(client: server.pool).publish(campus: south, draft: AttestationTests.draft, actor: "test")
         let (_, staff) = try await server.user("n-staff@example.edu", at: north, roles: [.screener, .healthOfficer, .admin])
-        let (southStaffUser, southStaff) = try await server.user("s-staff@example.edu", at: south, roles: [.screener, .healthOfficer, .admin])
+        let (southStaffUser, southStaff) = try await server.user(
+            "s-staff@example.edu", at: south, roles: [.screener, .healthOfficer, .admin])
         let (southMemberUser, southMember) = try await server.user("s-member@example.edu", at: south)
         let knownMarkers: Set<String> = [
             "south", "s-staff@example.edu", "s-member@example.edu", south.id.rawValue.uuidString.lowercased(),
@@ -34,7 +36,8 @@ struct TenancyTests {
         var documented: [(method: HTTPRequest.Method, template: String, secured: Bool)] = []
         for path in OpenAPIDocument.value["paths"]?.members ?? [] where path.key.hasPrefix("/v1/campuses/{campus}/") {
             for operation in path.value.members where operation.key != "parameters" {
-                documented.append((try #require(HTTPRequest.Method(operation.key.uppercased())), path.key, operation.value["security"] != nil))
+                documented.append(
+                    (try #require(HTTPRequest.Method(operation.key.uppercased())), path.key, operation.value["security"] != nil))
             }
         }
         let operations = documented
@@ -92,8 +95,10 @@ struct TenancyTests {
                 }
             }
             for (method, template, secured) in operations {
-                let atNorth = template.replacingOccurrences(of: "{campus}", with: "north").replacingOccurrences(of: "{id}", with: southEntryID)
-                    .replacingOccurrences(of: "{token}", with: southShareToken)
+                let atNorth = template.replacingOccurrences(of: "{campus}", with: "north").replacingOccurrences(
+                    of: "{id}", with: southEntryID
+                )
+                .replacingOccurrences(of: "{token}", with: southShareToken)
                 let names = template.contains("{id}") || template.contains("{token}")
                 let query = method == .get ? "?from=2026-11-20&to=2026-11-20&date=2026-11-20&limit=5" : ""
                 var body: String?

@@ -73,9 +73,11 @@ final class TestIdentityProvider: Sendable {
         router.get(".well-known/openid-configuration") { _, _ -> Response in
             guard let provider = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
             let document: [String: Any] = [
-                "issuer": provider.issuer, "authorization_endpoint": provider.issuer + "/authorize", "token_endpoint": provider.issuer + "/token",
+                "issuer": provider.issuer, "authorization_endpoint": provider.issuer + "/authorize",
+                "token_endpoint": provider.issuer + "/token",
                 "jwks_uri": provider.jwksURL, "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
-                "id_token_signing_alg_values_supported": ["ES256", "RS256"], "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+                "id_token_signing_alg_values_supported": ["ES256", "RS256"],
+                "token_endpoint_auth_methods_supported": ["client_secret_basic"],
             ]
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],
@@ -125,7 +127,8 @@ final class TestIdentityProvider: Sendable {
     func authorize(_ query: [String: String]) -> Response {
         authorizeRequests.withLock { $0.append(query) }
         guard query["response_type"] == "code", query["client_id"] == webClientID, let redirect = query["redirect_uri"],
-            let state = query["state"], let nonce = query["nonce"], let challenge = query["code_challenge"], query["code_challenge_method"] == "S256"
+            let state = query["state"], let nonce = query["nonce"], let challenge = query["code_challenge"],
+            query["code_challenge_method"] == "S256"
         else { return Response(status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "bad authorization request"))) }
         guard let email = query["login_hint"], !email.isEmpty else {
             let hidden = query.filter { $0.key != "login_hint" }.sorted { $0.key < $1.key }.map { name, value in
@@ -137,7 +140,8 @@ final class TestIdentityProvider: Sendable {
                 <label for="login_hint">Email</label> <input id="login_hint" name="login_hint" type="email">\
                 <button type="submit" id="continue">Continue</button></form></main></body></html>
                 """
-            return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: page)))
+            return Response(
+                status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: page)))
         }
         let code = UUID().uuidString
         grants.withLock { $0[code] = Grant(email: email, nonce: nonce, challenge: challenge, redirectURI: redirect, clientID: webClientID) }
@@ -150,7 +154,9 @@ final class TestIdentityProvider: Sendable {
     func token(form: String, authorization: String?) async throws -> Response {
         var fields: [String: String] = [:]
         for pair in form.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            let parts = pair.split(separator: "=", maxSplits: 1).map {
+                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            }
             if parts.count == 2 { fields[parts[0]] = parts[1] }
         }
         func refuse(_ reason: String) -> Response {
@@ -168,12 +174,17 @@ final class TestIdentityProvider: Sendable {
             return refuse("PKCE verifier does not match")
         }
         let idToken = try await sign(claims(email: grant.email, name: grant.email, audience: [webClientID], nonce: grant.nonce), kid: "web")
-        let body = try JSONSerialization.data(withJSONObject: ["id_token": idToken, "token_type": "Bearer", "access_token": "unused", "expires_in": 600])
-        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        let body = try JSONSerialization.data(withJSONObject: [
+            "id_token": idToken, "token_type": "Bearer", "access_token": "unused", "expires_in": 600,
+        ])
+        return Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "<", with: "&lt;")
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(
+            of: "<", with: "&lt;")
     }
 
     /// Makes a new ES256 key; `publish` puts it in the served JWKS.

@@ -1,8 +1,7 @@
-@testable import AttestHTTP
 import AttestPlugins
 import AttestPostgres
-import BuiltinPlugins
 import AttestTestSupport
+import BuiltinPlugins
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -13,6 +12,8 @@ import Surveys
 import Synchronization
 import Tenancy
 import Testing
+
+@testable import AttestHTTP
 
 /// A test's view of the live server: requests go over loopback HTTP, and every response is
 /// checked against the OpenAPI document on the way back.
@@ -51,7 +52,8 @@ struct APIClient {
         if let connection {
             headers[.connection] = "keep-alive"
             let response = try await connection.execute(.init(uri, method: method, authority: "localhost", headers: headers, body: body))
-            reply = Reply(status: Int(response.status.code), headers: response.headers, body: response.body.map { String(buffer: $0) } ?? "")
+            reply = Reply(
+                status: Int(response.status.code), headers: response.headers, body: response.body.map { String(buffer: $0) } ?? "")
         } else {
             let response = try await client.execute(uri: uri, method: method, headers: headers, body: body)
             reply = Reply(status: Int(response.status.code), headers: response.headers, body: String(buffer: response.body))

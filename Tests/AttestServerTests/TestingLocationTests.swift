@@ -69,7 +69,10 @@ struct TestingLocationTests {
         let (_, member) = try await server.user("m@example.edu", at: campus)
         let feed = try await LocationFeed.start()
         feed.state.answer.withLock {
-            $0 = (200, #"[{"name": "Feed Far", "lat": 41.0, "lon": -74.0}, {"name": "Feed Near", "lat": 40.75, "lon": -73.99, "hours": "24/7"}]"#)
+            $0 = (
+                200,
+                #"[{"name": "Feed Far", "lat": 41.0, "lon": -74.0}, {"name": "Feed Near", "lat": 40.75, "lon": -73.99, "hours": "24/7"}]"#
+            )
         }
         _ = try await TestingLocationStore(client: server.pool).add(
             campus: campus,
@@ -80,14 +83,16 @@ struct TestingLocationTests {
             actor: "test")
         let plugins = CampusPluginStore(client: server.pool)
         for (id, settings) in [
-            ("static", JSONValue.null), ("json-feed", .object(["url": .string("http://127.0.0.1:\(feed.port)/feed"), "ttlSeconds": .number(6)])),
+            ("static", JSONValue.null),
+            ("json-feed", .object(["url": .string("http://127.0.0.1:\(feed.port)/feed"), "ttlSeconds": .number(6)])),
             ("broken", .null), ("slow", .null),
         ] {
             try await plugins.enable(campus: campus, kind: .testingLocations, id: id, settings: settings, actor: "test")
         }
         try await server.run { api in
             // Times Square: Feed Near, Static Mid, Feed Far, Static Remote.
-            let near = try await api.send(.get, "/v1/campuses/north/testing-locations?lat=40.758&lon=-73.9855", template: Self.path, token: member)
+            let near = try await api.send(
+                .get, "/v1/campuses/north/testing-locations?lat=40.758&lon=-73.9855", template: Self.path, token: member)
             #expect(near.status == 200)
             let items = try #require(near.json["locations"] as? [[String: Any]])
             #expect(items.compactMap { $0["name"] as? String } == ["Feed Near", "Static Mid", "Feed Far", "Static Remote"])
@@ -108,7 +113,9 @@ struct TestingLocationTests {
             #expect(fromFeed.count == 2 && fromFeed.allSatisfy { $0["stale"] as? Bool == true })
             #expect(feed.state.fetches.withLock { $0 } == 2)  // the second request was served from the cache
 
-            for (query, field) in [("lat=91&lon=0", "lat"), ("lat=10", "lon"), ("lat=abc&lon=1", "lat"), ("lat=1&lon=181", "lon"), ("limit=0", "limit")] {
+            for (query, field) in [
+                ("lat=91&lon=0", "lat"), ("lat=10", "lon"), ("lat=abc&lon=1", "lat"), ("lat=1&lon=181", "lon"), ("limit=0", "limit"),
+            ] {
                 let bad = try await api.send(.get, "/v1/campuses/north/testing-locations?\(query)", template: Self.path, token: member)
                 #expect(bad.status == 422 && bad.problem.fields == [field], "\(query)")
             }
@@ -151,7 +158,8 @@ struct TestingLocationTests {
         #expect(refusal(#"[{"name": "A", "lat": 1, "lon": 2}, {"name": "B"}]"#).contains("line 2"))
         // A link a page will show must be a web address, never javascript: or data:.
         #expect(refusal("name,lat,lon,url\nX,1,2,javascript:alert(1)\n").contains("line 2: url must be an http or https address"))
-        #expect(refusal(#"[{"name": "A", "lat": 1, "lon": 2, "url": "data:text/html,x"}]"#).contains("url must be an http or https address"))
+        #expect(
+            refusal(#"[{"name": "A", "lat": 1, "lon": 2, "url": "data:text/html,x"}]"#).contains("url must be an http or https address"))
         #expect(try TestingLocationStore.parse(Data("name,lat,lon,url\nX,1,2,https://clinic.example.org/a?b=c\n".utf8)).count == 1)
     }
 
@@ -159,6 +167,8 @@ struct TestingLocationTests {
         for url in ["http://feeds.example.org/locations.json", "ftp://feeds.example.org/x", "javascript:alert(1)", "/relative"] {
             #expect(throws: PluginSettingsError.self, "\(url)") { try JSONFeedProvider(settings: .object(["url": .string(url)])) }
         }
-        #expect(throws: Never.self) { try JSONFeedProvider(settings: .object(["url": .string("https://feeds.example.org/locations.json")])) }
+        #expect(throws: Never.self) {
+            try JSONFeedProvider(settings: .object(["url": .string("https://feeds.example.org/locations.json")]))
+        }
     }
 }

@@ -14,7 +14,8 @@ import Testing
 @Suite("A user's lifecycle")
 struct UserLifecycleTests {
     static func attest(_ arguments: String..., database: String) async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await ChildProcess.run([ChildProcess.attestBinary] + arguments, environment: ["DATABASE_URL": TestDatabase.url(database: database)])
+        try await ChildProcess.run(
+            [ChildProcess.attestBinary] + arguments, environment: ["DATABASE_URL": TestDatabase.url(database: database)])
     }
 
     static func identity(_ email: String) -> VerifiedIdentity {
@@ -28,21 +29,28 @@ struct UserLifecycleTests {
         let north = try await server.campus("north")
         let (ana, token) = try await server.user("ana@example.edu", at: north)
         _ = try await server.user("bob@example.edu", at: north)
-        try await CampusPluginStore(client: server.pool).enable(campus: north, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "log", settings: .object([:]), actor: "test")
         let today = north.localDate(at: Date())
         let (_, link) = try await JournalShareStore(client: server.pool).create(
             campus: north.id, user: ana.id, actor: "test", from: today, to: today, seconds: 3_600, now: Date())
         let users = UserStore(client: server.pool)
         @Sendable func activeMembers() async throws -> Int {
-            try await server.pool.query("SELECT coalesce(sum(change), 0)::int8 AS n FROM member_changes WHERE campus_id = \(north.id)", campus: north.id.rawValue)
-                .first?.decode("n") ?? -1
+            try await server.pool.query(
+                "SELECT coalesce(sum(change), 0)::int8 AS n FROM member_changes WHERE campus_id = \(north.id)", campus: north.id.rawValue
+            )
+            .first?.decode("n") ?? -1
         }
         #expect(try await activeMembers() == 2)
 
         let off = try await Self.attest("user", "deactivate", "north", "Ana@Example.edu", database: server.database)
         #expect(off.status == 0 && off.stdout.contains("1 sessions revoked"), "\(off.stderr)")
-        #expect(try await Self.attest("user", "deactivate", "north", "ana@example.edu", database: server.database).stdout.contains("deactivated already"))
-        #expect(try await Self.attest("user", "list", "north", database: server.database).stdout.contains("ana@example.edu\tmember\tana@example.edu\tdeactivated"))
+        #expect(
+            try await Self.attest("user", "deactivate", "north", "ana@example.edu", database: server.database).stdout.contains(
+                "deactivated already"))
+        #expect(
+            try await Self.attest("user", "list", "north", database: server.database).stdout.contains(
+                "ana@example.edu\tmember\tana@example.edu\tdeactivated"))
         #expect(try await activeMembers() == 1)
         // Today's reminders go to Bob alone.
         let evening = north.startOfDay(today).addingTimeInterval(23 * 3_600)
@@ -52,7 +60,9 @@ struct UserLifecycleTests {
             #expect(me.status == 401)
             let shared = try await api.send(.get, "/v1/campuses/north/shared/\(link)", template: "/v1/campuses/{campus}/shared/{token}")
             #expect(shared.status == 404)
-            await #expect(throws: IdentityError.deactivated) { try await users.onboard(campus: north, identity: Self.identity("ana@example.edu")) }
+            await #expect(throws: IdentityError.deactivated) {
+                try await users.onboard(campus: north, identity: Self.identity("ana@example.edu"))
+            }
 
             let on = try await Self.attest("user", "reactivate", "north", "ana@example.edu", database: server.database)
             #expect(on.status == 0 && on.stdout.contains("may sign in again"), "\(on.stderr)")
@@ -77,7 +87,8 @@ struct UserLifecycleTests {
                     ("me/shares", #"{"expiresIn": 3600, "from": "2026-11-20", "to": "2026-11-20"}"#),
                 ]
                 for (path, json) in requests {
-                    let reply = try await api.send(.post, "/v1/campuses/north/\(path)", template: "/v1/campuses/{campus}/\(path)", token: member, json: json)
+                    let reply = try await api.send(
+                        .post, "/v1/campuses/north/\(path)", template: "/v1/campuses/{campus}/\(path)", token: member, json: json)
                     #expect(reply.status == 201, "\(path): \(reply.body)")
                 }
             }
@@ -100,10 +111,13 @@ struct UserLifecycleTests {
                 #expect(try counts.first?.decode("bob", as: Int.self) ?? 0 > 0, "\(table): the other member's rows stay")
             }
         }
-        let audit = try await owner.query("SELECT actor, action, target, details::text AS details FROM audit_log WHERE campus_id = \(north.id)")
+        let audit = try await owner.query(
+            "SELECT actor, action, target, details::text AS details FROM audit_log WHERE campus_id = \(north.id)")
         var erasures = 0
         for row in audit {
-            let text = try [row.decode("actor", as: String.self), row.decode("target", as: String.self), row.decode("details", as: String.self)].joined(separator: " ")
+            let text = try [
+                row.decode("actor", as: String.self), row.decode("target", as: String.self), row.decode("details", as: String.self),
+            ].joined(separator: " ")
             #expect(!text.contains("ana@example.edu"), "the audit log still names her: \(text)")
             if try row.decode("action", as: String.self) == "user.erase" {
                 erasures += 1
@@ -112,7 +126,9 @@ struct UserLifecycleTests {
         }
         #expect(erasures == 1 && audit.count > 1)
         // The day's counts name nobody and stay.
-        #expect(try await owner.query("SELECT sum(submitted)::int8 AS n FROM daily_stats WHERE campus_id = \(north.id)").first?.decode("n", as: Int.self) == 2)
+        #expect(
+            try await owner.query("SELECT sum(submitted)::int8 AS n FROM daily_stats WHERE campus_id = \(north.id)").first?.decode(
+                "n", as: Int.self) == 2)
         await owner.shutdown()
     }
 }

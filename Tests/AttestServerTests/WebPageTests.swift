@@ -1,4 +1,3 @@
-@testable import AttestHTTP
 import AttestPlugins
 import AttestPostgres
 import AttestTestSupport
@@ -8,6 +7,8 @@ import Identity
 import Surveys
 import Tenancy
 import Testing
+
+@testable import AttestHTTP
 
 @Suite("Web pages over HTTP")
 struct WebPageTests {
@@ -88,19 +89,20 @@ struct WebPageTests {
         let table = Charts.table(
             caption: "Badges <today>", columns: [("Date", false), ("Count", true), ("Note \"x\"", false)],
             rows: [["2026-11-27", "12", "a & b"], ["2026-11-28", "3", "c", "extra"]])
-        #expect(WebHTML.table(table) == """
-            <div class="table-wrap">
-            <table>
-            <caption>Badges &lt;today&gt;</caption>
-            <thead><tr><th scope="col">Date</th><th scope="col" class="num">Count</th><th scope="col">Note &quot;x&quot;</th></tr></thead>
-            <tbody>
-            <tr><th scope="row">2026-11-27</th><td class="num">12</td><td>a &amp; b</td></tr>
-            <tr><th scope="row">2026-11-28</th><td class="num">3</td><td>c</td><td>extra</td></tr>
-            </tbody>
-            </table>
-            </div>
+        #expect(
+            WebHTML.table(table) == """
+                <div class="table-wrap">
+                <table>
+                <caption>Badges &lt;today&gt;</caption>
+                <thead><tr><th scope="col">Date</th><th scope="col" class="num">Count</th><th scope="col">Note &quot;x&quot;</th></tr></thead>
+                <tbody>
+                <tr><th scope="row">2026-11-27</th><td class="num">12</td><td>a &amp; b</td></tr>
+                <tr><th scope="row">2026-11-28</th><td class="num">3</td><td>c</td><td>extra</td></tr>
+                </tbody>
+                </table>
+                </div>
 
-            """)
+                """)
     }
 
     /// The QR code's path, read back rectangle by rectangle, paints exactly libqrencode's dark
@@ -134,7 +136,10 @@ struct WebPageTests {
 
     @Test func everyTemplateParsesAndAPageWithItsFilesStaysUnder60KB() throws {
         let assets = try WebAssets.shared.get()
-        for name in ["layout", "error", "signin", "survey", "badge", "history", "locations", "stats", "admin", "followups", "scan", "journal", "entry", "entryform", "errorsummary", "episodes", "episode", "sharing"] {
+        for name in [
+            "layout", "error", "signin", "survey", "badge", "history", "locations", "stats", "admin", "followups", "scan", "journal",
+            "entry", "entryform", "errorsummary", "episodes", "episode", "sharing",
+        ] {
             #expect(assets.library.getTemplate(named: name) != nil, "\(name).mustache")
         }
         let shared = (assets.sizes["site.css"] ?? 0)
@@ -157,14 +162,16 @@ struct WebPageTests {
     }
 
     @Test func theSessionCookieIsHttpOnlyLaxAndOverHttpsHostPrefixedAndSecure() async throws {
-        let (server, _) = try await Self.setUp(web: WebConfiguration(publicURL: URL(string: "https://attest.example.edu"), demoSignIn: true))
+        let (server, _) = try await Self.setUp(
+            web: WebConfiguration(publicURL: URL(string: "https://attest.example.edu"), demoSignIn: true))
         try await server.run { api in
             let browser = WebClient(api.client)
             let page = try await browser.get("/c/north/signin")
             #expect(page.headers[.strictTransportSecurity] == "max-age=31536000")
             let csrf = try #require(page.csrf)
             #expect(page.setCookies.contains { $0.hasPrefix("__Host-attest-csrf=") && $0.contains("Secure") })
-            let done = try await browser.post("/c/north/signin/demo", form: [("csrf", csrf), ("email", "ana@example.edu"), ("next", "https://evil.example/")])
+            let done = try await browser.post(
+                "/c/north/signin/demo", form: [("csrf", csrf), ("email", "ana@example.edu"), ("next", "https://evil.example/")])
             #expect(done.status == 303)
             #expect(done.location == "/c/north/", "a foreign next is the campus's home")
             let cookie = try #require(done.setCookies.first { $0.hasPrefix("__Host-attest-north=") })
@@ -180,7 +187,10 @@ struct WebPageTests {
             try await browser.demoSignIn(campus: "north", email: "ana@example.edu")
             let form = try await browser.get("/c/north/")
             #expect(form.status == 200)
-            for kind in ["type=\"radio\" name=\"answers.fever\"", "inputmode=\"decimal\" name=\"answers.temperature\"", "name=\"answers.where_today\" value=\"remote\"", "<textarea name=\"answers.notes\""] {
+            for kind in [
+                "type=\"radio\" name=\"answers.fever\"", "inputmode=\"decimal\" name=\"answers.temperature\"",
+                "name=\"answers.where_today\" value=\"remote\"", "<textarea name=\"answers.notes\"",
+            ] {
                 #expect(form.body.contains(kind), "\(kind)")
             }
             #expect(form.body.contains("°C") && form.body.contains("A number from 34 to 43"))
@@ -188,7 +198,11 @@ struct WebPageTests {
             let version = try #require(form.field("surveyVersion"))
 
             let bad = try await browser.post(
-                "/c/north/", form: [("csrf", csrf), ("surveyVersion", version), ("answers.cough", "no"), ("answers.temperature", "98.6"), ("answers.where_today", "mars")])
+                "/c/north/",
+                form: [
+                    ("csrf", csrf), ("surveyVersion", version), ("answers.cough", "no"), ("answers.temperature", "98.6"),
+                    ("answers.where_today", "mars"),
+                ])
             #expect(bad.status == 422)
             #expect(bad.body.contains("There is a problem"))
             for id in ["fever", "temperature", "where_today"] {
@@ -201,7 +215,8 @@ struct WebPageTests {
             #expect(bad.body.contains("value=\"98.6\""), "what was typed stays")
             #expect(try await Self.attestations(server, campus) == 0)
 
-            let good = try await browser.post("/c/north/", form: [("csrf", csrf), ("surveyVersion", version), ("key", form.field("key") ?? "")] + WebSurvey.healthy)
+            let good = try await browser.post(
+                "/c/north/", form: [("csrf", csrf), ("surveyVersion", version), ("key", form.field("key") ?? "")] + WebSurvey.healthy)
             #expect(good.status == 303)
             #expect(good.location == "/c/north/badge")
             #expect(try await Self.attestations(server, campus) == 1)
@@ -243,10 +258,12 @@ struct WebPageTests {
             let missing = try await browser.post("/c/north/", form: [("surveyVersion", version)] + WebSurvey.healthy)
             #expect(missing.status == 403)
             #expect(missing.body.contains("This form expired or came from another site"))
-            let wrong = try await browser.post("/c/north/", form: [("csrf", String(csrf.reversed())), ("surveyVersion", version)] + WebSurvey.healthy)
+            let wrong = try await browser.post(
+                "/c/north/", form: [("csrf", String(csrf.reversed())), ("surveyVersion", version)] + WebSurvey.healthy)
             #expect(wrong.status == 403)
             let crossSite = try await browser.post(
-                "/c/north/", form: [("csrf", csrf), ("surveyVersion", version)] + WebSurvey.healthy, headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"])
+                "/c/north/", form: [("csrf", csrf), ("surveyVersion", version)] + WebSurvey.healthy,
+                headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"])
             #expect(crossSite.status == 403)
             let signOut = try await browser.post("/c/north/signout", form: [("csrf", "nope")])
             #expect(signOut.status == 403, "sign-out needs the token too")
@@ -313,14 +330,16 @@ struct WebPageTests {
             try await member.demoSignIn(campus: "north", email: "ben@example.edu")
             let form = try await member.get("/c/north/")
             _ = try await member.post(
-                "/c/north/", form: [("csrf", try #require(form.csrf)), ("surveyVersion", try #require(form.field("surveyVersion")))]
+                "/c/north/",
+                form: [("csrf", try #require(form.csrf)), ("surveyVersion", try #require(form.field("surveyVersion")))]
                     + [("answers.fever", "yes"), ("answers.cough", "no"), ("answers.where_today", "remote")])
             let admin = WebClient(api.client)
             try await admin.demoSignIn(campus: "north", email: "ada@example.edu")
             let (_, adminToken) = (ana, try #require(admin.cookie("attest-north")))
             let today = campus.localDate(at: Date())
             let json = try await api.send(
-                .get, "/v1/campuses/north/admin/dashboard?from=\(today)&to=\(today)", template: "/v1/campuses/{campus}/admin/dashboard", token: adminToken)
+                .get, "/v1/campuses/north/admin/dashboard?from=\(today)&to=\(today)", template: "/v1/campuses/{campus}/admin/dashboard",
+                token: adminToken)
             let total = try #require(json.json["total"] as? [String: Any])
             let page = try await admin.get("/c/north/admin?from=\(today)&to=\(today)")
             #expect(page.status == 200)
@@ -343,14 +362,18 @@ struct WebPageTests {
         try await server.run { api in
             let officer = WebClient(api.client)
             try await officer.demoSignIn(campus: "north", email: "hana@example.edu")
-            let before = try await server.pool.query(
-                "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(campus.id) AND action = 'follow-ups.read'", campus: campus.id.rawValue
-            ).first?.decode("n", as: Int.self) ?? 0
+            let before =
+                try await server.pool.query(
+                    "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(campus.id) AND action = 'follow-ups.read'",
+                    campus: campus.id.rawValue
+                ).first?.decode("n", as: Int.self) ?? 0
             #expect(try await officer.get("/c/north/admin/follow-ups").status == 200)
             #expect(try await officer.get("/c/north/admin/follow-ups").status == 200)
-            let after = try await server.pool.query(
-                "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(campus.id) AND action = 'follow-ups.read'", campus: campus.id.rawValue
-            ).first?.decode("n", as: Int.self) ?? 0
+            let after =
+                try await server.pool.query(
+                    "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(campus.id) AND action = 'follow-ups.read'",
+                    campus: campus.id.rawValue
+                ).first?.decode("n", as: Int.self) ?? 0
             #expect(after == before + 2)
         }
     }
@@ -380,7 +403,8 @@ struct WebPageTests {
         let (server, campus) = try await Self.setUp()
         let owner = TestDatabase.client(database: server.database, role: nil)
         let dataset = try CommunityDataset.parseCumulativeCSV(
-            Data(CommunityDataTests.cumulativeCSV(end: LocalDate("2026-11-20")!).utf8), population: Data(CommunityDataTests.population.utf8))
+            Data(CommunityDataTests.cumulativeCSV(end: LocalDate("2026-11-20")!).utf8), population: Data(CommunityDataTests.population.utf8)
+        )
         _ = try await CommunityStore(client: owner).replace(dataset: "testland", with: dataset)
         await owner.shutdown()
         try await server.run { api in
@@ -392,7 +416,10 @@ struct WebPageTests {
 
             try await CampusPluginStore(client: server.pool).enable(
                 campus: campus, kind: .communityData, id: "imported",
-                settings: .object(["dataset": .string("testland"), "guidance": .object(["high": .object(["en": .string("Wear a mask indoors."), "es": .string("Use mascarilla.")])])]),
+                settings: .object([
+                    "dataset": .string("testland"),
+                    "guidance": .object(["high": .object(["en": .string("Wear a mask indoors."), "es": .string("Use mascarilla.")])]),
+                ]),
                 actor: "test")
             _ = try await CampusStore(client: server.pool).set(slug: "north", key: "region", value: "99001", actor: "test")
             try await Task.sleep(for: .milliseconds(5_100))  // the campus and plugin caches (5 s)
@@ -409,7 +436,9 @@ struct WebPageTests {
             let spanish = WebClient(api.client, acceptLanguage: "es")
             try await spanish.demoSignIn(campus: "north", email: "ada@example.edu")
             let hogar = try await spanish.get("/c/north/")
-            #expect(hogar.body.contains("Riesgo en la comunidad de Alpha, Testland: alto, en aumento") && hogar.body.contains("Use mascarilla."))
+            #expect(
+                hogar.body.contains("Riesgo en la comunidad de Alpha, Testland: alto, en aumento") && hogar.body.contains("Use mascarilla.")
+            )
         }
     }
 
@@ -419,7 +448,8 @@ struct WebPageTests {
             let browser = WebClient(api.client, acceptLanguage: "es-MX,es;q=0.9,en;q=0.5")
             try await browser.demoSignIn(campus: "north", email: "ana@example.edu")
             let form = try await browser.get("/c/north/")
-            #expect(form.body.contains("<html lang=\"es\">") && form.body.contains("¿Fiebre?") && form.body.contains("Enviar mis respuestas"))
+            #expect(
+                form.body.contains("<html lang=\"es\">") && form.body.contains("¿Fiebre?") && form.body.contains("Enviar mis respuestas"))
             let switched = try await browser.get("/c/north/language?lang=en&next=%2Fc%2Fnorth%2Fhistory")
             #expect(switched.location == "/c/north/history")
             #expect(try await browser.get("/c/north/").body.contains("<html lang=\"en\">"))
@@ -435,13 +465,15 @@ struct WebPageTests {
         try await provider.addES256Key(kid: "web")
         try await OIDCIssuerStore(client: server.pool).add(
             campus: campus,
-            OIDCIssuer(issuer: provider.issuer, audiences: [], jwksURL: provider.jwksURL, label: "Test IdP", clientID: provider.webClientID),
+            OIDCIssuer(
+                issuer: provider.issuer, audiences: [], jwksURL: provider.jwksURL, label: "Test IdP", clientID: provider.webClientID),
             actor: "test", clientSecret: provider.webClientSecret, kek: TestServer.kek)
         try await server.run { api in
             let browser = WebClient(api.client)
             let signIn = try await browser.get("/c/north/signin?next=%2Fc%2Fnorth%2Fhistory")
             #expect(signIn.body.contains("Sign in with Test IdP"))
-            let start = try await browser.get("/c/north/signin/start?issuer=\(WebClient.escape(provider.issuer))&next=%2Fc%2Fnorth%2Fhistory")
+            let start = try await browser.get(
+                "/c/north/signin/start?issuer=\(WebClient.escape(provider.issuer))&next=%2Fc%2Fnorth%2Fhistory")
             #expect(start.status == 303)
             let location = try #require(start.location.flatMap { URLComponents(string: $0) })
             #expect(location.path == "/authorize" && location.port == URLComponents(string: provider.issuer)?.port)
@@ -472,11 +504,16 @@ struct WebPageTests {
 
             // Another sign-in's state is refused before the code is spent.
             let other = WebClient(api.client)
-            let second = try #require(try await other.get("/c/north/signin/start?issuer=\(WebClient.escape(provider.issuer))").location.flatMap { URLComponents(string: $0) })
+            let second = try #require(
+                try await other.get("/c/north/signin/start?issuer=\(WebClient.escape(provider.issuer))").location.flatMap {
+                    URLComponents(string: $0)
+                })
             var secondQuery: [String: String] = ["login_hint": "ana@example.edu"]
             for item in second.queryItems ?? [] { secondQuery[item.name] = item.value }
             let code = try #require(
-                provider.authorize(secondQuery).headers[.location].flatMap { URLComponents(string: $0)?.queryItems?.first { $0.name == "code" }?.value })
+                provider.authorize(secondQuery).headers[.location].flatMap {
+                    URLComponents(string: $0)?.queryItems?.first { $0.name == "code" }?.value
+                })
             let wrongState = try await other.get("/c/north/signin/callback?code=\(code)&state=\(String(repeating: "A", count: 43))")
             #expect(wrongState.status == 401)
             #expect(wrongState.body.contains("another sign-in"))

@@ -1,4 +1,3 @@
-@testable import AttestHTTP
 import AttestPlugins
 import AttestTestSupport
 import Foundation
@@ -8,6 +7,8 @@ import HummingbirdTesting
 import Surveys
 import Synchronization
 import Testing
+
+@testable import AttestHTTP
 
 /// A test's browser over loopback HTTP: keeps cookies as a browser does (by name, dropped
 /// at Max-Age=0), follows no redirects, and reads the CSRF token of the last page.
@@ -67,7 +68,9 @@ final class WebClient: Sendable {
         }
         for file in files {
             body.append(
-                Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(file.name)\"; filename=\"\(file.filename)\"\r\nContent-Type: \(file.type)\r\n\r\n".utf8))
+                Data(
+                    "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(file.name)\"; filename=\"\(file.filename)\"\r\nContent-Type: \(file.type)\r\n\r\n"
+                        .utf8))
             body.append(file.bytes)
             body.append(Data("\r\n".utf8))
         }
@@ -87,9 +90,12 @@ final class WebClient: Sendable {
         if !jar.isEmpty { headers[.cookie] = jar.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
         if let acceptLanguage, headers[.acceptLanguage] == nil { headers[.acceptLanguage] = acceptLanguage }
         let response = try await client.execute(uri: uri, method: method, headers: headers, body: body)
-        let page = Page(status: Int(response.status.code), headers: response.headers, body: String(buffer: response.body), bytes: Data(buffer: response.body))
+        let page = Page(
+            status: Int(response.status.code), headers: response.headers, body: String(buffer: response.body),
+            bytes: Data(buffer: response.body))
         for line in page.setCookies {
-            let pair = line.split(separator: ";", maxSplits: 1)[0].split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let pair = line.split(separator: ";", maxSplits: 1)[0].split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                .map(String.init)
             guard pair.count == 2 else { continue }
             cookies.withLock { jar in
                 if line.contains("Max-Age=0") { jar.removeValue(forKey: pair[0]) } else { jar[pair[0]] = pair[1] }
@@ -101,7 +107,8 @@ final class WebClient: Sendable {
     func cookie(_ name: String) -> String? { cookies.withLock { $0[name] } }
 
     static func escape(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? ""
+        text.addingPercentEncoding(
+            withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? ""
     }
 
     /// Signs in through the demo sign-in page (a server with `demoSignIn`).
@@ -120,13 +127,19 @@ enum WebSurvey {
         questions: [
             Question(id: "fever", kind: .boolean, prompt: "Fever?", translations: ["es": "¿Fiebre?"], symptom: true),
             Question(id: "cough", kind: .boolean, prompt: "Cough?", translations: ["es": "¿Tos?"], symptom: true),
-            Question(id: "temperature", kind: .number, required: false, prompt: "Temperature", translations: ["es": "Temperatura"], min: 34, max: 43, unit: "°C"),
-            Question(id: "where_today", kind: .choice, prompt: "Where are you today?", translations: ["es": "¿Dónde está hoy?"], options: ["on_campus", "remote"]),
-            Question(id: "notes", kind: .text, required: false, prompt: "Anything else?", translations: ["es": "¿Algo más?"], maxLength: 200),
+            Question(
+                id: "temperature", kind: .number, required: false, prompt: "Temperature", translations: ["es": "Temperatura"], min: 34,
+                max: 43, unit: "°C"),
+            Question(
+                id: "where_today", kind: .choice, prompt: "Where are you today?", translations: ["es": "¿Dónde está hoy?"],
+                options: ["on_campus", "remote"]),
+            Question(
+                id: "notes", kind: .text, required: false, prompt: "Anything else?", translations: ["es": "¿Algo más?"], maxLength: 200),
         ])
 
     /// Good answers as the form sends them.
     static let healthy: [(String, String)] = [
-        ("answers.fever", "no"), ("answers.cough", "no"), ("answers.temperature", "36.6"), ("answers.where_today", "on_campus"), ("answers.notes", ""),
+        ("answers.fever", "no"), ("answers.cough", "no"), ("answers.temperature", "36.6"), ("answers.where_today", "on_campus"),
+        ("answers.notes", ""),
     ]
 }

@@ -1,8 +1,9 @@
 import AttestPlugins
 import AttestTestSupport
 import Foundation
-@testable import Journal
 import Testing
+
+@testable import Journal
 
 /// The export's writers against independent readers, over text a hostile member would write:
 /// combining marks after every special character, CR LF, NUL, bidi controls, emoji sequences,
@@ -48,7 +49,9 @@ struct WriterOracleTests {
             episodes: .init(count: 0, closedCount: 0, closedSeconds: 0))
     }
 
-    static func entries(_ count: Int, title: (Int, inout SeededGenerator) -> String, text: (Int, inout SeededGenerator) -> String) -> [JournalEntry] {
+    static func entries(_ count: Int, title: (Int, inout SeededGenerator) -> String, text: (Int, inout SeededGenerator) -> String)
+        -> [JournalEntry]
+    {
         var g = SeededGenerator(seed: Fuzz.seed)
         return (0..<count).map { index in
             JournalEntry(
@@ -71,7 +74,13 @@ struct WriterOracleTests {
             let marked: String = special + "\u{301}"
             fixed += [special, marked, "x" + marked + "y", marked + special]
         }
-        let all = entries + fixed.map { JournalEntry(id: UUID(), date: LocalDate("2026-11-10")!, title: $0, text: $0, tags: [], audio: nil, createdAt: Date(), updatedAt: Date()) }
+        let all =
+            entries
+            + fixed.map {
+                JournalEntry(
+                    id: UUID(), date: LocalDate("2026-11-10")!, title: $0, text: $0, tags: [], audio: nil, createdAt: Date(),
+                    updatedAt: Date())
+            }
         let csv = MemberExport.document(.csv, heading: Self.heading(entries: all.count), entries: all, episodes: [])
         let file = try Self.write(csv, suffix: "csv")
         defer { try? FileManager.default.removeItem(at: file) }
@@ -87,8 +96,11 @@ struct WriterOracleTests {
             let row = rows[index + 1]
             #expect(row.count == MemberExport.csvColumns.count, "row \(index + 1) has \(row.count) fields")
             guard row.count > 3 else { continue }
-            #expect(row[2] == Self.expectedCell(entry.title), "title \(index): \(entry.title.unicodeScalars.map { String($0.value, radix: 16) })")
-            #expect(row[3] == Self.expectedCell(entry.text), "text \(index): \(entry.text.unicodeScalars.map { String($0.value, radix: 16) })")
+            #expect(
+                row[2] == Self.expectedCell(entry.title),
+                "title \(index): \(entry.title.unicodeScalars.map { String($0.value, radix: 16) })")
+            #expect(
+                row[3] == Self.expectedCell(entry.text), "text \(index): \(entry.text.unicodeScalars.map { String($0.value, radix: 16) })")
         }
     }
 
@@ -128,7 +140,9 @@ struct WriterOracleTests {
             let whole = MemberExport.document(format, heading: Self.heading(entries: entries.count), entries: entries, episodes: [])
             var writer = MemberExport.Writer(format: format, heading: Self.heading(entries: entries.count))
             var streamed = Data(writer.begin())
-            for start in stride(from: 0, to: entries.count, by: 10) { streamed += writer.write(Array(entries[start..<min(start + 10, entries.count)])) }
+            for start in stride(from: 0, to: entries.count, by: 10) {
+                streamed += writer.write(Array(entries[start..<min(start + 10, entries.count)]))
+            }
             streamed += writer.beginEpisodes()
             streamed += writer.finish()
             #expect(streamed == whole, "\(format)")

@@ -7,7 +7,8 @@ public enum FaultFigures {
         _ fault: String, sent: Int, acknowledged: Int, found: Int, lost: Int, duplicates: Int, unavailable: Int, recovery: Duration?,
         detail: String? = nil
     ) {
-        let recovered = recovery.map { String(format: "%.1f s", Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) } ?? "-"
+        let recovered =
+            recovery.map { String(format: "%.1f s", Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) } ?? "-"
         print(
             "FAULT \(fault): sent \(sent), acknowledged \(acknowledged), found \(found), lost \(lost), duplicates \(duplicates), "
                 + "503s \(unavailable), recovered in \(recovered)" + (detail.map { "; \($0)" } ?? ""))

@@ -28,13 +28,14 @@ public enum Fuzz {
 
     /// Text that made parsers trap or misread elsewhere: huge and odd numbers, escapes,
     /// surrogates, invalid UTF-8, separators of the formats under test.
-    public static let interesting: [[UInt8]] = [
-        "1e300", "-1e300", "1e309", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
-        "18446744073709551616", "9007199254740993", "1e-400", "-0", "0.5", "NaN", "Infinity", "\"", "\\", "\\u0000",
-        "\\ud800", "\\udc00", "\\uD83D\\uDE00", "{", "}", "[", "]", ",", ":", "null", "true", ".", "=", "-", "_", "+",
-        "/", "\r\n", "\n", "\"\"", ",,", "0000-00-00", "2026-02-30", "9999-12-31", "r.", "y.", "99999999999999999999",
-        "@", "@@", ";", "lat", "lon", "alg", "none", "HS256", "kid", "exp", "iat", "\u{202E}", "é",
-    ].map { Array($0.utf8) } + [[0x00], [0xFF], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82]]
+    public static let interesting: [[UInt8]] =
+        [
+            "1e300", "-1e300", "1e309", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
+            "18446744073709551616", "9007199254740993", "1e-400", "-0", "0.5", "NaN", "Infinity", "\"", "\\", "\\u0000",
+            "\\ud800", "\\udc00", "\\uD83D\\uDE00", "{", "}", "[", "]", ",", ":", "null", "true", ".", "=", "-", "_", "+",
+            "/", "\r\n", "\n", "\"\"", ",,", "0000-00-00", "2026-02-30", "9999-12-31", "r.", "y.", "99999999999999999999",
+            "@", "@@", ";", "lat", "lon", "alg", "none", "HS256", "kid", "exp", "iat", "\u{202E}", "é",
+        ].map { Array($0.utf8) } + [[0x00], [0xFF], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82]]
 
     /// 1 to 4 mutations of `input`.
     public static func mutate(_ input: [UInt8], using g: inout SeededGenerator) -> [UInt8] {

@@ -92,8 +92,9 @@ public enum LoopbackHTTP {
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw TestEnvironmentError("\(path) on port \(port) did not answer \(status) within \(timeout) (\(last)); "
-            + "stderr: \(process?.stderr.suffix(3000) ?? "")")
+        throw TestEnvironmentError(
+            "\(path) on port \(port) did not answer \(status) within \(timeout) (\(last)); "
+                + "stderr: \(process?.stderr.suffix(3000) ?? "")")
     }
 
     /// A TCP port nothing listens on right now.

@@ -32,7 +32,10 @@ struct CommunityFiguresTests {
         // The first date's figure is its total; 10-03 is missing (10-04 carries it); 10-05 was
         // given twice (the later row counts) and went down (a correction); 10-06's empty cases
         // keep the total.
-        #expect(days(dataset.series(region: "99001")) == ["2026-10-01 100 1", "2026-10-02 10 0", "2026-10-04 20 1", "2026-10-05 -3 0", "2026-10-06 0 1"])
+        #expect(
+            days(dataset.series(region: "99001")) == [
+                "2026-10-01 100 1", "2026-10-02 10 0", "2026-10-04 20 1", "2026-10-05 -3 0", "2026-10-06 0 1",
+            ])
         #expect(dataset.series(region: "99001")?.region == CommunityRegion(id: "99001", name: "Alpha, Testland", population: 200_000))
         // A quoted name with a comma; a county without FIPS gets state:county.
         #expect(dataset.series(region: "99002")?.region.name == "Beta, North, Testland")
@@ -88,7 +91,8 @@ struct CommunityFiguresTests {
     @Test func averagesPer100kTrendAndRiskAgreeWithHandComputedValues() {
         let standard = CommunityRiskSettings()
         // Week before: 70; this week: 7 × 20 = 140 → average 20, per 100,000 (of 200,000) 10.
-        let figures = CommunityFigures(series: series(Array(repeating: 10, count: 7) + Array(repeating: 20, count: 7), population: 200_000), settings: standard)
+        let figures = CommunityFigures(
+            series: series(Array(repeating: 10, count: 7) + Array(repeating: 20, count: 7), population: 200_000), settings: standard)
         #expect(figures.asOf == LocalDate("2026-11-14"))
         #expect(figures.newCases7DayAverage == 20)
         #expect(figures.per100k == 10)
@@ -116,7 +120,10 @@ struct CommunityFiguresTests {
     @Test func trendAndRiskChangeExactlyAtTheirEdges() {
         func trend(before: Int, now: Int) -> CommunityTrend? {
             // Spread each week's total over its first day: only totals count.
-            CommunityFigures(series: series([before] + Array(repeating: 0, count: 6) + [now] + Array(repeating: 0, count: 6)), settings: CommunityRiskSettings()).trend
+            CommunityFigures(
+                series: series([before] + Array(repeating: 0, count: 6) + [now] + Array(repeating: 0, count: 6)),
+                settings: CommunityRiskSettings()
+            ).trend
         }
         #expect(trend(before: 70, now: 77) == .rising)  // exactly 10% higher
         #expect(trend(before: 70, now: 76) == .flat)
@@ -184,7 +191,8 @@ struct CommunityFiguresTests {
     }
 
     @Test func theJSONFeedShapeIsReadAndItsNonsenseRefused() throws {
-        let feed = #"{"regions": [{"id": "x1", "name": "Xville", "population": 1000, "days": [{"date": "2026-11-02", "newCases": 4, "newDeaths": 0, "tests": 40}, {"date": "2026-11-01", "newCases": 3, "newDeaths": 1}]}]}"#
+        let feed =
+            #"{"regions": [{"id": "x1", "name": "Xville", "population": 1000, "days": [{"date": "2026-11-02", "newCases": 4, "newDeaths": 0, "tests": 40}, {"date": "2026-11-01", "newCases": 3, "newDeaths": 1}]}]}"#
         let dataset = try CommunityJSONFeedProvider.parse(Data(feed.utf8))
         let series = try #require(dataset.series(region: "x1"))
         #expect(series.days.map(\.date.description) == ["2026-11-01", "2026-11-02"])

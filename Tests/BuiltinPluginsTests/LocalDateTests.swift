@@ -87,7 +87,8 @@ struct LocalDateTests {
         var utc = Calendar(identifier: .gregorian)
         utc.timeZone = .gmt
         for _ in 0..<5_000 {
-            let date = LocalDate(Date(timeIntervalSince1970: Double.random(in: -2_170_000_000...7_250_000_000, using: &generator)), in: .gmt)
+            let date = LocalDate(
+                Date(timeIntervalSince1970: Double.random(in: -2_170_000_000...7_250_000_000, using: &generator)), in: .gmt)
             let count = Int.random(in: -1_500...1_500, using: &generator)
             let start = utc.date(from: DateComponents(year: date.year, month: date.month, day: date.day))!
             let expected = utc.dateComponents([.year, .month, .day], from: utc.date(byAdding: .day, value: count, to: start)!)

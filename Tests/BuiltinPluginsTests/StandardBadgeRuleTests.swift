@@ -24,12 +24,15 @@ struct StandardBadgeRuleTests {
         BadgeRuleInput(answers: answers, questionnaire: questionnaire, history: history, date: today, now: Date(), endOfDay: endOfDay)
     }
 
-    static let healthy: SurveyAnswers = ["fever": .bool(false), "cough": .bool(false), "close_contact": .bool(false), "positive_test": .bool(false)]
+    static let healthy: SurveyAnswers = [
+        "fever": .bool(false), "cough": .bool(false), "close_contact": .bool(false), "positive_test": .bool(false),
+    ]
 
     static func with(_ changes: SurveyAnswers) -> SurveyAnswers { healthy.merging(changes) { $1 } }
 
     @Test func theDefaultTableForTheDemoQuestions() throws {
-        let rule = try StandardBadgeRule(settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: Self.questionnaire)
+        let rule = try StandardBadgeRule(
+            settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: Self.questionnaire)
         #expect(try rule.evaluate(Self.input(Self.healthy)).color == .green)
         #expect(try rule.evaluate(Self.input(Self.with(["temperature": .number(37.9)]))).color == .green)
         #expect(try rule.evaluate(Self.input(Self.with(["temperature": .number(38.0)]))).color == .red)
@@ -41,7 +44,8 @@ struct StandardBadgeRuleTests {
     }
 
     @Test func aPositiveTestKeepsTheBadgeRedForTenDaysOfHistory() throws {
-        let rule = try StandardBadgeRule(settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: Self.questionnaire)
+        let rule = try StandardBadgeRule(
+            settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: Self.questionnaire)
         func history(daysAgo: Int, answers: SurveyAnswers?) -> [PastAttestation] {
             [PastAttestation(date: Self.today.adding(days: -daysAgo), color: .red, answers: answers)]
         }
@@ -51,7 +55,9 @@ struct StandardBadgeRuleTests {
         #expect(nineDays.reason.contains("2026-11-12") && nineDays.reason.contains("2026-11-21"))
         #expect(try rule.evaluate(Self.input(Self.healthy, history: history(daysAgo: 10, answers: positive))).color == .green)
         // History only counts for rules that last: an old cough does not make today yellow.
-        #expect(try rule.evaluate(Self.input(Self.healthy, history: history(daysAgo: 1, answers: Self.with(["cough": .bool(true)])))).color == .green)
+        #expect(
+            try rule.evaluate(Self.input(Self.healthy, history: history(daysAgo: 1, answers: Self.with(["cough": .bool(true)])))).color
+                == .green)
         // Purged answers cannot be judged again.
         #expect(try rule.evaluate(Self.input(Self.healthy, history: history(daysAgo: 2, answers: nil))).color == .green)
     }
@@ -60,13 +66,16 @@ struct StandardBadgeRuleTests {
     /// the history a submission reads for this rule.
     @Test func theRuleNamesThePastItReads() throws {
         func need(_ json: String) throws -> HistoryNeed {
-            try StandardBadgeRule(settings: try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), questionnaire: Self.questionnaire)
-                .historyNeed
+            try StandardBadgeRule(
+                settings: try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), questionnaire: Self.questionnaire
+            )
+            .historyNeed
         }
         let demo = try StandardBadgeRule(settings: .null, questionnaire: Self.questionnaire).historyNeed
         #expect(demo == HistoryNeed(days: 9, questions: ["positive_test"]))  // red through the 10th day
         #expect(try need(#"{"rules": [{"when": {"question": "cough", "equals": true}, "color": "yellow", "reason": "x"}]}"#) == .nothing)
-        let mixed = try need("""
+        let mixed = try need(
+            """
             {"rules": [
               {"when": {"question": "fever", "equals": true}, "color": "yellow", "reason": "no past"},
               {"when": {"any": [{"question": "cough", "equals": true}, {"all": [{"question": "mood", "in": ["bad"]},
@@ -82,13 +91,16 @@ struct StandardBadgeRuleTests {
     }
 
     @Test func predicatesAndCombinators() throws {
-        let settings = try JSONDecoder().decode(JSONValue.self, from: Data("""
-            {"rules": [
-              {"when": {"all": [{"question": "fever", "equals": true}, {"question": "temperature", "gte": 37.5}]}, "color": "red", "reason": "Fever measured"},
-              {"when": {"question": "mood", "in": ["bad", "tired"]}, "color": "yellow", "reason": "Not feeling well"},
-              {"when": {"question": "temperature", "lte": 35.0}, "color": "yellow", "reason": "Low temperature"}
-            ], "default": {"color": "green", "reason": "All clear"}}
-            """.utf8))
+        let settings = try JSONDecoder().decode(
+            JSONValue.self,
+            from: Data(
+                """
+                {"rules": [
+                  {"when": {"all": [{"question": "fever", "equals": true}, {"question": "temperature", "gte": 37.5}]}, "color": "red", "reason": "Fever measured"},
+                  {"when": {"question": "mood", "in": ["bad", "tired"]}, "color": "yellow", "reason": "Not feeling well"},
+                  {"when": {"question": "temperature", "lte": 35.0}, "color": "yellow", "reason": "Low temperature"}
+                ], "default": {"color": "green", "reason": "All clear"}}
+                """.utf8))
         let rule = try StandardBadgeRule(settings: settings, questionnaire: Self.questionnaire)
         #expect(try rule.evaluate(Self.input(Self.with(["fever": .bool(true), "temperature": .number(37.5)]))).reason == "Fever measured")
         #expect(try rule.evaluate(Self.input(Self.with(["fever": .bool(true), "temperature": .number(37.4)]))).color == .green)
@@ -110,16 +122,24 @@ struct StandardBadgeRuleTests {
             } catch { return "\(error)" }
         }
         #expect(refusal(#"{"rules": {}}"#).contains("\"rules\""))
-        #expect(refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "gray", "reason": "x"}]}"#).contains("rules[0].color"))
-        #expect(refusal(#"{"rules": [{"when": {"question": "shoe_size", "gte": 40}, "color": "red", "reason": "x"}]}"#).contains("\"shoe_size\""))
+        #expect(
+            refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "gray", "reason": "x"}]}"#).contains(
+                "rules[0].color"))
+        #expect(
+            refusal(#"{"rules": [{"when": {"question": "shoe_size", "gte": 40}, "color": "red", "reason": "x"}]}"#).contains(
+                "\"shoe_size\""))
         #expect(refusal(#"{"rules": [{"when": {"question": "fever"}, "color": "red", "reason": "x"}]}"#).contains("equals, in"))
         #expect(refusal(#"{"rules": [{"when": {"any": []}, "color": "red", "reason": "x"}]}"#).contains("non-empty list"))
-        #expect(refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "x", "lastsDays": 0}]}"#).contains("lastsDays"))
+        #expect(
+            refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "x", "lastsDays": 0}]}"#)
+                .contains("lastsDays"))
         // Longer than the past a rule is given would quietly end early: refused, saying why.
-        #expect(refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "x", "lastsDays": 16}]}"#)
-            .contains("rules[0].lastsDays must be a whole number of days from 1 to 15"))
+        #expect(
+            refusal(#"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "x", "lastsDays": 16}]}"#)
+                .contains("rules[0].lastsDays must be a whole number of days from 1 to 15"))
         #expect(refusal(#"[1]"#).contains("JSON object"))
-        #expect(refusal(#"{"rules": [{"when": {"question": "mood", "in": []}, "color": "red", "reason": "x"}]}"#).contains("rules[0].when.in"))
+        #expect(
+            refusal(#"{"rules": [{"when": {"question": "mood", "in": []}, "color": "red", "reason": "x"}]}"#).contains("rules[0].when.in"))
     }
 
     @Test func aTableIsBoundedInSize() throws {
@@ -128,13 +148,15 @@ struct StandardBadgeRuleTests {
             let predicate = #"{"question": "fever", "equals": true}"#
             var conditions = Array(repeating: predicate, count: predicates)
             if inValues > 0 {
-                conditions.append(#"{"question": "mood", "in": ["# + Array(repeating: #""bad""#, count: inValues).joined(separator: ",") + "]}")
+                conditions.append(
+                    #"{"question": "mood", "in": ["# + Array(repeating: #""bad""#, count: inValues).joined(separator: ",") + "]}")
             }
             let rule = #"{"when": {"any": ["# + conditions.joined(separator: ",") + #"]}, "color": "yellow", "reason": "x"}"#
             return #"{"rules": ["# + Array(repeating: rule, count: rules).joined(separator: ",") + "]}"
         }
         func build(_ json: String) throws -> StandardBadgeRule {
-            try StandardBadgeRule(settings: try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), questionnaire: Self.questionnaire)
+            try StandardBadgeRule(
+                settings: try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), questionnaire: Self.questionnaire)
         }
         #expect(StandardBadgeRule.maxConditions == 1_000)
         _ = try build(table(rules: 100, each: 9))  // exactly 1,000
@@ -151,7 +173,8 @@ struct StandardBadgeRuleTests {
     @Test func theRegistryBuildsRulesByIDAndNamesTheAvailableOnes() throws {
         let registry = PluginRegistry.builtin
         #expect(registry.badgeRuleIDs == ["standard"])
-        _ = try registry.makeBadgeRule(id: "standard", settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: nil)
+        _ = try registry.makeBadgeRule(
+            id: "standard", settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: nil)
         #expect(throws: PluginSettingsError.self) { try registry.makeBadgeRule(id: "nope", settings: .null, questionnaire: nil) }
     }
 }
@@ -190,7 +213,9 @@ struct BadgeRuleConformanceTests {
     }
 
     @Test func eachFaultIsFound() {
-        func problems(_ fault: Faulty.Fault) -> String { BadgeRuleConformance.problems(Faulty(fault: fault), inputs: Self.inputs).joined(separator: " | ") }
+        func problems(_ fault: Faulty.Fault) -> String {
+            BadgeRuleConformance.problems(Faulty(fault: fault), inputs: Self.inputs).joined(separator: " | ")
+        }
         // A coin flip agrees with itself now and then: over three inputs, twice each, it is caught
         // unless all six flips land alike, one time in 32.
         var caught = false

@@ -1,17 +1,18 @@
 import AttestFoundation
 import AttestPluginHTTP
 import AttestPlugins
-import BuiltinPlugins
 import AttestPostgres
 import AttestTestSupport
+import BuiltinPlugins
 import Crypto
 import Foundation
-@testable import Identity
 import JWTKit
 import Logging
+import Testing
+
+@testable import Identity
 @testable import Surveys
 @testable import Tenancy
-import Testing
 
 /// DESIGN §9, crash-proof: every parser that reads outside data, fed thousands of generated
 /// inputs (random bytes and mutations of valid ones, `Fuzz`). A trap ends the test process,
@@ -36,11 +37,12 @@ struct ParserFuzzTests {
             return output
         case .array(let items): return "[" + items.map(text(of:)).joined(separator: ",") + "]"
         case .object(let members):
-            return "{" + members.sorted { $0.key < $1.key }.map { key, value in
-                var output = ""
-                JSONText.appendString(key, to: &output)
-                return output + ":" + text(of: value)
-            }.joined(separator: ",") + "}"
+            return "{"
+                + members.sorted { $0.key < $1.key }.map { key, value in
+                    var output = ""
+                    JSONText.appendString(key, to: &output)
+                    return output + ":" + text(of: value)
+                }.joined(separator: ",") + "}"
         }
     }
 
@@ -101,11 +103,13 @@ struct ParserFuzzTests {
     // MARK: base64url
 
     @Test func base64urlDecodesOnlyTheOneCanonicalSpelling() {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8) + Array("=+/. \n".utf8) + [0x00, 0xC3, 0xFF]
+        let alphabet =
+            Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8) + Array("=+/. \n".utf8) + [0x00, 0xC3, 0xFF]
         var g = SeededGenerator(seed: Fuzz.seed)
         var decoded = 0
         for index in 0..<Fuzz.cases(20_000) {
-            let bytes = index % 2 == 0
+            let bytes =
+                index % 2 == 0
                 ? Fuzz.randomBytes(maxLength: 40, alphabet: alphabet, using: &g)
                 : Fuzz.mutate(Array(Base64URL.encode(Fuzz.randomBytes(maxLength: 30, using: &g)).utf8), using: &g)
             let text = String(decoding: bytes, as: UTF8.self)
@@ -277,7 +281,9 @@ struct ParserFuzzTests {
                 if let whole, streamedOK {
                     // A lone empty record (an empty file, a blank last line) is no row to either reader's callers.
                     let blank: ([String]) -> Bool = { $0 == [""] }
-                    #expect(whole.map(\.fields).filter { !blank($0) } == streamed.filter { !blank($0) }, "\(String(decoding: input, as: UTF8.self).debugDescription)")
+                    #expect(
+                        whole.map(\.fields).filter { !blank($0) } == streamed.filter { !blank($0) },
+                        "\(String(decoding: input, as: UTF8.self).debugDescription)")
                 }
             }
         }
@@ -314,7 +320,9 @@ struct ParserFuzzTests {
         let verifier = IDTokenVerifier(keys: JWKSCache(http: AsyncPluginHTTPClient(), logger: logger))
         let now = Int(Date().timeIntervalSince1970)
         let genuine = try await keys.sign(
-            IDClaims(iss: issuer.issuer, sub: "s1", aud: "client", exp: now + 600, iat: now, email: "ana@example.edu", email_verified: true, name: "Ana"),
+            IDClaims(
+                iss: issuer.issuer, sub: "s1", aud: "client", exp: now + 600, iat: now, email: "ana@example.edu", email_verified: true,
+                name: "Ana"),
             kid: "k1")
         let identity = try await verifier.verify(idToken: genuine, campus: campus, issuers: [issuer])
         #expect(identity.email == "ana@example.edu")

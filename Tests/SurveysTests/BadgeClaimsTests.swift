@@ -8,7 +8,9 @@ struct BadgeClaimsTests {
     @Test func claimsAreCompactJSONWithSortedKeysThatDecodeBack() throws {
         let claims = BadgeClaims(
             campus: "north", sub: "5f0c\"\\\u{1}é", date: "2026-11-22", color: "green", iat: 1_795_000_000, exp: 1_795_050_000)
-        #expect(claims.json == #"{"campus":"north","color":"green","date":"2026-11-22","exp":1795050000,"iat":1795000000,"sub":"5f0c\"\\\u0001é"}"#)
+        #expect(
+            claims.json
+                == #"{"campus":"north","color":"green","date":"2026-11-22","exp":1795050000,"iat":1795000000,"sub":"5f0c\"\\\u0001é"}"#)
         #expect(BadgeClaims(verifiedJSON: Data(claims.json.utf8)) == claims)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -137,7 +137,9 @@ import Testing
         let stored = ContinuousClock.now - .seconds(2)
         cache.store(3, for: "read a moment ago", at: stored)
         let entry = try #require(cache.entry(for: "read a moment ago"))
-        #expect(entry.value == 3 && entry.at - stored < .microseconds(1) && stored - entry.at < .microseconds(1), "\(entry.at) against \(stored)")
+        #expect(
+            entry.value == 3 && entry.at - stored < .microseconds(1) && stored - entry.at < .microseconds(1),
+            "\(entry.at) against \(stored)")
         #expect(cache.entry(for: "read long ago") == nil)
         cache.remove("read just now")
         #expect(cache.value(for: "read just now") == nil && cache.count == 2)

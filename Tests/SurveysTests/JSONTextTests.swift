@@ -40,8 +40,11 @@ import Testing
 
     @Test func refusesInvalidUTF8AndDeepNesting() {
         #expect(throws: JSONSyntaxError.self) { try JSONValue(parsing: [0x22, 0xC3, 0x28, 0x22]) }  // "\xC3(" : a broken sequence
-        #expect(throws: JSONSyntaxError.self) { try JSONValue(parsing: Array(String(repeating: "[", count: 65).utf8) + Array(String(repeating: "]", count: 65).utf8)) }
-        #expect((try? JSONValue(parsing: Array(String(repeating: "[", count: 64).utf8) + Array(String(repeating: "]", count: 64).utf8))) != nil)
+        #expect(throws: JSONSyntaxError.self) {
+            try JSONValue(parsing: Array(String(repeating: "[", count: 65).utf8) + Array(String(repeating: "]", count: 65).utf8))
+        }
+        #expect(
+            (try? JSONValue(parsing: Array(String(repeating: "[", count: 64).utf8) + Array(String(repeating: "]", count: 64).utf8))) != nil)
     }
 
     @Test func theErrorSaysWhatAndWhere() {
@@ -69,7 +72,9 @@ import Testing
     /// the integers at both ends of `Int` and numbers past 2^53.
     @Test func bytesAreWhatJSONTextWrites() throws {
         let controls = String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self)
-        let strings = ["", "plain", "quote \" backslash \\ slash /", controls, "ünïcode 😀 日本", "\u{7F}\u{2028}", String(repeating: "a\"", count: 300)]
+        let strings = [
+            "", "plain", "quote \" backslash \\ slash /", controls, "ünïcode 😀 日本", "\u{7F}\u{2028}", String(repeating: "a\"", count: 300),
+        ]
         for string in strings {
             var expected = ""
             JSONText.appendString(string, to: &expected)

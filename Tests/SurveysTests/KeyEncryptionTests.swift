@@ -20,7 +20,9 @@ struct KeyEncryptionTests {
             try SealedSecret.open(sealed, with: other, context: "attest badge key campus-a k1")
         }
         // Copied to another campus's row, it does not open.
-        #expect(throws: CampusError.sealedSecretDamaged) { try SealedSecret.open(sealed, with: kek, context: "attest badge key campus-b k1") }
+        #expect(throws: CampusError.sealedSecretDamaged) {
+            try SealedSecret.open(sealed, with: kek, context: "attest badge key campus-b k1")
+        }
         for index in [9, 40, 80, sealed.count - 1] {
             var altered = sealed
             altered[index] ^= 0x01
@@ -43,7 +45,9 @@ struct KeyEncryptionTests {
         #expect(throws: CampusError.otherKeyEncryptionKey(sealedWith: old.id, given: new.id)) {
             try SealedSecret.open(underOld, with: new, context: "c")
         }
-        #expect(throws: CampusError.self) { try SealedSecret.open(try SealedSecret.seal(Data(), under: third, context: "c"), with: ring, context: "c") }
+        #expect(throws: CampusError.self) {
+            try SealedSecret.open(try SealedSecret.seal(Data(), under: third, context: "c"), with: ring, context: "c")
+        }
         // Re-wrapping from the ring: whichever of its keys sealed a value opens it.
         let rewrapped = try SealedSecret.rewrap(underOld, from: third.accepting([old]), to: new, context: "c")
         #expect(SealedSecret.kekID(of: rewrapped) == new.id)

@@ -22,7 +22,8 @@ struct QuestionnaireRulesTests {
     }
 
     @Test func everyProblemIsNamedByItsPlace() {
-        let found = problems("""
+        let found = problems(
+            """
             {"title": "", "questions": [
               {"id": "Fever", "kind": "boolean", "prompt": "Fever?"},
               {"id": "cough", "kind": "boolean", "prompt": "Cough?", "options": ["a"]},
@@ -35,13 +36,16 @@ struct QuestionnaireRulesTests {
             """)
         for expected in [
             "title: must be 1 to 200", "questions[0].id: must be 1 to 40", "questions[1].options: is for choice",
-            "questions[2].id: \"cough\" is used twice", "questions[3].min: is greater than max", "questions[4].options: lists an option twice",
+            "questions[2].id: \"cough\" is used twice", "questions[3].min: is greater than max",
+            "questions[4].options: lists an option twice",
             "questions[4].options: \"Bad!\"", "questions[5].maxLength: must be from 1 to 2000", "questions[5].symptom",
             "questions[6].translations: \"not a tag\"",
         ] {
             #expect(found.contains { $0.hasPrefix(expected) || $0.contains(expected) }, "\(expected) not in \(found)")
         }
-        #expect(problems(#"{"title": "x", "questions": [{"id": "a", "kind": "slider", "prompt": "?"}]}"#).first?.contains("boolean, number, choice, text") == true)
+        #expect(
+            problems(#"{"title": "x", "questions": [{"id": "a", "kind": "slider", "prompt": "?"}]}"#).first?.contains(
+                "boolean, number, choice, text") == true)
         #expect(problems(#"{"title": "x"}"#).first?.hasPrefix("questions: is required") == true)
         #expect(problems("not json").count == 1)
         // Where the text stops being JSON, and a key given twice (JSONDecoder keeps one silently).
@@ -67,13 +71,14 @@ struct QuestionnaireRulesTests {
         #expect(none.isEmpty)
         #expect(good == ["fever": .bool(false), "temperature": .number(36.6), "mood": .text("good"), "notes": .text("fine")])
         let (_, bad) = try check(#"{"fever": "yes", "temperature": 50, "mood": "meh", "notes": "too long", "shoe": 42}"#)
-        #expect(bad == [
-            "answers.shoe: is not a question of questionnaire version 7",
-            "answers.fever: must be true or false",
-            "answers.temperature: must be at most 43 °C",
-            "answers.mood: must be one of good, bad",
-            "answers.notes: must be at most 5 characters (this has 8)",
-        ])
+        #expect(
+            bad == [
+                "answers.shoe: is not a question of questionnaire version 7",
+                "answers.fever: must be true or false",
+                "answers.temperature: must be at most 43 °C",
+                "answers.mood: must be one of good, bad",
+                "answers.notes: must be at most 5 characters (this has 8)",
+            ])
         #expect(try check(#"{}"#).1 == ["answers.fever: is required"])
         #expect(try check(#"{"fever": 1}"#).1 == ["answers.fever: must be true or false"])
         #expect(try check(#"{"fever": true, "temperature": true}"#).1 == ["answers.temperature: must be a number"])
@@ -111,9 +116,10 @@ extension QuestionnaireRulesTests {
         let raw: [String: JSONValue] = ["low": .number(1), "high": .number(0), "whole": .number(1e300)]
         let (answers, problems) = QuestionnaireRules.check(raw, against: questionnaire)
         #expect(answers.isEmpty)
-        #expect(problems.map(\.description) == [
-            "answers.low: must be at least 9.3e+18", "answers.high: must be at most -9.3e+18",
-            "answers.whole: must be at most 9007199254740991",
-        ])
+        #expect(
+            problems.map(\.description) == [
+                "answers.low: must be at least 9.3e+18", "answers.high: must be at most -9.3e+18",
+                "answers.whole: must be at most 9007199254740991",
+            ])
     }
 }

@@ -23,7 +23,8 @@ public final class CSVFileProvider: TestingLocationProvider {
 
     public init(settings: JSONValue) throws {
         guard case .string(let path)? = settings["path"], path.hasPrefix("/") else {
-            throw PluginSettingsError("path is required: the absolute path of a locations CSV file, such as \"/var/lib/attest/locations.csv\"")
+            throw PluginSettingsError(
+                "path is required: the absolute path of a locations CSV file, such as \"/var/lib/attest/locations.csv\"")
         }
         self.path = path
     }

@@ -25,8 +25,9 @@ public struct SMSGatewaySink: NotificationSink {
     let timeout: Duration
 
     public init(settings: JSONValue) throws {
-        guard case .string(let text)? = settings["url"], let url = URL(string: text), url.scheme?.lowercased() == "https"
-            || (url.scheme?.lowercased() == "http" && ["127.0.0.1", "localhost", "::1"].contains(url.host ?? ""))
+        guard case .string(let text)? = settings["url"], let url = URL(string: text),
+            url.scheme?.lowercased() == "https"
+                || (url.scheme?.lowercased() == "http" && ["127.0.0.1", "localhost", "::1"].contains(url.host ?? ""))
         else {
             throw PluginSettingsError("url is required: the gateway's https URL for sending a message")
         }
@@ -37,7 +38,13 @@ public struct SMSGatewaySink: NotificationSink {
             throw PluginSettingsError("to must be a phone number in international form, such as \"+15551234567\"")
         }
         guard case .array(let names)? = settings["events"],
-            names.allSatisfy({ if case .string(let name) = $0, let event = NotificationEvent(rawValue: name) { Self.supportedEvents.contains(event) } else { false } })
+            names.allSatisfy({
+                if case .string(let name) = $0, let event = NotificationEvent(rawValue: name) {
+                    Self.supportedEvents.contains(event)
+                } else {
+                    false
+                }
+            })
         else {
             throw PluginSettingsError("events is required and may list \"badge.red\" and \"attestation.late\" only (one text per event)")
         }
@@ -71,12 +78,13 @@ public struct SMSGatewaySink: NotificationSink {
     /// The message for `notification`: campus, what, which day, and where to look.
     public func text(for notification: AttestNotification) -> String {
         let day = notification.date ?? "today"
-        var text = switch notification.event {
-        case .badgeRed: "Campus Attest \(notification.campus): a red badge on \(day)."
-        case .attestationLate: "Campus Attest \(notification.campus): a late attestation on \(day)."
-        case .attestationSubmitted: "Campus Attest \(notification.campus): an attestation on \(day)."
-        case .reminderDue: "Campus Attest \(notification.campus): a reminder is due on \(day)."
-        }
+        var text =
+            switch notification.event {
+            case .badgeRed: "Campus Attest \(notification.campus): a red badge on \(day)."
+            case .attestationLate: "Campus Attest \(notification.campus): a late attestation on \(day)."
+            case .attestationSubmitted: "Campus Attest \(notification.campus): an attestation on \(day)."
+            case .reminderDue: "Campus Attest \(notification.campus): a reminder is due on \(day)."
+            }
         if let baseURL, let link = notification.links["followUps"] { text += " Follow up: \(baseURL)\(link)" }
         return text
     }

@@ -74,7 +74,8 @@ public struct TemperatureRule: BadgeRule {
             return BadgeDecision(color: .red, reason: "Temperature of \(redAt.formatted())\(unit) or more", validUntil: input.endOfDay)
         }
         if temperature >= yellowAt {
-            return BadgeDecision(color: .yellow, reason: "Temperature of \(yellowAt.formatted())\(unit) or more", validUntil: input.endOfDay)
+            return BadgeDecision(
+                color: .yellow, reason: "Temperature of \(yellowAt.formatted())\(unit) or more", validUntil: input.endOfDay)
         }
         return BadgeDecision(color: .green, reason: "Temperature below \(yellowAt.formatted())\(unit)", validUntil: input.endOfDay)
     }

@@ -60,11 +60,15 @@ public final class WeeklyReportProvider: CommunityDataProvider {
             }
             guard let end = LocalDate(field("week_ending")), CommunityRegion.isValidID(field("region")), !field("name").isEmpty,
                 let cases = Int(field("cases")), (0...10_000_000).contains(cases)
-            else { throw WeeklyReportError(message: "line \(line): needs a week_ending date (YYYY-MM-DD), a region id, a name and cases from 0 to 10000000") }
+            else {
+                throw WeeklyReportError(
+                    message: "line \(line): needs a week_ending date (YYYY-MM-DD), a region id, a name and cases from 0 to 10000000")
+            }
             let deaths = Int(field("deaths")).map { min(max($0, 0), 10_000_000) } ?? 0
             let population = Int(field("population")).flatMap { $0 > 0 ? $0 : nil }
             let id = field("region")
-            var series = regions[id] ?? CommunitySeries(region: CommunityRegion(id: id, name: field("name"), population: population), days: [])
+            var series =
+                regions[id] ?? CommunitySeries(region: CommunityRegion(id: id, name: field("name"), population: population), days: [])
             for offset in 0..<7 {
                 let last = offset == 6
                 series.days.append(

@@ -74,15 +74,21 @@ import Testing
         _ = try attest("survey", "publish", "north", "--demo")
         _ = try attest("plugin", "enable", "north", "badge-rule", "temperature-only", "--settings", #"{"redAt": 38.5}"#)
         _ = try attest("plugin", "enable", "north", "testing-locations", "csv-file", "--settings", #"{"path": "\#(locations.path)"}"#)
-        _ = try attest("plugin", "enable", "north", "community-data", "weekly-report", "--settings", #"{"path": "/var/lib/attest/weekly.csv"}"#)
+        _ = try attest(
+            "plugin", "enable", "north", "community-data", "weekly-report", "--settings", #"{"path": "/var/lib/attest/weekly.csv"}"#)
         // A secret never on the command line: the gateway's settings come from a file.
         let smsSettings = FileManager.default.temporaryDirectory.appending(path: "\(database)-sms.json")
-        try Data(#"{"url": "https://sms.example.edu/v1/messages", "apiKey": "key-123", "to": "+15551234567", "events": ["badge.red"]}"#.utf8)
-            .write(to: smsSettings)
+        try Data(
+            #"{"url": "https://sms.example.edu/v1/messages", "apiKey": "key-123", "to": "+15551234567", "events": ["badge.red"]}"#.utf8
+        )
+        .write(to: smsSettings)
         defer { try? FileManager.default.removeItem(at: smsSettings) }
         _ = try attest("plugin", "enable", "north", "sink", "sms-gateway", "--settings", smsSettings.path)
         let inline = try Self.run(
-            [Self.binary, "plugin", "enable", "north", "sink", "sms-gateway", "--settings", #"{"url": "https://sms.example.edu", "apiKey": "k"}"#],
+            [
+                Self.binary, "plugin", "enable", "north", "sink", "sms-gateway", "--settings",
+                #"{"url": "https://sms.example.edu", "apiKey": "k"}"#,
+            ],
             database: database)
         #expect(inline.status == 1 && inline.output.contains("on the command line"), "\(inline.output)")
         let list = try attest("plugin", "list", "north")

@@ -61,11 +61,23 @@ extension LoopbackServer {
         let gateway = try await LoopbackServer.start()
         let sink = try sink(port: gateway.port)
         gateway.answer(.init(status: 503), .init(status: 429), .init(status: 401), .init(status: 400))
-        guard case .retry = await sink.deliver(red, payload: Data(), context: context) else { Issue.record("503 not retried"); return }
-        guard case .retry = await sink.deliver(red, payload: Data(), context: context) else { Issue.record("429 not retried"); return }
-        guard case .reject(let why) = await sink.deliver(red, payload: Data(), context: context) else { Issue.record("401 not rejected"); return }
+        guard case .retry = await sink.deliver(red, payload: Data(), context: context) else {
+            Issue.record("503 not retried")
+            return
+        }
+        guard case .retry = await sink.deliver(red, payload: Data(), context: context) else {
+            Issue.record("429 not retried")
+            return
+        }
+        guard case .reject(let why) = await sink.deliver(red, payload: Data(), context: context) else {
+            Issue.record("401 not rejected")
+            return
+        }
         #expect(why.contains("apiKey"))
-        guard case .reject = await sink.deliver(red, payload: Data(), context: context) else { Issue.record("400 not rejected"); return }
+        guard case .reject = await sink.deliver(red, payload: Data(), context: context) else {
+            Issue.record("400 not rejected")
+            return
+        }
         #expect(await sink.deliver(red, payload: Data(), context: context) == .delivered)
         // Every attempt carried the same event id for the gateway to drop repeats.
         #expect(Set(gateway.messages.map(\.idempotencyKey)) == [red.id])

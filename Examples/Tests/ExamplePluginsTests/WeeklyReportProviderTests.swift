@@ -27,7 +27,9 @@ import Testing
             """, modified: Date(timeIntervalSince1970: 1_000))
         let provider = try WeeklyReportProvider(settings: .object(["path": .string(file.path)]))
         let series = try #require(try await provider.series(region: "river", context: context))
-        #expect(series.days.count == 14 && series.days.first?.date == LocalDate("2026-11-01") && series.days.last?.date == LocalDate("2026-11-14"))
+        #expect(
+            series.days.count == 14 && series.days.first?.date == LocalDate("2026-11-01")
+                && series.days.last?.date == LocalDate("2026-11-14"))
         #expect(series.days.prefix(7).map(\.newCases) == [14, 14, 14, 14, 14, 14, 16])  // 100 = 6 × 14 + 16
         #expect(series.days.reduce(0) { $0 + $1.newCases } == 250)
         // The platform's rules: this week 150 over 7 days in 50,000 people; 50% up on the week before.
@@ -38,7 +40,8 @@ import Testing
         #expect(try await provider.series(region: "lake", context: context) == nil)
 
         // A new version that does not parse: the last good copy, marked stale.
-        try write("week_ending,region,name,population,cases,deaths\nlast week,river,River,1,1,0\n", modified: Date(timeIntervalSince1970: 2_000))
+        try write(
+            "week_ending,region,name,population,cases,deaths\nlast week,river,River,1,1,0\n", modified: Date(timeIntervalSince1970: 2_000))
         let stale = try #require(try await provider.series(region: "river", context: context))
         #expect(stale.stale && stale.days == series.days)
     }

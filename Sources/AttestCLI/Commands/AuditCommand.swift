@@ -26,10 +26,14 @@ struct AuditCommand: AsyncParsableCommand {
             return try await context.audit.entries(campus: campus.id, since: start)
         }
         if json {
-            return printJSONObject(entries.map {
-                ["id": $0.id.lowercasedText, "at": $0.at.ISO8601Format(), "actor": $0.actor, "action": $0.action, "target": $0.target, "details": $0.details]
-                    as [String: Any]
-            })
+            return printJSONObject(
+                entries.map {
+                    [
+                        "id": $0.id.lowercasedText, "at": $0.at.ISO8601Format(), "actor": $0.actor, "action": $0.action,
+                        "target": $0.target, "details": $0.details,
+                    ]
+                        as [String: Any]
+                })
         }
         for entry in entries {
             let details = entry.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")

@@ -56,7 +56,9 @@ extension CampusCommand {
             if json { return printJSONObject(campuses.map(\.jsonObject)) }
             if campuses.isEmpty { return say("No campuses yet: create one with `attest campus create`.") }
             for campus in campuses {
-                say("\(campus.slug)\t\(campus.timeZone)\tdeadline \(CampusFormats.clock(fromMinute: campus.deadlineMinute))\t\(campus.name)")
+                say(
+                    "\(campus.slug)\t\(campus.timeZone)\tdeadline \(CampusFormats.clock(fromMinute: campus.deadlineMinute))\t\(campus.name)"
+                )
             }
         }
     }
@@ -130,7 +132,9 @@ extension CampusCommand {
                 return try await BadgeKeyStore(client: context.client, kek: kek).rotate(campus: campus, actor: TenantContext.actor)
             }
             if json { return printJSONObject(["kid": kid, "retired": retired]) }
-            say("New badge key \(kid) for \(slug)" + (retired.isEmpty ? "." : "; retired \(retired.joined(separator: ", ")) (verifies for two more days)."))
+            say(
+                "New badge key \(kid) for \(slug)"
+                    + (retired.isEmpty ? "." : "; retired \(retired.joined(separator: ", ")) (verifies for two more days)."))
         }
     }
 
@@ -169,7 +173,8 @@ extension CampusCommand.OIDC {
                 "A file holding the web client's secret (never the secret itself on the command line); - reads standard input.",
                 valueName: "file"))
         var clientSecretFile: String?
-        @Option(help: "What the sign-in button names, e.g. \"University account\" (default: the issuer's host; Google: Google).") var label: String?
+        @Option(help: "What the sign-in button names, e.g. \"University account\" (default: the issuer's host; Google: Google).") var label:
+            String?
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var keys: KeyOptions
@@ -260,7 +265,8 @@ extension CampusCommand.OIDC {
 extension OIDCIssuer {
     var jsonObject: [String: Any] {
         [
-            "issuer": issuer, "audiences": audiences, "jwksUrl": jwksURL ?? NSNull(), "inlineKeys": jwks != nil, "allowAnyDomain": allowAnyDomain,
+            "issuer": issuer, "audiences": audiences, "jwksUrl": jwksURL ?? NSNull(), "inlineKeys": jwks != nil,
+            "allowAnyDomain": allowAnyDomain,
             "label": displayName, "webClientId": clientID ?? NSNull(), "webSignIn": offersWebSignIn || (clientID != nil),
         ]
     }

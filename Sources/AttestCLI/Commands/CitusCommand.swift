@@ -22,7 +22,9 @@ struct CitusCommand: AsyncParsableCommand {
             let client = try database.ownerClient(logger: logger, maxConnections: 1)
             do {
                 let count = try await withShutdown(client) { try await CitusLayout.distribute(client) }
-                say("Distributed \(count) tables: \(CitusLayout.referenceTables.count) reference tables, the rest by campus_id, co-located.")
+                say(
+                    "Distributed \(count) tables: \(CitusLayout.referenceTables.count) reference tables, the rest by campus_id, co-located."
+                )
             } catch let refusal as CitusLayout.Refusal {
                 throw CLIError("cannot distribute: \(refusal)")
             }

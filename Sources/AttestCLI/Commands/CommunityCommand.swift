@@ -51,14 +51,19 @@ extension CommunityCommand {
             let logger = logging.makeLogger(label: "attest")
             let owner = try database.ownerClient(logger: logger)
             let stored = try await runningService(owner) {
-                do { return try await CommunityStore(client: owner).replace(dataset: dataset, with: parsed) } catch let error as PostgresError
+                do { return try await CommunityStore(client: owner).replace(dataset: dataset, with: parsed) } catch let error
+                    as PostgresError
                     where error.sqlState == "42501"
                 {
-                    throw CLIError("this database login may not change community data: import as the database's owner (the role that runs `attest migrate`)")
+                    throw CLIError(
+                        "this database login may not change community data: import as the database's owner (the role that runs `attest migrate`)"
+                    )
                 }
             }
             let latest = parsed.latestDate.map { ", latest \($0)" } ?? ""
-            say("Imported \(stored.regions) region\(stored.regions == 1 ? "" : "s") and \(stored.days) day\(stored.days == 1 ? "" : "s") as \(dataset)\(latest).")
+            say(
+                "Imported \(stored.regions) region\(stored.regions == 1 ? "" : "s") and \(stored.days) day\(stored.days == 1 ? "" : "s") as \(dataset)\(latest)."
+            )
         }
     }
 
@@ -73,9 +78,13 @@ extension CommunityCommand {
                 try await CommunityStore(client: context.client).datasets()
             }
             if json {
-                return printJSONObject(datasets.map { item -> [String: Any] in
-                    ["dataset": item.dataset, "regions": item.regions, "days": item.days, "latest": item.latest?.description ?? NSNull()]
-                })
+                return printJSONObject(
+                    datasets.map { item -> [String: Any] in
+                        [
+                            "dataset": item.dataset, "regions": item.regions, "days": item.days,
+                            "latest": item.latest?.description ?? NSNull(),
+                        ]
+                    })
             }
             if datasets.isEmpty { return say("No community data imported: `attest community import FILE.csv --dataset NAME` adds some.") }
             for item in datasets {

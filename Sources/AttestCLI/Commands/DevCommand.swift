@@ -1,6 +1,6 @@
 import ArgumentParser
-import AttestPlugins
 import AttestHTTP
+import AttestPlugins
 import AttestPostgres
 import AttestSchema
 import Foundation
@@ -102,7 +102,9 @@ struct DevCommand: AsyncParsableCommand {
                     Demo sign-in tokens (send as Authorization: Bearer <token>):
                     """)
                 for person in tokens.withLock({ $0 }) {
-                    say("  \(person.role.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(person.email.padding(toLength: 28, withPad: " ", startingAt: 0)) \(person.token)")
+                    say(
+                        "  \(person.role.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(person.email.padding(toLength: 28, withPad: " ", startingAt: 0)) \(person.token)"
+                    )
                 }
                 say("")
                 say("Try: curl -H 'Authorization: Bearer <token>' \(base)/v1/campuses/\(DemoCampus.slug)/me")
@@ -171,21 +173,31 @@ enum DemoCampus {
         "guidance": .object([
             "low": .object(["en": .string("Few cases around campus."), "es": .string("Pocos casos alrededor del campus.")]),
             "medium": .object(["en": .string("Stay home when you feel ill."), "es": .string("Quédese en casa si se siente mal.")]),
-            "high": .object(["en": .string("Wear a mask indoors and get tested when you have symptoms."), "es": .string("Use mascarilla en interiores y hágase la prueba si tiene síntomas.")]),
-            "very-high": .object(["en": .string("Wear a mask indoors; avoid crowded events."), "es": .string("Use mascarilla en interiores; evite eventos concurridos.")]),
+            "high": .object([
+                "en": .string("Wear a mask indoors and get tested when you have symptoms."),
+                "es": .string("Use mascarilla en interiores y hágase la prueba si tiene síntomas."),
+            ]),
+            "very-high": .object([
+                "en": .string("Wear a mask indoors; avoid crowded events."),
+                "es": .string("Use mascarilla en interiores; evite eventos concurridos."),
+            ]),
             "severe": .object(["en": .string("Study remotely where you can."), "es": .string("Estudie a distancia cuando pueda.")]),
         ]),
     ])
 
     /// Imports the made-up `demo` dataset (as the owner) when it is missing or ends before
     /// today, so the demo's figures are always recent.
-    static func ensureCommunityData(owner: PostgresClient, today: LocalDate = LocalDate(Date(), in: TimeZone(identifier: timeZone) ?? .gmt)) async throws {
+    static func ensureCommunityData(owner: PostgresClient, today: LocalDate = LocalDate(Date(), in: TimeZone(identifier: timeZone) ?? .gmt))
+        async throws
+    {
         let store = CommunityStore(client: owner)
         if try await store.datasets().contains(where: { $0.dataset == "demo" && $0.latest == today }) { return }
         let days = (0..<60).map { index -> CommunityDay in
             // A wave peaking three weeks ago: about 10 to 75 cases a day in 250,000 people.
             let phase = Double(index - 39) / 9
-            return CommunityDay(date: today.adding(days: index - 59), newCases: (Int(exactly: (42 + 33 * cos(phase)).rounded()) ?? 42) + index % 3, newDeaths: index % 11 == 0 ? 1 : 0)
+            return CommunityDay(
+                date: today.adding(days: index - 59), newCases: (Int(exactly: (42 + 33 * cos(phase)).rounded()) ?? 42) + index % 3,
+                newDeaths: index % 11 == 0 ? 1 : 0)
         }
         _ = try await store.replace(dataset: "demo", with: CommunityDataset(series: [CommunitySeries(region: communityRegion, days: days)]))
     }
@@ -212,8 +224,11 @@ enum DemoCampus {
         if try await badgeKeys.keys(campus: campus.id).isEmpty { _ = try await badgeKeys.rotate(campus: campus, actor: actor) }
         let plugins = CampusPluginStore(client: client)
         if try await plugins.list(campus: campus.id, kind: .communityData).isEmpty {
-            try await plugins.enable(campus: campus, kind: .communityData, id: PluginRegistry.importedProviderID, settings: communitySettings, actor: actor)
-            if campus.communityRegion == nil { _ = try await campuses.set(slug: slug, key: "region", value: communityRegion.id, actor: actor) }
+            try await plugins.enable(
+                campus: campus, kind: .communityData, id: PluginRegistry.importedProviderID, settings: communitySettings, actor: actor)
+            if campus.communityRegion == nil {
+                _ = try await campuses.set(slug: slug, key: "region", value: communityRegion.id, actor: actor)
+            }
         }
         let questionnaires = QuestionnaireStore(client: client)
         if try await questionnaires.active(campus: campus.id) == nil {

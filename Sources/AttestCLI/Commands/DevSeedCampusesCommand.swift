@@ -26,7 +26,8 @@ extension DevCommand {
         func validate() throws {
             guard (1...100_000).contains(count) else { throw ValidationError("--count must be from 1 to 100000") }
             guard CampusStore.isValidSlug("\(prefix)-\(count)") else {
-                throw ValidationError("--prefix must make slugs of a-z, 0-9 and '-', at most 40 characters with the number: \(prefix)-\(count) does not")
+                throw ValidationError(
+                    "--prefix must make slugs of a-z, 0-9 and '-', at most 40 characters with the number: \(prefix)-\(count) does not")
             }
             for zone in timeZones where !CampusStore.isKnownTimeZone(zone) {
                 throw ValidationError("--timezone \(zone) is not an IANA time zone (such as America/New_York)")
@@ -48,7 +49,8 @@ extension DevCommand {
                             var made = 0
                             for number in stride(from: 1 + lane, through: count, by: 4) {
                                 let new = NewCampus(
-                                    slug: "\(prefix)-\(number)", name: "\(prefix.capitalized) \(number)", timeZone: zones[(number - 1) % zones.count])
+                                    slug: "\(prefix)-\(number)", name: "\(prefix.capitalized) \(number)",
+                                    timeZone: zones[(number - 1) % zones.count])
                                 do {
                                     _ = try await context.campuses.create(new, actor: TenantContext.actor, setUp: keys.provision)
                                     made += 1

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
-import Synchronization
 import Identity
 import Surveys
+import Synchronization
 import Tenancy
 
 struct KeysCommand: AsyncParsableCommand {
@@ -29,7 +29,9 @@ extension KeysCommand {
             let (key, text) = KeyEncryptionKey.generate()
             say(text)
             FileHandle.standardError.write(
-                Data("Key \(key.id): store it where only the server reads it (chmod 600) and pass --kek-file; keep a copy safe, the badge keys do not open without it.\n".utf8))
+                Data(
+                    "Key \(key.id): store it where only the server reads it (chmod 600) and pass --kek-file; keep a copy safe, the badge keys do not open without it.\n"
+                        .utf8))
         }
     }
 
@@ -60,7 +62,9 @@ extension KeysCommand {
             guard let new = try KeyOptions.load(files: [newKekFile], option: "--new-kek-file").first else {
                 throw CLIError("--new-kek-file names no key")
             }
-            guard new.id != old.id else { throw CLIError("the new key-encryption key is the current one (\(old.id)): make a new one with `attest keys new-kek`") }
+            guard new.id != old.id else {
+                throw CLIError("the new key-encryption key is the current one (\(old.id)): make a new one with `attest keys new-kek`")
+            }
             let terminal = isatty(2) == 1
             let counts = try await TenantContext.run(database: database, logging: logging) { context in
                 let rotation = KeyRotation(client: context.client, columns: SealedColumns.all, from: old, to: new)
@@ -78,7 +82,8 @@ extension KeysCommand {
                     FileHandle.standardError.write(
                         Data(
                             ("campus \(progress.campusIndex + 1) of \(progress.campusCount) (\(progress.campus)): "
-                                + "\(progress.membersDone) of \(progress.memberCount) members; \(progress.rewrapped) values re-wrapped\n").utf8))
+                                + "\(progress.membersDone) of \(progress.memberCount) members; \(progress.rewrapped) values re-wrapped\n")
+                                .utf8))
                 }
             }
             if json { return printJSONObject(["from": old.ids, "to": new.id, "rewrapped": counts]) }

@@ -49,18 +49,21 @@ extension LocationsCommand {
                 return try await TestingLocationStore(client: context.client).list(campus: found.id)
             }
             if json {
-                return printJSONObject(stored.map { item -> [String: Any] in
-                    let location = item.location
-                    return [
-                        "id": item.id.lowercasedText, "name": location.name, "address": location.address,
-                        "lat": location.latitude, "lon": location.longitude, "hours": location.hours, "phone": location.phone,
-                        "url": location.url, "notes": location.notes,
-                    ]
-                })
+                return printJSONObject(
+                    stored.map { item -> [String: Any] in
+                        let location = item.location
+                        return [
+                            "id": item.id.lowercasedText, "name": location.name, "address": location.address,
+                            "lat": location.latitude, "lon": location.longitude, "hours": location.hours, "phone": location.phone,
+                            "url": location.url, "notes": location.notes,
+                        ]
+                    })
             }
             if stored.isEmpty { return say("\(campus) has no locations of its own: add some with `attest locations import`.") }
             for item in stored {
-                say("\(item.id.lowercasedText)  \(item.location.name)  (\(item.location.latitude), \(item.location.longitude))  \(item.location.address)")
+                say(
+                    "\(item.id.lowercasedText)  \(item.location.name)  (\(item.location.latitude), \(item.location.longitude))  \(item.location.address)"
+                )
             }
         }
     }
@@ -80,7 +83,9 @@ extension LocationsCommand {
         func run() async throws {
             var target: UUID?
             if let id {
-                guard let parsed = UUID(uuidString: id) else { throw CLIError("\(id) is not a location id: `attest locations list \(campus)` shows them") }
+                guard let parsed = UUID(uuidString: id) else {
+                    throw CLIError("\(id) is not a location id: `attest locations list \(campus)` shows them")
+                }
                 target = parsed
             }
             let removed = try await TenantContext.run(database: database, logging: logging) { context in

@@ -27,10 +27,15 @@ struct MigrateCommand: AsyncParsableCommand {
     func validate() throws {
         if let serverLogin {
             guard !serverLogin.isEmpty, serverLogin.utf8.count <= 63,
-                serverLogin.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") })
-            else { throw ValidationError("--server-login must be a role name of letters, digits and _ (at most 63), such as attest_server") }
+                serverLogin.unicodeScalars.allSatisfy({
+                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_")
+                })
+            else {
+                throw ValidationError("--server-login must be a role name of letters, digits and _ (at most 63), such as attest_server")
+            }
             guard serverLogin != SchemaMigrator.applicationRole else {
-                throw ValidationError("--server-login must differ from \(SchemaMigrator.applicationRole), the group role it is made a member of")
+                throw ValidationError(
+                    "--server-login must differ from \(SchemaMigrator.applicationRole), the group role it is made a member of")
             }
         } else if serverPasswordFile != nil {
             throw ValidationError("--server-password-file needs --server-login: name the role the password is for")
@@ -43,7 +48,7 @@ struct MigrateCommand: AsyncParsableCommand {
         let client = try database.ownerClient(logger: logger, maxConnections: 1)
         let report = try await withShutdown(client) {
             let report = try await SchemaMigrator(logger: logger).migrate(client)
-            if let serverLogin { try await Self.prepare(login: serverLogin, password: password, on: client) }
+            if let serverLogin { try await ServerLogin.ensureRole(serverLogin, password: password, owner: client) }
             return report
         }
         if json {
@@ -54,31 +59,5 @@ struct MigrateCommand: AsyncParsableCommand {
             say("Applied schema version(s) \(report.applied.map(String.init).joined(separator: ", ")); now at version \(report.version).")
         }
         if let serverLogin, !json { say("The server's login \(serverLogin) is a member of \(SchemaMigrator.applicationRole).") }
-    }
-
-    /// Creates the server's login when missing and grants it attest_app; sets its password
-    /// when given: hashed by libpq here (SCRAM), so no clear text is sent or logged, and
-    /// quoted by PostgreSQL's own `format`, never by string pasting here.
-    static func prepare(login: String, password: String?, on client: PostgresClient) async throws {
-        let exists = try await client.query("SELECT count(*) AS n FROM pg_roles WHERE rolname = \(login)")
-        if try exists[0].decode("n", as: Int.self) == 0 {
-            do {
-                try await client.query("CREATE ROLE \(identifier: login) LOGIN")
-            } catch let error as PostgresError where error.sqlState == "42710" {
-                // Another migrate made it a moment ago.
-            }
-        }
-        let member = try await client.query(
-            "SELECT pg_has_role(\(login), \(SchemaMigrator.applicationRole), 'MEMBER') AS member")
-        if try !member[0].decode("member", as: Bool.self) {
-            try await client.query("GRANT \(identifier: SchemaMigrator.applicationRole) TO \(identifier: login)")
-        }
-        if let password {
-            try await client.withConnection { connection in
-                let verifier = try await connection.encryptPassword(password, user: login)
-                let statement = try await connection.query("SELECT format('ALTER ROLE %I PASSWORD %L', \(login)::text, \(verifier)::text) AS sql")
-                try await connection.query(SQL(unsafeSQL: try statement[0].decode("sql", as: String.self)))
-            }
-        }
     }
 }

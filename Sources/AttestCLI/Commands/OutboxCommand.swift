@@ -20,12 +20,14 @@ extension OutboxCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            try await OutboxCommand.show(campus: campus, state: delivered ? .delivered : .pending, limit: limit, json: json, database: database, logging: logging)
+            try await OutboxCommand.show(
+                campus: campus, state: delivered ? .delivered : .pending, limit: limit, json: json, database: database, logging: logging)
         }
     }
 
     struct Dead: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Dead letters: events a sink refused or that failed past their maximum age.")
+        static let configuration = CommandConfiguration(
+            abstract: "Dead letters: events a sink refused or that failed past their maximum age.")
         @Argument var campus: String
         @Option(help: "At most this many.") var limit = 100
         @Flag(help: "Print JSON.") var json = false
@@ -48,14 +50,18 @@ extension OutboxCommand {
         func run() async throws {
             var id: UUID?
             if let event {
-                guard let parsed = UUID(uuidString: event) else { throw CLIError("--event \(event) is not an event id (a UUID from `attest outbox dead`)") }
+                guard let parsed = UUID(uuidString: event) else {
+                    throw CLIError("--event \(event) is not an event id (a UUID from `attest outbox dead`)")
+                }
                 id = parsed
             }
             let count = try await TenantContext.run(database: database, logging: logging) { context in
                 let found = try await context.campuses.require(slug: campus)
                 return try await OutboxStore(client: context.client).retry(campus: found.id, event: id)
             }
-            say(count == 0 ? "No dead letters to retry at \(campus)." : "Retrying \(count) dead letter\(count == 1 ? "" : "s") at \(campus).")
+            say(
+                count == 0
+                    ? "No dead letters to retry at \(campus)." : "Retrying \(count) dead letter\(count == 1 ? "" : "s") at \(campus).")
         }
     }
 
@@ -68,20 +74,22 @@ extension OutboxCommand {
             return try await OutboxStore(client: context.client).list(campus: found.id, state: state, limit: limit)
         }
         if json {
-            return printJSONObject(entries.map { entry -> [String: Any] in
-                var object: [String: Any] = [
-                    "id": entry.id.lowercasedText, "sink": entry.sink, "event": entry.event, "attempts": entry.attempts,
-                    "createdAt": entry.createdAt.ISO8601Format(), "nextAttemptAt": entry.nextAttemptAt.ISO8601Format(),
-                ]
-                object["deliveredAt"] = entry.deliveredAt?.ISO8601Format()
-                object["deadAt"] = entry.deadAt?.ISO8601Format()
-                object["lastError"] = entry.lastError
-                return object
-            })
+            return printJSONObject(
+                entries.map { entry -> [String: Any] in
+                    var object: [String: Any] = [
+                        "id": entry.id.lowercasedText, "sink": entry.sink, "event": entry.event, "attempts": entry.attempts,
+                        "createdAt": entry.createdAt.ISO8601Format(), "nextAttemptAt": entry.nextAttemptAt.ISO8601Format(),
+                    ]
+                    object["deliveredAt"] = entry.deliveredAt?.ISO8601Format()
+                    object["deadAt"] = entry.deadAt?.ISO8601Format()
+                    object["lastError"] = entry.lastError
+                    return object
+                })
         }
         if entries.isEmpty { return say("No \(state.rawValue) notifications at \(campus).") }
         for entry in entries {
-            var line = "\(entry.createdAt.ISO8601Format())  \(entry.event)  \(entry.sink)  \(entry.id.lowercasedText)  attempts \(entry.attempts)"
+            var line =
+                "\(entry.createdAt.ISO8601Format())  \(entry.event)  \(entry.sink)  \(entry.id.lowercasedText)  attempts \(entry.attempts)"
             if let error = entry.lastError { line += "  last error: \(error)" }
             say(line)
         }

@@ -39,10 +39,16 @@ extension PluginCommand {
                 return try await CampusPluginStore(client: context.client).list(campus: found.id)
             }
             if json {
-                return printJSONObject(enabled.map { plugin -> [String: Any] in
-                    ["kind": plugin.kind.rawValue, "id": plugin.id, "enabledAt": plugin.enabledAt.ISO8601Format(), "sealed": plugin.sealed,
-                     "settings": (try? JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.shown(plugin)), options: .fragmentsAllowed)) ?? NSNull()]
-                })
+                return printJSONObject(
+                    enabled.map { plugin -> [String: Any] in
+                        [
+                            "kind": plugin.kind.rawValue, "id": plugin.id, "enabledAt": plugin.enabledAt.ISO8601Format(),
+                            "sealed": plugin.sealed,
+                            "settings":
+                                (try? JSONSerialization.jsonObject(
+                                    with: JSONEncoder().encode(Self.shown(plugin)), options: .fragmentsAllowed)) ?? NSNull(),
+                        ]
+                    })
             }
             if enabled.allSatisfy({ $0.kind != .badgeRule }) {
                 say("badge-rule standard (default table; none enabled)")
@@ -112,7 +118,8 @@ extension PluginCommand {
             if !secret.isEmpty {
                 guard let key = try keys.load() else {
                     throw CLIError(
-                        "these settings hold secrets (\(secret.sorted().joined(separator: ", "))), which are stored sealed under the key-encryption key: pass --kek-file (or set ATTEST_KEK_FILE)")
+                        "these settings hold secrets (\(secret.sorted().joined(separator: ", "))), which are stored sealed under the key-encryption key: pass --kek-file (or set ATTEST_KEK_FILE)"
+                    )
                 }
                 kek = key
             }
@@ -121,7 +128,9 @@ extension PluginCommand {
                 switch kind {
                 case .badgeRule:
                     let questionnaire = try await QuestionnaireStore(client: context.client).active(campus: found.id)
-                    do { _ = try registry.makeBadgeRule(id: id, settings: value, questionnaire: questionnaire) } catch let error as PluginSettingsError {
+                    do { _ = try registry.makeBadgeRule(id: id, settings: value, questionnaire: questionnaire) } catch let error
+                        as PluginSettingsError
+                    {
                         throw CLIError("badge rule \(id) refused these settings: \(error.message); nothing was changed")
                     }
                 case .sink:
@@ -169,7 +178,8 @@ extension PluginCommand {
             }
             if inline, let name = Self.secretMember(in: value) {
                 throw CLIError(
-                    "--settings holds \"\(name)\" on the command line, where anyone on this machine can read it: put the settings in a file (--settings FILE) or pass them on standard input (--settings -)")
+                    "--settings holds \"\(name)\" on the command line, where anyone on this machine can read it: put the settings in a file (--settings FILE) or pass them on standard input (--settings -)"
+                )
             }
             return value
         }

@@ -25,22 +25,29 @@ struct PurgeCommand: AsyncParsableCommand {
         let dryRun = self.dryRun
         let outcomes = try await TenantContext.run(database: database, logging: logging) { context in
             let campuses: [Campus]
-            if let campus { campuses = [try await context.campuses.require(slug: campus)] } else { campuses = try await context.campuses.list() }
+            if let campus {
+                campuses = [try await context.campuses.require(slug: campus)]
+            } else {
+                campuses = try await context.campuses.list()
+            }
             var outcomes: [RetentionPurger.Outcome] = []
             for found in campuses {
                 outcomes.append(
-                    try await RetentionPurger(client: context.client).purge(campus: found, now: Date(), dryRun: dryRun, actor: TenantContext.actor))
+                    try await RetentionPurger(client: context.client).purge(
+                        campus: found, now: Date(), dryRun: dryRun, actor: TenantContext.actor))
             }
             return outcomes
         }
         if json {
-            return printJSONObject(outcomes.map { ["campus": $0.campus, "before": $0.cutoff.description, "attestations": $0.purged, "dryRun": $0.dryRun] })
+            return printJSONObject(
+                outcomes.map { ["campus": $0.campus, "before": $0.cutoff.description, "attestations": $0.purged, "dryRun": $0.dryRun] })
         }
         for outcome in outcomes {
             let what = "\(outcome.purged) attestation\(outcome.purged == 1 ? "" : "s")"
-            say(outcome.dryRun
-                ? "\(outcome.campus): would remove the answers of \(what) from before \(outcome.cutoff)."
-                : "\(outcome.campus): removed the answers of \(what) from before \(outcome.cutoff).")
+            say(
+                outcome.dryRun
+                    ? "\(outcome.campus): would remove the answers of \(what) from before \(outcome.cutoff)."
+                    : "\(outcome.campus): removed the answers of \(what) from before \(outcome.cutoff).")
         }
     }
 }

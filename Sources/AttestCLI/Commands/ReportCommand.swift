@@ -47,7 +47,8 @@ struct ReportCommand: AsyncParsableCommand {
                 // A page at a time, as the rows are read: any range in bounded memory.
                 try output.write(format == .csv ? "date,email,name,color,reason,on_time,submitted_at\n" : #"{"attestations":["#)
                 var first = true
-                _ = try await statistics.exportIdentified(campus: found.id, range: range, actor: TenantContext.actor, pageSize: pageSize) { page in
+                _ = try await statistics.exportIdentified(campus: found.id, range: range, actor: TenantContext.actor, pageSize: pageSize) {
+                    page in
                     try output.write(Self.render(identified: page, format: format, first: first))
                     first = false
                 }
@@ -109,7 +110,9 @@ struct ReportCommand: AsyncParsableCommand {
     }
 
     static func jsonText(_ value: Any) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}\n" }
+        guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return "{}\n"
+        }
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 }

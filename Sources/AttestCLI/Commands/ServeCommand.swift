@@ -72,17 +72,24 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let metricsPort {
             guard (1...65535).contains(metricsPort) else { throw ValidationError("--metrics-port must be between 1 and 65535") }
-            guard metricsPort != port else { throw ValidationError("--metrics-port must differ from --port: pass another port, or leave it out to serve /metrics with the API") }
+            guard metricsPort != port else {
+                throw ValidationError(
+                    "--metrics-port must differ from --port: pass another port, or leave it out to serve /metrics with the API")
+            }
         }
         if let publicURL, WebConfiguration.parsePublicURL(publicURL) == nil {
-            throw ValidationError("--public-url must be an absolute http or https URL without query or fragment, such as https://attest.example.edu")
+            throw ValidationError(
+                "--public-url must be an absolute http or https URL without query or fragment, such as https://attest.example.edu")
         }
-        guard (16...128).contains(rateLimitIPv6Prefix) else { throw ValidationError("--rate-limit-ipv6-prefix must be from 16 to 128 bits") }
+        guard (16...128).contains(rateLimitIPv6Prefix) else {
+            throw ValidationError("--rate-limit-ipv6-prefix must be from 16 to 128 bits")
+        }
         guard (1...3_600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be from 1 to 3600 seconds") }
         guard (1...64).contains(writeWorkers) else { throw ValidationError("--write-workers must be from 1 to 64") }
         guard writeWorkers < database.dbPoolSize else {
             throw ValidationError(
-                "--write-workers (\(writeWorkers)) must be less than --db-pool-size (\(database.dbPoolSize)): other requests need connections too")
+                "--write-workers (\(writeWorkers)) must be less than --db-pool-size (\(database.dbPoolSize)): other requests need connections too"
+            )
         }
     }
 
@@ -90,7 +97,9 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = logging.makeLogger(label: "attest")
         let kek = try keys.require().accepting(try KeyOptions.load(files: previousKekFile, option: "--previous-kek-file"))
         try await migrateThenServe(
-            database: database, readURL: try database.resolveReadURL(databaseReadURL), migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek, server: ServerConfiguration(
+            database: database, readURL: try database.resolveReadURL(databaseReadURL),
+            migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek,
+            server: ServerConfiguration(
                 host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort,
                 rateLimits: RateLimits(ipv6Prefix: rateLimitIPv6Prefix), trustedProxies: Swift.Set(trustedProxies),
                 outbound: .init(allowedHosts: Swift.Set(outboundHosts)), idleTimeout: .seconds(idleTimeout),
@@ -104,7 +113,8 @@ struct ServeCommand: AsyncParsableCommand {
 /// What `serve` and `dev` share: migrate as the owner (when given its URL), check the
 /// server's own login (`ServerLogin`), then serve as the application role.
 func migrateThenServe(
-    database: DatabaseOptions, readURL: String? = nil, migrateURL: String?, kek: KeyEncryptionKey, server: ServerConfiguration, logger: Logger,
+    database: DatabaseOptions, readURL: String? = nil, migrateURL: String?, kek: KeyEncryptionKey, server: ServerConfiguration,
+    logger: Logger,
     afterMigration: (() async throws -> Void)? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void
 ) async throws {
@@ -138,9 +148,14 @@ func migrateThenServe(
         for row in census {
             guard let campus = try await store.find(id: CampusID(try row.decode("campus_id"))) else { continue }
             let sealed = try await keys.prepare(campus: campus.id)
-            if sealed > 0 { logger.notice("sealed badge keys stored before keys were encrypted", metadata: ["campus": "\(campus.slug)", "keys": "\(sealed)"]) }
+            if sealed > 0 {
+                logger.notice(
+                    "sealed badge keys stored before keys were encrypted", metadata: ["campus": "\(campus.slug)", "keys": "\(sealed)"])
+            }
             let secrets = try await plugins.sealPlainSecrets(campus: campus.id) { registry.secretMembers(of: $2, kind: $0, id: $1) }
-            if secrets > 0 { logger.notice("sealed plugin secrets stored in the clear", metadata: ["campus": "\(campus.slug)", "plugins": "\(secrets)"]) }
+            if secrets > 0 {
+                logger.notice("sealed plugin secrets stored in the clear", metadata: ["campus": "\(campus.slug)", "plugins": "\(secrets)"])
+            }
         }
     } catch let error as CampusError {
         await pool.shutdown()
@@ -150,12 +165,14 @@ func migrateThenServe(
         configuration: server, database: pool, readDatabase: reader, kek: kek, logger: logger, onServerRunning: onServerRunning)
     do {
         try await app.runService()
-    } catch where "\(error)".contains("Address already in use") {
+    } catch  where "\(error)".contains("Address already in use") {
         if let metricsPort = server.metricsPort {
             throw CLIError(
-                "cannot listen on \(server.host):\(server.port) or \(server.host):\(metricsPort) (--metrics-port): one of them is already in use; pass other ports or stop the process using it")
+                "cannot listen on \(server.host):\(server.port) or \(server.host):\(metricsPort) (--metrics-port): one of them is already in use; pass other ports or stop the process using it"
+            )
         }
         throw CLIError(
-            "cannot listen on \(server.host):\(server.port): the address is already in use; pass another --port or stop the process using it")
+            "cannot listen on \(server.host):\(server.port): the address is already in use; pass another --port or stop the process using it"
+        )
     }
 }

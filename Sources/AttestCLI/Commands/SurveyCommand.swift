@@ -43,9 +43,14 @@ extension SurveyCommand {
             }
             let published = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: campus)
-                return try await QuestionnaireStore(client: context.client).publish(campus: campus, draft: draft, actor: TenantContext.actor)
+                return try await QuestionnaireStore(client: context.client).publish(
+                    campus: campus, draft: draft, actor: TenantContext.actor)
             }
-            if json { printJSON(published) } else { say("Published version \(published.version) of \(campus)'s survey (\(published.questions.count) questions).") }
+            if json {
+                printJSON(published)
+            } else {
+                say("Published version \(published.version) of \(campus)'s survey (\(published.questions.count) questions).")
+            }
         }
     }
 
@@ -65,7 +70,9 @@ extension SurveyCommand {
                 return try await store.active(campus: campus.id)
             }
             guard let questionnaire else {
-                if let version { throw CLIError("\(campus) has no survey version \(version): `attest survey show \(campus)` shows the active one") }
+                if let version {
+                    throw CLIError("\(campus) has no survey version \(version): `attest survey show \(campus)` shows the active one")
+                }
                 throw CLIError("\(campus) has no survey yet: publish one with `attest survey publish \(campus) FILE.json`")
             }
             if json { return printJSON(questionnaire) }
@@ -73,7 +80,9 @@ extension SurveyCommand {
             for question in questionnaire.questions {
                 var detail = question.kind.rawValue
                 if let options = question.options { detail += " [\(options.joined(separator: ", "))]" }
-                if question.min != nil || question.max != nil { detail += " \(question.min.map { "\($0)" } ?? "")…\(question.max.map { "\($0)" } ?? "") \(question.unit ?? "")" }
+                if question.min != nil || question.max != nil {
+                    detail += " \(question.min.map { "\($0)" } ?? "")…\(question.max.map { "\($0)" } ?? "") \(question.unit ?? "")"
+                }
                 say("  \(question.id)\(question.required ? "" : " (optional)"): \(question.prompt) — \(detail)")
             }
         }

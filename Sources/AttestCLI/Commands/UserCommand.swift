@@ -89,7 +89,9 @@ extension UserCommand {
 
     struct Deactivate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Deactivate a user: no sign-in, every session revoked, no reminders, no shared link opens; counted apart from active members. Audited.")
+            abstract:
+                "Deactivate a user: no sign-in, every session revoked, no reminders, no shared link opens; counted apart from active members. Audited."
+        )
         @Argument var campus: String
         @Argument var email: String
         @OptionGroup var database: DatabaseOptions
@@ -119,8 +121,11 @@ extension UserCommand {
 
     struct Erase: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Erase a user: every row of theirs (attestations, sessions, journal, recordings, episodes, links) is deleted, and the audit log keeps only that an erasure happened.",
-            discussion: "It cannot be undone: pass --yes. Run it with the schema owner's database URL (the audit log is append-only for the server).")
+            abstract:
+                "Erase a user: every row of theirs (attestations, sessions, journal, recordings, episodes, links) is deleted, and the audit log keeps only that an erasure happened.",
+            discussion:
+                "It cannot be undone: pass --yes. Run it with the schema owner's database URL (the audit log is append-only for the server)."
+        )
         @Argument var campus: String
         @Argument var email: String
         @Flag(help: "Erase: it cannot be undone.") var yes = false
@@ -128,14 +133,18 @@ extension UserCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            guard yes else { throw CLIError("erasing \(email) at \(campus) deletes every row of theirs and cannot be undone: pass --yes to do it") }
+            guard yes else {
+                throw CLIError("erasing \(email) at \(campus) deletes every row of theirs and cannot be undone: pass --yes to do it")
+            }
             let logger = logging.makeLogger(label: "attest")
             let owner = try database.ownerClient(logger: logger, maxConnections: 1)
             let outcome = try await runningService(owner) {
                 let campus = try await CampusStore(client: owner).require(slug: campus)
                 return try await UserStore(client: owner).erase(campus: campus, email: email, actor: TenantContext.actor)
             }
-            say("Erased \(email) at \(campus) (user \(outcome.id)); \(outcome.auditEntriesRemoved) audit entries naming them removed, one recording the erasure kept.")
+            say(
+                "Erased \(email) at \(campus) (user \(outcome.id)); \(outcome.auditEntriesRemoved) audit entries naming them removed, one recording the erasure kept."
+            )
         }
     }
 }

@@ -94,8 +94,10 @@ public struct EmbeddedPostgres: Sendable {
         logger.info("creating a PostgreSQL cluster", metadata: ["directory": "\(clusterDirectory.path)"])
         try runServerProgram(
             "initdb",
-            ["-D", clusterDirectory.path, "-U", Self.superuser, "-E", "UTF8", "--locale=C",
-             "--auth-local=trust", "--auth-host=reject", "--no-instructions"] + (durable ? [] : ["--no-sync"]))
+            [
+                "-D", clusterDirectory.path, "-U", Self.superuser, "-E", "UTF8", "--locale=C",
+                "--auth-local=trust", "--auth-host=reject", "--no-instructions",
+            ] + (durable ? [] : ["--no-sync"]))
         // Only the Unix socket in our own directory; nothing on the network.
         let quotedSocket = "'" + socketDirectory.path.replacingOccurrences(of: "'", with: "''") + "'"
         let settings = """

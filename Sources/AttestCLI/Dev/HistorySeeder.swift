@@ -61,7 +61,8 @@ public struct HistorySeeder: Sendable {
         let tag = String(UUID().lowercasedText.prefix(8))
         // Ids are a random per-run prefix (48 bits) and a counter: unique, and in index order.
         let userPrefix = UInt64.random(in: 0..<(1 << 48)), idPrefix = UInt64.random(in: 0..<(1 << 48))
-        let plan = try SeedPlan(campus: campus, questionnaire: questionnaire, first: first, days: days, keepFrom: keepFrom, now: now, idPrefix: idPrefix)
+        let plan = try SeedPlan(
+            campus: campus, questionnaire: questionnaire, first: first, days: days, keepFrom: keepFrom, now: now, idPrefix: idPrefix)
         let domain = campus.emailDomains.first ?? "seed.example.edu"
         let trusted = try await preflight()
         // Members, created at the start of the first day (and counted active from then), each

@@ -45,7 +45,9 @@ struct SeedPlan: Sendable {
     static let epoch: Int64 = 946_684_800
     static let epochDate = LocalDate(year: 2000, month: 1, day: 1)
 
-    init(campus: Campus, questionnaire: Questionnaire, first: LocalDate, days count: Int, keepFrom: LocalDate, now: Date, idPrefix: UInt64) throws {
+    init(campus: Campus, questionnaire: Questionnaire, first: LocalDate, days count: Int, keepFrom: LocalDate, now: Date, idPrefix: UInt64)
+        throws
+    {
         let zone = campus.zone
         // Whole seconds: the days' instants are, and `answers_purged_at` needs no finer.
         func microseconds(_ instant: Date) -> Int64 { (Int64(instant.timeIntervalSince1970.rounded(.down)) - Self.epoch) * 1_000_000 }
@@ -57,7 +59,8 @@ struct SeedPlan: Sendable {
         for offset in 0..<count {
             let date = first.adding(days: offset)
             let end = date.adding(days: 1).start(in: zone)
-            let steady = end.timeIntervalSince(start) == 86_400
+            let steady =
+                end.timeIntervalSince(start) == 86_400
                 && zone.secondsFromGMT(for: start) == zone.secondsFromGMT(for: end.addingTimeInterval(-1))
             var minutes: [(Int64, Int)]?
             if !steady {
@@ -91,7 +94,9 @@ struct SeedPlan: Sendable {
         encoder.outputFormatting = .sortedKeys
         func jsonb(_ answers: [String: AnswerValue]) throws -> [UInt8] { rows.encodedField([1] + Array(try encoder.encode(answers))) }
         self.answers = try [jsonb(base)] + symptoms.map { symptom in try jsonb(base.merging([symptom: .bool(true)]) { $1 }) }
-        func badge(_ color: String, _ reason: String) -> [UInt8] { rows.encodedField(Array(color.utf8)) + rows.encodedField(Array(reason.utf8)) }
+        func badge(_ color: String, _ reason: String) -> [UInt8] {
+            rows.encodedField(Array(color.utf8)) + rows.encodedField(Array(reason.utf8))
+        }
         let reasons = symptoms.isEmpty ? ["Seeded: unwell"] : symptoms.map { "Seeded: \($0)" }
         self.badges = [badge("green", "No symptoms reported")] + reasons.map { badge("yellow", $0) } + reasons.map { badge("red", $0) }
         self.purgedAt = rows.encodedField(Array(withUnsafeBytes(of: microseconds(now).bigEndian) { Array($0) }))

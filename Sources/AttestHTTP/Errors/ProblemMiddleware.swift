@@ -54,7 +54,8 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         case .methodNotAllowed:
             return Problem(
                 .methodNotAllowed, slug: "method-not-allowed", title: "Method not allowed",
-                detail: "\(request.method) is not supported on \(request.uri.path); it answers \(error.headers[.allow] ?? "other methods") (see /openapi.yaml).",
+                detail:
+                    "\(request.method) is not supported on \(request.uri.path); it answers \(error.headers[.allow] ?? "other methods") (see /openapi.yaml).",
                 headers: error.headers)
         case .contentTooLarge:
             return Problem(

@@ -64,8 +64,10 @@ struct BearerAuthentication: Sendable {
         if known == nil {
             let address = context.clientAddress ?? "unknown"
             if let wait = unknownTokens.exhausted(address),
-                !(try token.map { sessions.recognises(campus: try context.requireCampus().id, token: $0) } ?? false) {
-                throw Problem.tooManyRequests("Too many requests with session tokens this campus does not know came from your address.", retryAfter: wait)
+                !(try token.map { sessions.recognises(campus: try context.requireCampus().id, token: $0) } ?? false)
+            {
+                throw Problem.tooManyRequests(
+                    "Too many requests with session tokens this campus does not know came from your address.", retryAfter: wait)
             }
             if let token { known = try await read(token) }
             if known == nil { _ = unknownTokens.take(address) }

@@ -18,7 +18,8 @@ struct OwnDataMiddleware: RouterMiddleware {
         let user = session.user
         if let wait = limiters.ownDataByMember.take("\(user.campusID)/\(user.id)") {
             try await Task.sleep(for: min(wait, .seconds(1)))
-            throw Problem.tooManyRequests("You sent more requests for your journal, episodes and links than a member may at once.", retryAfter: wait)
+            throw Problem.tooManyRequests(
+                "You sent more requests for your journal, episodes and links than a member may at once.", retryAfter: wait)
         }
         return try await next(request, context)
     }

@@ -173,7 +173,8 @@ public struct RequestLimiters: Sendable {
     func admitExport(campus: CampusID, member: UserID) throws -> MemberWork.Ticket {
         let key = "\(campus)/\(member)"
         guard let ticket = exporting.begin(key) else {
-            throw Problem.tooManyRequests("An export of this journal is being written now; one is written at a time.", retryAfter: .seconds(5))
+            throw Problem.tooManyRequests(
+                "An export of this journal is being written now; one is written at a time.", retryAfter: .seconds(5))
         }
         if let wait = exportsByMember.take(key) {
             ticket.finished()

@@ -57,7 +57,8 @@ public enum OpenAPIDocument {
     private static let bearer: OpenAPIValue = [["bearer": []]]
     private static let dateRangeParameters: OpenAPIValue = [
         [
-            "name": "from", "in": "query", "required": true, "description": "Not after to.", "schema": ["type": "string", "format": "date"],
+            "name": "from", "in": "query", "required": true, "description": "Not after to.",
+            "schema": ["type": "string", "format": "date"],
             "example": "2026-11-01",
         ],
         [
@@ -79,9 +80,16 @@ public enum OpenAPIDocument {
                 "type": "object", "required": ["green", "yellow", "red"], "additionalProperties": false,
                 "properties": ["green": ["type": "integer"], "yellow": ["type": "integer"], "red": ["type": "integer"]],
             ],
-            "symptoms": ["type": "object", "additionalProperties": ["type": "integer"], "description": "Yes answers per symptom question of the active survey."],
-            "answers": ["type": "object", "additionalProperties": counts, "description": "Per question, per answer (\"true\" or a choice option)."],
-            "complianceRate": ["type": ["number", "null"], "description": "On-time submissions over active members (member-days in the total), 0 to 1."],
+            "symptoms": [
+                "type": "object", "additionalProperties": ["type": "integer"],
+                "description": "Yes answers per symptom question of the active survey.",
+            ],
+            "answers": [
+                "type": "object", "additionalProperties": counts, "description": "Per question, per answer (\"true\" or a choice option).",
+            ],
+            "complianceRate": [
+                "type": ["number", "null"], "description": "On-time submissions over active members (member-days in the total), 0 to 1.",
+            ],
         ],
     ]
 
@@ -120,10 +128,14 @@ public enum OpenAPIDocument {
                 "/metrics": [
                     "get": [
                         "summary": "Prometheus metrics of this server (not served here when `attest serve --metrics-port` moves them).",
-                        "description": "Requests by method, route template and status, and their latency; submissions by outcome, write batch sizes and times; badge rule failures; notification deliveries; database connections. No label names a campus, a member or an answer.",
+                        "description":
+                            "Requests by method, route template and status, and their latency; submissions by outcome, write batch sizes and times; badge rule failures; notification deliveries; database connections. No label names a campus, a member or an answer.",
                         "operationId": "metrics",
                         "responses": [
-                            "200": ["description": "Prometheus text exposition format 0.0.4.", "content": ["text/plain": ["schema": ["type": "string"]]]]
+                            "200": [
+                                "description": "Prometheus text exposition format 0.0.4.",
+                                "content": ["text/plain": ["schema": ["type": "string"]]],
+                            ]
                         ],
                     ]
                 ],
@@ -173,7 +185,7 @@ public enum OpenAPIDocument {
                             "404": responseRef("NotFound"),
                             "429": responseRef("TooManyRequests"),
                         ],
-                    ]
+                    ],
                 ],
                 "/v1/campuses/{campus}/sessions/current": [
                     "parameters": [campusParameter],
@@ -227,7 +239,8 @@ public enum OpenAPIDocument {
                         "parameters": [
                             [
                                 "name": "Idempotency-Key", "in": "header", "required": false,
-                                "description": "Retrying with the same key and body returns the original 201; the same key with another body is a 422 naming it. 1 to 200 visible ASCII characters, such as a UUID.",
+                                "description":
+                                    "Retrying with the same key and body returns the original 201; the same key with another body is a 422 naming it. 1 to 200 visible ASCII characters, such as a UUID.",
                                 "schema": ["type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[!-~]{1,200}$"],
                                 "example": "0b6f2c1e-6c3d-4a51-9a57-3f7d1c2e8a90",
                             ]
@@ -238,17 +251,23 @@ public enum OpenAPIDocument {
                                 "Stored (or, for a repeated Idempotency-Key, the original).", ref("Attestation"),
                                 links: [
                                     "badge": ["operationId": "getMyBadge", "description": "The badge the submission made."],
-                                    "history": ["operationId": "listMyAttestations", "description": "The member's attestations, this one first."],
+                                    "history": [
+                                        "operationId": "listMyAttestations", "description": "The member's attestations, this one first.",
+                                    ],
                                 ]),
                             "400": responseRef("BadRequest"),
                             "401": responseRef("Unauthorized"),
                             "429": responseRef("TooManyRequests"),
                             "404": responseRef("NotFound"),
-                            "409": problem("Already submitted today (the detail names the date and when the next window opens), or the survey version is not the active one."),
+                            "409": problem(
+                                "Already submitted today (the detail names the date and when the next window opens), or the survey version is not the active one."
+                            ),
                             "408": responseRef("TooSlow"),
                             "413": responseRef("TooLarge"),
                             "415": responseRef("UnsupportedMediaType"),
-                            "422": problem("Answers that do not fit the questionnaire (each field named), or an Idempotency-Key sent before with another body (type /problems/idempotency-key-reused, the field Idempotency-Key)."),
+                            "422": problem(
+                                "Answers that do not fit the questionnaire (each field named), or an Idempotency-Key sent before with another body (type /problems/idempotency-key-reused, the field Idempotency-Key)."
+                            ),
                             "503": problem("The database cannot be reached; retry with the same Idempotency-Key."),
                         ],
                     ],
@@ -281,7 +300,8 @@ public enum OpenAPIDocument {
                                 links: [
                                     "verify": [
                                         "operationId": "verifyBadge", "requestBody": ["token": "$response.body#/token"],
-                                        "description": "What a door scanner learns from this badge's token (null when gray: nothing to show).",
+                                        "description":
+                                            "What a door scanner learns from this badge's token (null when gray: nothing to show).",
                                     ]
                                 ]),
                             "401": responseRef("Unauthorized"),
@@ -348,7 +368,10 @@ public enum OpenAPIDocument {
                                 "name": "lon", "in": "query", "required": false, "description": "Given together with lat, or neither.",
                                 "schema": ["type": "number", "minimum": -180, "maximum": 180], "example": -74,
                             ],
-                            ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
+                            [
+                                "name": "limit", "in": "query", "required": false,
+                                "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20],
+                            ],
                         ],
                         "responses": [
                             "200": json("Locations, and the providers that did not answer in time.", ref("TestingLocations")),
@@ -363,7 +386,8 @@ public enum OpenAPIDocument {
                     "parameters": [campusParameter],
                     "get": [
                         "summary": "The member's own journal entries, newest first (by date, then newest written), a page at a time.",
-                        "description": "Only the member's own entries: nobody else, administrators and health officers included, can read them.",
+                        "description":
+                            "Only the member's own entries: nobody else, administrators and health officers included, can read them.",
                         "operationId": "listMyJournal",
                         "security": bearer,
                         "parameters": pageParameters,
@@ -448,7 +472,8 @@ public enum OpenAPIDocument {
                     "parameters": [campusParameter, journalIDParameter],
                     "put": [
                         "summary": "Stores (or replaces) the entry's one recording: its raw bytes, at most 5 MB, with their Content-Type.",
-                        "description": "WebM/Opus, Ogg, MP3, MP4/AAC or WAV. The type is read from the bytes: bytes of another type than the Content-Type names, or of none of these, are a 415.",
+                        "description":
+                            "WebM/Opus, Ogg, MP3, MP4/AAC or WAV. The type is read from the bytes: bytes of another type than the Content-Type names, or of none of these, are a 415.",
                         "operationId": "putMyJournalAudio",
                         "security": bearer,
                         "requestBody": [
@@ -478,7 +503,9 @@ public enum OpenAPIDocument {
                         "summary": "The entry's recording, with its type; a single byte range (Range: bytes=a-b, a-, -n) answers 206.",
                         "operationId": "getMyJournalAudio",
                         "security": bearer,
-                        "parameters": [["name": "Range", "in": "header", "required": false, "schema": ["type": "string"], "example": "bytes=0-1023"]],
+                        "parameters": [
+                            ["name": "Range", "in": "header", "required": false, "schema": ["type": "string"], "example": "bytes=0-1023"]
+                        ],
                         "responses": [
                             "200": audioResponse("The whole recording (Accept-Ranges: bytes)."),
                             "206": audioResponse("The range asked for (Content-Range)."),
@@ -506,7 +533,8 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/me/episodes": [
                     "parameters": [campusParameter],
                     "get": [
-                        "summary": "The member's own episodes, newest first, a page at a time (episodes open over 72 h are closed first, flagged autoClosed).",
+                        "summary":
+                            "The member's own episodes, newest first, a page at a time (episodes open over 72 h are closed first, flagged autoClosed).",
                         "operationId": "listMyEpisodes",
                         "security": bearer,
                         "parameters": pageParameters,
@@ -521,8 +549,10 @@ public enum OpenAPIDocument {
                         ],
                     ],
                     "post": [
-                        "summary": "Starts an episode: kind (headache, migraine or one the campus adds), severity 0–10, notes, startedAt (default now), location (kept to 0.1°).",
-                        "description": "With a location and a context provider, the weather there at the start and a day earlier is stored with it; a provider that fails leaves it out. At most one open episode a kind: 409 names the open one.",
+                        "summary":
+                            "Starts an episode: kind (headache, migraine or one the campus adds), severity 0–10, notes, startedAt (default now), location (kept to 0.1°).",
+                        "description":
+                            "With a location and a context provider, the weather there at the start and a day earlier is stored with it; a provider that fails leaves it out. At most one open episode a kind: 409 names the open one.",
                         "operationId": "startEpisode",
                         "security": bearer,
                         "requestBody": ["required": true, "content": ["application/json": ["schema": ref("EpisodeStart")]]],
@@ -545,12 +575,19 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/me/episodes/summary": [
                     "parameters": [campusParameter],
                     "get": [
-                        "summary": "Count, total and average duration (closed episodes), and per factor the average at the start against the same place and hour a day earlier; in all and by month.",
+                        "summary":
+                            "Count, total and average duration (closed episodes), and per factor the average at the start against the same place and hour a day earlier; in all and by month.",
                         "operationId": "getMyEpisodeSummary",
                         "security": bearer,
                         "parameters": [
-                            ["name": "from", "in": "query", "required": false, "description": "Default 29 days before to.", "schema": ["type": "string", "format": "date"]],
-                            ["name": "to", "in": "query", "required": false, "description": "Default today (campus-local).", "schema": ["type": "string", "format": "date"]],
+                            [
+                                "name": "from", "in": "query", "required": false, "description": "Default 29 days before to.",
+                                "schema": ["type": "string", "format": "date"],
+                            ],
+                            [
+                                "name": "to", "in": "query", "required": false, "description": "Default today (campus-local).",
+                                "schema": ["type": "string", "format": "date"],
+                            ],
                         ],
                         "responses": [
                             "200": json("The summary.", ref("EpisodeSummary")),
@@ -637,13 +674,23 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/me/export": [
                     "parameters": [campusParameter],
                     "get": [
-                        "summary": "The member's journal entries and episodes of a range as PDF (default), CSV or JSON; the audit log records that an export happened.",
+                        "summary":
+                            "The member's journal entries and episodes of a range as PDF (default), CSV or JSON; the audit log records that an export happened.",
                         "operationId": "exportMine",
                         "security": bearer,
                         "parameters": [
-                            ["name": "from", "in": "query", "required": false, "description": "Default 29 days before to.", "schema": ["type": "string", "format": "date"]],
-                            ["name": "to", "in": "query", "required": false, "description": "Default today; at most 366 days in all.", "schema": ["type": "string", "format": "date"]],
-                            ["name": "format", "in": "query", "required": false, "schema": ["type": "string", "enum": ["pdf", "csv", "json"], "default": "pdf"]],
+                            [
+                                "name": "from", "in": "query", "required": false, "description": "Default 29 days before to.",
+                                "schema": ["type": "string", "format": "date"],
+                            ],
+                            [
+                                "name": "to", "in": "query", "required": false, "description": "Default today; at most 366 days in all.",
+                                "schema": ["type": "string", "format": "date"],
+                            ],
+                            [
+                                "name": "format", "in": "query", "required": false,
+                                "schema": ["type": "string", "enum": ["pdf", "csv", "json"], "default": "pdf"],
+                            ],
                         ],
                         "responses": [
                             "200": exportResponse("The export (Content-Disposition: attachment)."),
@@ -659,7 +706,8 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/me/shares": [
                     "parameters": [campusParameter],
                     "get": [
-                        "summary": "The member's shared links, newest first, each with its status and every opening (the member's own access log).",
+                        "summary":
+                            "The member's shared links, newest first, each with its status and every opening (the member's own access log).",
                         "operationId": "listMyShares",
                         "security": bearer,
                         "responses": [
@@ -672,8 +720,10 @@ public enum OpenAPIDocument {
                         ],
                     ],
                     "post": [
-                        "summary": "A read-only link to a date range of the member's journal and episodes for a clinician, living 1 hour to 30 days; the url is shown only here.",
-                        "description": "The link carries no personal data: a random token, of which the server keeps only a hash. The audit log records that a share was made.",
+                        "summary":
+                            "A read-only link to a date range of the member's journal and episodes for a clinician, living 1 hour to 30 days; the url is shown only here.",
+                        "description":
+                            "The link carries no personal data: a random token, of which the server keeps only a hash. The audit log records that a share was made.",
                         "operationId": "createShare",
                         "security": bearer,
                         "requestBody": ["required": true, "content": ["application/json": ["schema": ref("ShareRequest")]]],
@@ -694,7 +744,10 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/me/shares/{id}": [
                     "parameters": [
                         campusParameter,
-                        ["name": "id", "in": "path", "required": true, "description": "The link's id.", "schema": ["type": "string", "format": "uuid"]],
+                        [
+                            "name": "id", "in": "path", "required": true, "description": "The link's id.",
+                            "schema": ["type": "string", "format": "uuid"],
+                        ],
                     ],
                     "delete": [
                         "summary": "Revokes the link at once.",
@@ -712,23 +765,39 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/shared/{token}": [
                     "parameters": [
                         campusParameter,
-                        ["name": "token", "in": "path", "required": true, "description": "The link's token.", "schema": ["type": "string"]],
+                        [
+                            "name": "token", "in": "path", "required": true, "description": "The link's token.",
+                            "schema": ["type": "string"],
+                        ],
                     ],
                     "get": [
-                        "summary": "What a shared link shows before it is opened: a small page naming whose record it is, its range, until when it works and how many openings are left, with a button per format. It opens nothing and is not recorded (a chat's or mail's link scanner may fetch it); no sign-in.",
+                        "summary":
+                            "What a shared link shows before it is opened: a small page naming whose record it is, its range, until when it works and how many openings are left, with a button per format. It opens nothing and is not recorded (a chat's or mail's link scanner may fetch it); no sign-in.",
                         "operationId": "describeShare",
-                        "parameters": [["name": "format", "in": "query", "required": false, "description": "The format whose button comes first.", "schema": ["type": "string", "enum": ["pdf", "csv", "json"]]]],
+                        "parameters": [
+                            [
+                                "name": "format", "in": "query", "required": false, "description": "The format whose button comes first.",
+                                "schema": ["type": "string", "enum": ["pdf", "csv", "json"]],
+                            ]
+                        ],
                         "responses": [
                             "200": ["description": "The page.", "content": ["text/html": ["schema": ["type": "string"]]]],
-                            "404": problem("No such campus, or a link that is unknown here, expired, revoked or whose member left (all alike)."),
+                            "404": problem(
+                                "No such campus, or a link that is unknown here, expired, revoked or whose member left (all alike)."),
                             "422": responseRef("Invalid"),
                             "429": responseRef("TooManyRequests"),
                         ],
                     ],
                     "post": [
-                        "summary": "Opens a shared link: the range's journal entries and episodes, PDF by default (inline); no sign-in. Each opening is recorded in the member's access log; a link opens at most 20 times.",
+                        "summary":
+                            "Opens a shared link: the range's journal entries and episodes, PDF by default (inline); no sign-in. Each opening is recorded in the member's access log; a link opens at most 20 times.",
                         "operationId": "openShare",
-                        "parameters": [["name": "format", "in": "query", "required": false, "schema": ["type": "string", "enum": ["pdf", "csv", "json"], "default": "pdf"]]],
+                        "parameters": [
+                            [
+                                "name": "format", "in": "query", "required": false,
+                                "schema": ["type": "string", "enum": ["pdf", "csv", "json"], "default": "pdf"],
+                            ]
+                        ],
                         "requestBody": [
                             "required": false,
                             "content": [
@@ -743,12 +812,15 @@ public enum OpenAPIDocument {
                         "responses": [
                             "200": exportResponse("The export (Content-Disposition: inline)."),
                             "400": responseRef("BadRequest"),
-                            "404": problem("No such campus, or a link that is unknown here, expired, revoked or whose member left (all alike)."),
+                            "404": problem(
+                                "No such campus, or a link that is unknown here, expired, revoked or whose member left (all alike)."),
                             "408": responseRef("TooSlow"),
                             "413": responseRef("TooLarge"),
                             "415": problem("The body is not a form (application/x-www-form-urlencoded)."),
                             "422": responseRef("Invalid"),
-                            "429": problem("Too many unknown links from this address (Retry-After), or this link was opened as often as a link may be (type /problems/link-openings-exhausted)."),
+                            "429": problem(
+                                "Too many unknown links from this address (Retry-After), or this link was opened as often as a link may be (type /problems/link-openings-exhausted)."
+                            ),
                             "503": problem("The server has no key-encryption key to open entries with."),
                         ],
                     ],
@@ -756,7 +828,8 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/me/privacy": [
                     "parameters": [campusParameter],
                     "get": [
-                        "summary": "How long the member keeps their journal and episodes: journalKeepDays, or null for forever (the default).",
+                        "summary":
+                            "How long the member keeps their journal and episodes: journalKeepDays, or null for forever (the default).",
                         "operationId": "getMyPrivacy",
                         "security": bearer,
                         "responses": [
@@ -769,7 +842,8 @@ public enum OpenAPIDocument {
                         ],
                     ],
                     "put": [
-                        "summary": "Sets how long the member keeps their journal and episodes; the daily upkeep deletes what is older (by entry date, episode start). The campus's retention-days does not apply to them.",
+                        "summary":
+                            "Sets how long the member keeps their journal and episodes; the daily upkeep deletes what is older (by entry date, episode start). The campus's retention-days does not apply to them.",
                         "operationId": "setMyPrivacy",
                         "security": bearer,
                         "requestBody": ["required": true, "content": ["application/json": ["schema": ref("Privacy")]]],
@@ -790,14 +864,17 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/community": [
                     "parameters": [campusParameter],
                     "get": [
-                        "summary": "The home region's (or another region's) community figures: 7-day average of new cases, per 100,000, trend, risk level and the campus's guidance.",
-                        "description": "Rules: the 7-day average counts new cases reported on the 7 dates ending asOf (an unreported date counts 0), over 7, not below 0; per 100,000 needs the region's population; trend compares that week's total with the 7 days before (rising at least 10% higher, falling at least 10% lower, else flat); risk is low below the first of riskThresholds, then medium, high, very-high and severe from each threshold on. Figures that need more reported days than there are are absent. Guidance is in the best language of Accept-Language the campus wrote it in.",
+                        "summary":
+                            "The home region's (or another region's) community figures: 7-day average of new cases, per 100,000, trend, risk level and the campus's guidance.",
+                        "description":
+                            "Rules: the 7-day average counts new cases reported on the 7 dates ending asOf (an unreported date counts 0), over 7, not below 0; per 100,000 needs the region's population; trend compares that week's total with the 7 days before (rising at least 10% higher, falling at least 10% lower, else flat); risk is low below the first of riskThresholds, then medium, high, very-high and severe from each threshold on. Figures that need more reported days than there are are absent. Guidance is in the best language of Accept-Language the campus wrote it in.",
                         "operationId": "getCommunity",
                         "security": bearer,
                         "parameters": [
                             [
                                 "name": "region", "in": "query", "required": false,
-                                "description": "A region id of the campus's provider (a county FIPS code, say); the campus's home region when absent.",
+                                "description":
+                                    "A region id of the campus's provider (a county FIPS code, say); the campus's home region when absent.",
                                 "schema": ["type": "string", "pattern": "^[A-Za-z0-9._:-]{1,64}$"], "example": "36061",
                             ],
                             ["name": "Accept-Language", "in": "header", "required": false, "schema": ["type": "string"]],
@@ -806,7 +883,9 @@ public enum OpenAPIDocument {
                             "200": json("The region's figures.", ref("Community")),
                             "401": responseRef("Unauthorized"),
                             "429": responseRef("TooManyRequests"),
-                            "404": problem("No such campus; or the campus shows no community data, has no home region, or its provider has no such region."),
+                            "404": problem(
+                                "No such campus; or the campus shows no community data, has no home region, or its provider has no such region."
+                            ),
                             "422": responseRef("Invalid"),
                             "503": problem("The provider did not answer within 2 s and has no earlier copy (Retry-After: 60)."),
                         ],
@@ -815,12 +894,19 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/community/regions": [
                     "parameters": [campusParameter],
                     "get": [
-                        "summary": "Regions the campus's community-data provider knows whose name contains search (ignoring case), by name.",
+                        "summary":
+                            "Regions the campus's community-data provider knows whose name contains search (ignoring case), by name.",
                         "operationId": "searchCommunityRegions",
                         "security": bearer,
                         "parameters": [
-                            ["name": "search", "in": "query", "required": false, "schema": ["type": "string", "maxLength": 100], "example": "new york"],
-                            ["name": "limit", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20]],
+                            [
+                                "name": "search", "in": "query", "required": false, "schema": ["type": "string", "maxLength": 100],
+                                "example": "new york",
+                            ],
+                            [
+                                "name": "limit", "in": "query", "required": false,
+                                "schema": ["type": "integer", "minimum": 1, "maximum": 100, "default": 20],
+                            ],
                         ],
                         "responses": [
                             "200": json("Regions, by name.", ref("CommunityRegions")),
@@ -835,8 +921,10 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/stats": [
                     "parameters": [campusParameter],
                     "get": [
-                        "summary": "Per day: the share of each badge colour and the percentage reporting each symptom; small counts suppressed.",
-                        "description": "Any member. A day with fewer attestations than the campus's stats-min-count (default 10) is suppressed whole; within a day, a colour or symptom counted 1 to stats-min-count − 1 times is null.",
+                        "summary":
+                            "Per day: the share of each badge colour and the percentage reporting each symptom; small counts suppressed.",
+                        "description":
+                            "Any member. A day with fewer attestations than the campus's stats-min-count (default 10) is suppressed whole; within a day, a colour or symptom counted 1 to stats-min-count − 1 times is null.",
                         "operationId": "getStats",
                         "security": bearer,
                         "parameters": dateRangeParameters,
@@ -852,7 +940,8 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/admin/dashboard": [
                     "parameters": [campusParameter],
                     "get": [
-                        "summary": "Per day and in total: active members, submitted, on time, late, missing, counts per colour, symptom and answer, compliance.",
+                        "summary":
+                            "Per day and in total: active members, submitted, on time, late, missing, counts per colour, symptom and answer, compliance.",
                         "operationId": "getDashboard",
                         "security": bearer,
                         "parameters": dateRangeParameters,
@@ -869,11 +958,15 @@ public enum OpenAPIDocument {
                 "/v1/campuses/{campus}/admin/follow-ups": [
                     "parameters": [campusParameter],
                     "get": [
-                        "summary": "Who had a red or yellow badge on a date, red first, a page at a time: identifiable, for health officers; every read is audited.",
+                        "summary":
+                            "Who had a red or yellow badge on a date, red first, a page at a time: identifiable, for health officers; every read is audited.",
                         "operationId": "listFollowUps",
                         "security": bearer,
                         "parameters": [
-                            ["name": "date", "in": "query", "required": true, "schema": ["type": "string", "format": "date"], "example": "2026-11-20"],
+                            [
+                                "name": "date", "in": "query", "required": true, "schema": ["type": "string", "format": "date"],
+                                "example": "2026-11-20",
+                            ],
                             [
                                 "name": "color", "in": "query", "required": false, "description": "One colour; both when absent.",
                                 "schema": ["type": "string", "enum": ["red", "yellow"]],
@@ -900,7 +993,9 @@ public enum OpenAPIDocument {
             ],
             "components": [
                 "securitySchemes": [
-                    "bearer": ["type": "http", "scheme": "bearer", "description": "A session token from POST …/sessions or `attest token issue`."]
+                    "bearer": [
+                        "type": "http", "scheme": "bearer", "description": "A session token from POST …/sessions or `attest token issue`.",
+                    ]
                 ],
                 "parameters": [
                     "campus": [
@@ -912,13 +1007,17 @@ public enum OpenAPIDocument {
                     "BadRequest": problem("The body is not a JSON object."),
                     "Unauthorized": problem("No token, or one not valid at this campus (WWW-Authenticate: Bearer)."),
                     "Forbidden": problem("Signed in, but without the role this needs."),
-                    "OperatorSession": problem("The session was minted by an operator (`attest token issue`), not signed in to by the member: it opens none of the member's private data (type /problems/operator-session)."),
+                    "OperatorSession": problem(
+                        "The session was minted by an operator (`attest token issue`), not signed in to by the member: it opens none of the member's private data (type /problems/operator-session)."
+                    ),
                     "NotFound": problem("No such campus (or resource)."),
                     "TooLarge": problem("The body is larger than the server accepts."),
                     "TooSlow": problem("The body did not arrive within 10 s; the connection is closed. Send it again, all at once."),
                     "UnsupportedMediaType": problem("The body is not application/json."),
                     "Invalid": problem("Fields that are missing or wrong, each named in errors[]."),
-                    "TooManyRequests": problem("Too many sign-in attempts, or requests with unknown tokens, from this address or at this campus; Retry-After says when to try again."),
+                    "TooManyRequests": problem(
+                        "Too many sign-in attempts, or requests with unknown tokens, from this address or at this campus; Retry-After says when to try again."
+                    ),
                 ],
                 "schemas": [
                     "Stats": [
@@ -933,7 +1032,9 @@ public enum OpenAPIDocument {
                                     "additionalProperties": false,
                                     "properties": [
                                         "date": ["type": "string", "format": "date"],
-                                        "suppressed": ["type": "boolean", "description": "Too few attestations that day to show anything."],
+                                        "suppressed": [
+                                            "type": "boolean", "description": "Too few attestations that day to show anything.",
+                                        ],
                                         "submitted": ["type": ["integer", "null"]],
                                         "colors": [
                                             "type": "object", "required": ["green", "yellow", "red"], "additionalProperties": false,
@@ -964,7 +1065,9 @@ public enum OpenAPIDocument {
                         "type": "object", "required": ["date", "colors", "items", "nextCursor"], "additionalProperties": false,
                         "properties": [
                             "date": ["type": "string", "format": "date"],
-                            "nextCursor": ["type": ["string", "null"], "description": "Pass as cursor for the next page; null on the last page."],
+                            "nextCursor": [
+                                "type": ["string", "null"], "description": "Pass as cursor for the next page; null on the last page.",
+                            ],
                             "colors": ["type": "array", "items": ["type": "string", "enum": ["red", "yellow"]]],
                             "items": [
                                 "type": "array",
@@ -972,7 +1075,8 @@ public enum OpenAPIDocument {
                                     "type": "object", "required": ["userId", "name", "email", "color", "reason", "submittedAt", "onTime"],
                                     "additionalProperties": false,
                                     "properties": [
-                                        "userId": ["type": "string", "format": "uuid"], "name": ["type": "string"], "email": ["type": "string"],
+                                        "userId": ["type": "string", "format": "uuid"], "name": ["type": "string"],
+                                        "email": ["type": "string"],
                                         "color": ["type": "string", "enum": ["red", "yellow"]], "reason": ["type": "string"],
                                         "submittedAt": ["type": "string", "format": "date-time"], "onTime": ["type": "boolean"],
                                     ],
@@ -1008,7 +1112,8 @@ public enum OpenAPIDocument {
                             "idToken": ["type": "string", "minLength": 1, "description": "An OpenID Connect ID token (JWT), used once."],
                             "nonce": [
                                 "type": "string", "pattern": "^[A-Za-z0-9_-]{43}$",
-                                "description": "The nonce of POST …/sessions/nonces the sign-in was started with; the ID token must carry it.",
+                                "description":
+                                    "The nonce of POST …/sessions/nonces the sign-in was started with; the ID token must carry it.",
                             ],
                         ],
                     ],
@@ -1061,11 +1166,15 @@ public enum OpenAPIDocument {
                                         "onTime": ["type": "boolean"],
                                         "surveyVersion": ["type": "integer"],
                                         "badge": ref("AttestationBadge"),
-                                        "answers": ["type": ["object", "null"], "description": "null once removed by the retention purge."],
+                                        "answers": [
+                                            "type": ["object", "null"], "description": "null once removed by the retention purge.",
+                                        ],
                                     ],
                                 ],
                             ],
-                            "nextCursor": ["type": ["string", "null"], "description": "Pass as cursor for older ones; null on the last page."],
+                            "nextCursor": [
+                                "type": ["string", "null"], "description": "Pass as cursor for older ones; null on the last page.",
+                            ],
                         ],
                     ],
                     "AttestationBadge": [
@@ -1085,7 +1194,8 @@ public enum OpenAPIDocument {
                             "reason": ["type": "string"],
                             "token": [
                                 "type": "string",
-                                "description": "Compact JWS (ES256) of {campus, sub (a pseudonym), date, color, iat, exp}; verify against badge-keys.",
+                                "description":
+                                    "Compact JWS (ES256) of {campus, sub (a pseudonym), date, color, iat, exp}; verify against badge-keys.",
                             ],
                         ],
                     ],
@@ -1095,7 +1205,8 @@ public enum OpenAPIDocument {
                             "keys": [
                                 "type": "array",
                                 "items": [
-                                    "type": "object", "required": ["kty", "crv", "alg", "use", "kid", "x", "y"], "additionalProperties": false,
+                                    "type": "object", "required": ["kty", "crv", "alg", "use", "kid", "x", "y"],
+                                    "additionalProperties": false,
                                     "properties": [
                                         "kty": ["type": "string", "enum": ["EC"]], "crv": ["type": "string", "enum": ["P-256"]],
                                         "alg": ["type": "string", "enum": ["ES256"]], "use": ["type": "string", "enum": ["sig"]],
@@ -1112,7 +1223,9 @@ public enum OpenAPIDocument {
                             "color": ["type": "string", "enum": ["green", "yellow", "red", "gray"]],
                             "date": ["type": "string", "format": "date"],
                             "validUntil": ["type": "string", "format": "date-time"],
-                            "reason": ["type": "string", "enum": ["malformed", "other-campus", "unknown-key", "bad-signature", "expired"]],
+                            "reason": [
+                                "type": "string", "enum": ["malformed", "other-campus", "unknown-key", "bad-signature", "expired"],
+                            ],
                             "detail": ["type": "string"],
                         ],
                     ],
@@ -1132,19 +1245,29 @@ public enum OpenAPIDocument {
                                         "notes": ["type": "string"],
                                         "distanceKm": ["type": "number", "description": "Great-circle distance from lat/lon, when given."],
                                         "provider": ["type": "string"],
-                                        "stale": ["type": "boolean", "description": "An older copy kept while the provider's source is down."],
+                                        "stale": [
+                                            "type": "boolean", "description": "An older copy kept while the provider's source is down.",
+                                        ],
                                     ],
                                 ],
                             ],
-                            "unavailable": ["type": "array", "items": ["type": "string"], "description": "Providers that failed or timed out."],
+                            "unavailable": [
+                                "type": "array", "items": ["type": "string"], "description": "Providers that failed or timed out.",
+                            ],
                         ],
                     ],
                     "JournalDraft": [
                         "type": "object", "required": ["title"], "additionalProperties": false,
                         "properties": [
-                            "date": ["type": "string", "format": "date", "description": "From 2000-01-01 to tomorrow; today (campus-local) when absent."],
+                            "date": [
+                                "type": "string", "format": "date",
+                                "description": "From 2000-01-01 to tomorrow; today (campus-local) when absent.",
+                            ],
                             "title": ["type": "string", "minLength": 1, "maxLength": 200],
-                            "text": ["type": "string", "maxLength": 10000, "description": "The body may then be up to 256 KiB (escaped characters are longer)."],
+                            "text": [
+                                "type": "string", "maxLength": 10000,
+                                "description": "The body may then be up to 256 KiB (escaped characters are longer).",
+                            ],
                             "tags": ["type": "array", "uniqueItems": true, "items": ref("JournalTag")],
                         ],
                     ],
@@ -1170,7 +1293,9 @@ public enum OpenAPIDocument {
                             "audio": [
                                 "type": ["object", "null"], "required": ["type", "size", "url"], "additionalProperties": false,
                                 "properties": [
-                                    "type": ["type": "string", "enum": ["audio/webm", "audio/ogg", "audio/mpeg", "audio/mp4", "audio/wav"]],
+                                    "type": [
+                                        "type": "string", "enum": ["audio/webm", "audio/ogg", "audio/mpeg", "audio/mp4", "audio/wav"],
+                                    ],
                                     "size": ["type": "integer"], "url": ["type": "string"],
                                 ],
                             ],
@@ -1182,19 +1307,29 @@ public enum OpenAPIDocument {
                         "type": "object", "required": ["items", "nextCursor"], "additionalProperties": false,
                         "properties": [
                             "items": ["type": "array", "items": ref("JournalEntry")],
-                            "nextCursor": ["type": ["string", "null"], "description": "Pass as cursor for older entries; null on the last page."],
+                            "nextCursor": [
+                                "type": ["string", "null"], "description": "Pass as cursor for older entries; null on the last page.",
+                            ],
                         ],
                     ],
                     "EpisodeStart": [
                         "type": "object", "required": ["kind", "severity"], "additionalProperties": false,
                         "properties": [
-                            "kind": ["type": "string", "description": "headache, migraine, or a kind in the campus's settings (episodeKinds)."],
+                            "kind": [
+                                "type": "string", "description": "headache, migraine, or a kind in the campus's settings (episodeKinds).",
+                            ],
                             "severity": ["type": "integer", "minimum": 0, "maximum": 10],
                             "notes": ["type": "string", "maxLength": 2000],
-                            "startedAt": ["type": "string", "format": "date-time", "description": "Not in the future, within the last year; now when absent."],
+                            "startedAt": [
+                                "type": "string", "format": "date-time",
+                                "description": "Not in the future, within the last year; now when absent.",
+                            ],
                             "location": [
                                 "type": ["object", "null"], "required": ["lat", "lon"], "additionalProperties": false,
-                                "properties": ["lat": ["type": "number", "minimum": -90, "maximum": 90], "lon": ["type": "number", "minimum": -180, "maximum": 180]],
+                                "properties": [
+                                    "lat": ["type": "number", "minimum": -90, "maximum": 90],
+                                    "lon": ["type": "number", "minimum": -180, "maximum": 180],
+                                ],
                             ],
                         ],
                     ],
@@ -1219,7 +1354,10 @@ public enum OpenAPIDocument {
                     ],
                     "Episode": [
                         "type": "object",
-                        "required": ["id", "kind", "severity", "notes", "startedAt", "stoppedAt", "durationMinutes", "autoClosed", "location", "context", "baseline", "createdAt", "updatedAt"],
+                        "required": [
+                            "id", "kind", "severity", "notes", "startedAt", "stoppedAt", "durationMinutes", "autoClosed", "location",
+                            "context", "baseline", "createdAt", "updatedAt",
+                        ],
                         "additionalProperties": false,
                         "properties": [
                             "id": ["type": "string", "format": "uuid"], "kind": ["type": "string"], "severity": ["type": "integer"],
@@ -1232,7 +1370,10 @@ public enum OpenAPIDocument {
                                 "properties": ["lat": ["type": "number"], "lon": ["type": "number"]],
                             ],
                             "context": ["type": ["array", "null"], "items": ref("EnvironmentFactor"), "description": "At the start."],
-                            "baseline": ["type": ["array", "null"], "items": ref("EnvironmentFactor"), "description": "The same place and hour a day earlier."],
+                            "baseline": [
+                                "type": ["array", "null"], "items": ref("EnvironmentFactor"),
+                                "description": "The same place and hour a day earlier.",
+                            ],
                             "createdAt": ["type": "string", "format": "date-time"], "updatedAt": ["type": "string", "format": "date-time"],
                         ],
                     ],
@@ -1241,7 +1382,8 @@ public enum OpenAPIDocument {
                         "properties": ["items": ["type": "array", "items": ref("Episode")], "nextCursor": ["type": ["string", "null"]]],
                     ],
                     "EpisodeSummaryPart": [
-                        "type": "object", "required": ["count", "closed", "totalMinutes", "averageMinutes", "factors"], "additionalProperties": false,
+                        "type": "object", "required": ["count", "closed", "totalMinutes", "averageMinutes", "factors"],
+                        "additionalProperties": false,
                         "properties": [
                             "month": ["type": "string", "description": "YYYY-MM (campus-local start); absent in total."],
                             "count": ["type": "integer"], "closed": ["type": "integer"], "totalMinutes": ["type": "integer"],
@@ -1302,7 +1444,9 @@ public enum OpenAPIDocument {
                                             "type": "array",
                                             "items": [
                                                 "type": "object", "required": ["openedAt", "format"], "additionalProperties": false,
-                                                "properties": ["openedAt": ["type": "string", "format": "date-time"], "format": ["type": "string"]],
+                                                "properties": [
+                                                    "openedAt": ["type": "string", "format": "date-time"], "format": ["type": "string"],
+                                                ],
                                             ],
                                         ],
                                     ],
@@ -1313,7 +1457,9 @@ public enum OpenAPIDocument {
                     "Privacy": [
                         "type": "object", "required": ["journalKeepDays"], "additionalProperties": false,
                         "properties": [
-                            "journalKeepDays": ["type": ["integer", "null"], "minimum": 1, "maximum": 3650, "description": "Days; null keeps them forever."]
+                            "journalKeepDays": [
+                                "type": ["integer", "null"], "minimum": 1, "maximum": 3650, "description": "Days; null keeps them forever.",
+                            ]
                         ],
                     ],
                     "CommunityRegion": [

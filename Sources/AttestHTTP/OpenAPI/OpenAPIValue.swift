@@ -77,7 +77,8 @@ public indirect enum OpenAPIValue: Sendable, Equatable, ExpressibleByStringLiter
     }
 
     private static func key(_ key: String) -> String {
-        let plain = !key.isEmpty && key.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" }
+        let plain =
+            !key.isEmpty && key.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" }
             && !("0"..."9").contains(key.unicodeScalars.first!)
         return plain ? key : quoted(key)
     }

@@ -21,7 +21,8 @@ struct QueryParameters {
                 // `&=x`: named by what was sent, since it has no name to go by.
                 let sent = "=" + String(value.prefix(39))
                 if refused.insert(sent).inserted {
-                    problems.append(.init(field: sent, message: "is a parameter without a name; remove it (this route takes \(Self.list(names)))"))
+                    problems.append(
+                        .init(field: sent, message: "is a parameter without a name; remove it (this route takes \(Self.list(names)))"))
                 }
             } else if !names.contains(name) {
                 if refused.insert(name).inserted {

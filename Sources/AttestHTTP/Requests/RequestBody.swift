@@ -75,7 +75,8 @@ extension Request {
             channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
             throw Problem(
                 .requestTimeout, slug: "body-timeout", title: "Request body too slow",
-                detail: "The request body did not arrive within \(AttestRequestContext.bodyTimeout.components.seconds) s. Send it again, all at once.",
+                detail:
+                    "The request body did not arrive within \(AttestRequestContext.bodyTimeout.components.seconds) s. Send it again, all at once.",
                 headers: [.connection: "close"])
         }
     }

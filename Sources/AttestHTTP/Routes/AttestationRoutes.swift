@@ -30,7 +30,8 @@ struct AttestationRoutes: Sendable {
             submittedAt = PostgresDate.timestamp(attestation.submittedAt)
             onTime = attestation.onTime
             surveyVersion = attestation.surveyVersion
-            badge = Badge(color: attestation.color.rawValue, reason: attestation.reason, validUntil: PostgresDate.timestamp(attestation.validUntil))
+            badge = Badge(
+                color: attestation.color.rawValue, reason: attestation.reason, validUntil: PostgresDate.timestamp(attestation.validUntil))
         }
 
         /// The same JSON `encode(to:)` gives, written directly: the 201 of every submission.
@@ -119,7 +120,8 @@ struct AttestationRoutes: Sendable {
         let campus = try context.requireCampus()
         let now = services.clock()
         let submitter = try await bearer.authenticate(
-            request, context, kept: { services.sessions.cached(campus: campus.id, token: $0).map(AttestationService.Submitter.init(kept:)) },
+            request, context,
+            kept: { services.sessions.cached(campus: campus.id, token: $0).map(AttestationService.Submitter.init(kept:)) },
             read: { try await services.attestations.submitter(campus: campus, token: $0, at: now) })
         let user = submitter.session.user
         let key = try idempotencyKey(request)
@@ -130,7 +132,8 @@ struct AttestationRoutes: Sendable {
         case .number(let number)? where number == number.rounded() && number >= 1 && number <= 999_999_999: version = Int(number)
         case nil: problems.append(.init(field: "surveyVersion", message: "is required: the version GET …/survey returned"))
         default:
-            problems.append(.init(field: "surveyVersion", message: "must be an integer from 1 to 999999999: the version GET …/survey returned"))
+            problems.append(
+                .init(field: "surveyVersion", message: "must be an integer from 1 to 999999999: the version GET …/survey returned"))
         }
         var raw: [String: JSONValue] = [:]
         switch body["answers"] {
@@ -155,7 +158,10 @@ struct AttestationRoutes: Sendable {
                 .unprocessableContent, slug: "idempotency-key-reused", title: "Idempotency-Key used with another body",
                 detail: "This Idempotency-Key was sent before with other answers, which were stored. Send a new key for a new submission, "
                     + "or the same body to read back the stored one.",
-                errors: [.init(field: "Idempotency-Key", message: "was used before with another body: use a new key (a UUID) for each submission")])
+                errors: [
+                    .init(
+                        field: "Idempotency-Key", message: "was used before with another body: use a new key (a UUID) for each submission")
+                ])
         case .alreadySubmitted(let date):
             throw Problem(
                 .conflict, slug: "already-submitted", title: "Already submitted today",
@@ -168,7 +174,8 @@ struct AttestationRoutes: Sendable {
     private func idempotencyKey(_ request: Request) throws -> String? {
         guard let key = request.headers[HTTPField.Name("Idempotency-Key")!] else { return nil }
         guard (1...200).contains(key.utf8.count), key.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
-            throw Problem.validation([.init(field: "Idempotency-Key", message: "must be 1 to 200 visible ASCII characters, such as a UUID")])
+            throw Problem.validation([.init(field: "Idempotency-Key", message: "must be 1 to 200 visible ASCII characters, such as a UUID")]
+            )
         }
         return key
     }

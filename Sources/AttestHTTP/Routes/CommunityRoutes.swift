@@ -54,7 +54,10 @@ struct CommunityRoutes: Sendable {
             var problems = query.problems
             let region = query["region"]
             if let region, !CommunityRegion.isValidID(region) {
-                problems.append(.init(field: "region", message: "must be a region id: 1 to 64 letters, digits or ._:- (GET …/community/regions?search= finds one)"))
+                problems.append(
+                    .init(
+                        field: "region",
+                        message: "must be a region id: 1 to 64 letters, digits or ._:- (GET …/community/regions?search= finds one)"))
             }
             guard problems.isEmpty else { throw Problem.validation(problems) }
             let report: CommunityDirectory.Report
@@ -76,7 +79,8 @@ struct CommunityRoutes: Sendable {
             guard problems.isEmpty else { throw Problem.validation(problems) }
             do {
                 let found = try await services.community.regions(campus: campus, matching: search, limit: limit)
-                return Regions(regions: found.regions.map { Region(id: $0.id, name: $0.name, population: $0.population) }, source: found.source)
+                return Regions(
+                    regions: found.regions.map { Region(id: $0.id, name: $0.name, population: $0.population) }, source: found.source)
             } catch let failure as CommunityDirectory.Failure {
                 throw Problem(failure)
             }

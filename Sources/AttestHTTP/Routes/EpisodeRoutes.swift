@@ -47,7 +47,8 @@ struct EpisodeRoutes: Sendable {
         }
 
         enum Keys: String, CodingKey {
-            case id, kind, severity, notes, startedAt, stoppedAt, durationMinutes, autoClosed, location, context, baseline, createdAt, updatedAt
+            case id, kind, severity, notes, startedAt, stoppedAt, durationMinutes, autoClosed, location, context, baseline, createdAt,
+                updatedAt
         }
     }
 
@@ -92,7 +93,8 @@ struct EpisodeRoutes: Sendable {
             try container.encode(part.totalMinutes, forKey: .totalMinutes)
             try container.encode(part.averageMinutes.map(tenth), forKey: .averageMinutes)
             try container.encode(
-                part.factors.map { SummaryFactor(factor: $0.name, unit: $0.unit, during: $0.during, baseline: $0.baseline) }, forKey: .factors)
+                part.factors.map { SummaryFactor(factor: $0.name, unit: $0.unit, during: $0.during, baseline: $0.baseline) },
+                forKey: .factors)
         }
 
         enum CodingKeys: String, CodingKey { case month, count, closed, totalMinutes, averageMinutes, factors }
@@ -122,8 +124,11 @@ struct EpisodeRoutes: Sendable {
         signedIn.get("me/episodes") { request, context -> Response in
             let (campus, user) = try JournalRoutes.member(context)
             let (limit, cursor) = try QueryParameters.page(request) { EpisodeStore.Cursor(text: $0) }
-            let page = try await Self.run { try await store.list(campus: campus.id, user: user, after: cursor, limit: limit, now: services.clock()) }
-            return try JournalRoutes.private(Page(items: page.episodes.map { Body(episode: $0) }, nextCursor: page.next?.text), request, context)
+            let page = try await Self.run {
+                try await store.list(campus: campus.id, user: user, after: cursor, limit: limit, now: services.clock())
+            }
+            return try JournalRoutes.private(
+                Page(items: page.episodes.map { Body(episode: $0) }, nextCursor: page.next?.text), request, context)
         }
         signedIn.get("me/episodes/summary") { request, context -> Response in
             let (campus, user) = try JournalRoutes.member(context)
@@ -145,17 +150,21 @@ struct EpisodeRoutes: Sendable {
             }
             guard problems.isEmpty else { throw Problem.validation(problems) }
             let episodes = try await Self.run {
-                try await store.range(campus: campus.id, user: user, from: campus.startOfDay(from), to: campus.startOfDay(to.adding(days: 1)), now: now)
+                try await store.range(
+                    campus: campus.id, user: user, from: campus.startOfDay(from), to: campus.startOfDay(to.adding(days: 1)), now: now)
             }
             let summary = EpisodeSummary(episodes, zone: campus.zone)
             return try JournalRoutes.private(
-                Summary(from: from.description, to: to.description, total: SummaryPart(part: summary.total), months: summary.months.map { SummaryPart(part: $0) }),
+                Summary(
+                    from: from.description, to: to.description, total: SummaryPart(part: summary.total),
+                    months: summary.months.map { SummaryPart(part: $0) }),
                 request, context)
         }
         signedIn.get("me/episodes/{id}") { request, context -> Response in
             let (campus, user) = try JournalRoutes.member(context)
             let id = try Self.episodeID(context)
-            guard let episode = try await Self.run({ try await store.find(campus: campus.id, user: user, id: id, now: services.clock()) }) else {
+            guard let episode = try await Self.run({ try await store.find(campus: campus.id, user: user, id: id, now: services.clock()) })
+            else {
                 throw Problem(EpisodeError.notFound)
             }
             return try JournalRoutes.private(Body(episode: episode), request, context)
@@ -167,11 +176,18 @@ struct EpisodeRoutes: Sendable {
             let body = try await Self.optionalObject(request, context)
             var problems: [Problem.FieldError] = []
             for key in body.keys.sorted() where key != "stoppedAt" {
-                problems.append(.init(field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)), message: "is not a field here (only stoppedAt)"))
+                problems.append(
+                    .init(
+                        field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)),
+                        message: "is not a field here (only stoppedAt)"))
             }
             var at = now
             if let value = body["stoppedAt"] {
-                if let instant = Self.instant(value) { at = instant } else { problems.append(.init(field: "stoppedAt", message: "must be a date-time such as 2026-11-20T14:05:00Z")) }
+                if let instant = Self.instant(value) {
+                    at = instant
+                } else {
+                    problems.append(.init(field: "stoppedAt", message: "must be a date-time such as 2026-11-20T14:05:00Z"))
+                }
             }
             if at > now.addingTimeInterval(60) { problems.append(.init(field: "stoppedAt", message: "must not be in the future")) }
             guard problems.isEmpty else { throw Problem.validation(problems) }
@@ -187,7 +203,8 @@ struct EpisodeRoutes: Sendable {
                 throw Problem(EpisodeError.notFound)
             }
             let base = EpisodeDraft(
-                kind: existing.kind, severity: existing.severity, notes: existing.notes, startedAt: existing.startedAt, stoppedAt: existing.stoppedAt,
+                kind: existing.kind, severity: existing.severity, notes: existing.notes, startedAt: existing.startedAt,
+                stoppedAt: existing.stoppedAt,
                 location: existing.location)
             let draft = try Self.draft(from: body, base: base, kinds: EpisodeDraft.kinds(settings: Self.settings(campus)), now: now)
             let episode = try await Self.run { try await store.update(campus: campus.id, user: user, id: id, draft, now: now) }
@@ -243,9 +260,13 @@ struct EpisodeRoutes: Sendable {
     /// episode; only the fields given change). Every problem is named at once.
     static func draft(from body: [String: JSONValue], base: EpisodeDraft?, kinds: [String], now: Date) throws -> EpisodeDraft {
         var problems: [Problem.FieldError] = []
-        let allowed = base == nil ? ["kind", "severity", "notes", "startedAt", "location"] : ["kind", "severity", "notes", "startedAt", "stoppedAt"]
+        let allowed =
+            base == nil ? ["kind", "severity", "notes", "startedAt", "location"] : ["kind", "severity", "notes", "startedAt", "stoppedAt"]
         for key in body.keys.sorted() where !allowed.contains(key) {
-            problems.append(.init(field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)), message: "is not a field here (\(allowed.joined(separator: ", ")))"))
+            problems.append(
+                .init(
+                    field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)),
+                    message: "is not a field here (\(allowed.joined(separator: ", ")))"))
         }
         var draft = base ?? EpisodeDraft(kind: "", severity: -1, startedAt: now)
         if let value = body["kind"] {
@@ -254,17 +275,25 @@ struct EpisodeRoutes: Sendable {
             problems.append(.init(field: "kind", message: "is required: one of \(kinds.joined(separator: ", "))"))
         }
         if let value = body["severity"] {
-            if case .number(let number) = value, number.rounded() == number, (0...10).contains(number) { draft.severity = Int(number) } else {
+            if case .number(let number) = value, number.rounded() == number, (0...10).contains(number) {
+                draft.severity = Int(number)
+            } else {
                 problems.append(.init(field: "severity", message: "must be a whole number from 0 to 10"))
             }
         } else if base == nil {
             problems.append(.init(field: "severity", message: "is required: a whole number from 0 to 10"))
         }
         if let value = body["notes"] {
-            if case .string(let text) = value { draft.notes = text } else { problems.append(.init(field: "notes", message: "must be text")) }
+            if case .string(let text) = value {
+                draft.notes = text
+            } else {
+                problems.append(.init(field: "notes", message: "must be text"))
+            }
         }
         if let value = body["startedAt"] {
-            if let instant = instant(value) { draft.startedAt = instant } else {
+            if let instant = instant(value) {
+                draft.startedAt = instant
+            } else {
                 problems.append(.init(field: "startedAt", message: "must be a date-time such as 2026-11-20T14:05:00Z"))
             }
         }
@@ -278,7 +307,8 @@ struct EpisodeRoutes: Sendable {
             }
         }
         if let value = body["location"] {
-            if case .object(let point) = value, case .number(let lat)? = point["lat"], case .number(let lon)? = point["lon"], point.count == 2,
+            if case .object(let point) = value, case .number(let lat)? = point["lat"], case .number(let lon)? = point["lon"],
+                point.count == 2,
                 let location = CoarseLocation(latitude: lat, longitude: lon)
             {
                 draft.location = location
@@ -287,7 +317,9 @@ struct EpisodeRoutes: Sendable {
             }
         }
         let reported = Set(problems.map(\.field))
-        problems += draft.problems(kinds: kinds, now: now).filter { !reported.contains($0.field) }.map { .init(field: $0.field, message: $0.message) }
+        problems += draft.problems(kinds: kinds, now: now).filter { !reported.contains($0.field) }.map {
+            .init(field: $0.field, message: $0.message)
+        }
         guard problems.isEmpty else { throw Problem.validation(problems) }
         return draft
     }

@@ -14,7 +14,9 @@ struct ExportRoutes: Sendable {
     let services: AttestServices
 
     /// The range and format of an export; every problem named.
-    static func parse(_ query: QueryParameters, today: LocalDate, defaultFormat: MemberExport.Format) throws -> (LocalDate, LocalDate, MemberExport.Format) {
+    static func parse(_ query: QueryParameters, today: LocalDate, defaultFormat: MemberExport.Format) throws -> (
+        LocalDate, LocalDate, MemberExport.Format
+    ) {
         var problems = query.problems
         func date(_ name: String, _ fallback: LocalDate) -> LocalDate {
             guard let text = query[name] else { return fallback }
@@ -27,7 +29,9 @@ struct ExportRoutes: Sendable {
         let from = date("from", today.adding(days: -29)), to = date("to", today)
         var format = defaultFormat
         if let text = query["format"] {
-            if let chosen = MemberExport.Format(rawValue: text) { format = chosen } else {
+            if let chosen = MemberExport.Format(rawValue: text) {
+                format = chosen
+            } else {
                 problems.append(.init(field: "format", message: "must be pdf, csv or json"))
             }
         }
@@ -53,7 +57,8 @@ struct ExportRoutes: Sendable {
         let prepared: MemberExports.Prepared
         do {
             prepared = try await EpisodeRoutes.run {
-                try await exports.prepare(campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
+                try await exports.prepare(
+                    campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
             }
         } catch {
             ticket.finished()
@@ -87,10 +92,12 @@ struct ExportRoutes: Sendable {
         services: AttestServices, campus: Campus, user: User, from: LocalDate, to: LocalDate, format: MemberExport.Format
     ) async throws -> Response {
         let response = try await export(
-            services: services, campus: campus, user: user.id, member: name(of: user), from: from, to: to, format: format, disposition: "attachment")
+            services: services, campus: campus, user: user.id, member: name(of: user), from: from, to: to, format: format,
+            disposition: "attachment")
         try await services.database.withTransaction(campus: campus.id.rawValue) { connection in
             try await AuditLog.record(
-                connection, campus: campus.id, actor: "user:\(user.email)", action: "member.export", target: "", details: ["format": format.rawValue])
+                connection, campus: campus.id, actor: "user:\(user.email)", action: "member.export", target: "",
+                details: ["format": format.rawValue])
         }
         return response
     }
@@ -100,7 +107,8 @@ struct ExportRoutes: Sendable {
             let (campus, _) = try JournalRoutes.member(context)
             let session = try context.requireSession()
             let (from, to, format) = try Self.parse(
-                QueryParameters(request, accepting: ["from", "to", "format"]), today: campus.localDate(at: services.clock()), defaultFormat: .pdf)
+                QueryParameters(request, accepting: ["from", "to", "format"]), today: campus.localDate(at: services.clock()),
+                defaultFormat: .pdf)
             return try await Self.ownExport(services: services, campus: campus, user: session.user, from: from, to: to, format: format)
         }
     }

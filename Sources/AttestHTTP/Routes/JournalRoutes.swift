@@ -91,20 +91,25 @@ struct JournalRoutes: Sendable {
             let (campus, user) = try Self.member(context)
             let query = QueryParameters(request, accepting: [])
             guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
-            return try Self.private(Privacy(journalKeepDays: try await settings.journalKeepDays(campus: campus.id, user: user)), request, context)
+            return try Self.private(
+                Privacy(journalKeepDays: try await settings.journalKeepDays(campus: campus.id, user: user)), request, context)
         }
         signedIn.put("me/privacy") { request, context -> Response in
             let (campus, user) = try Self.member(context)
             let body = try await request.jsonObject(context: context)
             var problems: [Problem.FieldError] = []
             for key in body.keys.sorted() where key != "journalKeepDays" {
-                problems.append(.init(field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)), message: "is not a field here (only journalKeepDays)"))
+                problems.append(
+                    .init(
+                        field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)),
+                        message: "is not a field here (only journalKeepDays)"))
             }
             var days: Int?
             switch body["journalKeepDays"] {
             case .null?: days = nil
             case .number(let number)? where number.rounded() == number && (1...3650).contains(number): days = Int(number)
-            default: problems.append(.init(field: "journalKeepDays", message: "is required: whole days from 1 to 3650, or null to keep forever"))
+            default:
+                problems.append(.init(field: "journalKeepDays", message: "is required: whole days from 1 to 3650, or null to keep forever"))
             }
             guard problems.isEmpty else { throw Problem.validation(problems) }
             try await settings.setJournalKeepDays(campus: campus.id, user: user, days: days, now: services.clock())
@@ -153,14 +158,17 @@ struct JournalRoutes: Sendable {
         signedIn.delete("me/journal/{id}") { _, context -> Response in
             let (campus, user) = try Self.member(context)
             let id = try Self.entryID(context)
-            guard try await Self.run({ try await store.delete(campus: campus.id, user: user, id: id) }) else { throw Problem(JournalError.notFound) }
+            guard try await Self.run({ try await store.delete(campus: campus.id, user: user, id: id) }) else {
+                throw Problem(JournalError.notFound)
+            }
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
         }
         signedIn.put("me/journal/{id}/audio") { request, context -> Response in
             let (campus, user) = try Self.member(context)
             let id = try Self.entryID(context)
             guard let declared = request.headers[.contentType].flatMap(AudioType.named) else {
-                throw Self.unsupported("Send the recording's bytes with its type: audio/webm, audio/ogg, audio/mpeg, audio/mp4 or audio/wav.")
+                throw Self.unsupported(
+                    "Send the recording's bytes with its type: audio/webm, audio/ogg, audio/mpeg, audio/mp4 or audio/wav.")
             }
             // A declared length is counted before a byte is read.
             if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > 0, declared <= AudioType.maxSize {
@@ -173,12 +181,16 @@ struct JournalRoutes: Sendable {
             case .failure(.empty): throw Problem.validation([.init(field: "body", message: "is empty: send the recording's bytes")])
             case .failure(.tooLarge): throw Self.tooLarge
             case .failure(.notARecording):
-                throw Self.unsupported("The bytes are not a recording this journal keeps (WebM/Opus, Ogg, MP3, MP4/AAC or WAV), whatever the file is called.")
+                throw Self.unsupported(
+                    "The bytes are not a recording this journal keeps (WebM/Opus, Ogg, MP3, MP4/AAC or WAV), whatever the file is called.")
             case .failure(.mismatch(let declared, let actual)):
-                throw Self.unsupported("The bytes are \(actual.rawValue), not the \(declared.rawValue) the Content-Type says: send them as \(actual.rawValue).")
+                throw Self.unsupported(
+                    "The bytes are \(actual.rawValue), not the \(declared.rawValue) the Content-Type says: send them as \(actual.rawValue)."
+                )
             }
             try await Self.run {
-                try await store.putAudio(campus: campus.id, user: user, id: id, type: sniffed, bytes: bytes, quotas: MemberQuotas(campus: campus))
+                try await store.putAudio(
+                    campus: campus.id, user: user, id: id, type: sniffed, bytes: bytes, quotas: MemberQuotas(campus: campus))
             }
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
         }
@@ -243,16 +255,25 @@ struct JournalRoutes: Sendable {
     static func draft(from body: [String: JSONValue], base: JournalDraft?, today: LocalDate) throws -> JournalDraft {
         var problems: [Problem.FieldError] = []
         for key in body.keys.sorted() where !["date", "title", "text", "tags"].contains(key) {
-            problems.append(.init(field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)), message: "is not a field of a journal entry (date, title, text, tags)"))
+            problems.append(
+                .init(
+                    field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)),
+                    message: "is not a field of a journal entry (date, title, text, tags)"))
         }
         var draft = base ?? JournalDraft(date: today, title: "", text: "", tags: [])
         if let value = body["date"] {
-            if case .string(let text) = value, let date = LocalDate(text) { draft.date = date } else {
+            if case .string(let text) = value, let date = LocalDate(text) {
+                draft.date = date
+            } else {
                 problems.append(.init(field: "date", message: "must be a date YYYY-MM-DD"))
             }
         }
         if let value = body["title"] {
-            if case .string(let text) = value { draft.title = text } else { problems.append(.init(field: "title", message: "must be text")) }
+            if case .string(let text) = value {
+                draft.title = text
+            } else {
+                problems.append(.init(field: "title", message: "must be text"))
+            }
         } else if base == nil {
             problems.append(.init(field: "title", message: "is required: 1 to \(JournalDraft.maxTitle) characters"))
         }
@@ -296,7 +317,9 @@ struct JournalRoutes: Sendable {
 
     /// The recording, or the one range `header` asks for, streamed: only the chunks the
     /// range covers are read and opened, a batch at a time.
-    static func ranged(_ recording: StoredRecording, store: JournalStore, range header: String?, limiters: RequestLimiters) throws -> Response {
+    static func ranged(_ recording: StoredRecording, store: JournalStore, range header: String?, limiters: RequestLimiters) throws
+        -> Response
+    {
         var headers: HTTPFields = [.contentType: recording.type.rawValue, .acceptRanges: "bytes", .cacheControl: "private, no-store"]
         let count = recording.size
         func body(from first: Int, through last: Int) throws -> ResponseBody {

@@ -58,7 +58,8 @@ struct SessionRoutes: Sendable {
             let campus = try context.requireCampus()
             try services.limiters.admitSignIn(address: context.clientAddress, campus: campus.slug)
             let issued = try await services.signIns.issueNonce(campus: campus.id)
-            var response = EditedResponse(status: .created, response: NonceIssued(nonce: issued.nonce, expiresAt: issued.expiresAt.ISO8601Format()))
+            var response = EditedResponse(
+                status: .created, response: NonceIssued(nonce: issued.nonce, expiresAt: issued.expiresAt.ISO8601Format()))
             response.headers[.cacheControl] = "no-store"
             return response
         }

@@ -64,11 +64,16 @@ struct ShareRoutes: Sendable {
             let body = try await request.jsonObject(context: context)
             var problems: [Problem.FieldError] = []
             for key in body.keys.sorted() where !["expiresIn", "from", "to"].contains(key) {
-                problems.append(.init(field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)), message: "is not a field here (expiresIn, from, to)"))
+                problems.append(
+                    .init(
+                        field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)),
+                        message: "is not a field here (expiresIn, from, to)"))
             }
             var seconds = 0
             let lifetimes = JournalShare.lifetimes
-            if case .number(let number)? = body["expiresIn"], number.rounded() == number, Double(lifetimes.lowerBound)...Double(lifetimes.upperBound) ~= number {
+            if case .number(let number)? = body["expiresIn"], number.rounded() == number,
+                Double(lifetimes.lowerBound)...Double(lifetimes.upperBound) ~= number
+            {
                 seconds = Int(number)
             } else {
                 problems.append(.init(field: "expiresIn", message: "is required: whole seconds from 3600 (an hour) to 2592000 (30 days)"))
@@ -107,7 +112,8 @@ struct ShareRoutes: Sendable {
                 Items(
                     items: shares.map { share in
                         Item(
-                            id: share.id.lowercasedText, from: share.from.description, to: share.to.description, status: share.status(at: now),
+                            id: share.id.lowercasedText, from: share.from.description, to: share.to.description,
+                            status: share.status(at: now),
                             expiresAt: PostgresDate.timestamp(share.expiresAt), revokedAt: share.revokedAt.map(PostgresDate.timestamp),
                             createdAt: PostgresDate.timestamp(share.createdAt),
                             openings: share.openings.map { Opening(openedAt: PostgresDate.timestamp($0.openedAt), format: $0.format) })
@@ -182,7 +188,9 @@ struct ShareRoutes: Sendable {
                 guard case .opened(let user, let from, let to) = opened else {
                     throw Problem(
                         .tooManyRequests, slug: "link-openings-exhausted", title: "This link was opened as often as a link may be",
-                        detail: "A link opens at most \(JournalShareStore.maxOpenings) times, and this one has been. Ask the member for a new link.")
+                        detail:
+                            "A link opens at most \(JournalShareStore.maxOpenings) times, and this one has been. Ask the member for a new link."
+                    )
                 }
                 let member = try await services.users.find(campus: campusValue.id, id: user)
                 let name = member.map(ExportRoutes.name(of:)) ?? "a member"

@@ -311,7 +311,9 @@ struct StatisticsRoutes: Sendable {
         }
         var colors: [BadgeColor] = [.red, .yellow]
         if let text = query["color"] {
-            if let color = BadgeColor(rawValue: text), color == .red || color == .yellow { colors = [color] } else {
+            if let color = BadgeColor(rawValue: text), color == .red || color == .yellow {
+                colors = [color]
+            } else {
                 problems.append(.init(field: "color", message: "must be red or yellow (leave it out for both)"))
             }
         }

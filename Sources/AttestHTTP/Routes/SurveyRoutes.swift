@@ -19,11 +19,14 @@ struct SurveyRoutes: Sendable {
         signedIn.get("survey") { request, context -> Response in
             let campus = try context.requireCampus()
             guard let active = try await services.questionnaires.active(campus: campus.id) else {
-                throw Problem.notFound("\(campus.name) has not published a survey yet; an operator publishes one with `attest survey publish`.")
+                throw Problem.notFound(
+                    "\(campus.name) has not published a survey yet; an operator publishes one with `attest survey publish`.")
             }
             let (localized, language) = active.localized(acceptLanguage: request.headers[.acceptLanguage])
-            var response = try SurveyBody(version: localized.version, title: localized.title, language: language, questions: localized.questions)
-                .response(from: request, context: context)
+            var response = try SurveyBody(
+                version: localized.version, title: localized.title, language: language, questions: localized.questions
+            )
+            .response(from: request, context: context)
             response.headers[.contentLanguage] = language ?? "en"
             response.headers[.vary] = "Accept-Language"
             return response

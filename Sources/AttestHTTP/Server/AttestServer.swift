@@ -4,9 +4,9 @@ import AttestPostgres
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import NIOCore
 import Identity
 import Logging
+import NIOCore
 import Notifications
 import ServiceLifecycle
 import Surveys

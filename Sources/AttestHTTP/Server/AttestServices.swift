@@ -59,7 +59,8 @@ public struct AttestServices: Sendable {
 
     public init(
         database: PostgresClient, readDatabase: PostgresClient? = nil, configuration: ServerConfiguration,
-        registry: PluginRegistry = PluginSystem.registry, kek: KeyEncryptionKey? = nil, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() },
+        registry: PluginRegistry = PluginSystem.registry, kek: KeyEncryptionKey? = nil, logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() },
         metrics: ServerMetrics = ServerMetrics()
     ) {
         self.database = database
@@ -94,7 +95,8 @@ public struct AttestServices: Sendable {
             metrics: metrics.factory, kek: kek, signal: outboxSignal)
         self.statistics = StatisticsStore(client: database, reader: readDatabase, now: clock)
         self.statisticsService = StatisticsService(store: statistics, questionnaires: activeQuestionnaires)
-        self.retention = RetentionService(client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database), JournalUpkeep(client: database)])
+        self.retention = RetentionService(
+            client: database, logger: logger, clock: clock, upkeeps: [SignInUpkeep(client: database), JournalUpkeep(client: database)])
         self.signIns = SignInGuard(client: database)
         self.signIn = SignInService(issuers: issuers, verifier: idTokens, guardian: signIns, users: users, sessions: sessions)
         self.browserSignIn = BrowserSignIn(issuers: issuers, guardian: signIns, signIn: signIn, http: http, kek: kek)

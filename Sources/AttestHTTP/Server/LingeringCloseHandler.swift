@@ -6,10 +6,10 @@ import NIOCore
 ///
 /// Without it, a connection whose client went on sending after the answer (a head larger than
 /// the limit, a body the server refused) stopped being read once nothing consumed its input,
-/// so it never saw the client close and kept its buffers until the idle timeout: a client
-/// sending 256 KB heads grew the server by about 170 KB a request (issue 33's hostile
-/// clients). One per connection, after the HTTP codec; it passes the HTTP parts on as they
-/// come, never opening them.
+/// so it never saw the client close and kept its buffers until the idle timeout (a client
+/// sending large heads grew the server with every request: docs/reliability.md). One per
+/// connection, after the HTTP codec; it passes the HTTP parts on as they come, never opening
+/// them.
 final class LingeringCloseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
     typealias InboundOut = NIOAny

@@ -1,5 +1,5 @@
-import AttestPostgres
 import AttestPluginHTTP
+import AttestPostgres
 import Foundation
 import Hummingbird
 import HummingbirdCore

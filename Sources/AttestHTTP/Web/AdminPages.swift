@@ -44,7 +44,9 @@ struct AdminPages: Sendable {
         let (days, total, symptoms) = try await services.statisticsService.dashboard(campus: visit.campus.id, range: range)
         let today = visit.campus.localDate(at: services.clock())
         let pieDay = days.last { $0.date == today } ?? days.last
-        let colorNames: [(key: String, label: String)] = [("green", visit["colorGreen"]), ("yellow", visit["colorYellow"]), ("red", visit["colorRed"])]
+        let colorNames: [(key: String, label: String)] = [
+            ("green", visit["colorGreen"]), ("yellow", visit["colorYellow"]), ("red", visit["colorRed"]),
+        ]
         var charts: [WebChart] = []
         var tables: [WebTable] = []
         if let pieDay {
@@ -53,46 +55,66 @@ struct AdminPages: Sendable {
             charts.append(
                 Charts.pie(
                     id: "pie", title: visit.format("pieTitle", dateText),
-                    desc: pieDay.submitted == 0 ? visit.format("pieEmpty", dateText) : visit.format("pieDesc", "\(counts[0])", "\(counts[1])", "\(counts[2])"),
+                    desc: pieDay.submitted == 0
+                        ? visit.format("pieEmpty", dateText) : visit.format("pieDesc", "\(counts[0])", "\(counts[1])", "\(counts[2])"),
                     slices: zip(colorNames, counts).map { ($0.key, $1, $0.label) }))
             let sum = max(counts.reduce(0, +), 1)
             tables.append(
                 Charts.table(
-                    caption: visit.format("pieTitle", dateText), columns: [(visit["badge"], false), (visit["count"], true), (visit["percent"], true)],
+                    caption: visit.format("pieTitle", dateText),
+                    columns: [(visit["badge"], false), (visit["count"], true), (visit["percent"], true)],
                     rows: zip(colorNames, counts).map { [$0.label, "\($1)", WebFormat.percent(Double($1) * 100 / Double(sum)) + "%"] }))
         }
         let dates = days.map(\.date)
         charts.append(
             Charts.stackedBars(
-                id: "punctuality", title: visit["barsTitle"], desc: visit.format("barsDesc", "\(days.count)", range.from.description, range.to.description),
+                id: "punctuality", title: visit["barsTitle"],
+                desc: visit.format("barsDesc", "\(days.count)", range.from.description, range.to.description),
                 dates: dates,
-                segments: days.map { [("ontime", Double($0.onTime), visit["onTime"]), ("late", Double($0.late), visit["late"]), ("missing", Double($0.missing), visit["missing"])] },
+                segments: days.map {
+                    [
+                        ("ontime", Double($0.onTime), visit["onTime"]), ("late", Double($0.late), visit["late"]),
+                        ("missing", Double($0.missing), visit["missing"]),
+                    ]
+                },
                 top: Double(max(days.map { $0.onTime + $0.late + $0.missing }.max() ?? 0, 1)), suffix: "",
                 legend: [("ontime", visit["onTime"]), ("late", visit["late"]), ("missing", visit["missing"])]))
         tables.append(
             Charts.table(
                 caption: visit["barsTitle"],
-                columns: [(visit["date"], false), (visit["active"], true), (visit["submitted"], true), (visit["onTime"], true), (visit["late"], true),
-                          (visit["missing"], true), (visit["complianceRate"], true)],
+                columns: [
+                    (visit["date"], false), (visit["active"], true), (visit["submitted"], true), (visit["onTime"], true),
+                    (visit["late"], true),
+                    (visit["missing"], true), (visit["complianceRate"], true),
+                ],
                 rows: days.map { day in
-                    [day.date.description, "\(day.active)", "\(day.submitted)", "\(day.onTime)", "\(day.late)", "\(day.missing)",
-                     day.complianceRate.map { WebFormat.percent($0 * 100) + "%" } ?? visit["noData"]]
+                    [
+                        day.date.description, "\(day.active)", "\(day.submitted)", "\(day.onTime)", "\(day.late)", "\(day.missing)",
+                        day.complianceRate.map { WebFormat.percent($0 * 100) + "%" } ?? visit["noData"],
+                    ]
                 }))
         if !symptoms.isEmpty {
             let series = symptoms.map { id in
-                (name: WebFormat.words(id), values: days.map { day -> Double? in
-                    day.submitted > 0 ? Double(day.answers[id]?["true"] ?? 0) * 100 / Double(day.submitted) : nil
-                })
+                (
+                    name: WebFormat.words(id),
+                    values: days.map { day -> Double? in
+                        day.submitted > 0 ? Double(day.answers[id]?["true"] ?? 0) * 100 / Double(day.submitted) : nil
+                    }
+                )
             }
             let top = max(10, ((series.flatMap { $0.values.compactMap { $0 } }.max() ?? 0) / 10).rounded(.up) * 10)
             charts.append(
                 Charts.lines(
-                    id: "symptoms", title: visit["linesTitle"], desc: visit.format("linesDesc", "\(days.count)"), dates: dates, series: series,
+                    id: "symptoms", title: visit["linesTitle"], desc: visit.format("linesDesc", "\(days.count)"), dates: dates,
+                    series: series,
                     top: min(top, 100), suffix: "%"))
             tables.append(
                 Charts.table(
-                    caption: visit["symptomCounts"], columns: [(visit["date"], false), (visit["submitted"], true)] + symptoms.map { (WebFormat.words($0), true) },
-                    rows: days.map { day in [day.date.description, "\(day.submitted)"] + symptoms.map { "\(day.answers[$0]?["true"] ?? 0)" } }))
+                    caption: visit["symptomCounts"],
+                    columns: [(visit["date"], false), (visit["submitted"], true)] + symptoms.map { (WebFormat.words($0), true) },
+                    rows: days.map { day in
+                        [day.date.description, "\(day.submitted)"] + symptoms.map { "\(day.answers[$0]?["true"] ?? 0)" }
+                    }))
         }
         let data: [String: Any] = [
             "from": range.from.description, "to": range.to.description,
@@ -101,7 +123,8 @@ struct AdminPages: Sendable {
             "totalsText": visit.format("totals", "\(total.submitted)", "\(total.onTime)", "\(total.late)", "\(total.missing)"),
             "charts": charts, "tables": tables,
         ]
-        return try web.renderer.render(.init(template: "admin", title: visit["adminTitle"], data: data, wide: true, current: "admin"), visit: visit)
+        return try web.renderer.render(
+            .init(template: "admin", title: visit["adminTitle"], data: data, wide: true, current: "admin"), visit: visit)
     }
 
     private func followUps(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
@@ -114,11 +137,13 @@ struct AdminPages: Sendable {
             campus: visit.campus.id, date: date, colors: [.red, .yellow], after: cursor, limit: 50, actor: "user:\(user.email)")
         let words: [BadgeColor: String] = [.yellow: "colorYellow", .red: "colorRed"]
         var data: [String: Any] = [
-            "date": date.description, "caption": visit.format("followUpsCaption", WebFormat.date(date, campus: visit.campus, language: visit.language)),
+            "date": date.description,
+            "caption": visit.format("followUpsCaption", WebFormat.date(date, campus: visit.campus, language: visit.language)),
             "hasItems": !page.items.isEmpty,
             "items": page.items.map { item -> [String: Any] in
                 [
-                    "name": item.name, "email": item.email, "color": item.color.rawValue, "colorWord": visit[words[item.color] ?? "colorGray"],
+                    "name": item.name, "email": item.email, "color": item.color.rawValue,
+                    "colorWord": visit[words[item.color] ?? "colorGray"],
                     "reason": item.reason, "submittedAt": WebFormat.time(item.submittedAt, campus: visit.campus), "late": !item.onTime,
                 ]
             },

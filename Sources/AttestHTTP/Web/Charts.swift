@@ -6,10 +6,14 @@ import Tenancy
 /// Server-made SVG charts, each with a `<title>`, a `<desc>` and a data table beside it
 /// (colour never carries a figure alone), as template data for `chart` and `table`.
 enum Charts {
-    static let fills = ["green": "#00703c", "yellow": "#ffdd00", "red": "#d4351c", "gray": "#6f777b",
-                        "ontime": "#00703c", "late": "#f47738", "missing": "#b1b4b6"]
+    static let fills = [
+        "green": "#00703c", "yellow": "#ffdd00", "red": "#d4351c", "gray": "#6f777b",
+        "ontime": "#00703c", "late": "#f47738", "missing": "#b1b4b6",
+    ]
     /// Line colours and dash patterns, so lines differ by more than colour.
-    static let strokes = ["#1d70b8", "#d4351c", "#00703c", "#912b88", "#f47738", "#0b0c0c", "#5694ca", "#85994b", "#b58840", "#6f72af", "#28a197", "#f499be"]
+    static let strokes = [
+        "#1d70b8", "#d4351c", "#00703c", "#912b88", "#f47738", "#0b0c0c", "#5694ca", "#85994b", "#b58840", "#6f72af", "#28a197", "#f499be",
+    ]
     static let dashes = ["", "6 3", "2 2", "8 3 2 3", "1 3"]
 
     struct Plot {
@@ -26,7 +30,9 @@ enum Charts {
     static func axes(_ plot: Plot, top: Double, suffix: String = "") -> (axis: [WebChart.Line], labels: [WebChart.Label]) {
         var axis: [WebChart.Line] = [
             .init(x1: number(plot.left), y1: number(plot.top), x2: number(plot.left), y2: number(plot.top + plot.innerHeight)),
-            .init(x1: number(plot.left), y1: number(plot.top + plot.innerHeight), x2: number(plot.left + plot.innerWidth), y2: number(plot.top + plot.innerHeight)),
+            .init(
+                x1: number(plot.left), y1: number(plot.top + plot.innerHeight), x2: number(plot.left + plot.innerWidth),
+                y2: number(plot.top + plot.innerHeight)),
         ]
         var labels: [WebChart.Label] = []
         for step in 0...4 {
@@ -43,7 +49,9 @@ enum Charts {
         return dates.enumerated().compactMap { index, date in
             guard index % every == 0 || index == dates.count - 1 else { return nil }
             let text = String(date.description.dropFirst(5))  // MM-DD
-            return .init(x: number(plot.left + slot * (Double(index) + 0.5)), y: number(plot.top + plot.innerHeight + 16), anchor: "middle", text: text)
+            return .init(
+                x: number(plot.left + slot * (Double(index) + 0.5)), y: number(plot.top + plot.innerHeight + 16), anchor: "middle",
+                text: text)
         }
     }
 
@@ -62,9 +70,12 @@ enum Charts {
                 y -= height
                 rects.append(
                     .init(
-                        x: number(plot.left + slot * Double(index) + (slot - barWidth) / 2), y: number(y), w: number(barWidth), h: number(height),
+                        x: number(plot.left + slot * Double(index) + (slot - barWidth) / 2), y: number(y), w: number(barWidth),
+                        h: number(height),
                         fill: fills[segment.key] ?? "#6f777b", pattern: segment.key == "yellow" || segment.key == "missing",
-                        tip: "\(index < dates.count ? dates[index].description : ""): \(segment.label) \(WebFormat.percent(segment.value))\(suffix)"))
+                        tip:
+                            "\(index < dates.count ? dates[index].description : ""): \(segment.label) \(WebFormat.percent(segment.value))\(suffix)"
+                    ))
             }
         }
         let (axis, labels) = axes(plot, top: top, suffix: suffix)
@@ -83,12 +94,17 @@ enum Charts {
             let share = Double(slice.count) / Double(total)
             let tip = "\(slice.label): \(slice.count) (\(WebFormat.percent(share * 100))%)"
             if slice.count == total {
-                paths.append(.init(d: "M\(number(cx - r)) \(number(cy))a\(number(r)) \(number(r)) 0 1 0 \(number(2 * r)) 0a\(number(r)) \(number(r)) 0 1 0 \(number(-2 * r)) 0Z", fill: fills[slice.key] ?? "#6f777b", tip: tip))
+                paths.append(
+                    .init(
+                        d:
+                            "M\(number(cx - r)) \(number(cy))a\(number(r)) \(number(r)) 0 1 0 \(number(2 * r)) 0a\(number(r)) \(number(r)) 0 1 0 \(number(-2 * r)) 0Z",
+                        fill: fills[slice.key] ?? "#6f777b", tip: tip))
                 break
             }
             let end = angle + share * 2 * Double.pi
             let large = share > 0.5 ? 1 : 0
-            let d = "M\(number(cx)) \(number(cy))L\(number(cx + r * cos(angle))) \(number(cy + r * sin(angle)))"
+            let d =
+                "M\(number(cx)) \(number(cy))L\(number(cx + r * cos(angle))) \(number(cy + r * sin(angle)))"
                 + "A\(number(r)) \(number(r)) 0 \(large) 1 \(number(cx + r * cos(end))) \(number(cy + r * sin(end)))Z"
             paths.append(.init(d: d, fill: fills[slice.key] ?? "#6f777b", tip: tip))
             angle = end
@@ -101,7 +117,10 @@ enum Charts {
     }
 
     /// Lines of (name, values per day; nil leaves a gap), on 0…`top`, with a legend in the SVG.
-    static func lines(id: String, title: String, desc: String, dates: [LocalDate], series: [(name: String, values: [Double?])], top: Double, suffix: String) -> WebChart {
+    static func lines(
+        id: String, title: String, desc: String, dates: [LocalDate], series: [(name: String, values: [Double?])], top: Double,
+        suffix: String
+    ) -> WebChart {
         var plot = Plot()
         plot.right = 200
         let slot = plot.innerWidth / Double(max(dates.count, 1))
@@ -146,9 +165,13 @@ enum Charts {
             let height = plot.innerHeight * min(value / top, 1)
             rects.append(
                 .init(
-                    x: number(x + (slot - barWidth) / 2), y: number(plot.top + plot.innerHeight - height), w: number(barWidth), h: number(height),
+                    x: number(x + (slot - barWidth) / 2), y: number(plot.top + plot.innerHeight - height), w: number(barWidth),
+                    h: number(height),
                     fill: fill, tip: "\(category): \(WebFormat.percent(value))\(suffix)"))
-            labels.append(.init(x: number(x + slot / 2), y: number(plot.top + plot.innerHeight - height - 4), anchor: "middle", text: WebFormat.percent(value) + suffix))
+            labels.append(
+                .init(
+                    x: number(x + slot / 2), y: number(plot.top + plot.innerHeight - height - 4), anchor: "middle",
+                    text: WebFormat.percent(value) + suffix))
         }
         let (axis, axisLabels) = axes(plot, top: top, suffix: suffix)
         return WebChart(
@@ -169,7 +192,8 @@ enum Charts {
     /// Two values per row (at the start of episodes ● and a day before ■), each row on its own
     /// scale since the rows' units differ, every value written beside its mark.
     static func pairs(
-        id: String, title: String, desc: String, rows: [(label: String, first: Double?, second: Double?, unit: String)], legend: (String, String)
+        id: String, title: String, desc: String, rows: [(label: String, first: Double?, second: Double?, unit: String)],
+        legend: (String, String)
     ) -> WebChart {
         let left = 170.0, right = 690.0, rowHeight = 58.0, top = 34.0
         var axis: [WebChart.Line] = [], labels: [WebChart.Label] = [], rects: [WebChart.Rect] = [], slices: [WebChart.Slice] = []
@@ -186,7 +210,8 @@ enum Charts {
                 let cx = x(first), r = 6.0
                 slices.append(
                     .init(
-                        d: "M\(number(cx - r)) \(number(y))a\(number(r)) \(number(r)) 0 1 0 \(number(2 * r)) 0a\(number(r)) \(number(r)) 0 1 0 \(number(-2 * r)) 0Z",
+                        d:
+                            "M\(number(cx - r)) \(number(y))a\(number(r)) \(number(r)) 0 1 0 \(number(2 * r)) 0a\(number(r)) \(number(r)) 0 1 0 \(number(-2 * r)) 0Z",
                         fill: "#1d70b8", tip: "\(row.label), \(legend.0): \(WebFormat.percent(first))\(row.unit)"))
                 labels.append(.init(x: number(cx), y: number(y - 10), anchor: "middle", text: WebFormat.percent(first) + row.unit))
             }
@@ -213,15 +238,25 @@ enum Charts {
 
     static func memberStats(days: [StatisticsService.MemberDay], visit: WebVisit, range: DateRange) -> [String: Any] {
         let dates = days.map(\.date)
-        let colors: [(key: String, label: String)] = [("green", visit["colorGreen"]), ("yellow", visit["colorYellow"]), ("red", visit["colorRed"])]
+        let colors: [(key: String, label: String)] = [
+            ("green", visit["colorGreen"]), ("yellow", visit["colorYellow"]), ("red", visit["colorRed"]),
+        ]
         let bars = stackedBars(
-            id: "colors", title: visit["colorShares"], desc: visit.format("barsDesc", "\(days.count)", range.from.description, range.to.description),
+            id: "colors", title: visit["colorShares"],
+            desc: visit.format("barsDesc", "\(days.count)", range.from.description, range.to.description),
             dates: dates,
             segments: days.map { day in
-                day.suppressed ? [] : [("green", day.green ?? 0, colors[0].label), ("yellow", day.yellow ?? 0, colors[1].label), ("red", day.red ?? 0, colors[2].label)]
+                day.suppressed
+                    ? []
+                    : [
+                        ("green", day.green ?? 0, colors[0].label), ("yellow", day.yellow ?? 0, colors[1].label),
+                        ("red", day.red ?? 0, colors[2].label),
+                    ]
             },
             top: 100, suffix: "%", legend: colors.map { ($0.key, $0.label) })
-        func cell(_ value: Double?, _ suppressed: Bool) -> String { suppressed || value == nil ? visit["hiddenDay"] : WebFormat.percent(value ?? 0) + "%" }
+        func cell(_ value: Double?, _ suppressed: Bool) -> String {
+            suppressed || value == nil ? visit["hiddenDay"] : WebFormat.percent(value ?? 0) + "%"
+        }
         let colorTable = table(
             caption: visit["colorShares"],
             columns: [(visit["date"], false), (visit["submitted"], true)] + colors.map { ($0.label, true) },
@@ -251,7 +286,8 @@ enum Charts {
         let top = max(1, (averages.compactMap(\.value).max() ?? 0) * 1.2)
         let chart = lines(
             id: "community", title: visit.format("communityTitle", report.region.name),
-            desc: visit.format("communityDesc", report.region.name, averages.first?.date.description ?? "", asOf.description) + " (" + unit + ")",
+            desc: visit.format("communityDesc", report.region.name, averages.first?.date.description ?? "", asOf.description) + " (" + unit
+                + ")",
             dates: averages.map(\.date), series: [(unit, averages.map(\.value))], top: top, suffix: "")
         let newCases = Dictionary(report.days.map { ($0.date, $0.newCases) }, uniquingKeysWith: { _, last in last })
         let tableData = table(
@@ -262,7 +298,8 @@ enum Charts {
             })
         var summary = visit.format(
             "communitySummary", report.figures.risk.map { visit["risk-" + $0.rawValue] } ?? visit["riskUnknown"],
-            report.figures.trend.map { visit["trend-" + $0.rawValue] } ?? "–", WebFormat.date(asOf, campus: visit.campus, language: visit.language))
+            report.figures.trend.map { visit["trend-" + $0.rawValue] } ?? "–",
+            WebFormat.date(asOf, campus: visit.campus, language: visit.language))
         if let guidance = report.guidance { summary += " " + guidance }
         var source = visit.format("communitySource", report.attribution ?? report.source)
         if report.stale { source += " " + visit["communityStale"] }

@@ -29,7 +29,9 @@ struct EpisodePages: Sendable {
             if let draft, errors.isEmpty {
                 do {
                     let user = try visit.privateUser().id
-                    _ = try await JournalRoutes.run { try await EpisodeRoutes.start(services: services, campus: visit.campus, user: user, draft, now: now) }
+                    _ = try await JournalRoutes.run {
+                        try await EpisodeRoutes.start(services: services, campus: visit.campus, user: user, draft, now: now)
+                    }
                     throw WebOutcome.redirect(visit.base + "episodes?started=1")
                 } catch EpisodeError.alreadyOpen(let kind, _) {
                     errors.add("kind", anchor: Self.kindAnchor(kind), visit.format("alreadyOpenError", kindWord(kind, visit).lowercased()))
@@ -39,7 +41,9 @@ struct EpisodePages: Sendable {
         }
         pages.get("episodes/:id") { request, context -> Response in
             let (visit, episode) = try await find(request, context)
-            return try episodePage(episode, visit: visit, values: Values(episode, campus: visit.campus), notice: visit.path.hasSuffix("?saved=1") ? visit["episodeSaved"] : nil)
+            return try episodePage(
+                episode, visit: visit, values: Values(episode, campus: visit.campus),
+                notice: visit.path.hasSuffix("?saved=1") ? visit["episodeSaved"] : nil)
         }
         pages.post("episodes/:id") { request, context -> Response in
             let (visit, episode) = try await find(request, context)
@@ -47,13 +51,16 @@ struct EpisodePages: Sendable {
             try web.checkCSRF(request, form: form, visit: visit)
             let now = services.clock()
             let base = EpisodeDraft(
-                kind: episode.kind, severity: episode.severity, notes: episode.notes, startedAt: episode.startedAt, stoppedAt: episode.stoppedAt,
+                kind: episode.kind, severity: episode.severity, notes: episode.notes, startedAt: episode.startedAt,
+                stoppedAt: episode.stoppedAt,
                 location: episode.location)
             var (values, draft, errors) = read(form, base: base, visit: visit, now: now)
             if let draft, errors.isEmpty {
                 do {
                     let user = try visit.privateUser().id
-                    _ = try await JournalRoutes.run { try await store.update(campus: visit.campus.id, user: user, id: episode.id, draft, now: now) }
+                    _ = try await JournalRoutes.run {
+                        try await store.update(campus: visit.campus.id, user: user, id: episode.id, draft, now: now)
+                    }
                     throw WebOutcome.redirect(visit.base + "episodes/\(episode.id.lowercasedText)?saved=1")
                 } catch EpisodeError.alreadyOpen(let kind, _) {
                     errors.add("kind", anchor: "episode-kind", visit.format("alreadyOpenError", kindWord(kind, visit).lowercased()))
@@ -68,7 +75,9 @@ struct EpisodePages: Sendable {
             let now = services.clock()
             let user = try visit.privateUser().id
             do {
-                _ = try await JournalRoutes.run { try await store.stop(campus: visit.campus.id, user: user, id: episode.id, at: now, now: now) }
+                _ = try await JournalRoutes.run {
+                    try await store.stop(campus: visit.campus.id, user: user, id: episode.id, at: now, now: now)
+                }
             } catch EpisodeError.alreadyStopped {
                 // Stopped already (another tab, or closed at 72 h): the list shows it so.
             }
@@ -78,7 +87,9 @@ struct EpisodePages: Sendable {
             let (visit, episode) = try await find(request, context)
             try web.checkCSRF(request, form: try await WebForm.read(request, context: context), visit: visit)
             let user = try visit.privateUser().id
-            _ = try await EpisodeRoutes.run { try await store.delete(campus: visit.campus.id, user: user, id: episode.id, now: services.clock()) }
+            _ = try await EpisodeRoutes.run {
+                try await store.delete(campus: visit.campus.id, user: user, id: episode.id, now: services.clock())
+            }
             throw WebOutcome.redirect(visit.base + "episodes?deleted=1")
         }
     }
@@ -88,7 +99,9 @@ struct EpisodePages: Sendable {
         let visit = try await web.visit(request, context)
         let user = try visit.privateUser().id
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
-            let episode = try await EpisodeRoutes.run({ try await store.find(campus: visit.campus.id, user: user, id: id, now: services.clock()) })
+            let episode = try await EpisodeRoutes.run({
+                try await store.find(campus: visit.campus.id, user: user, id: id, now: services.clock())
+            })
         else { throw Problem.notFound(visit["episodeNotFound"]) }
         return (visit, episode)
     }
@@ -172,7 +185,8 @@ struct EpisodePages: Sendable {
         }
         for problem in draft.problems(kinds: kinds, now: now) {
             switch problem.field {
-            case "kind": errors.add("kind", anchor: kindAnchor, visit.format("kindError", kinds.map { kindWord($0, visit) }.joined(separator: ", ")))
+            case "kind":
+                errors.add("kind", anchor: kindAnchor, visit.format("kindError", kinds.map { kindWord($0, visit) }.joined(separator: ", ")))
             case "severity": errors.add("severity", anchor: "episode-severity", visit["severityError"])
             case "notes": errors.add("notes", anchor: "episode-notes", visit.format("notesError", "\(EpisodeDraft.maxNotes)"))
             case "startedAt": errors.add("startedAt", anchor: "episode-started", visit["startedError"])
@@ -203,9 +217,13 @@ struct EpisodePages: Sendable {
         let cursor = cursorText.flatMap { EpisodeStore.Cursor(text: $0) }
         let (inRange, recent, page) = try await EpisodeRoutes.run {
             (
-                try await store.range(campus: campus.id, user: user, from: campus.startOfDay(range.from), to: campus.startOfDay(range.to.adding(days: 1)), now: now),
+                try await store.range(
+                    campus: campus.id, user: user, from: campus.startOfDay(range.from), to: campus.startOfDay(range.to.adding(days: 1)),
+                    now: now),
                 // Open ones started within the 72 hours before they close on their own.
-                try await store.range(campus: campus.id, user: user, from: now.addingTimeInterval(-EpisodeDraft.longest - 3600), to: now.addingTimeInterval(3600), now: now),
+                try await store.range(
+                    campus: campus.id, user: user, from: now.addingTimeInterval(-EpisodeDraft.longest - 3600),
+                    to: now.addingTimeInterval(3600), now: now),
                 try await store.list(campus: campus.id, user: user, after: cursor, limit: 20, now: now)
             )
         }
@@ -214,7 +232,8 @@ struct EpisodePages: Sendable {
             "open": recent.filter { $0.stoppedAt == nil }.reversed().map { episode -> [String: Any] in
                 [
                     "text": visit.format(
-                        "openSince", kindWord(episode.kind, visit), WebFormat.dateTime(episode.startedAt, campus: campus, language: visit.language),
+                        "openSince", kindWord(episode.kind, visit),
+                        WebFormat.dateTime(episode.startedAt, campus: campus, language: visit.language),
                         WebFormat.duration(Int(exactly: now.timeIntervalSince(episode.startedAt).rounded(.down).clamped(to: 0...1e9)) ?? 0)),
                     "stopAction": visit.base + "episodes/\(episode.id.lowercasedText)/stop",
                     "stopLabel": visit.format("stopKind", kindWord(episode.kind, visit).lowercased()),
@@ -225,7 +244,10 @@ struct EpisodePages: Sendable {
                 "notes": errors.field("notes", value: values.notes), "startedAt": errors.field("startedAt", value: values.startedAt),
                 "place": errors.field("location", value: ""), "lat": values.lat, "lon": values.lon,
                 "kinds": kinds.enumerated().map { index, kind -> [String: Any] in
-                    ["value": kind, "label": visit.format("startKind", kindWord(kind, visit).lowercased()), "id": Self.kindAnchor(kind), "first": index == 0]
+                    [
+                        "value": kind, "label": visit.format("startKind", kindWord(kind, visit).lowercased()), "id": Self.kindAnchor(kind),
+                        "first": index == 0,
+                    ]
                 },
                 "kindError": errors["kind"] ?? "",
             ].droppingEmptyText(),
@@ -233,16 +255,19 @@ struct EpisodePages: Sendable {
             "hasEpisodes": !page.episodes.isEmpty,
             "episodes": page.episodes.map { item(for: $0, visit: visit) },
         ]
-        Self.addSummary(EpisodeSummary(inRange, zone: campus.zone), range: range, to: &data, visit: visit, kindWord: { kindWord($0, visit) })
+        Self.addSummary(
+            EpisodeSummary(inRange, zone: campus.zone), range: range, to: &data, visit: visit, kindWord: { kindWord($0, visit) })
         if let next = page.next { data["olderHref"] = visit.base + "episodes?cursor=\(next.text)" }
         if cursorText != nil { data["newerHref"] = visit.base + "episodes" }
-        for (flag, key) in [("started", "episodeStarted"), ("stopped", "episodeStopped"), ("deleted", "episodeDeleted")] where query.get(flag) == "1" {
+        for (flag, key) in [("started", "episodeStarted"), ("stopped", "episodeStopped"), ("deleted", "episodeDeleted")]
+        where query.get(flag) == "1" {
             data["notice"] = visit[key]
         }
         errors.summary(into: &data)
         return try web.renderer.render(
             .init(
-                template: "episodes", title: errors.title(visit["episodesTitle"], visit: visit), data: data, status: status, scripts: ["place.js"],
+                template: "episodes", title: errors.title(visit["episodesTitle"], visit: visit), data: data, status: status,
+                scripts: ["place.js"],
                 wide: true, current: "episodes"),
             visit: visit)
     }
@@ -258,13 +283,16 @@ struct EpisodePages: Sendable {
     }
 
     private func episodePage(
-        _ episode: Episode, visit: WebVisit, values: Values, errors: FormErrors = FormErrors(), notice: String? = nil, status: HTTPResponse.Status = .ok
+        _ episode: Episode, visit: WebVisit, values: Values, errors: FormErrors = FormErrors(), notice: String? = nil,
+        status: HTTPResponse.Status = .ok
     ) throws -> Response {
         let campus = visit.campus
         let href = visit.base + "episodes/\(episode.id.lowercasedText)"
         let kindText = kindWord(episode.kind, visit)
         var data: [String: Any] = [
-            "heading": visit.format("episodeHeading", kindText, WebFormat.date(campus.localDate(at: episode.startedAt), campus: campus, language: visit.language)),
+            "heading": visit.format(
+                "episodeHeading", kindText,
+                WebFormat.date(campus.localDate(at: episode.startedAt), campus: campus, language: visit.language)),
             "severity": "\(episode.severity)", "notesText": episode.notes,
             "started": WebFormat.dateTime(episode.startedAt, campus: campus, language: visit.language),
             "stopped": episode.stoppedAt.map { WebFormat.dateTime($0, campus: campus, language: visit.language) } ?? visit["openWord"],
@@ -285,7 +313,8 @@ struct EpisodePages: Sendable {
         if let place = episode.location {
             data["place"] = [
                 "text": visit.format("placeText", String(format: "%.1f", place.latitude), String(format: "%.1f", place.longitude)),
-                "mapHref": "https://www.openstreetmap.org/?mlat=\(place.latitude)&mlon=\(place.longitude)#map=11/\(place.latitude)/\(place.longitude)",
+                "mapHref":
+                    "https://www.openstreetmap.org/?mlat=\(place.latitude)&mlon=\(place.longitude)#map=11/\(place.latitude)/\(place.longitude)",
             ]
         }
         let rows = EnvironmentFactors.units.enumerated().compactMap { index, unit -> [String]? in
@@ -295,12 +324,16 @@ struct EpisodePages: Sendable {
         }
         if !rows.isEmpty {
             data["weatherHTML"] = WebHTML.table(
-                Charts.table(caption: visit["weatherTitle"], columns: [(visit["factor"], false), (visit["atStart"], true), (visit["dayBefore"], true)], rows: rows))
+                Charts.table(
+                    caption: visit["weatherTitle"],
+                    columns: [(visit["factor"], false), (visit["atStart"], true), (visit["dayBefore"], true)], rows: rows))
         }
         if let notice { data["notice"] = notice }
         errors.summary(into: &data)
         return try web.renderer.render(
-            .init(template: "episode", title: errors.title(data["heading"] as? String ?? kindText, visit: visit), data: data.droppingEmptyText(), status: status, current: "episodes"),
+            .init(
+                template: "episode", title: errors.title(data["heading"] as? String ?? kindText, visit: visit),
+                data: data.droppingEmptyText(), status: status, current: "episodes"),
             visit: visit)
     }
 
@@ -342,7 +375,7 @@ struct EpisodePages: Sendable {
             Charts.bars(
                 id: "episodes-per-month", title: visit["episodesPerMonth"],
                 desc: visit.format("perMonthDesc", range.from.description, range.to.description), categories: months, values: counts,
-                fill: "#1d70b8", suffix: "", smallestStep: 1),
+                fill: "#1d70b8", suffix: "", smallestStep: 1)
         ]
         if hours.contains(where: { $0 != nil }) {
             charts.append(
@@ -354,10 +387,15 @@ struct EpisodePages: Sendable {
         var tables: [WebTable] = [
             Charts.table(
                 caption: visit["summaryByMonth"],
-                columns: [(visit["month"], false), (visit["episodesWord"], true), (visit["closedWord"], true), (visit["totalTime"], true), (visit["averageTime"], true)],
+                columns: [
+                    (visit["month"], false), (visit["episodesWord"], true), (visit["closedWord"], true), (visit["totalTime"], true),
+                    (visit["averageTime"], true),
+                ],
                 rows: zip(months, parts).map { month, part in
-                    [month, "\(part?.count ?? 0)", "\(part?.closed ?? 0)", WebFormat.duration((part?.totalMinutes ?? 0) * 60),
-                     part?.averageMinutes.map { WebFormat.duration(Int(exactly: ($0 * 60).rounded().clamped(to: 0...1e9)) ?? 0) } ?? "–"]
+                    [
+                        month, "\(part?.count ?? 0)", "\(part?.closed ?? 0)", WebFormat.duration((part?.totalMinutes ?? 0) * 60),
+                        part?.averageMinutes.map { WebFormat.duration(Int(exactly: ($0 * 60).rounded().clamped(to: 0...1e9)) ?? 0) } ?? "–",
+                    ]
                 })
         ]
         let factors = total.factors.filter { $0.during != nil || $0.baseline != nil }
@@ -365,11 +403,17 @@ struct EpisodePages: Sendable {
             charts.append(
                 Charts.pairs(
                     id: "weather", title: visit["weatherSummary"], desc: visit["weatherSummaryDesc"],
-                    rows: factors.map { (label: visit["factor-" + $0.name], first: $0.during, second: $0.baseline, unit: $0.unit == "index" ? "" : " " + $0.unit) },
+                    rows: factors.map {
+                        (
+                            label: visit["factor-" + $0.name], first: $0.during, second: $0.baseline,
+                            unit: $0.unit == "index" ? "" : " " + $0.unit
+                        )
+                    },
                     legend: (visit["atStartMark"], visit["dayBeforeMark"])))
             tables.append(
                 Charts.table(
-                    caption: visit["weatherSummary"], columns: [(visit["factor"], false), (visit["atStart"], true), (visit["dayBefore"], true)],
+                    caption: visit["weatherSummary"],
+                    columns: [(visit["factor"], false), (visit["atStart"], true), (visit["dayBefore"], true)],
                     rows: factors.map { [visit["factor-" + $0.name], value($0.during, $0.unit), value($0.baseline, $0.unit)] }))
         }
         data["charts"] = charts

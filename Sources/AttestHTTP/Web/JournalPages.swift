@@ -33,13 +33,16 @@ struct JournalPages: Sendable {
                 return try await journalPage(visit: visit, request: request, values: values, errors: errors, status: .unprocessableContent)
             }
             let entry = try await JournalRoutes.run {
-                try await store.create(campus: visit.campus.id, user: user, draft, audio: audio, at: services.clock(), quotas: MemberQuotas(campus: visit.campus))
+                try await store.create(
+                    campus: visit.campus.id, user: user, draft, audio: audio, at: services.clock(),
+                    quotas: MemberQuotas(campus: visit.campus))
             }
             throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }
         pages.get("journal/:id") { request, context -> Response in
             let (visit, entry) = try await find(request, context)
-            return try entryPage(entry, visit: visit, values: Values(entry), notice: visit.path.hasSuffix("?saved=1") ? visit["entrySaved"] : nil)
+            return try entryPage(
+                entry, visit: visit, values: Values(entry), notice: visit.path.hasSuffix("?saved=1") ? visit["entrySaved"] : nil)
         }
         pages.post("journal/:id") { request, context -> Response in
             let (visit, entry) = try await find(request, context)
@@ -53,7 +56,8 @@ struct JournalPages: Sendable {
             let user = try visit.privateUser().id
             _ = try await JournalRoutes.run {
                 try await store.update(
-                    campus: visit.campus.id, user: user, id: entry.id, draft, audio: audio, at: services.clock(), quotas: MemberQuotas(campus: visit.campus))
+                    campus: visit.campus.id, user: user, id: entry.id, draft, audio: audio, at: services.clock(),
+                    quotas: MemberQuotas(campus: visit.campus))
             }
             throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }
@@ -131,7 +135,8 @@ struct JournalPages: Sendable {
         values.tags = Set(tags)
         let today = visit.campus.localDate(at: services.clock())
         let body: [String: JSONValue] = [
-            "date": .string(values.date), "title": .string(values.title), "text": .string(values.text), "tags": .array(tags.map(JSONValue.string)),
+            "date": .string(values.date), "title": .string(values.title), "text": .string(values.text),
+            "tags": .array(tags.map(JSONValue.string)),
         ]
         var errors = FormErrors()
         var draft: JournalDraft?
@@ -143,7 +148,12 @@ struct JournalPages: Sendable {
                 switch field {
                 case "date": errors.add(field, anchor: "entry-date", visit.format("entryDateError", today.adding(days: 1).description))
                 case "title": errors.add(field, anchor: "entry-title", visit.format("entryTitleError", "\(JournalDraft.maxTitle)"))
-                case "text": errors.add(field, anchor: "entry-text", visit.format("entryTextError", WebFormat.count(JournalDraft.maxText, visit: visit), WebFormat.count(values.text.count, visit: visit)))
+                case "text":
+                    errors.add(
+                        field, anchor: "entry-text",
+                        visit.format(
+                            "entryTextError", WebFormat.count(JournalDraft.maxText, visit: visit),
+                            WebFormat.count(values.text.count, visit: visit)))
                 default: errors.add(field, anchor: "entry-tag-\(JournalTag.allCases[0].rawValue)", visit["entryTagsError"])
                 }
             }
@@ -173,13 +183,18 @@ struct JournalPages: Sendable {
         }
     }
 
-    private func formData(_ values: Values, errors: FormErrors, action: String, submit: String, visit: WebVisit, hasAudio: Bool) -> [String: Any] {
+    private func formData(_ values: Values, errors: FormErrors, action: String, submit: String, visit: WebVisit, hasAudio: Bool) -> [String:
+        Any]
+    {
         var data: [String: Any] = [
             "action": action, "submit": submit,
             "date": errors.field("date", value: values.date), "title": errors.field("title", value: values.title),
             "text": errors.field("text", value: values.text), "audio": errors.field("audio", value: ""),
             "tags": JournalTag.allCases.map { tag -> [String: Any] in
-                ["value": tag.rawValue, "label": visit["tag-" + tag.rawValue], "checked": values.tags.contains(tag.rawValue), "id": "entry-tag-\(tag.rawValue)"]
+                [
+                    "value": tag.rawValue, "label": visit["tag-" + tag.rawValue], "checked": values.tags.contains(tag.rawValue),
+                    "id": "entry-tag-\(tag.rawValue)",
+                ]
             },
             "audioLabel": visit[hasAudio ? "entryAudioReplace" : "entryAudio"],
             "textHint": visit.format("textHint", WebFormat.count(JournalDraft.maxText, visit: visit)),
@@ -198,7 +213,8 @@ struct JournalPages: Sendable {
         let cursor = cursorText.flatMap { JournalStore.Cursor(text: $0) }
         let page = try await JournalRoutes.run { try await store.list(campus: visit.campus.id, user: user, after: cursor, limit: 20) }
         var data: [String: Any] = [
-            "form": formData(values, errors: errors, action: visit.base + "journal", submit: visit["saveEntry"], visit: visit, hasAudio: false),
+            "form": formData(
+                values, errors: errors, action: visit.base + "journal", submit: visit["saveEntry"], visit: visit, hasAudio: false),
             "hasEntries": !page.entries.isEmpty,
             "entries": page.entries.map { entry -> [String: Any] in
                 var item: [String: Any] = [
@@ -216,7 +232,9 @@ struct JournalPages: Sendable {
         if cursorText != nil { data["newerHref"] = visit.base + "journal" }
         if request.uri.queryParameters.get("deleted") == "1" { data["notice"] = visit["entryDeleted"] }
         return try web.renderer.render(
-            .init(template: "journal", title: errors.title(visit["journalTitle"], visit: visit), data: data, status: status, scripts: ["record.js"], current: "journal"),
+            .init(
+                template: "journal", title: errors.title(visit["journalTitle"], visit: visit), data: data, status: status,
+                scripts: ["record.js"], current: "journal"),
             visit: visit)
     }
 
@@ -230,7 +248,8 @@ struct JournalPages: Sendable {
             "tags": entry.tags.map { visit["tag-" + $0.rawValue] }.joined(separator: ", "), "text": entry.text,
             "updatedText": WebFormat.dateTime(entry.updatedAt, campus: visit.campus, language: visit.language),
             "deleteAction": href + "/delete",
-            "form": formData(values, errors: errors, action: href, submit: visit["saveChanges"], visit: visit, hasAudio: entry.audio != nil),
+            "form": formData(
+                values, errors: errors, action: href, submit: visit["saveChanges"], visit: visit, hasAudio: entry.audio != nil),
             "editOpen": !errors.isEmpty,
         ]
         if let audio = entry.audio {
@@ -242,7 +261,9 @@ struct JournalPages: Sendable {
         if let notice { data["notice"] = notice }
         errors.summary(into: &data)
         return try web.renderer.render(
-            .init(template: "entry", title: errors.title(entry.title, visit: visit), data: data.droppingEmptyText(), status: status, scripts: ["record.js"], current: "journal"),
+            .init(
+                template: "entry", title: errors.title(entry.title, visit: visit), data: data.droppingEmptyText(), status: status,
+                scripts: ["record.js"], current: "journal"),
             visit: visit)
     }
 

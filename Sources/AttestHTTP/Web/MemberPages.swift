@@ -77,7 +77,8 @@ struct MemberPages: Sendable {
             if firstError == question.id { item["autofocus"] = true }
             if let unit = question.unit { item["unit"] = unit }
             let choices: [(value: String, label: String)] =
-                question.kind == .boolean ? [("yes", visit["yes"]), ("no", visit["no"])]
+                question.kind == .boolean
+                ? [("yes", visit["yes"]), ("no", visit["no"])]
                 : (question.options ?? []).map { ($0, WebFormat.words($0)) }
             item["options"] = choices.enumerated().map { index, choice -> [String: Any] in
                 let option: [String: Any] = [
@@ -91,7 +92,8 @@ struct MemberPages: Sendable {
         var data: [String: Any] = [
             "surveyTitle": questionnaire.title, "version": questionnaire.version, "questions": questions,
             "idempotencyKey": SessionStore.newToken(),
-            "intro": visit.format("surveyIntro", CampusFormats.clock(fromMinute: visit.campus.deadlineMinute) + " (\(visit.campus.timeZone))"),
+            "intro": visit.format(
+                "surveyIntro", CampusFormats.clock(fromMinute: visit.campus.deadlineMinute) + " (\(visit.campus.timeZone))"),
         ]
         if let community { data["communityLine"] = community }
         let errors = questionnaire.questions.compactMap { question in
@@ -159,7 +161,9 @@ struct MemberPages: Sendable {
             let id = String(problem.field.dropFirst("answers.".count))
             if let question = active.question(id) { entry.errors[id] = message(question, value: entry.values[id] ?? "", visit: visit) }
         }
-        guard entry.errors.isEmpty else { return try await surveyPage(visit: visit, request: request, entry: entry, status: .unprocessableContent) }
+        guard entry.errors.isEmpty else {
+            return try await surveyPage(visit: visit, request: request, entry: entry, status: .unprocessableContent)
+        }
         let version = Int(form["surveyVersion"] ?? "") ?? 0
         let key = form["key"].flatMap { SessionStore.isWellFormed($0) ? "web-" + $0 : nil }
         let user = try visit.signedInUser().id
@@ -190,22 +194,26 @@ struct MemberPages: Sendable {
         var data: [String: Any] = [
             "color": badge.color.rawValue, "colorWord": colorWord, "symbol": word[badge.color]?.symbol ?? "",
             "reason": badge.submitted ? badge.reason : visit["colorGray"],
-            "validUntilISO": badge.validUntil.ISO8601Format(), "dateText": WebFormat.date(badge.date, campus: campus, language: visit.language),
+            "validUntilISO": badge.validUntil.ISO8601Format(),
+            "dateText": WebFormat.date(badge.date, campus: campus, language: visit.language),
             "timeNow": WebFormat.time(now, campus: campus, seconds: true),
             "validUntilText": WebFormat.dateTime(badge.validUntil, campus: campus, language: visit.language),
             "timeLeft": WebFormat.span(Int(exactly: badge.validUntil.timeIntervalSince(now).rounded(.down).clamped(to: 0...1e9)) ?? 0),
             "submitted": badge.submitted,
-            "deadlineText": visit.format("notSubmittedDeadline", CampusFormats.clock(fromMinute: campus.deadlineMinute) + " (\(campus.timeZone))"),
+            "deadlineText": visit.format(
+                "notSubmittedDeadline", CampusFormats.clock(fromMinute: campus.deadlineMinute) + " (\(campus.timeZone))"),
         ]
         if let community { data["communityLine"] = community }
         if badge.submitted {
             data["qr"] = QRCode.svg(badge.token, label: visit["badgeTitle"] + ": " + colorWord) ?? ""
         }
         if visit.path.contains("already=1") {
-            data["notice"] = visit.format("alreadySubmitted", WebFormat.dateTime(campus.nextWindow(after: now), campus: campus, language: visit.language))
+            data["notice"] = visit.format(
+                "alreadySubmitted", WebFormat.dateTime(campus.nextWindow(after: now), campus: campus, language: visit.language))
         }
         return try web.renderer.render(
-            .init(template: "badge", title: visit["badgeTitle"] + ": " + colorWord, data: data, scripts: ["badge.js"], current: current), visit: visit)
+            .init(template: "badge", title: visit["badgeTitle"] + ": " + colorWord, data: data, scripts: ["badge.js"], current: current),
+            visit: visit)
     }
 
     // MARK: History, testing locations, statistics
@@ -213,7 +221,8 @@ struct MemberPages: Sendable {
     private func history(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
         let visit = try await web.visit(request, context)
         let cursor = request.uri.queryParameters.get("cursor").flatMap { LocalDate(String($0)) }
-        let page = try await services.attestations.page(campus: visit.campus.id, user: try visit.signedInUser().id, before: cursor, limit: 20)
+        let page = try await services.attestations.page(
+            campus: visit.campus.id, user: try visit.signedInUser().id, before: cursor, limit: 20)
         let words: [BadgeColor: String] = [.green: "colorGreen", .yellow: "colorYellow", .red: "colorRed", .gray: "colorGray"]
         var data: [String: Any] = [
             "hasItems": !page.items.isEmpty,
@@ -229,7 +238,8 @@ struct MemberPages: Sendable {
         ]
         if let next = page.next { data["olderHref"] = visit.base + "history?cursor=\(next)" }
         if cursor != nil { data["newerHref"] = visit.base + "history" }
-        return try web.renderer.render(.init(template: "history", title: visit["historyTitle"], data: data, current: "history"), visit: visit)
+        return try web.renderer.render(
+            .init(template: "history", title: visit["historyTitle"], data: data, current: "history"), visit: visit)
     }
 
     private func locations(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
@@ -245,7 +255,8 @@ struct MemberPages: Sendable {
                 let location = item.location
                 var entry: [String: Any] = [
                     "name": location.name, "address": location.address,
-                    "mapHref": "https://www.openstreetmap.org/?mlat=\(location.latitude)&mlon=\(location.longitude)#map=17/\(location.latitude)/\(location.longitude)",
+                    "mapHref":
+                        "https://www.openstreetmap.org/?mlat=\(location.latitude)&mlon=\(location.longitude)#map=17/\(location.latitude)/\(location.longitude)",
                 ]
                 if let km = item.distanceKm { entry["distance"] = visit.format("kmAway", String(format: "%.1f", km)) }
                 if !location.hours.isEmpty { entry["hours"] = location.hours }
@@ -259,7 +270,8 @@ struct MemberPages: Sendable {
             },
         ]
         return try web.renderer.render(
-            .init(template: "locations", title: visit["locationsTitle"], data: data, scripts: ["locate.js"], current: "locations"), visit: visit)
+            .init(template: "locations", title: visit["locationsTitle"], data: data, scripts: ["locate.js"], current: "locations"),
+            visit: visit)
     }
 
     private func stats(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
@@ -276,7 +288,8 @@ struct MemberPages: Sendable {
         } catch is CommunityDirectory.Failure {
             // No provider or no home region: the page shows the campus's own figures only.
         }
-        return try web.renderer.render(.init(template: "stats", title: visit["statsTitle"], data: data, wide: true, current: "stats"), visit: visit)
+        return try web.renderer.render(
+            .init(template: "stats", title: visit["statsTitle"], data: data, wide: true, current: "stats"), visit: visit)
     }
 
     /// "Community risk in Alpha County: high, rising (as of Nov 20). Wear a mask indoors.",
@@ -295,5 +308,7 @@ struct MemberPages: Sendable {
 }
 
 extension Double {
-    func clamped(to range: ClosedRange<Double>) -> Double { isNaN ? range.lowerBound : Swift.min(Swift.max(self, range.lowerBound), range.upperBound) }
+    func clamped(to range: ClosedRange<Double>) -> Double {
+        isNaN ? range.lowerBound : Swift.min(Swift.max(self, range.lowerBound), range.upperBound)
+    }
 }

@@ -53,7 +53,8 @@ struct MultipartForm {
             while position < bytes.count, bytes[position] == 0x20 || bytes[position] == 0x09 { position += 1 }
             guard bytes.count >= position + 2, bytes[position] == 0x0D, bytes[position + 1] == 0x0A else { return nil }
             position += 2
-            guard parts.count < maxParts, let headerEnd = find([0x0D, 0x0A, 0x0D, 0x0A], in: bytes, from: position, within: maxHeaderBytes + 4),
+            guard parts.count < maxParts,
+                let headerEnd = find([0x0D, 0x0A, 0x0D, 0x0A], in: bytes, from: position, within: maxHeaderBytes + 4),
                 let headers = String(validating: bytes[position..<headerEnd], as: UTF8.self)
             else { return nil }
             let bodyStart = headerEnd + 4

@@ -34,7 +34,10 @@ enum QRCode {
         for (y, row) in rows.enumerated() {
             var x = 0
             while x < row.count {
-                guard row[x] else { x += 1; continue }
+                guard row[x] else {
+                    x += 1
+                    continue
+                }
                 var run = 1
                 while x + run < row.count, row[x + run] { run += 1 }
                 path.literal("M")

@@ -62,7 +62,8 @@ struct ScanPage: Sendable {
             data["verdictText"] = visit.format("verdictGenuine", visit[words[claims.color] ?? "colorGray"]) + " · " + claims.date
         case .invalid(let rejection)?:
             let keys: [BadgeRejection: String] = [
-                .expired: "verdictExpired", .otherCampus: "verdictOtherCampus", .unknownKey: "verdictUnknownKey", .badSignature: "verdictForged",
+                .expired: "verdictExpired", .otherCampus: "verdictOtherCampus", .unknownKey: "verdictUnknownKey",
+                .badSignature: "verdictForged",
                 .malformed: "verdictMalformed",
             ]
             data["verdictClass"] = "invalid"

@@ -14,7 +14,9 @@ struct SharingPage: Sendable {
     var settings: MemberSettingsStore { MemberSettingsStore(client: services.database) }
 
     /// The lifetimes a page offers for a link, in seconds, and their words' keys.
-    static let lifetimes: [(seconds: Int, key: String)] = [(3_600, "hour1"), (86_400, "day1"), (7 * 86_400, "days7"), (30 * 86_400, "days30")]
+    static let lifetimes: [(seconds: Int, key: String)] = [
+        (3_600, "hour1"), (86_400, "day1"), (7 * 86_400, "days7"), (30 * 86_400, "days30"),
+    ]
 
     func register(on pages: RouterGroup<AttestRequestContext>) {
         pages.get("sharing") { request, context -> Response in
@@ -30,7 +32,8 @@ struct SharingPage: Sendable {
             let today = visit.campus.localDate(at: services.clock())
             let (from, to, format) = try ExportRoutes.parse(
                 QueryParameters(request, accepting: ["from", "to", "format"]), today: today, defaultFormat: .pdf)
-            return try await ExportRoutes.ownExport(services: services, campus: visit.campus, user: try visit.privateUser(), from: from, to: to, format: format)
+            return try await ExportRoutes.ownExport(
+                services: services, campus: visit.campus, user: try visit.privateUser(), from: from, to: to, format: format)
         }
         pages.post("sharing/links") { request, context -> Response in
             let visit = try await web.visit(request, context)
@@ -39,7 +42,8 @@ struct SharingPage: Sendable {
             let user = try visit.privateUser()
             var values = LinkValues(from: form["from"] ?? "", to: form["to"] ?? "", expiresIn: form["expiresIn"] ?? "")
             var errors = FormErrors()
-            let from = LocalDate(values.from.trimmingCharacters(in: .whitespaces)), to = LocalDate(values.to.trimmingCharacters(in: .whitespaces))
+            let from = LocalDate(values.from.trimmingCharacters(in: .whitespaces)),
+                to = LocalDate(values.to.trimmingCharacters(in: .whitespaces))
             if from == nil { errors.add("from", anchor: "link-from", visit["dateError"]) }
             if to == nil { errors.add("to", anchor: "link-to", visit["dateError"]) }
             if let from, let to, from > to || from.days(until: to) > 365 { errors.add("from", anchor: "link-from", visit["rangeError"]) }
@@ -50,7 +54,8 @@ struct SharingPage: Sendable {
             }
             let (share, token) = try await JournalRoutes.run {
                 try await shares.create(
-                    campus: visit.campus.id, user: user.id, actor: "user:\(user.email)", from: from, to: to, seconds: seconds, now: services.clock(),
+                    campus: visit.campus.id, user: user.id, actor: "user:\(user.email)", from: from, to: to, seconds: seconds,
+                    now: services.clock(),
                     quotas: MemberQuotas(campus: visit.campus))
             }
             let origin = web.settings.origin ?? "http://" + (request.head.authority ?? "127.0.0.1")
@@ -80,7 +85,8 @@ struct SharingPage: Sendable {
                 guard let value = Int(chosen), MemberSettingsStore.keepDays.contains(value) else {
                     var errors = FormErrors()
                     errors.add("keepDays", anchor: "keep-days", visit.format("keepDaysError", "\(MemberSettingsStore.keepDays.upperBound)"))
-                    return try await page(visit: visit, request: request, keepValue: chosen, keepErrors: errors, status: .unprocessableContent)
+                    return try await page(
+                        visit: visit, request: request, keepValue: chosen, keepErrors: errors, status: .unprocessableContent)
                 }
                 days = value
             }
@@ -110,25 +116,34 @@ struct SharingPage: Sendable {
         var data: [String: Any] = [
             "exportFrom": defaultFrom, "exportTo": today.description,
             "formats": MemberExport.Format.allCases.map { format -> [String: Any] in
-                ["value": format.rawValue, "label": visit["format-" + format.rawValue], "checked": format == .pdf, "id": "export-\(format.rawValue)"]
+                [
+                    "value": format.rawValue, "label": visit["format-" + format.rawValue], "checked": format == .pdf,
+                    "id": "export-\(format.rawValue)",
+                ]
             },
             "link": [
                 "from": linkErrors.field("from", value: link.from), "to": linkErrors.field("to", value: link.to),
                 "expiresIn": linkErrors.field("expiresIn", value: link.expiresIn),
-                "lifetimes": Self.lifetimes.map { ["value": "\($0.seconds)", "label": visit[$0.key], "selected": "\($0.seconds)" == link.expiresIn] },
+                "lifetimes": Self.lifetimes.map {
+                    ["value": "\($0.seconds)", "label": visit[$0.key], "selected": "\($0.seconds)" == link.expiresIn]
+                },
             ] as [String: Any],
             "links": try await listed.map { share -> [String: Any] in
                 let status = share.status(at: now)
                 var item: [String: Any] = [
                     "range": visit.format(
-                        "linkRange", WebFormat.date(share.from, campus: campus, language: visit.language), WebFormat.date(share.to, campus: campus, language: visit.language)),
+                        "linkRange", WebFormat.date(share.from, campus: campus, language: visit.language),
+                        WebFormat.date(share.to, campus: campus, language: visit.language)),
                     "status": visit.format(
                         "status-" + status,
-                        WebFormat.dateTime(status == "revoked" ? share.revokedAt ?? share.expiresAt : share.expiresAt, campus: campus, language: visit.language)),
+                        WebFormat.dateTime(
+                            status == "revoked" ? share.revokedAt ?? share.expiresAt : share.expiresAt, campus: campus,
+                            language: visit.language)),
                     "hasOpenings": !share.openings.isEmpty,
                     "openings": share.openings.isEmpty ? visit["neverOpened"] : visit.format("openedTimes", "\(share.openings.count)"),
                     "openedAt": share.openings.prefix(10).map {
-                        visit.format("openedAt", WebFormat.dateTime($0.openedAt, campus: campus, language: visit.language), $0.format.uppercased())
+                        visit.format(
+                            "openedAt", WebFormat.dateTime($0.openedAt, campus: campus, language: visit.language), $0.format.uppercased())
                     },
                 ]
                 if status == "active" { item["revokeAction"] = visit.base + "sharing/links/\(share.id.lowercasedText)/revoke" }
@@ -143,6 +158,8 @@ struct SharingPage: Sendable {
         for item in keepErrors.items { errors.add(item.field, anchor: item.anchor, item.message) }
         errors.summary(into: &data)
         return try web.renderer.render(
-            .init(template: "sharing", title: errors.title(visit["sharingTitle"], visit: visit), data: data, status: status, current: "journal"), visit: visit)
+            .init(
+                template: "sharing", title: errors.title(visit["sharingTitle"], visit: visit), data: data, status: status,
+                current: "journal"), visit: visit)
     }
 }

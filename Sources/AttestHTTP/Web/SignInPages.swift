@@ -20,12 +20,16 @@ struct SignInPages: Sendable {
                 let value = SessionStore.newToken()
                 visit.anonymousCSRF = value
                 cookies.append(
-                    Cookie(name: WebSession.csrfCookieName(secure: settings.secure), value: value, path: "/", secure: settings.secure, httpOnly: true, sameSite: .lax))
+                    Cookie(
+                        name: WebSession.csrfCookieName(secure: settings.secure), value: value, path: "/", secure: settings.secure,
+                        httpOnly: true, sameSite: .lax))
             }
             return try await signInPage(visit: visit, next: next, message: nil, cookies: cookies)
         }
         pages.post("signin/demo") { request, context -> Response in
-            guard settings.demoSignIn else { throw Problem.notFound("There is no demo sign-in here: sign in with your university account.") }
+            guard settings.demoSignIn else {
+                throw Problem.notFound("There is no demo sign-in here: sign in with your university account.")
+            }
             let visit = try await web.visit(request, context, signIn: false)
             let form = try await WebForm.read(request, context: context)
             try web.checkCSRF(request, form: form, visit: visit)
@@ -50,28 +54,35 @@ struct SignInPages: Sendable {
                 url.absoluteString,
                 cookies: [
                     pendingCookie(visit.campus, value: pending.encoded, maxAge: 600),
-                    Cookie(name: Self.nextCookie(visit.campus), value: Data(next.utf8).base64URLEncoded(), maxAge: 600, path: visit.base + "signin", secure: settings.secure, httpOnly: true, sameSite: .lax),
+                    Cookie(
+                        name: Self.nextCookie(visit.campus), value: Data(next.utf8).base64URLEncoded(), maxAge: 600,
+                        path: visit.base + "signin", secure: settings.secure, httpOnly: true, sameSite: .lax),
                 ])
         }
         pages.get("signin/callback") { request, context -> Response in
             let visit = try await web.visit(request, context, signIn: false)
             let query = request.uri.queryParameters
             let cleared = [pendingCookie(visit.campus, value: "", maxAge: 0)]
-            let next = request.cookies[Self.nextCookie(visit.campus)].flatMap { Data(base64URLEncoded: $0.value) }
+            let next =
+                request.cookies[Self.nextCookie(visit.campus)].flatMap { Data(base64URLEncoded: $0.value) }
                 .map { WebRoutes.sameCampusPath(String(decoding: $0, as: UTF8.self), base: visit.base) } ?? visit.base
             do {
-                guard let redirect = redirectURI(visit.campus) else { throw IdentityError.signInAbandoned("this server has no --public-url") }
+                guard let redirect = redirectURI(visit.campus) else {
+                    throw IdentityError.signInAbandoned("this server has no --public-url")
+                }
                 if let error = query.get("error") {
                     throw IdentityError.signInAbandoned("the provider answered \(String(error.prefix(60)))")
                 }
-                guard let pending = request.cookies[Self.pendingCookie(visit.campus)].flatMap({ BrowserSignIn.Pending(encoded: $0.value) }) else {
+                guard let pending = request.cookies[Self.pendingCookie(visit.campus)].flatMap({ BrowserSignIn.Pending(encoded: $0.value) })
+                else {
                     throw IdentityError.signInAbandoned("this browser did not start it here, or took longer than ten minutes")
                 }
                 try services.limiters.admitSignIn(address: context.clientAddress, campus: visit.campus.slug)
                 let session = try await services.browserSignIn.finish(
                     campus: visit.campus, pending: pending, state: query.get("state").map { String($0) } ?? "",
                     code: query.get("code").map { String($0) } ?? "", redirectURI: redirect)
-                throw WebOutcome.redirect(next, cookies: cleared + [self.session(visit.campus, token: session.token, expiresAt: session.expiresAt)])
+                throw WebOutcome.redirect(
+                    next, cookies: cleared + [self.session(visit.campus, token: session.token, expiresAt: session.expiresAt)])
             } catch let error as IdentityError {
                 context.logger.info("web sign-in refused", metadata: ["reason": "\(error.logReason)"])
                 return try await signInPage(
@@ -96,7 +107,11 @@ struct SignInPages: Sendable {
             guard WebText.languages.contains(where: { $0.code == wanted }) else { throw WebOutcome.redirect(next) }
             throw WebOutcome.redirect(
                 next,
-                cookies: [Cookie(name: WebSession.languageCookie, value: wanted, maxAge: 365 * 86_400, path: "/", secure: settings.secure, httpOnly: true, sameSite: .lax)])
+                cookies: [
+                    Cookie(
+                        name: WebSession.languageCookie, value: wanted, maxAge: 365 * 86_400, path: "/", secure: settings.secure,
+                        httpOnly: true, sameSite: .lax)
+                ])
         }
     }
 
@@ -120,7 +135,9 @@ struct SignInPages: Sendable {
         return WebSession.sessionCookie(campus: campus.slug, token: token, maxAge: maxAge, secure: settings.secure)
     }
 
-    func signInPage(visit: WebVisit, next: String, message: String?, status: HTTPResponse.Status = .ok, cookies: [Cookie] = []) async throws -> Response {
+    func signInPage(visit: WebVisit, next: String, message: String?, status: HTTPResponse.Status = .ok, cookies: [Cookie] = []) async throws
+        -> Response
+    {
         var data: [String: Any] = ["hasProviders": false, "demo": settings.demoSignIn]
         if settings.origin != nil {
             let providers = try await services.browserSignIn.providers(campus: visit.campus.id)

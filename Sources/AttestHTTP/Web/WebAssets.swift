@@ -60,7 +60,9 @@ struct WebAssets: Sendable {
     static func register(on router: Router<AttestRequestContext>) {
         router.get("static/:file") { _, context -> Response in
             guard case .success(let assets) = shared, let name = context.parameters.get("file"), let asset = assets.files[name] else {
-                return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "Not found.\n")))
+                return Response(
+                    status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(string: "Not found.\n")))
             }
             return Response(
                 status: .ok,
@@ -76,5 +78,7 @@ struct WebAssets: Sendable {
 struct WebAssetsError: Error, CustomStringConvertible {
     var file: String
     var reason: String
-    var description: String { "the page template \(file) does not parse (\(reason)): this build is broken; rebuild from a released version" }
+    var description: String {
+        "the page template \(file) does not parse (\(reason)): this build is broken; rebuild from a released version"
+    }
 }

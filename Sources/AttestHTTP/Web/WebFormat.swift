@@ -51,7 +51,8 @@ enum WebFormat {
         }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = campus.zone
-        return calendar.date(from: DateComponents(year: date.year, month: date.month, day: date.day, hour: hour, minute: minute, second: second))
+        return calendar.date(
+            from: DateComponents(year: date.year, month: date.month, day: date.day, hour: hour, minute: minute, second: second))
     }
 
     /// "2 h 05 min", "45 min" of a span of seconds.
@@ -75,7 +76,8 @@ enum WebFormat {
 
     /// "820 KB", "1.2 MB" (of 1,024 and 1,048,576 bytes).
     static func bytes(_ count: Int) -> String {
-        count < 1_048_576 ? "\(max(count, 0) / 1024 + (count % 1024 == 0 ? 0 : 1)) KB" : String(format: "%.1f MB", Double(count) / 1_048_576)
+        count < 1_048_576
+            ? "\(max(count, 0) / 1024 + (count % 1024 == 0 ? 0 : 1)) KB" : String(format: "%.1f MB", Double(count) / 1_048_576)
     }
 
     /// "10,000" / "10.000": a whole number in the visitor's language.

@@ -27,13 +27,15 @@ enum WebHTML {
     static func chart(_ chart: WebChart) -> String {
         let id = escape(chart.id)
         var html = "<figure class=\"card\">\n"
-        html.reserveCapacity(1_024 + (chart.axis.count + chart.labels.count + chart.rects.count + chart.slices.count + chart.lines.count) * 160)
+        html.reserveCapacity(
+            1_024 + (chart.axis.count + chart.labels.count + chart.rects.count + chart.slices.count + chart.lines.count) * 160)
         if chart.heading { html += "<h3 class=\"chart-heading\" aria-hidden=\"true\">\(escape(chart.title))</h3>\n" }
         html += "<svg class=\"chart\" viewBox=\"0 0 \(chart.width) \(chart.height)\" role=\"img\" "
         html += "aria-labelledby=\"\(id)-title \(id)-desc\" xmlns=\"http://www.w3.org/2000/svg\">\n"
         html += "<title id=\"\(id)-title\">\(escape(chart.title))</title>\n<desc id=\"\(id)-desc\">\(escape(chart.desc))</desc>\n"
         for line in chart.axis {
-            html += "<line x1=\"\(line.x1)\" y1=\"\(line.y1)\" x2=\"\(line.x2)\" y2=\"\(line.y2)\" stroke=\"#56606b\" stroke-width=\"1\"/>\n"
+            html +=
+                "<line x1=\"\(line.x1)\" y1=\"\(line.y1)\" x2=\"\(line.x2)\" y2=\"\(line.y2)\" stroke=\"#56606b\" stroke-width=\"1\"/>\n"
         }
         for label in chart.labels {
             html += "<text x=\"\(label.x)\" y=\"\(label.y)\" text-anchor=\"\(label.anchor)\">\(escape(label.text))</text>\n"
@@ -44,10 +46,12 @@ enum WebHTML {
             html += "><title>\(escape(rect.tip))</title></rect>\n"
         }
         for slice in chart.slices {
-            html += "<path d=\"\(slice.d)\" fill=\"\(slice.fill)\" stroke=\"#fff\" stroke-width=\"2\"><title>\(escape(slice.tip))</title></path>\n"
+            html +=
+                "<path d=\"\(slice.d)\" fill=\"\(slice.fill)\" stroke=\"#fff\" stroke-width=\"2\"><title>\(escape(slice.tip))</title></path>\n"
         }
         for line in chart.lines {
-            html += "<polyline points=\"\(line.points)\" fill=\"none\" stroke=\"\(line.stroke)\" stroke-width=\"2.5\" stroke-linecap=\"round\" stroke-linejoin=\"round\""
+            html +=
+                "<polyline points=\"\(line.points)\" fill=\"none\" stroke=\"\(line.stroke)\" stroke-width=\"2.5\" stroke-linecap=\"round\" stroke-linejoin=\"round\""
             if let dash = line.dash { html += " stroke-dasharray=\"\(dash)\"" }
             html += "><title>\(escape(line.tip))</title></polyline>\n"
         }
@@ -55,7 +59,8 @@ enum WebHTML {
         if let legend = chart.legend {
             html += "<figcaption>"
             for item in legend {
-                html += "<span class=\"legend-item\"><span class=\"swatch \(escape(item.swatch))\" aria-hidden=\"true\"></span>\(escape(item.label))</span> "
+                html +=
+                    "<span class=\"legend-item\"><span class=\"swatch \(escape(item.swatch))\" aria-hidden=\"true\"></span>\(escape(item.label))</span> "
             }
             html += "</figcaption>"
         }

@@ -86,7 +86,9 @@ struct WebRenderer: Sendable {
         // Charts and tables are written directly (WebHTML): the dashboard's many elements.
         if let charts = data["charts"] as? [WebChart] { data["chartsHTML"] = charts.map(WebHTML.chart).joined() }
         if let tables = data["tables"] as? [WebTable] { data["tablesHTML"] = tables.map(WebHTML.table).joined() }
-        guard let body = assets.library.render(data, withTemplate: page.template) else { throw WebAssetsError(file: page.template, reason: "no such template") }
+        guard let body = assets.library.render(data, withTemplate: page.template) else {
+            throw WebAssetsError(file: page.template, reason: "no such template")
+        }
         var layout: [String: Any] = [
             "lang": visit.language, "title": page.title, "siteName": visit.campus.name, "css": assets.paths["site.css"] ?? "",
             "scripts": page.scripts.compactMap { assets.paths[$0] }, "t": data["t"] ?? [:], "home": visit.base, "base": visit.base,
@@ -103,8 +105,11 @@ struct WebRenderer: Sendable {
             layout["userName"] = user.displayName
             layout["nav"] = navigation(visit: visit, user: user, current: page.current)
         }
-        guard let html = assets.library.render(layout, withTemplate: "layout") else { throw WebAssetsError(file: "layout", reason: "no such template") }
-        var response = Response(status: page.status, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: html)))
+        guard let html = assets.library.render(layout, withTemplate: "layout") else {
+            throw WebAssetsError(file: "layout", reason: "no such template")
+        }
+        var response = Response(
+            status: page.status, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: html)))
         response.headers[.contentLanguage] = visit.language
         for cookie in page.cookies { response.setCookie(cookie) }
         return response

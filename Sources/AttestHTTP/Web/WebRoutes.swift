@@ -142,10 +142,13 @@ struct WebResponseMiddleware: RouterMiddleware {
     private func errorPage(_ problem: Problem, request: Request, context: Context) async -> Response {
         if let inCampus = await withCampus(context) {
             if let visit = try? await web.visit(request, inCampus, signIn: false) {
-                let heading = problem.status == .notFound ? visit["notFoundTitle"] : problem.status.code >= 500 ? visit["errorTitle"] : problem.title
+                let heading =
+                    problem.status == .notFound ? visit["notFoundTitle"] : problem.status.code >= 500 ? visit["errorTitle"] : problem.title
                 var data: [String: Any] = ["heading": heading, "detail": problem.detail, "homeHref": visit.base]
                 if problem.status == .unauthorized { data["signInHref"] = visit.base + "signin" }
-                if let page = try? web.renderer.render(.init(template: "error", title: heading, data: data, status: problem.status), visit: visit) {
+                if let page = try? web.renderer.render(
+                    .init(template: "error", title: heading, data: data, status: problem.status), visit: visit)
+                {
                     var response = page
                     for field in problem.headers where field.name != .contentType { response.headers.append(field) }
                     return response
@@ -157,7 +160,8 @@ struct WebResponseMiddleware: RouterMiddleware {
             <title>\(WebHTML.escape(problem.title))</title></head><body><main><h1>\(WebHTML.escape(problem.title))</h1>\
             <p>\(WebHTML.escape(problem.detail))</p></main></body></html>
             """
-        return Response(status: problem.status, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: html)))
+        return Response(
+            status: problem.status, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 
     /// The context with its campus, which `CampusMiddleware` (inside this one) had found.

@@ -25,16 +25,21 @@ enum WebSession {
 
     /// The session token in the request's campus cookie, when it has the shape of one.
     static func token(_ request: Request, campus slug: String, secure: Bool) -> String? {
-        guard let value = request.cookies[cookieName(campus: slug, secure: secure)]?.value, SessionStore.isWellFormed(value) else { return nil }
+        guard let value = request.cookies[cookieName(campus: slug, secure: secure)]?.value, SessionStore.isWellFormed(value) else {
+            return nil
+        }
         return value
     }
 
     static func sessionCookie(campus slug: String, token: String, maxAge: Int, secure: Bool) -> Cookie {
-        Cookie(name: cookieName(campus: slug, secure: secure), value: token, maxAge: maxAge, path: "/", secure: secure, httpOnly: true, sameSite: .lax)
+        Cookie(
+            name: cookieName(campus: slug, secure: secure), value: token, maxAge: maxAge, path: "/", secure: secure, httpOnly: true,
+            sameSite: .lax)
     }
 
     static func clearedSessionCookie(campus slug: String, secure: Bool) -> Cookie {
-        Cookie(name: cookieName(campus: slug, secure: secure), value: "", maxAge: 0, path: "/", secure: secure, httpOnly: true, sameSite: .lax)
+        Cookie(
+            name: cookieName(campus: slug, secure: secure), value: "", maxAge: 0, path: "/", secure: secure, httpOnly: true, sameSite: .lax)
     }
 
     /// A signed-in form's CSRF token: base64url(SHA-256("attest-csrf:" + session token)).
@@ -72,10 +77,14 @@ struct WebForm {
         let type = request.headers[.contentType] ?? ""
         let boundary = MultipartForm.boundary(contentType: type)
         guard type.lowercased().hasPrefix("application/x-www-form-urlencoded") || boundary != nil else {
-            throw Problem(.unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported form", detail: "Send the form as application/x-www-form-urlencoded or multipart/form-data, as a browser does.")
+            throw Problem(
+                .unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported form",
+                detail: "Send the form as application/x-www-form-urlencoded or multipart/form-data, as a browser does.")
         }
         let body = try await request.collectBody(context: context, limit: limit)
-        let unreadable = Problem(.badRequest, slug: "bad-form", title: "Unreadable form", detail: "The form's fields are not well-formed UTF-8. Reload the page and send it again.")
+        let unreadable = Problem(
+            .badRequest, slug: "bad-form", title: "Unreadable form",
+            detail: "The form's fields are not well-formed UTF-8. Reload the page and send it again.")
         guard let boundary else {
             guard let form = parse(String(buffer: body)) else { throw unreadable }
             return form

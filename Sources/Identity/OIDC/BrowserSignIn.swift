@@ -20,7 +20,8 @@ public struct BrowserSignIn: Sendable {
     let kek: KeyEncryptionKey?
     let documents = ExpiringCache<String, Endpoints>(ttl: .seconds(3_600), limit: 1_000)
 
-    public init(issuers: OIDCIssuerStore, guardian: SignInGuard, signIn: SignInService, http: any PluginHTTPClient, kek: KeyEncryptionKey?) {
+    public init(issuers: OIDCIssuerStore, guardian: SignInGuard, signIn: SignInService, http: any PluginHTTPClient, kek: KeyEncryptionKey?)
+    {
         (self.issuers, self.guardian, self.signIn, self.http, self.kek) = (issuers, guardian, signIn, http, kek)
     }
 
@@ -71,12 +72,13 @@ public struct BrowserSignIn: Sendable {
         guard var components = URLComponents(url: endpoints.authorization, resolvingAgainstBaseURL: false) else {
             throw IdentityError.providerFailed("its authorization endpoint is not a URL")
         }
-        components.queryItems = (components.queryItems ?? []) + [
-            URLQueryItem(name: "response_type", value: "code"), URLQueryItem(name: "client_id", value: clientID),
-            URLQueryItem(name: "redirect_uri", value: redirectURI), URLQueryItem(name: "scope", value: "openid email profile"),
-            URLQueryItem(name: "state", value: pending.state), URLQueryItem(name: "nonce", value: pending.nonce),
-            URLQueryItem(name: "code_challenge", value: challenge), URLQueryItem(name: "code_challenge_method", value: "S256"),
-        ]
+        components.queryItems =
+            (components.queryItems ?? []) + [
+                URLQueryItem(name: "response_type", value: "code"), URLQueryItem(name: "client_id", value: clientID),
+                URLQueryItem(name: "redirect_uri", value: redirectURI), URLQueryItem(name: "scope", value: "openid email profile"),
+                URLQueryItem(name: "state", value: pending.state), URLQueryItem(name: "nonce", value: pending.nonce),
+                URLQueryItem(name: "code_challenge", value: challenge), URLQueryItem(name: "code_challenge_method", value: "S256"),
+            ]
         guard let url = components.url else { throw IdentityError.providerFailed("its authorization endpoint is not a URL") }
         return (url, pending)
     }
@@ -127,7 +129,8 @@ public struct BrowserSignIn: Sendable {
             }
             let response: PluginHTTPResponse
             do {
-                response = try await http.send(PluginHTTPRequest(url: url, headers: [("Accept", "application/json")], timeout: .seconds(10)))
+                response = try await http.send(
+                    PluginHTTPRequest(url: url, headers: [("Accept", "application/json")], timeout: .seconds(10)))
             } catch {
                 throw IdentityError.providerFailed("its discovery document could not be fetched (\(error))")
             }

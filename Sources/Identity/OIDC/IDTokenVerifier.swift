@@ -52,7 +52,6 @@ public struct VerifiedIdentity: Sendable, Equatable {
     }
 }
 
-
 /// Verifies OpenID Connect ID tokens for a campus: signature against the issuer's JWKS
 /// (RS256 or ES256 only; `none`, HS* and anything else refused before any key is touched),
 /// `iss`, `aud` (and `azp` when there are several audiences), `exp`/`nbf`/`iat` with a

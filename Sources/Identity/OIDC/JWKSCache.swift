@@ -111,7 +111,8 @@ public final class JWKSCache: Sendable {
         let shown = URL(string: url)?.forLogs ?? "(not a URL)"
         do {
             guard let target = URL(string: url) else { throw IdentityError.keysUnavailable("the key set's location is not a URL") }
-            let response = try await http.send(PluginHTTPRequest(url: target, headers: [("Accept", "application/json")], timeout: .seconds(5)))
+            let response = try await http.send(
+                PluginHTTPRequest(url: target, headers: [("Accept", "application/json")], timeout: .seconds(5)))
             guard response.status == 200 else { throw IdentityError.keysUnavailable("the key set answered HTTP \(response.status)") }
             guard response.body.count <= Self.maxBytes else { throw IdentityError.keysUnavailable("the key set is larger than 1 MiB") }
             let keys = try await KeySet.parse(response.body).keys

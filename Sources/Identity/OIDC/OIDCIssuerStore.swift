@@ -43,7 +43,9 @@ public struct OIDCIssuer: Sendable, Codable, Equatable {
 
     /// Google Sign-In for the given OAuth client ID(s).
     public static func google(audiences: [String], allowAnyDomain: Bool = false, clientID: String? = nil) -> OIDCIssuer {
-        OIDCIssuer(issuer: googleIssuer, audiences: audiences, jwksURL: googleJWKS, allowAnyDomain: allowAnyDomain, label: "Google", clientID: clientID)
+        OIDCIssuer(
+            issuer: googleIssuer, audiences: audiences, jwksURL: googleJWKS, allowAnyDomain: allowAnyDomain, label: "Google",
+            clientID: clientID)
     }
 
     /// What the sign-in button names: the label, else the issuer's host.
@@ -58,7 +60,6 @@ public struct OIDCIssuer: Sendable, Codable, Equatable {
     func accepts(iss: String) -> Bool { iss == issuer || (isGoogle && iss == "accounts.google.com") }
 }
 
-
 /// The OIDC issuers of each campus (`campus_oidc_issuers`).
 public struct OIDCIssuerStore: Sendable {
     let client: PostgresClient
@@ -67,7 +68,9 @@ public struct OIDCIssuerStore: Sendable {
 
     /// Adds or replaces an issuer after checking it, and records it in the audit log. A web
     /// client's ID joins the audiences; its secret is sealed under `kek` (which it needs).
-    public func add(campus: Campus, _ issuer: OIDCIssuer, actor: String, clientSecret: String? = nil, kek: KeyEncryptionKey? = nil) async throws {
+    public func add(campus: Campus, _ issuer: OIDCIssuer, actor: String, clientSecret: String? = nil, kek: KeyEncryptionKey? = nil)
+        async throws
+    {
         var issuer = issuer
         if let clientID = issuer.clientID, !issuer.audiences.contains(clientID) { issuer.audiences.append(clientID) }
         try await Self.validate(issuer)
@@ -75,7 +78,8 @@ public struct OIDCIssuerStore: Sendable {
         var sealed: Data?
         if let clientSecret {
             guard let kek else { throw CampusError.noKeyEncryptionKey }
-            sealed = try SealedSecret.seal(Data(clientSecret.utf8), under: kek, context: Self.secretContext(campus: campus.id, issuer: issuer.issuer))
+            sealed = try SealedSecret.seal(
+                Data(clientSecret.utf8), under: kek, context: Self.secretContext(campus: campus.id, issuer: issuer.issuer))
         }
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
             try await connection.query(
@@ -103,7 +107,8 @@ public struct OIDCIssuerStore: Sendable {
     /// The web client of `issuer` at `campus`: its ID and opened secret.
     public func webClient(campus: CampusID, issuer: String, kek: KeyEncryptionKey?) async throws -> (id: String, secret: String) {
         let rows = try await client.query(
-            "SELECT client_id, client_secret FROM campus_oidc_issuers WHERE campus_id = \(campus) AND issuer = \(issuer)", campus: campus.rawValue)
+            "SELECT client_id, client_secret FROM campus_oidc_issuers WHERE campus_id = \(campus) AND issuer = \(issuer)",
+            campus: campus.rawValue)
         guard let row = rows.first, let id = try row.decode("client_id", as: String?.self),
             let sealed = try row.decode("client_secret", as: Data?.self)
         else { throw IdentityError.noWebClient(issuer) }
