@@ -293,6 +293,12 @@ public struct UserStore: Sendable {
 
     // MARK: Helpers
 
+    /// The active members of `campus` (a `SELECT` of `user_id`), for statements of other
+    /// modules that address members (reminders).
+    public static func activeMembers(campus: CampusID) -> SQL {
+        "SELECT u.id AS user_id FROM users u WHERE u.campus_id = \(campus) AND u.active"
+    }
+
     /// How many active members `campus` had before `from` (a row whose `local_date` is
     /// null) and what changed on each day from `from` to `to` (`local_date`, `change`): the
     /// read of `member_changes` the dashboard's active counts splice into their pipeline.

@@ -27,31 +27,25 @@ public enum OutboxEvents {
 
     /// An `INSERT` of the events of the CTE `events` (columns `id uuid`, `event text`,
     /// `payload jsonb`) for every sink of `campus` that subscribes to each: one row per event
-    /// and sink, the same event id for all of them.
+    /// and sink, the same event id for all of them. Which sinks take an event is Tenancy's to
+    /// say (`CampusPluginStore.sinks`).
     public static func insert(campus: CampusID, fromCTE events: StaticString = "events") -> SQL {
         """
         INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload)
         SELECT \(campus), e.id, e.event, p.plugin_id, e.payload || jsonb_build_object('id', e.id::text)
         FROM \(unsafeRaw: "\(events)") e
-        JOIN campus_plugins p ON p.campus_id = \(campus) AND p.kind = 'sink' AND \(subscribes("p", to: "e.event"))
+        JOIN \(CampusPluginStore.sinks(campus: campus, as: "p", taking: "e.event"))
         """
-    }
-
-    /// Whether the sink row `plugin` (an alias of `campus_plugins`) takes `event` (an SQL
-    /// expression): a sink without an `events` list takes every event.
-    static func subscribes(_ plugin: StaticString, to event: SQL) -> SQL {
-        SQL(unsafeSQL: "(NOT \(plugin).settings ? 'events' OR \(plugin).settings -> 'events' ? ") + event + ")"
     }
 
     /// A condition true when a sink of `campus` takes `event`: events nobody takes need not be
     /// made (reminders read every member to make theirs).
     public static func anySink(campus: CampusID, taking event: NotificationEvent) -> SQL {
-        "EXISTS (SELECT 1 FROM campus_plugins p WHERE p.campus_id = \(campus) AND p.kind = 'sink' AND "
-            + subscribes("p", to: "\(event.rawValue)::text") + ")"
+        CampusPluginStore.anySink(campus: campus, taking: "\(event.rawValue)::text")
     }
 
     /// A condition true when `campus` has a sink enabled: events are made only then.
     public static func anySink(campus: CampusID) -> SQL {
-        "EXISTS (SELECT 1 FROM campus_plugins WHERE campus_id = \(campus) AND kind = 'sink')"
+        CampusPluginStore.anySink(campus: campus)
     }
 }

@@ -45,6 +45,7 @@ public final class OutboxWorker: Service, Sendable {
     let clock: @Sendable () -> Date
     /// Rung by this server's writers when they commit events, and by finished deliveries.
     public let signal: OutboxSignal
+    let reminders: Reminders
     /// `attest_notifications_total{outcome}`: delivery attempts that delivered, will be
     /// retried, or dead-lettered (no label names a campus or a recipient).
     private let delivered, retried, dead: Counter
@@ -58,8 +59,9 @@ public final class OutboxWorker: Service, Sendable {
     public init(
         client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, configuration: Configuration = .init(),
         logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }, metrics: any MetricsFactory = MetricsSystem.factory,
-        kek: KeyEncryptionKey? = nil, signal: OutboxSignal = OutboxSignal()
+        kek: KeyEncryptionKey? = nil, signal: OutboxSignal = OutboxSignal(), reminderAudience: ReminderAudience
     ) {
+        self.reminders = Reminders(client: client, audience: reminderAudience)
         self.plugins = CampusPluginStore(client: client, kek: kek)
         func outcome(_ name: String) -> Counter {
             Counter(label: "attest_notifications_total", dimensions: [("outcome", name)], factory: metrics)
@@ -181,7 +183,7 @@ public final class OutboxWorker: Service, Sendable {
     /// campus and day, so once however many servers do this) and moves its due time on to
     /// its next reminder time. A campus that fails is looked at again in a minute.
     private func remind(_ campuses: [CampusID], at now: Date) async throws {
-        let store = CampusStore(client: client), schedule = CampusSchedule(client: client), reminders = Reminders(client: client)
+        let store = CampusStore(client: client), schedule = CampusSchedule(client: client)
         for id in campuses {
             guard let campus = try await store.find(id: id) else { continue }
             var next = CampusSchedule.next(minute: campus.reminderMinute, in: campus.zone, after: now)

@@ -10,8 +10,12 @@ import Tenancy
 /// however many servers run, each member is reminded once.
 public struct Reminders: Sendable {
     let client: PostgresClient
+    let audience: ReminderAudience
 
-    public init(client: PostgresClient) { self.client = client }
+    public init(client: PostgresClient, audience: ReminderAudience) {
+        self.client = client
+        self.audience = audience
+    }
 
     /// Whether `campus`'s reminder time has come on the local day of `now` (DST-correct:
     /// minutes since local midnight as the wall clock shows them).
@@ -49,12 +53,7 @@ public struct Reminders: Sendable {
             let rows = try await connection.query(
                 """
                 WITH due AS (
-                    SELECT u.id AS user_id
-                    FROM users u
-                    WHERE u.campus_id = \(campus.id) AND u.active
-                      AND NOT EXISTS (
-                          SELECT 1 FROM attestations a
-                          WHERE a.campus_id = u.campus_id AND a.user_id = u.id AND a.local_date = \(date))
+                    \(audience.select(campus.id, date))
                 ), events AS (
                     SELECT gen_random_uuid() AS id, \(event)::text AS event, \(OutboxEvents.payload(
                                event: "\(event)::text", campus: "\(campus.slug)::text", occurredAt: "\(now)::timestamptz", userId: "d.user_id",
@@ -71,4 +70,14 @@ public struct Reminders: Sendable {
             return reminded
         }
     }
+}
+
+/// Who a campus's reminders of a day go to: a `SELECT` of `user_id`s that the reminder
+/// statement splices in. Notifications owns the schedule and the outbox, not the members nor
+/// their attestations: the composition root passes Surveys' `ReminderAudience.unattested`
+/// (active members who have not attested that day).
+public struct ReminderAudience: Sendable {
+    public let select: @Sendable (CampusID, LocalDate) -> SQL
+
+    public init(select: @escaping @Sendable (CampusID, LocalDate) -> SQL) { self.select = select }
 }

@@ -135,6 +135,31 @@ public struct CampusPluginStore: Sendable {
             enabledAt: try row.decode("enabled_at"))
     }
 
+    // MARK: Fragments other modules splice into their statements
+
+    /// `campus_plugins <alias> ON …`: the sinks of `campus` that take `event` (an SQL
+    /// expression naming an event), for a `JOIN`. A sink without an `events` list takes every
+    /// event.
+    public static func sinks(campus: CampusID, as alias: StaticString, taking event: SQL) -> SQL {
+        SQL(unsafeSQL: "campus_plugins \(alias) ON \(alias).campus_id = ") + "\(campus)"
+            + SQL(unsafeSQL: " AND \(alias).kind = 'sink' AND ") + subscribes(alias, to: event)
+    }
+
+    /// A condition true when a sink of `campus` takes `event` (an SQL expression).
+    public static func anySink(campus: CampusID, taking event: SQL) -> SQL {
+        "EXISTS (SELECT 1 FROM campus_plugins p WHERE p.campus_id = \(campus) AND p.kind = 'sink' AND " + subscribes("p", to: event) + ")"
+    }
+
+    /// A condition true when `campus` has a sink enabled.
+    public static func anySink(campus: CampusID) -> SQL {
+        "EXISTS (SELECT 1 FROM campus_plugins WHERE campus_id = \(campus) AND kind = 'sink')"
+    }
+
+    /// Whether the sink row `plugin` (an alias of `campus_plugins`) takes `event`.
+    static func subscribes(_ plugin: StaticString, to event: SQL) -> SQL {
+        SQL(unsafeSQL: "(NOT \(plugin).settings ? 'events' OR \(plugin).settings -> 'events' ? ") + event + ")"
+    }
+
     /// Seals the secret members that plugin settings stored before secrets were sealed still
     /// hold in the clear (what a server does for each campus as it starts); how many plugins.
     public func sealPlainSecrets(campus: CampusID, secret: (PluginKind, String, JSONValue) -> Set<String>) async throws -> Int {

@@ -25,7 +25,8 @@ struct IdleWorkTests {
         configuration.pollInterval = .seconds(60)
         let worker = OutboxWorker(
             client: server.pool, registry: .builtin, http: NotificationTests.loopbackHTTP, configuration: configuration,
-            logger: TestDatabase.testLogger, kek: TestServer.kek, signal: server.services.outbox.signal)
+            logger: TestDatabase.testLogger, kek: TestServer.kek, signal: server.services.outbox.signal,
+            reminderAudience: .unattested)
         let running = Task { try await worker.run() }
         try await server.run { api in
             try await Task.sleep(for: .milliseconds(300))  // its first round found nothing; it sleeps

@@ -95,7 +95,7 @@ struct NotificationTests {
         configuration.lease = .seconds(30)
         return OutboxWorker(
             client: server.pool, registry: .builtin, http: Self.loopbackHTTP, configuration: configuration,
-            logger: TestDatabase.testLogger, metrics: metrics.factory, kek: TestServer.kek)
+            logger: TestDatabase.testLogger, metrics: metrics.factory, kek: TestServer.kek, reminderAudience: .unattested)
     }
 
     static func enableWebhook(_ server: TestServer, _ campus: Campus, port: Int, events: [String]? = nil) async throws {
@@ -291,7 +291,7 @@ struct NotificationTests {
         let (kiwi, _) = try await server.user("kiwi@example.edu", at: south)
         let second = OutboxWorker(
             client: server.pool, registry: .builtin, http: Self.loopbackHTTP, logger: TestDatabase.testLogger, clock: clock.read,
-            kek: TestServer.kek)
+            kek: TestServer.kek, reminderAudience: .unattested)
         @Sendable func reminded(_ campus: Campus) async throws -> [String] {
             try await server.pool.query(
                 "SELECT payload->>'userId' AS user_id FROM notification_outbox WHERE event = 'reminder.due' ORDER BY 1",
@@ -398,7 +398,7 @@ struct NotificationTests {
         configuration.baseDelay = .milliseconds(5)
         let strict = OutboxWorker(
             client: server.pool, registry: .builtin, http: AsyncPluginHTTPClient(), configuration: configuration,
-            logger: TestDatabase.testLogger, kek: TestServer.kek)
+            logger: TestDatabase.testLogger, kek: TestServer.kek, reminderAudience: .unattested)
         try await server.run { api in
             try await Self.submitRed(api, token: member)
             try await strict.runOnce()
@@ -433,7 +433,7 @@ struct NotificationTests {
         configuration.pollInterval = .milliseconds(50)
         let worker = OutboxWorker(
             client: server.pool, registry: .builtin, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger,
-            kek: TestServer.kek)
+            kek: TestServer.kek, reminderAudience: .unattested)
         try await server.run { api in
             try await Self.submitRed(api, token: northMember)
             let running = Task { try await worker.run() }
@@ -503,7 +503,7 @@ struct NotificationTests {
         configuration.maxDelay = .milliseconds(20)
         let worker = OutboxWorker(
             client: server.pool, registry: registry, http: Self.loopbackHTTP, configuration: configuration, logger: TestDatabase.testLogger,
-            kek: TestServer.kek)
+            kek: TestServer.kek, reminderAudience: .unattested)
         let (_, member) = try await server.user("m@example.edu", at: campus)
         try await server.run { api in
             try await Self.submitRed(api, token: member)
@@ -525,7 +525,7 @@ struct NotificationTests {
         _ = try await server.user("quiet@example.edu", at: campus)
         try await server.run { api in
             try await Self.submitRed(api, token: member)
-            _ = try await Reminders(client: server.pool).run(campuses: [campus], at: clock.read())
+            _ = try await Reminders(client: server.pool, audience: .unattested).run(campuses: [campus], at: clock.read())
             let rows = try await server.pool.query(
                 "SELECT event, payload::text AS payload FROM notification_outbox ORDER BY event", campus: campus.id.rawValue)
             var keys: [String: Set<String>] = [:]

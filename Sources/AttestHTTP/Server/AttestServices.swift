@@ -92,7 +92,7 @@ public struct AttestServices: Sendable {
         self.episodeContext = EpisodeContext(client: database, registry: registry, http: http, logger: logger, kek: kek)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
-            metrics: metrics.factory, kek: kek, signal: outboxSignal)
+            metrics: metrics.factory, kek: kek, signal: outboxSignal, reminderAudience: .unattested)
         self.statistics = StatisticsStore(client: database, reader: readDatabase, now: clock)
         self.statisticsService = StatisticsService(store: statistics, questionnaires: activeQuestionnaires)
         self.retention = RetentionService(
