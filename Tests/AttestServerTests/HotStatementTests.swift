@@ -18,17 +18,25 @@ import Testing
 /// with that in mind.)
 @Suite("Hot statements name one campus")
 struct HotStatementTests {
-    @Test func everyStatementOfTheHotPathsFiltersOnOneCampus() async throws {
-        let (server, campus, provider) = try await SignInTests.setUp()
-        defer { provider.stop() }
-        let owner = TestDatabase.client(database: server.database, role: nil)
+    /// Whether `owner`'s database counts statements (`pg_stat_statements`, which
+    /// scripts/test's cluster loads), creating the extension there; else records why and
+    /// shuts `owner` down.
+    static func countsStatements(_ owner: PostgresClient) async throws -> Bool {
         let preload: String = try await owner.query("SHOW shared_preload_libraries")[0].decode("shared_preload_libraries")
         guard preload.contains("pg_stat_statements") else {
             Issue.record("the test cluster does not load pg_stat_statements: run the suite with scripts/test")
             await owner.shutdown()
-            return
+            return false
         }
         try await owner.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        return true
+    }
+
+    @Test func everyStatementOfTheHotPathsFiltersOnOneCampus() async throws {
+        let (server, campus, provider) = try await SignInTests.setUp()
+        defer { provider.stop() }
+        let owner = TestDatabase.client(database: server.database, role: nil)
+        guard try await Self.countsStatements(owner) else { return }
         _ = try await QuestionnaireStore(client: server.pool).publish(campus: campus, draft: AttestationTests.draft, actor: "test")
         var tokens: [String] = []
         for index in 0..<12 { tokens.append(try await server.user("m\(index)@example.edu", at: campus).token) }

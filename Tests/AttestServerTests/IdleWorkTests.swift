@@ -50,13 +50,7 @@ struct IdleWorkTests {
     @Test func aServerWithAThousandIdleCampusesSendsAHandfulOfStatementsASecond() async throws {
         let server = try await TestServer.make()
         let owner = TestDatabase.client(database: server.database, role: nil, maxConnections: 1)
-        let preload: String = try await owner.query("SHOW shared_preload_libraries")[0].decode("shared_preload_libraries")
-        guard preload.contains("pg_stat_statements") else {
-            Issue.record("the test cluster does not load pg_stat_statements: run the suite with scripts/test")
-            await owner.shutdown()
-            return
-        }
-        try await owner.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        guard try await HotStatementTests.countsStatements(owner) else { return }
         _ = try await server.campus("north")  // one made as `attest campus create` makes them, with its keys
         try await owner.query(
             """
