@@ -533,8 +533,9 @@ REVOKE DELETE ON campuses FROM attest_app;
 GRANT SELECT, INSERT, UPDATE ON campuses TO attest_app;
 
 -- The two reads of campuses that come before a campus is known, each a named door through
--- the wall: a request's slug resolved to its campus, and the list the servers' background
--- work (outbox, reminders, retention) goes through. SECURITY DEFINER runs them as the owner.
+-- the wall: a request's slug resolved to its campus, and the list operators' commands go
+-- through (`campus list`, `purge`, `keys rotate-kek`; the servers' background work finds due
+-- campuses through the doors of version 16, below). SECURITY DEFINER runs them as the owner.
 CREATE OR REPLACE FUNCTION attest_campus_by_slug(wanted text) RETURNS SETOF campuses
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp
     AS $$ SELECT * FROM campuses WHERE slug = wanted $$;
