@@ -14,15 +14,16 @@ import Testing
 /// (docs/architecture.md, "How the workers find their work").
 @Suite("Idle campuses cost nothing")
 struct IdleWorkTests {
-    /// The worker sleeps a minute between polls here; the writer's commit wakes it, so the
-    /// event reaches the receiver at once, not at the next poll.
+    /// The worker sleeps ten minutes between polls here; the writer's commit wakes it, so the
+    /// event reaches the receiver at once, not at the next poll (a loaded machine may take
+    /// seconds for what takes milliseconds alone: the bound is the poll's, not a speed).
     @Test func aCommittedEventIsDeliveredAtOnceNotAtTheNextPoll() async throws {
         let (server, campus) = try await AttestationTests.setUp(clock: try TestClock("2026-11-20T14:00:00Z"))
         let receiver = try await WebhookReceiver.start()
         try await NotificationTests.enableWebhook(server, campus, port: receiver.port, events: ["badge.red"])
         let (_, member) = try await server.user("m@example.edu", at: campus)
         var configuration = OutboxWorker.Configuration()
-        configuration.pollInterval = .seconds(60)
+        configuration.pollInterval = .seconds(600)
         let worker = OutboxWorker(
             client: server.pool, registry: .builtin, http: NotificationTests.loopbackHTTP, configuration: configuration,
             logger: TestDatabase.testLogger, kek: TestServer.kek, signal: server.services.outbox.signal,
@@ -32,12 +33,10 @@ struct IdleWorkTests {
             try await Task.sleep(for: .milliseconds(300))  // its first round found nothing; it sleeps
             let submitted = ContinuousClock.now
             try await NotificationTests.submitRed(api, token: member)
-            while receiver.acknowledged.isEmpty && ContinuousClock.now - submitted < .seconds(10) {
+            while receiver.acknowledged.isEmpty && ContinuousClock.now - submitted < .seconds(120) {
                 try await Task.sleep(for: .milliseconds(10))
             }
-            let waited = ContinuousClock.now - submitted
-            #expect(receiver.acknowledged.count == 1)
-            #expect(waited < .seconds(3), "delivered \(waited) after the submission")
+            #expect(receiver.acknowledged.count == 1, "not delivered \(ContinuousClock.now - submitted) after the submission")
         }
         running.cancel()
         _ = await running.result

@@ -69,7 +69,7 @@ public struct AttestServices: Sendable {
         self.limiters = RequestLimiters(configuration.rateLimits)
         self.campuses = CampusDirectory(store: CampusStore(client: database), ttl: configuration.campusCacheTTL)
         self.users = UserStore(client: database)
-        self.authGenerations = AuthGenerations(client: database)
+        self.authGenerations = AuthGenerations(client: database, trustedFor: configuration.generationsTrustedFor)
         self.sessions = SessionStore(client: database, generations: authGenerations)
         self.issuers = OIDCIssuerStore(client: database)
         let http = AsyncPluginHTTPClient(policy: configuration.outbound)

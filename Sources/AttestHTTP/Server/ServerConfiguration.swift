@@ -38,6 +38,10 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: Duration
     /// The web pages: their public address, and whether the demo sign-in is offered.
     public var web: WebConfiguration
+    /// How long this server trusts its last read of the campuses' sign-in generations
+    /// (`AuthGenerations`, read every second): past it, kept sessions and badges last only
+    /// their short time to live. Default 3 s.
+    public var generationsTrustedFor: Duration = .seconds(3)
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, readinessTimeout: Duration = .seconds(2),
