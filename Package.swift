@@ -176,7 +176,7 @@ let package = Package(
 
         // Build tool: turns schema.sql into a Swift string so the binary carries its schema.
         .executableTarget(name: "EmbedSQL", path: "Sources/EmbedSQL"),
-        .plugin(name: "EmbedSchemaPlugin", capability: .buildTool(), dependencies: ["EmbedSQL"]),
+        .plugin(name: "EmbedSchemaPlugin", capability: .buildTool(), dependencies: ["EmbedSQL", "EmbedFiles"]),
         // Build tool: the web pages' templates and static files, embedded in the binary.
         .executableTarget(name: "EmbedFiles", path: "Sources/EmbedFiles"),
         .plugin(name: "EmbedWebPlugin", capability: .buildTool(), dependencies: ["EmbedFiles"]),

@@ -587,7 +587,7 @@ DROP POLICY IF EXISTS member_only_delete ON journal_shares;
 CREATE POLICY member_only_delete ON journal_shares AS RESTRICTIVE FOR DELETE
     USING (user_id = nullif(current_setting('attest.user_id', true), '')::uuid);
 
--- section: the workers' doors (migration 16 applies this section as it is here)
+-- section: the workers' doors (Migrations/0016-work-by-due-time.sql holds the same)
 -- The doors of the servers' background work: which campuses have work due, in one read
 -- whatever their number (docs/architecture.md, "How the workers find their work").
 -- Each campus with undelivered outbox rows and its earliest next attempt: a skip scan of

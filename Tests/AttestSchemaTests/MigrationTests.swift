@@ -1,8 +1,9 @@
 import AttestPostgres
-import AttestSchema
 import AttestTestSupport
 import Foundation
 import Testing
+
+@testable import AttestSchema
 
 @Suite("attest migrate")
 struct MigrationTests {
@@ -23,6 +24,29 @@ struct MigrationTests {
         let versions = try await owner.query("SELECT version FROM schema_migrations ORDER BY version")
         #expect(try versions.map { try $0.decode("version", as: Int.self) } == SchemaMigrator.migrations.map(\.version))
         await owner.shutdown()
+    }
+
+    /// Every file under `Migrations/` is a migration: named `NNNN-name.sql`, its first line its
+    /// name, the versions one after another from 2 (a file named otherwise, or a gap, would be
+    /// skipped without a word).
+    @Test func everyMigrationFileIsAVersionInTurnWithItsName() throws {
+        let files = embeddedMigrationFiles()
+        #expect(files.count == SchemaMigrator.migrations.count - 1)
+        #expect(SchemaMigrator.migrations.map(\.version) == Array(1...SchemaMigrator.latestVersion))
+        for migration in SchemaMigrator.migrations.dropFirst() {
+            #expect(!migration.name.isEmpty && migration.name.count <= 200 && !migration.name.contains("\n"), "\(migration.version)")
+            #expect(migration.sql.hasPrefix("-- \(migration.name)\n"))
+        }
+        #expect(SchemaMigrator.migration(file: "0017-x.sql", text: "ALTER TABLE t ADD COLUMN c int;\n") == nil)
+        #expect(SchemaMigrator.migration(file: "x.sql", text: "-- x\n") == nil)
+        #expect(SchemaMigrator.migration(file: "0017-x.sql", text: "-- a name\nSELECT 1;\n")?.name == "a name")
+    }
+
+    /// The names of the files under `Migrations/` beside this package's `Package.swift`.
+    func embeddedMigrationFiles() -> [String] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root.appending(path: "Migrations").path)) ?? []
+        return names.filter { $0.hasSuffix(".sql") }
     }
 
     @Test func concurrentRunsQueueOnTheLockAndApplyOnce() async throws {
