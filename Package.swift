@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "AttestFoundation"),
         .target(
             name: "AttestPlugins",
-            dependencies: [.product(name: "Logging", package: "swift-log")]
+            dependencies: ["AttestFoundation", .product(name: "Logging", package: "swift-log")]
         ),
         // The HTTP client the platform lends plugins, on async-http-client (also for plugin tests).
         .target(
@@ -79,7 +79,7 @@ let package = Package(
         .target(
             name: "Tenancy",
             dependencies: [
-                "AttestPlugins", "AttestPostgres", .product(name: "Logging", package: "swift-log"),
+                "AttestFoundation", "AttestPlugins", "AttestPostgres", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -98,7 +98,7 @@ let package = Package(
         .target(
             name: "Journal",
             dependencies: [
-                "AttestPlugins", "AttestPostgres", "Tenancy", .product(name: "Logging", package: "swift-log"),
+                "AttestFoundation", "AttestPlugins", "AttestPostgres", "Tenancy", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -125,7 +125,7 @@ let package = Package(
         // Built-in plugins use the plugin API only (and swift-crypto for webhook signatures).
         .target(
             name: "BuiltinPlugins",
-            dependencies: ["AttestPlugins", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["AttestFoundation", "AttestPlugins", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(
             name: "AttestHTTP",
@@ -158,7 +158,7 @@ let package = Package(
         .target(
             name: "AttestCLI",
             dependencies: [
-                "AttestPostgres", "AttestSchema", "AttestPlugins", "Tenancy", "Identity",
+                "AttestFoundation", "AttestPostgres", "AttestSchema", "AttestPlugins", "Tenancy", "Identity",
                 "Surveys", "Notifications", "AttestHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -191,8 +191,9 @@ let package = Package(
             name: "AttestPostgresTests",
             dependencies: ["AttestPostgres", "AttestTestSupport"]
         ),
-        .testTarget(name: "BuiltinPluginsTests", dependencies: ["BuiltinPlugins", "AttestPlugins", "AttestPluginsTesting"]),
-        .testTarget(name: "SurveysTests", dependencies: ["Surveys", "AttestPlugins", "Tenancy"]),
+        .testTarget(
+            name: "BuiltinPluginsTests", dependencies: ["AttestFoundation", "BuiltinPlugins", "AttestPlugins", "AttestPluginsTesting"]),
+        .testTarget(name: "SurveysTests", dependencies: ["AttestFoundation", "Surveys", "AttestPlugins", "Tenancy"]),
         .testTarget(name: "AttestFoundationTests", dependencies: ["AttestFoundation"]),
         .testTarget(
             name: "AttestSchemaTests",

@@ -1,3 +1,4 @@
+internal import AttestFoundation
 import Foundation
 
 /// A place public-health figures are reported for: a US county or state by its FIPS code, or

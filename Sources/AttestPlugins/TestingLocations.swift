@@ -1,3 +1,4 @@
+internal import AttestFoundation
 import Foundation
 
 /// A place to get tested.

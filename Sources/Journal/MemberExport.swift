@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPlugins
 import Foundation
 

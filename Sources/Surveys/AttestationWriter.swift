@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPlugins
 import AttestPostgres
 import Foundation

@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestHTTP
 import AttestPlugins
 import AttestPluginsTesting

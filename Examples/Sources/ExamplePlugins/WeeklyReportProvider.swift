@@ -45,15 +45,15 @@ public final class WeeklyReportProvider: CommunityDataProvider {
     public static func parse(_ data: Data) throws -> CommunityDataset {
         var columns: [String] = []
         var regions: [String: CommunitySeries] = [:]
-        try CSV.forEachRecord(in: data) { line, fields in
+        for (line, fields) in try Self.records(in: data) {
             if columns.isEmpty {
                 columns = fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
                 for required in ["week_ending", "region", "name", "cases"] where !columns.contains(required) {
                     throw WeeklyReportError(message: "line \(line): the header needs week_ending,region,name,population,cases,deaths")
                 }
-                return
+                continue
             }
-            if fields == [""] { return }
+            if fields == [""] { continue }
             func field(_ name: String) -> String {
                 guard let index = columns.firstIndex(of: name), index < fields.count else { return "" }
                 return fields[index].trimmingCharacters(in: .whitespaces)
@@ -79,6 +79,54 @@ public final class WeeklyReportProvider: CommunityDataProvider {
             regions[id] = series
         }
         return CommunityDataset(series: Array(regions.values))
+    }
+
+    /// RFC 4180 records with the line each starts on: fields split at commas, a field in double
+    /// quotes may hold commas, line breaks and `""` (a quote). Read on Unicode scalars, never on
+    /// `Character`s, where `"\r\n"` is one. The platform's own CSV reader is not part of the
+    /// plugin API: a plugin reads its files as it likes.
+    public static func records(in data: Data) throws -> [(line: Int, fields: [String])] {
+        var records: [(line: Int, fields: [String])] = []
+        var fields: [String] = [], field = String.UnicodeScalarView(), quoted = false, line = 1, start = 1
+        var scalars = String(decoding: data, as: UTF8.self).unicodeScalars.makeIterator()
+        var pending = scalars.next()
+        while let scalar = pending {
+            pending = scalars.next()
+            if quoted {
+                if scalar == "\"" {
+                    if pending == "\"" {
+                        field.append("\"")
+                        pending = scalars.next()
+                    } else {
+                        quoted = false
+                    }
+                } else {
+                    if scalar == "\n" { line += 1 }
+                    field.append(scalar)
+                }
+                continue
+            }
+            switch scalar {
+            case "\"" where field.isEmpty: quoted = true
+            case ",":
+                fields.append(String(field))
+                field = String.UnicodeScalarView()
+            case "\r" where pending == "\n": continue
+            case "\n", "\r":
+                fields.append(String(field))
+                records.append((start, fields))
+                (fields, field) = ([], String.UnicodeScalarView())
+                line += 1
+                start = line
+            default: field.append(scalar)
+            }
+        }
+        if quoted { throw WeeklyReportError(message: "line \(start): a quoted field is never closed") }
+        if !field.isEmpty || !fields.isEmpty {
+            fields.append(String(field))
+            records.append((start, fields))
+        }
+        return records
     }
 
     private func load(context: PluginContext) throws -> (dataset: CommunityDataset, stale: Bool) {

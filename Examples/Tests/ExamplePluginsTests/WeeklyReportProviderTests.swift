@@ -16,6 +16,16 @@ import Testing
         try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: file.path)
     }
 
+    /// The example's own CSV reader: quoted commas, quotes and line breaks, CRLF line ends
+    /// (one `Character`, two scalars), the line each record starts on, an unclosed quote refused.
+    @Test func theReaderKeepsQuotedFieldsWholeAndCountsLines() throws {
+        let text = "a,b\r\n\"x, \"\"y\"\"\",2\r\n\"two\nlines\",3\n\nlast,4"
+        let records = try WeeklyReportProvider.records(in: Data(text.utf8))
+        #expect(records.map(\.line) == [1, 2, 3, 5, 6])
+        #expect(records.map(\.fields) == [["a", "b"], ["x, \"y\"", "2"], ["two\nlines", "3"], [""], ["last", "4"]])
+        #expect(throws: WeeklyReportError.self) { _ = try WeeklyReportProvider.records(in: Data("a,\"open\n".utf8)) }
+    }
+
     @Test func weeksAreSpreadOverTheirDaysAndThePlatformFiguresReadThemAsReported() async throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         try write(

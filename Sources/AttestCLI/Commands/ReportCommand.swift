@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttestFoundation
 import AttestPlugins
 import AttestPostgres
 import Foundation
