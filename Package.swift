@@ -84,6 +84,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Where a member looks beyond the campus: community figures and testing locations.
+        .target(
+            name: "Community",
+            dependencies: [
+                "AttestFoundation", "AttestPlugins", "AttestPostgres", "Tenancy", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "Identity",
             dependencies: [
@@ -130,7 +137,7 @@ let package = Package(
         .target(
             name: "AttestHTTP",
             dependencies: [
-                "AttestFoundation", "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Identity", "Surveys",
+                "AttestFoundation", "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Community", "Identity", "Surveys",
                 "Notifications", "Journal",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -158,7 +165,7 @@ let package = Package(
         .target(
             name: "AttestCLI",
             dependencies: [
-                "AttestFoundation", "AttestPostgres", "AttestSchema", "AttestPlugins", "Tenancy", "Identity",
+                "AttestFoundation", "AttestPostgres", "AttestSchema", "AttestPlugins", "Tenancy", "Community", "Identity",
                 "Surveys", "Notifications", "AttestHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -204,7 +211,7 @@ let package = Package(
             name: "FuzzTests",
             dependencies: [
                 "AttestFoundation", "AttestPlugins", "AttestPluginHTTP", "AttestPostgres", "AttestTestSupport", "BuiltinPlugins",
-                "Identity",
+                "Community", "Identity",
                 "Surveys", "Tenancy",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -214,7 +221,8 @@ let package = Package(
         .testTarget(
             name: "AttestServerTests",
             dependencies: [
-                "AttestCLI", "AttestFoundation", "AttestHTTP", "AttestTestSupport", "Identity", "Tenancy", "Surveys", "AttestPlugins",
+                "AttestCLI", "AttestFoundation", "AttestHTTP", "AttestTestSupport", "Community", "Identity", "Tenancy", "Surveys",
+                "AttestPlugins",
                 "BuiltinPlugins",
                 "Notifications", "AttestPluginHTTP", "AttestPluginsTesting", "Journal",
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -8,7 +8,8 @@ import Testing
 @Suite("Table ownership")
 struct TableOwnershipTests {
     static let owners: [String: [String]] = [
-        "Tenancy": ["campuses", "campus_plugins", "testing_locations", "audit_log", "community_regions", "community_days"],
+        "Tenancy": ["campuses", "campus_plugins", "audit_log"],
+        "Community": ["testing_locations", "community_regions", "community_days"],
         "Identity": ["users", "member_changes", "sessions", "campus_oidc_issuers", "id_token_uses", "sign_in_nonces"],
         "Surveys": [
             "questionnaires", "attestations", "daily_stats", "daily_answer_counts", "purge_state", "badge_keys", "badge_subject_keys",

@@ -1,6 +1,7 @@
 import AttestPlugins
 import AttestPluginsTesting
 import AttestTestSupport
+import Community
 import Foundation
 import HTTPTypes
 import Identity

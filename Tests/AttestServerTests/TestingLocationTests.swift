@@ -2,6 +2,7 @@ import AttestPlugins
 import AttestPostgres
 import AttestTestSupport
 import BuiltinPlugins
+import Community
 import Foundation
 import Hummingbird
 import Synchronization

@@ -1,6 +1,7 @@
 import AttestPlugins
 import AttestPostgres
 import AttestTestSupport
+import Community
 import Foundation
 import HTTPTypes
 import Identity

@@ -2,6 +2,7 @@ import ArgumentParser
 import AttestFoundation
 import AttestPlugins
 import AttestPostgres
+import Community
 import Foundation
 import Tenancy
 

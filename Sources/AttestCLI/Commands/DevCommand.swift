@@ -3,6 +3,7 @@ import AttestHTTP
 import AttestPlugins
 import AttestPostgres
 import AttestSchema
+import Community
 import Foundation
 import Identity
 import Logging

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AttestPlugins
+import Community
 import Foundation
 import Tenancy
 

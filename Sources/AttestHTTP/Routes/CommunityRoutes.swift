@@ -1,4 +1,5 @@
 import AttestPlugins
+import Community
 import Foundation
 import Hummingbird
 import Tenancy

@@ -1,6 +1,7 @@
 import AttestPluginHTTP
 import AttestPlugins
 import AttestPostgres
+import Community
 import Foundation
 import Hummingbird
 import Identity

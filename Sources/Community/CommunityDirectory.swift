@@ -2,6 +2,7 @@ import AttestPlugins
 import AttestPostgres
 import Foundation
 import Logging
+import Tenancy
 
 /// A campus's community data: its provider (a plugin, or `imported` from the shared tables),
 /// asked within a budget, and the figures by the documented rules (`CommunityFigures`).

@@ -1,6 +1,7 @@
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Tenancy
 
 /// A campus's own testing locations (`testing_locations`), served by the `static` provider.
 public struct TestingLocationStore: Sendable {

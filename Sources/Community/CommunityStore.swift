@@ -1,6 +1,7 @@
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Tenancy
 
 /// Imported community figures (`community_regions`, `community_days`): public data shared by
 /// every campus, a reference table under Citus. `attest community import` writes a dataset

@@ -2,6 +2,7 @@ import AttestPlugins
 import AttestPostgres
 import Foundation
 import Logging
+import Tenancy
 
 /// Merges a campus's testing-location providers: `static` (its own table) and plugins.
 public final class TestingLocationDirectory: Sendable {
