@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        // The tests read openapi.yaml with an independent YAML parser (libyaml's).
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // libpq, found through pkg-config (Debian: libpq-dev).
@@ -153,7 +155,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 "CQREncode",
             ],
-            exclude: ["Web/Resources"],
+            exclude: ["Web/Resources", "OpenAPI/openapi.yaml"],
             plugins: ["EmbedWebPlugin"]
         ),
         // libqrencode, for the badge's QR code drawn by the server (Debian: libqrencode-dev).
@@ -186,7 +188,7 @@ let package = Package(
         .plugin(name: "EmbedSchemaPlugin", capability: .buildTool(), dependencies: ["EmbedSQL", "EmbedFiles"]),
         // Build tool: the web pages' templates and static files, embedded in the binary.
         .executableTarget(name: "EmbedFiles", path: "Sources/EmbedFiles"),
-        .plugin(name: "EmbedWebPlugin", capability: .buildTool(), dependencies: ["EmbedFiles"]),
+        .plugin(name: "EmbedWebPlugin", capability: .buildTool(), dependencies: ["EmbedFiles", "EmbedSQL"]),
 
         // Shared by the test targets: the throwaway database each test gets.
         .target(
@@ -229,6 +231,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
     ]

@@ -2,7 +2,8 @@ import Foundation
 import PackagePlugin
 
 /// Embeds the web pages' templates and static files (`Web/Resources` of the target) into the
-/// target as `embeddedWebFiles`, so the `attest` binary serves its pages with nothing beside it.
+/// target as `embeddedWebFiles`, and the API's description (`OpenAPI/openapi.yaml`) as
+/// `embeddedOpenAPIYAML`, so the `attest` binary serves both with nothing beside it.
 @main
 struct EmbedWebPlugin: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
@@ -14,6 +15,8 @@ struct EmbedWebPlugin: BuildToolPlugin {
             }
         }
         let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedWebFiles.swift")
+        let api = target.directoryURL.appending(path: "OpenAPI/openapi.yaml")
+        let apiOutput = context.pluginWorkDirectoryURL.appending(path: "EmbeddedOpenAPI.swift")
         return [
             .buildCommand(
                 displayName: "Embedding the web pages' files",
@@ -21,7 +24,14 @@ struct EmbedWebPlugin: BuildToolPlugin {
                 arguments: [output.path(), "embeddedWebFiles", root.path()] + files.map { $0.path() },
                 inputFiles: files,
                 outputFiles: [output]
-            )
+            ),
+            .buildCommand(
+                displayName: "Embedding openapi.yaml",
+                executable: try context.tool(named: "EmbedSQL").url,
+                arguments: [api.path(), apiOutput.path(), "embeddedOpenAPIYAML"],
+                inputFiles: [api],
+                outputFiles: [apiOutput]
+            ),
         ]
     }
 }
