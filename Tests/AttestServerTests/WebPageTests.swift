@@ -65,6 +65,39 @@ struct WebPageTests {
     /// Charts' coordinates and percentages are written without `String(format:)`, and say what
     /// it said (but for halves the last decimal cannot tell apart, rounded to even here, and for a
     /// negative value that rounds to zero, which printf signs and a chart does not).
+    /// The pages' words are one file a language (`Web/Resources/texts/<code>.json`): every
+    /// language the picker offers has one, with every key English has, no other, none empty,
+    /// and the same `{0}`, `{1}` … as English's text; a file that is not an object of texts
+    /// is refused with its name.
+    @Test func everyLanguageHasEveryKeyWithItsPlaceholders() throws {
+        var files: [String: [String: String]] = [:]
+        for (path, text) in embeddedWebFiles where path.hasPrefix("texts/") {
+            files[String(path.dropFirst("texts/".count).dropLast(".json".count))] = try WebAssets.texts(text).get()
+        }
+        #expect(Set(files.keys) == Set(WebText.languages.map(\.code)))
+        let english = try #require(files["en"])
+        #expect(english.count > 300)
+        func placeholders(_ text: String) -> [Substring] { text.matches(of: /\{[0-9]\}/).map(\.output).sorted() }
+        for (language, table) in files {
+            #expect(
+                Set(table.keys) == Set(english.keys),
+                "\(language): missing \(Set(english.keys).subtracting(table.keys).sorted()), extra \(Set(table.keys).subtracting(english.keys).sorted())"
+            )
+            for (key, text) in table {
+                #expect(!text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(language) \(key) is empty")
+                #expect(placeholders(text) == placeholders(english[key] ?? ""), "\(language) \(key): \(text)")
+            }
+        }
+        #expect(WebText.table("es")["signIn"] == "Iniciar sesión" && WebText.table("en")["signIn"] == "Sign in")
+        #expect(WebText.table("xx") == english)
+        if case .success = WebAssets.load(["texts/en.json": #"{"signIn": 1}"#]) { Issue.record("a text that is a number was taken") }
+        if case .failure(let error) = WebAssets.load(["texts/es.json": "[]"]) {
+            #expect(error.description.contains("texts/es.json"))
+        } else {
+            Issue.record("a file that is no object was taken")
+        }
+    }
+
     @Test func numbersAreWrittenAsPrintfWritesThem() {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {

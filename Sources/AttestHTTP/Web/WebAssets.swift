@@ -20,6 +20,9 @@ struct WebAssets: Sendable {
     let paths: [String: String]
     /// Total bytes of each static file, by plain name (what a page's weight adds up).
     let sizes: [String: Int]
+    /// The pages' words by language code and key (`texts/<code>.json`), English filling what
+    /// another language lacks.
+    let texts: [String: [String: String]]
 
     /// Every template and static file, or why one cannot be used (a template that does not
     /// parse). Tests hold this to `.success`; a server with a broken build shows an error page.
@@ -28,6 +31,7 @@ struct WebAssets: Sendable {
     static func load(_ embedded: [String: String]) -> Result<WebAssets, WebAssetsError> {
         var library = MustacheLibrary()
         var files: [String: Asset] = [:], paths: [String: String] = [:], sizes: [String: Int] = [:]
+        var texts: [String: [String: String]] = [:]
         for (path, text) in embedded.sorted(by: { $0.key < $1.key }) {
             if path.hasPrefix("templates/"), path.hasSuffix(".mustache") {
                 let name = String(path.dropFirst("templates/".count).dropLast(".mustache".count))
@@ -42,9 +46,30 @@ struct WebAssets: Sendable {
                 files[String(hashed)] = Asset(body: ByteBuffer(string: text), contentType: contentType(name))
                 paths[name] = "/static/" + hashed
                 sizes[name] = text.utf8.count
+            } else if path.hasPrefix("texts/"), path.hasSuffix(".json") {
+                let language = String(path.dropFirst("texts/".count).dropLast(".json".count))
+                switch Self.texts(text) {
+                case .success(let table): texts[language] = table
+                case .failure(let reason): return .failure(WebAssetsError(file: path, reason: reason.description))
+                }
             }
         }
-        return .success(WebAssets(library: library, files: files, paths: paths, sizes: sizes))
+        let english = texts["en"] ?? [:]
+        for (language, table) in texts { texts[language] = table.merging(english) { own, _ in own } }
+        return .success(WebAssets(library: library, files: files, paths: paths, sizes: sizes, texts: texts))
+    }
+
+    /// A language's file: one JSON object whose every member is a text.
+    static func texts(_ file: String) -> Result<[String: String], WebAssetsError.Reason> {
+        let value: JSONValue
+        do { value = try JSONValue(parsing: Array(file.utf8)) } catch { return .failure(.init(description: "not JSON: \(error)")) }
+        guard case .object(let members) = value else { return .failure(.init(description: "not a JSON object of texts by key")) }
+        var table: [String: String] = [:]
+        for (key, member) in members {
+            guard case .string(let text) = member else { return .failure(.init(description: "\(key) is not a string")) }
+            table[key] = text
+        }
+        return .success(table)
     }
 
     static func contentType(_ name: String) -> String {
@@ -76,9 +101,13 @@ struct WebAssets: Sendable {
 }
 
 struct WebAssetsError: Error, CustomStringConvertible {
+    struct Reason: Error, CustomStringConvertible {
+        var description: String
+    }
+
     var file: String
     var reason: String
     var description: String {
-        "the page template \(file) does not parse (\(reason)): this build is broken; rebuild from a released version"
+        "the page file \(file) cannot be used (\(reason)): this build is broken; rebuild from a released version"
     }
 }
