@@ -126,26 +126,19 @@ struct AttestationRoutes: Sendable {
             read: { try await services.attestations.submitter(campus: campus, token: $0, at: now) })
         let user = submitter.session.user
         let key = try idempotencyKey(request)
-        let body = try await request.jsonObject(context: context)
-        var problems: [Problem.FieldError] = []
-        var version: Int?
-        switch body["surveyVersion"] {
-        case .number(let number)? where number == number.rounded() && number >= 1 && number <= 999_999_999: version = Int(number)
-        case nil: problems.append(.init(field: "surveyVersion", message: "is required: the version GET …/survey returned"))
-        default:
-            problems.append(
-                .init(field: "surveyVersion", message: "must be an integer from 1 to 999999999: the version GET …/survey returned"))
+        var reader = ObjectReader(
+            try await request.jsonObject(context: context), fields: ["surveyVersion", "answers"],
+            unknown: "is not a field of an attestation")
+        let version = reader.wholeNumber(
+            "surveyVersion", in: 1...999_999_999, required: "the version GET …/survey returned",
+            wrong: "must be an integer from 1 to 999999999: the version GET …/survey returned")
+        let raw = reader.value(
+            "answers", required: "an object of answers by question id", wrong: "must be an object of answers by question id"
+        ) {
+            if case .object(let object) = $0 { object } else { nil }
         }
-        var raw: [String: JSONValue] = [:]
-        switch body["answers"] {
-        case .object(let object)?: raw = object
-        case nil: problems.append(.init(field: "answers", message: "is required: an object of answers by question id"))
-        default: problems.append(.init(field: "answers", message: "must be an object of answers by question id"))
-        }
-        for field in body.keys.sorted() where field != "surveyVersion" && field != "answers" {
-            problems.append(.init(field: FieldProblem.name(field), message: "is not a field of an attestation"))
-        }
-        guard problems.isEmpty, let version else { throw Problem.validation(problems) }
+        try reader.finish()
+        guard let version, let raw else { throw Problem.validation(reader.problems) }
         let outcome = try await services.attestations.submit(
             campus: campus, user: user.id, surveyVersion: version, answers: raw, idempotencyKey: key, at: now,
             prefetched: submitter.history)

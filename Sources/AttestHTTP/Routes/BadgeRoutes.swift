@@ -62,16 +62,7 @@ struct BadgeRoutes: Sendable {
         campus.group("badges").add(middleware: AuthenticationMiddleware(services: services, roles: [.screener, .admin]))
             .post("verify") { request, context -> VerificationBody in
                 let campus = try context.requireCampus()
-                let body = try await request.jsonObject(context: context)
-                var problems: [Problem.FieldError] = []
-                for field in body.keys.sorted() where field != "token" {
-                    problems.append(.init(field: FieldProblem.name(field), message: "is not a field of a verification request"))
-                }
-                guard case .string(let token)? = body["token"], !token.isEmpty else {
-                    problems.insert(.init(field: "token", message: "is required: the badge token the member shows (a string)"), at: 0)
-                    throw Problem.validation(problems)
-                }
-                guard problems.isEmpty else { throw Problem.validation(problems) }
+                let token = try await Self.token(request, context)
                 switch try await services.badges.verify(token: token, campus: campus, now: services.clock()) {
                 case .valid(let claims):
                     return VerificationBody(
@@ -81,5 +72,18 @@ struct BadgeRoutes: Sendable {
                     return VerificationBody(valid: false, reason: rejection.rawValue, detail: rejection.detail)
                 }
             }
+    }
+
+    /// A verification request's one field, `token`, as the API and the scanner page send it.
+    static func token(_ request: Request, _ context: AttestRequestContext) async throws -> String {
+        var reader = ObjectReader(
+            try await request.jsonObject(context: context), fields: ["token"], unknown: "is not a field of a verification request")
+        let token = reader.text(
+            "token", required: "the badge token the member shows (a string)",
+            wrong: "is required: the badge token the member shows (a string)")
+        if token?.isEmpty == true { reader.problem("token", "is required: the badge token the member shows (a string)") }
+        try reader.finish()
+        guard let token else { throw Problem.validation(reader.problems) }
+        return token
     }
 }

@@ -173,24 +173,10 @@ struct EpisodeRoutes: Sendable {
             let (campus, user) = try JournalRoutes.member(context)
             let id = try Self.episodeID(context)
             let now = services.clock()
-            let body = try await Self.optionalObject(request, context)
-            var problems: [Problem.FieldError] = []
-            for key in body.keys.sorted() where key != "stoppedAt" {
-                problems.append(
-                    .init(
-                        field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)),
-                        message: "is not a field here (only stoppedAt)"))
-            }
-            var at = now
-            if let value = body["stoppedAt"] {
-                if let instant = Self.instant(value) {
-                    at = instant
-                } else {
-                    problems.append(.init(field: "stoppedAt", message: "must be a date-time such as 2026-11-20T14:05:00Z"))
-                }
-            }
-            if at > now.addingTimeInterval(60) { problems.append(.init(field: "stoppedAt", message: "must not be in the future")) }
-            guard problems.isEmpty else { throw Problem.validation(problems) }
+            var reader = ObjectReader(try await Self.optionalObject(request, context), fields: ["stoppedAt"])
+            let at = reader.instant("stoppedAt") ?? now
+            if at > now.addingTimeInterval(60) { reader.problem("stoppedAt", "must not be in the future") }
+            try reader.finish()
             let episode = try await Self.run { try await store.stop(campus: campus.id, user: user, id: id, at: at, now: now) }
             return try JournalRoutes.private(Body(episode: episode), request, context)
         }
@@ -244,13 +230,6 @@ struct EpisodeRoutes: Sendable {
         return try await request.jsonObject(context: context)
     }
 
-    /// An RFC 3339 date-time (`2026-11-20T14:05:00Z`, fractions and offsets allowed).
-    static func instant(_ value: JSONValue) -> Date? {
-        guard case .string(let text) = value, text.utf8.count <= 40 else { return nil }
-        if let date = try? Date(text, strategy: .iso8601) { return date }
-        return try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
-    }
-
     /// Runs a store call, its errors as problems.
     static func run<Value: Sendable>(_ body: () async throws -> Value) async throws -> Value {
         do { return try await JournalRoutes.run(body) } catch let error as EpisodeError { throw Problem(error) }
@@ -259,68 +238,34 @@ struct EpisodeRoutes: Sendable {
     /// The fields of a start (`kind` and `severity` required) or a PATCH (`base` holds the
     /// episode; only the fields given change). Every problem is named at once.
     static func draft(from body: [String: JSONValue], base: EpisodeDraft?, kinds: [String], now: Date) throws -> EpisodeDraft {
-        var problems: [Problem.FieldError] = []
-        let allowed =
-            base == nil ? ["kind", "severity", "notes", "startedAt", "location"] : ["kind", "severity", "notes", "startedAt", "stoppedAt"]
-        for key in body.keys.sorted() where !allowed.contains(key) {
-            problems.append(
-                .init(
-                    field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)),
-                    message: "is not a field here (\(allowed.joined(separator: ", ")))"))
-        }
+        var reader = ObjectReader(
+            body,
+            fields: base == nil
+                ? ["kind", "severity", "notes", "startedAt", "location"] : ["kind", "severity", "notes", "startedAt", "stoppedAt"])
         var draft = base ?? EpisodeDraft(kind: "", severity: -1, startedAt: now)
-        if let value = body["kind"] {
-            if case .string(let kind) = value { draft.kind = kind } else { problems.append(.init(field: "kind", message: "must be text")) }
-        } else if base == nil {
-            problems.append(.init(field: "kind", message: "is required: one of \(kinds.joined(separator: ", "))"))
+        if let kind = reader.text("kind", required: base == nil ? "one of \(kinds.joined(separator: ", "))" : nil) { draft.kind = kind }
+        let severity = reader.wholeNumber(
+            "severity", in: 0...10, required: base == nil ? "a whole number from 0 to 10" : nil,
+            wrong: "must be a whole number from 0 to 10")
+        if let severity { draft.severity = severity }
+        if let notes = reader.text("notes") { draft.notes = notes }
+        if let startedAt = reader.instant("startedAt") { draft.startedAt = startedAt }
+        if reader.object["stoppedAt"] == .null {
+            if draft.stoppedAt != nil { reader.problem("stoppedAt", "cannot be removed: a stopped episode stays stopped") }
+        } else if let stoppedAt = reader.instant("stoppedAt") {
+            draft.stoppedAt = stoppedAt
         }
-        if let value = body["severity"] {
-            if case .number(let number) = value, number.rounded() == number, (0...10).contains(number) {
-                draft.severity = Int(number)
-            } else {
-                problems.append(.init(field: "severity", message: "must be a whole number from 0 to 10"))
+        if reader.object["location"] != .null {
+            let location: CoarseLocation? = reader.value("location", wrong: #"must be {"lat": -90…90, "lon": -180…180}"#) { value in
+                guard case .object(let point) = value, point.count == 2, case .number(let lat)? = point["lat"],
+                    case .number(let lon)? = point["lon"]
+                else { return nil }
+                return CoarseLocation(latitude: lat, longitude: lon)
             }
-        } else if base == nil {
-            problems.append(.init(field: "severity", message: "is required: a whole number from 0 to 10"))
+            if let location { draft.location = location }
         }
-        if let value = body["notes"] {
-            if case .string(let text) = value {
-                draft.notes = text
-            } else {
-                problems.append(.init(field: "notes", message: "must be text"))
-            }
-        }
-        if let value = body["startedAt"] {
-            if let instant = instant(value) {
-                draft.startedAt = instant
-            } else {
-                problems.append(.init(field: "startedAt", message: "must be a date-time such as 2026-11-20T14:05:00Z"))
-            }
-        }
-        if let value = body["stoppedAt"] {
-            if let instant = instant(value) {
-                draft.stoppedAt = instant
-            } else if value == .null, draft.stoppedAt != nil {
-                problems.append(.init(field: "stoppedAt", message: "cannot be removed: a stopped episode stays stopped"))
-            } else if value != .null {
-                problems.append(.init(field: "stoppedAt", message: "must be a date-time such as 2026-11-20T14:05:00Z"))
-            }
-        }
-        if let value = body["location"] {
-            if case .object(let point) = value, case .number(let lat)? = point["lat"], case .number(let lon)? = point["lon"],
-                point.count == 2,
-                let location = CoarseLocation(latitude: lat, longitude: lon)
-            {
-                draft.location = location
-            } else if value != .null {
-                problems.append(.init(field: "location", message: "must be {\"lat\": -90…90, \"lon\": -180…180}"))
-            }
-        }
-        let reported = Set(problems.map(\.field))
-        problems += draft.problems(kinds: kinds, now: now).filter { !reported.contains($0.field) }.map {
-            .init(field: $0.field, message: $0.message)
-        }
-        guard problems.isEmpty else { throw Problem.validation(problems) }
+        reader.add(draft.problems(kinds: kinds, now: now))
+        try reader.finish()
         return draft
     }
 }

@@ -96,22 +96,14 @@ struct JournalRoutes: Sendable {
         }
         signedIn.put("me/privacy") { request, context -> Response in
             let (campus, user) = try Self.member(context)
-            let body = try await request.jsonObject(context: context)
-            var problems: [Problem.FieldError] = []
-            for key in body.keys.sorted() where key != "journalKeepDays" {
-                problems.append(
-                    .init(
-                        field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)),
-                        message: "is not a field here (only journalKeepDays)"))
-            }
-            var days: Int?
-            switch body["journalKeepDays"] {
-            case .null?: days = nil
-            case .number(let number)? where number.rounded() == number && (1...3650).contains(number): days = Int(number)
-            default:
-                problems.append(.init(field: "journalKeepDays", message: "is required: whole days from 1 to 3650, or null to keep forever"))
-            }
-            guard problems.isEmpty else { throw Problem.validation(problems) }
+            var reader = ObjectReader(try await request.jsonObject(context: context), fields: ["journalKeepDays"])
+            let kept: Int?? = reader.value(
+                "journalKeepDays", required: "whole days from 1 to 3650, or null to keep forever",
+                wrong: "must be whole days from 1 to 3650, or null to keep forever"
+            ) { $0 == .null ? .some(nil) : $0.wholeNumber(in: 1...3650).map { .some($0) } }
+            try reader.finish()
+            guard let kept else { throw Problem.validation(reader.problems) }
+            let days = kept
             try await settings.setJournalKeepDays(campus: campus.id, user: user, days: days, now: services.clock())
             return try Self.private(Privacy(journalKeepDays: days), request, context)
         }
@@ -253,52 +245,27 @@ struct JournalRoutes: Sendable {
     /// The fields of a POST (every one but `date` and `tags` required) or a PATCH (`base`
     /// holds the entry; only the fields given change). Every problem is named at once.
     static func draft(from body: [String: JSONValue], base: JournalDraft?, today: LocalDate) throws -> JournalDraft {
-        var problems: [Problem.FieldError] = []
-        for key in body.keys.sorted() where !["date", "title", "text", "tags"].contains(key) {
-            problems.append(
-                .init(
-                    field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)),
-                    message: "is not a field of a journal entry (date, title, text, tags)"))
-        }
+        var reader = ObjectReader(
+            body, fields: ["date", "title", "text", "tags"], unknown: "is not a field of a journal entry (date, title, text, tags)")
         var draft = base ?? JournalDraft(date: today, title: "", text: "", tags: [])
-        if let value = body["date"] {
-            if case .string(let text) = value, let date = LocalDate(text) {
-                draft.date = date
-            } else {
-                problems.append(.init(field: "date", message: "must be a date YYYY-MM-DD"))
+        if let date = reader.date("date") { draft.date = date }
+        if let title = reader.text("title", required: base == nil ? "1 to \(JournalDraft.maxTitle) characters" : nil) {
+            draft.title = title
+        }
+        if let text = reader.text("text") { draft.text = text }
+        let names = JournalTag.allCases.map(\.rawValue).joined(separator: ", ")
+        let tags: [JournalTag]? = reader.value("tags", wrong: "must be a list of \(names)") { value in
+            guard case .array(let items) = value else { return nil }
+            var tags: [JournalTag] = []
+            for item in items {
+                guard case .string(let name) = item, let tag = JournalTag(rawValue: name) else { return nil }
+                tags.append(tag)
             }
+            return tags
         }
-        if let value = body["title"] {
-            if case .string(let text) = value {
-                draft.title = text
-            } else {
-                problems.append(.init(field: "title", message: "must be text"))
-            }
-        } else if base == nil {
-            problems.append(.init(field: "title", message: "is required: 1 to \(JournalDraft.maxTitle) characters"))
-        }
-        if let value = body["text"] {
-            if case .string(let text) = value { draft.text = text } else { problems.append(.init(field: "text", message: "must be text")) }
-        }
-        if let value = body["tags"] {
-            let names = JournalTag.allCases.map(\.rawValue).joined(separator: ", ")
-            if case .array(let items) = value {
-                var tags: [JournalTag] = []
-                for item in items {
-                    guard case .string(let name) = item, let tag = JournalTag(rawValue: name) else {
-                        problems.append(.init(field: "tags", message: "must be a list of \(names)"))
-                        break
-                    }
-                    tags.append(tag)
-                }
-                draft.tags = tags
-            } else {
-                problems.append(.init(field: "tags", message: "must be a list of \(names)"))
-            }
-        }
-        let reported = Set(problems.map(\.field))
-        problems += draft.problems(today: today).filter { !reported.contains($0.field) }.map { .init(field: $0.field, message: $0.message) }
-        guard problems.isEmpty else { throw Problem.validation(problems) }
+        if let tags { draft.tags = tags }
+        reader.add(draft.problems(today: today))
+        try reader.finish()
         return draft
     }
 

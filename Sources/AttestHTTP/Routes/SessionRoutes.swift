@@ -83,19 +83,16 @@ struct SessionRoutes: Sendable {
     private func signIn(_ request: Request, _ context: AttestRequestContext) async throws -> EditedResponse<SessionCreated> {
         let campus = try context.requireCampus()
         try services.limiters.admitSignIn(address: context.clientAddress, campus: campus.slug)
-        let body = try await request.jsonObject(context: context)
-        guard let value = body["idToken"] else {
-            throw Problem.validation([.init(field: "idToken", message: "is required: the ID token from your sign-in provider")])
+        // The schema lets a client send more (an identity provider's library may): not refused.
+        var reader = ObjectReader(try await request.jsonObject(context: context), fields: nil)
+        let idToken = reader.value("idToken", required: "the ID token from your sign-in provider", wrong: "must be a non-empty string") {
+            if case .string(let text) = $0, !text.isEmpty { text } else { nil }
         }
-        guard case .string(let idToken) = value, !idToken.isEmpty else {
-            throw Problem.validation([.init(field: "idToken", message: "must be a non-empty string")])
+        let nonce = reader.value("nonce", wrong: "must be a nonce from POST …/sessions/nonces, unchanged") {
+            if case .string(let text) = $0, SessionStore.isWellFormed(text) { text } else { nil }
         }
-        var nonce: String?
-        switch body["nonce"] {
-        case nil: break
-        case .string(let text)? where SessionStore.isWellFormed(text): nonce = text
-        default: throw Problem.validation([.init(field: "nonce", message: "must be a nonce from POST …/sessions/nonces, unchanged")])
-        }
+        try reader.finish()
+        guard let idToken else { throw Problem.validation(reader.problems) }
         let session = try await services.signIn.signIn(campus: campus, idToken: idToken, nonce: nonce)
         return EditedResponse(
             status: .created,

@@ -61,33 +61,17 @@ struct ShareRoutes: Sendable {
         signedIn.post("me/shares") { request, context -> Response in
             let (campusValue, user) = try JournalRoutes.member(context)
             let now = services.clock()
-            let body = try await request.jsonObject(context: context)
-            var problems: [Problem.FieldError] = []
-            for key in body.keys.sorted() where !["expiresIn", "from", "to"].contains(key) {
-                problems.append(
-                    .init(
-                        field: key.isEmpty ? "(a member without a name)" : String(key.prefix(40)),
-                        message: "is not a field here (expiresIn, from, to)"))
-            }
-            var seconds = 0
+            var reader = ObjectReader(try await request.jsonObject(context: context), fields: ["expiresIn", "from", "to"])
             let lifetimes = JournalShare.lifetimes
-            if case .number(let number)? = body["expiresIn"], number.rounded() == number,
-                Double(lifetimes.lowerBound)...Double(lifetimes.upperBound) ~= number
-            {
-                seconds = Int(number)
-            } else {
-                problems.append(.init(field: "expiresIn", message: "is required: whole seconds from 3600 (an hour) to 2592000 (30 days)"))
-            }
-            func date(_ name: String) -> LocalDate? {
-                if case .string(let text)? = body[name], let date = LocalDate(text) { return date }
-                problems.append(.init(field: name, message: "is required: a date YYYY-MM-DD"))
-                return nil
-            }
-            let from = date("from"), to = date("to")
+            let seconds = reader.wholeNumber(
+                "expiresIn", in: lifetimes, required: "whole seconds from 3600 (an hour) to 2592000 (30 days)",
+                wrong: "is required: whole seconds from 3600 (an hour) to 2592000 (30 days)")
+            let from = reader.date("from", required: "a date YYYY-MM-DD"), to = reader.date("to", required: "a date YYYY-MM-DD")
             if let from, let to, from > to || from.days(until: to) > 365 {
-                problems.append(.init(field: "from", message: "must not be after to, and the range at most 366 days"))
+                reader.problem("from", "must not be after to, and the range at most 366 days")
             }
-            guard problems.isEmpty, let from, let to else { throw Problem.validation(problems) }
+            try reader.finish()
+            guard let seconds, let from, let to else { throw Problem.validation(reader.problems) }
             let session = try context.requireSession()
             let (share, token) = try await JournalRoutes.run {
                 try await store.create(

@@ -38,10 +38,7 @@ struct ScanPage: Sendable {
         pages.post("scan/verify") { request, context -> Response in
             let visit = try await web.visit(request, context, roles: Self.roles)
             try web.checkCSRF(request, form: nil, visit: visit)
-            let body = try await request.jsonObject(context: context)
-            guard case .string(let token)? = body["token"], !token.isEmpty else {
-                throw Problem.validation([.init(field: "token", message: "is required: the badge token the member shows (a string)")])
-            }
+            let token = try await BadgeRoutes.token(request, context)
             let verdict: VerifyBody
             switch try await services.badges.verify(token: token, campus: visit.campus, now: services.clock()) {
             case .valid(let claims): verdict = VerifyBody(valid: true, color: claims.color, date: claims.date)
