@@ -1,5 +1,6 @@
 import Hummingbird
 import Identity
+import Journal
 import Surveys
 import Tenancy
 
@@ -54,6 +55,38 @@ extension Problem {
         case .noKeyEncryptionKey, .otherKeyEncryptionKey, .sealedSecretDamaged:
             self.init(.serviceUnavailable, slug: "keys-unavailable", title: "Keys unavailable", detail: Self.sentence(error))
         default: self.init(.unprocessableContent, slug: "validation", title: "Invalid request", detail: Self.sentence(error))
+        }
+    }
+
+    /// Journal's errors.
+    init(_ error: JournalError) {
+        let detail = Problem.sentence(error)
+        switch error {
+        case .notFound: self.init(.notFound, slug: "not-found", title: "Not found", detail: detail)
+        case .sealingUnavailable: self.init(.serviceUnavailable, slug: "journal-unavailable", title: "Journal unavailable", detail: detail)
+        case .invalid(let problems):
+            self = .validation(problems.sorted { $0.key < $1.key }.map { .init(field: $0.key, message: $0.value) })
+        }
+    }
+
+    /// The episodes' errors.
+    init(_ error: EpisodeError) {
+        let detail = Problem.sentence(error)
+        switch error {
+        case .notFound: self.init(.notFound, slug: "not-found", title: "Not found", detail: detail)
+        case .alreadyOpen: self.init(.conflict, slug: "episode-open", title: "Episode already open", detail: detail)
+        case .alreadyStopped: self.init(.conflict, slug: "episode-stopped", title: "Episode already stopped", detail: detail)
+        }
+    }
+
+    /// A member's quota: 413 for the bytes of recordings, 429 for what is counted.
+    init(_ exceeded: MemberQuotas.Exceeded) {
+        let detail = Problem.sentence(exceeded)
+        switch exceeded {
+        case .recordingBytes:
+            self.init(.contentTooLarge, slug: "recording-quota", title: "Recordings take too much room", detail: detail)
+        case .entriesPerDay, .episodesPerDay, .openLinks:
+            self.init(.tooManyRequests, slug: "quota-exceeded", title: "Over a quota", detail: detail)
         }
     }
 

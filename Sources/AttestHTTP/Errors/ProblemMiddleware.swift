@@ -2,11 +2,12 @@ import AttestPostgres
 import Foundation
 import Hummingbird
 import Identity
+import Journal
 import Surveys
 import Tenancy
 
 /// The one place errors become responses: `Problem`s pass through, the core modules' errors
-/// are mapped by `Problem+Core`, Hummingbird's own errors (unknown route, wrong method, body
+/// (Surveys', Identity's, Tenancy's, Journal's and the episodes') are mapped by `Problem+Core`, Hummingbird's own errors (unknown route, wrong method, body
 /// too large) and database outages are mapped here, anything else is logged and answered
 /// with a bare 500 that leaks nothing.
 public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
@@ -37,6 +38,12 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             if error.refusesSignIn { context.logger.info("sign-in refused", metadata: ["reason": "\(error.logReason)"]) }
             throw Problem(error)
         } catch let error as CampusError {
+            throw Problem(error)
+        } catch let error as JournalError {
+            throw Problem(error)
+        } catch let error as EpisodeError {
+            throw Problem(error)
+        } catch let error as MemberQuotas.Exceeded {
             throw Problem(error)
         } catch let error as PostgresError where error.isTransient {
             context.logger.warning("database unavailable", metadata: ["error": "\(error)"])

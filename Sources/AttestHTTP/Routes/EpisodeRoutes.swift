@@ -114,7 +114,7 @@ struct EpisodeRoutes: Sendable {
             let now = services.clock()
             let body = try await request.jsonObject(context: context)
             let draft = try Self.draft(from: body, base: nil, kinds: EpisodeDraft.kinds(settings: Self.settings(campus)), now: now)
-            let episode = try await Self.run { try await Self.start(services: services, campus: campus, user: user, draft, now: now) }
+            let episode = try await Self.start(services: services, campus: campus, user: user, draft, now: now)
             var response = try Body(episode: episode).response(from: request, context: context)
             response.status = .created
             response.headers[.location] = "/v1/campuses/\(campus.slug)/me/episodes/\(episode.id.lowercasedText)"
@@ -124,9 +124,7 @@ struct EpisodeRoutes: Sendable {
         signedIn.get("me/episodes") { request, context -> Response in
             let (campus, user) = try JournalRoutes.member(context)
             let (limit, cursor) = try QueryParameters.page(request) { EpisodeStore.Cursor(text: $0) }
-            let page = try await Self.run {
-                try await store.list(campus: campus.id, user: user, after: cursor, limit: limit, now: services.clock())
-            }
+            let page = try await store.list(campus: campus.id, user: user, after: cursor, limit: limit, now: services.clock())
             return try JournalRoutes.private(
                 Page(items: page.episodes.map { Body(episode: $0) }, nextCursor: page.next?.text), request, context)
         }
@@ -149,10 +147,8 @@ struct EpisodeRoutes: Sendable {
                 problems.append(.init(field: "from", message: "must not be after to, and the range at most 366 days"))
             }
             guard problems.isEmpty else { throw Problem.validation(problems) }
-            let episodes = try await Self.run {
-                try await store.range(
-                    campus: campus.id, user: user, from: campus.startOfDay(from), to: campus.startOfDay(to.adding(days: 1)), now: now)
-            }
+            let episodes = try await store.range(
+                campus: campus.id, user: user, from: campus.startOfDay(from), to: campus.startOfDay(to.adding(days: 1)), now: now)
             let summary = EpisodeSummary(episodes, zone: campus.zone)
             return try JournalRoutes.private(
                 Summary(
@@ -163,7 +159,7 @@ struct EpisodeRoutes: Sendable {
         signedIn.get("me/episodes/{id}") { request, context -> Response in
             let (campus, user) = try JournalRoutes.member(context)
             let id = try Self.episodeID(context)
-            guard let episode = try await Self.run({ try await store.find(campus: campus.id, user: user, id: id, now: services.clock()) })
+            guard let episode = try await store.find(campus: campus.id, user: user, id: id, now: services.clock())
             else {
                 throw Problem(EpisodeError.notFound)
             }
@@ -177,7 +173,7 @@ struct EpisodeRoutes: Sendable {
             let at = reader.instant("stoppedAt") ?? now
             if at > now.addingTimeInterval(60) { reader.problem("stoppedAt", "must not be in the future") }
             try reader.finish()
-            let episode = try await Self.run { try await store.stop(campus: campus.id, user: user, id: id, at: at, now: now) }
+            let episode = try await store.stop(campus: campus.id, user: user, id: id, at: at, now: now)
             return try JournalRoutes.private(Body(episode: episode), request, context)
         }
         signedIn.patch("me/episodes/{id}") { request, context -> Response in
@@ -185,7 +181,7 @@ struct EpisodeRoutes: Sendable {
             let id = try Self.episodeID(context)
             let now = services.clock()
             let body = try await request.jsonObject(context: context)
-            guard let existing = try await Self.run({ try await store.find(campus: campus.id, user: user, id: id, now: now) }) else {
+            guard let existing = try await store.find(campus: campus.id, user: user, id: id, now: now) else {
                 throw Problem(EpisodeError.notFound)
             }
             let base = EpisodeDraft(
@@ -193,13 +189,13 @@ struct EpisodeRoutes: Sendable {
                 stoppedAt: existing.stoppedAt,
                 location: existing.location)
             let draft = try Self.draft(from: body, base: base, kinds: EpisodeDraft.kinds(settings: Self.settings(campus)), now: now)
-            let episode = try await Self.run { try await store.update(campus: campus.id, user: user, id: id, draft, now: now) }
+            let episode = try await store.update(campus: campus.id, user: user, id: id, draft, now: now)
             return try JournalRoutes.private(Body(episode: episode), request, context)
         }
         signedIn.delete("me/episodes/{id}") { _, context -> Response in
             let (campus, user) = try JournalRoutes.member(context)
             let id = try Self.episodeID(context)
-            guard try await Self.run({ try await store.delete(campus: campus.id, user: user, id: id, now: services.clock()) }) else {
+            guard try await store.delete(campus: campus.id, user: user, id: id, now: services.clock()) else {
                 throw Problem(EpisodeError.notFound)
             }
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
@@ -228,11 +224,6 @@ struct EpisodeRoutes: Sendable {
             return [:]
         }
         return try await request.jsonObject(context: context)
-    }
-
-    /// Runs a store call, its errors as problems.
-    static func run<Value: Sendable>(_ body: () async throws -> Value) async throws -> Value {
-        do { return try await JournalRoutes.run(body) } catch let error as EpisodeError { throw Problem(error) }
     }
 
     /// The fields of a start (`kind` and `severity` required) or a PATCH (`base` holds the
@@ -271,14 +262,3 @@ struct EpisodeRoutes: Sendable {
 }
 
 private func tenth(_ value: Double) -> Double { (value * 10).rounded() / 10 }
-
-extension Problem {
-    init(_ error: EpisodeError) {
-        let detail = Problem.sentence(error)
-        switch error {
-        case .notFound: self.init(.notFound, slug: "not-found", title: "Not found", detail: detail)
-        case .alreadyOpen: self.init(.conflict, slug: "episode-open", title: "Episode already open", detail: detail)
-        case .alreadyStopped: self.init(.conflict, slug: "episode-stopped", title: "Episode already stopped", detail: detail)
-        }
-    }
-}

@@ -56,10 +56,8 @@ struct ExportRoutes: Sendable {
         let ticket = try admitted ?? services.limiters.admitExport(campus: campus.id, member: user)
         let prepared: MemberExports.Prepared
         do {
-            prepared = try await EpisodeRoutes.run {
-                try await exports.prepare(
-                    campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
-            }
+            prepared = try await exports.prepare(
+                campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
         } catch {
             ticket.finished()
             throw error

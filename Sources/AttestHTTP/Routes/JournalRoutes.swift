@@ -111,9 +111,8 @@ struct JournalRoutes: Sendable {
             let (campus, user) = try Self.member(context)
             let today = campus.localDate(at: services.clock())
             let draft = try Self.draft(from: try await request.jsonObject(context: context, limit: Self.bodyLimit), base: nil, today: today)
-            let entry = try await Self.run {
-                try await store.create(campus: campus.id, user: user, draft, at: services.clock(), quotas: MemberQuotas(campus: campus))
-            }
+            let entry = try await store.create(
+                campus: campus.id, user: user, draft, at: services.clock(), quotas: MemberQuotas(campus: campus))
             var response = try Entry(entry, campus: campus.slug).response(from: request, context: context)
             response.status = .created
             response.headers[.location] = "/v1/campuses/\(campus.slug)/me/journal/\(entry.id.lowercasedText)"
@@ -123,14 +122,14 @@ struct JournalRoutes: Sendable {
         signedIn.get("me/journal") { request, context -> Response in
             let (campus, user) = try Self.member(context)
             let (limit, cursor) = try QueryParameters.page(request) { JournalStore.Cursor(text: $0) }
-            let page = try await Self.run { try await store.list(campus: campus.id, user: user, after: cursor, limit: limit) }
+            let page = try await store.list(campus: campus.id, user: user, after: cursor, limit: limit)
             return try Self.private(
                 Page(items: page.entries.map { Entry($0, campus: campus.slug) }, nextCursor: page.next?.text), request, context)
         }
         signedIn.get("me/journal/{id}") { request, context -> Response in
             let (campus, user) = try Self.member(context)
             let id = try Self.entryID(context)
-            guard let entry = try await Self.run({ try await store.find(campus: campus.id, user: user, id: id) }) else {
+            guard let entry = try await store.find(campus: campus.id, user: user, id: id) else {
                 throw Problem(JournalError.notFound)
             }
             return try Self.private(Entry(entry, campus: campus.slug), request, context)
@@ -139,18 +138,18 @@ struct JournalRoutes: Sendable {
             let (campus, user) = try Self.member(context)
             let id = try Self.entryID(context)
             let body = try await request.jsonObject(context: context, limit: Self.bodyLimit)
-            guard let existing = try await Self.run({ try await store.find(campus: campus.id, user: user, id: id) }) else {
+            guard let existing = try await store.find(campus: campus.id, user: user, id: id) else {
                 throw Problem(JournalError.notFound)
             }
             let base = JournalDraft(date: existing.date, title: existing.title, text: existing.text, tags: existing.tags)
             let draft = try Self.draft(from: body, base: base, today: campus.localDate(at: services.clock()))
-            let entry = try await Self.run { try await store.update(campus: campus.id, user: user, id: id, draft, at: services.clock()) }
+            let entry = try await store.update(campus: campus.id, user: user, id: id, draft, at: services.clock())
             return try Self.private(Entry(entry, campus: campus.slug), request, context)
         }
         signedIn.delete("me/journal/{id}") { _, context -> Response in
             let (campus, user) = try Self.member(context)
             let id = try Self.entryID(context)
-            guard try await Self.run({ try await store.delete(campus: campus.id, user: user, id: id) }) else {
+            guard try await store.delete(campus: campus.id, user: user, id: id) else {
                 throw Problem(JournalError.notFound)
             }
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
@@ -180,16 +179,14 @@ struct JournalRoutes: Sendable {
                     "The bytes are \(actual.rawValue), not the \(declared.rawValue) the Content-Type says: send them as \(actual.rawValue)."
                 )
             }
-            try await Self.run {
-                try await store.putAudio(
-                    campus: campus.id, user: user, id: id, type: sniffed, bytes: bytes, quotas: MemberQuotas(campus: campus))
-            }
+            try await store.putAudio(
+                campus: campus.id, user: user, id: id, type: sniffed, bytes: bytes, quotas: MemberQuotas(campus: campus))
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
         }
         signedIn.get("me/journal/{id}/audio") { request, context -> Response in
             let (campus, user) = try Self.member(context)
             let id = try Self.entryID(context)
-            guard let recording = try await Self.run({ try await store.recording(campus: campus.id, user: user, id: id) }) else {
+            guard let recording = try await store.recording(campus: campus.id, user: user, id: id) else {
                 throw Problem.notFound("This entry has no recording of yours: PUT …/me/journal/{id}/audio adds one.")
             }
             return try Self.ranged(recording, store: store, range: request.headers[.range], limiters: services.limiters)
@@ -197,7 +194,7 @@ struct JournalRoutes: Sendable {
         signedIn.delete("me/journal/{id}/audio") { _, context -> Response in
             let (campus, user) = try Self.member(context)
             let id = try Self.entryID(context)
-            guard try await Self.run({ try await store.deleteAudio(campus: campus.id, user: user, id: id) }) else {
+            guard try await store.deleteAudio(campus: campus.id, user: user, id: id) else {
                 throw Problem.notFound("This entry has no recording of yours.")
             }
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
@@ -230,16 +227,6 @@ struct JournalRoutes: Sendable {
 
     static func unsupported(_ detail: String) -> Problem {
         Problem(.unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported recording", detail: detail)
-    }
-
-    /// Runs a store call, its errors as problems.
-    static func run<Value: Sendable>(_ body: () async throws -> Value) async throws -> Value {
-        do { return try await body() } catch let error as JournalError { throw Problem(error) } catch let error as CampusError {
-            // A sealed entry that does not open under this server's key.
-            throw Problem(.serviceUnavailable, slug: "journal-unavailable", title: "Journal unavailable", detail: Problem.sentence(error))
-        } catch let error as MemberQuotas.Exceeded {
-            throw Problem(error)
-        }
     }
 
     /// The fields of a POST (every one but `date` and `tags` required) or a PATCH (`base`
@@ -331,31 +318,6 @@ struct JournalRoutes: Sendable {
             return .some((max(0, count - suffix), count - 1))
         case (nil, nil):
             return nil
-        }
-    }
-}
-
-extension Problem {
-    init(_ error: JournalError) {
-        let detail = Problem.sentence(error)
-        switch error {
-        case .notFound: self.init(.notFound, slug: "not-found", title: "Not found", detail: detail)
-        case .sealingUnavailable: self.init(.serviceUnavailable, slug: "journal-unavailable", title: "Journal unavailable", detail: detail)
-        case .invalid(let problems):
-            self = .validation(problems.sorted { $0.key < $1.key }.map { .init(field: $0.key, message: $0.value) })
-        }
-    }
-}
-
-extension Problem {
-    /// A member's quota: 413 for the bytes of recordings, 429 for what is counted.
-    init(_ exceeded: MemberQuotas.Exceeded) {
-        let detail = Problem.sentence(exceeded)
-        switch exceeded {
-        case .recordingBytes:
-            self.init(.contentTooLarge, slug: "recording-quota", title: "Recordings take too much room", detail: detail)
-        case .entriesPerDay, .episodesPerDay, .openLinks:
-            self.init(.tooManyRequests, slug: "quota-exceeded", title: "Over a quota", detail: detail)
         }
     }
 }

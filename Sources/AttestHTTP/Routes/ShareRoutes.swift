@@ -73,11 +73,9 @@ struct ShareRoutes: Sendable {
             try reader.finish()
             guard let seconds, let from, let to else { throw Problem.validation(reader.problems) }
             let session = try context.requireSession()
-            let (share, token) = try await JournalRoutes.run {
-                try await store.create(
-                    campus: campusValue.id, user: user, actor: "user:\(session.user.email)", from: from, to: to, seconds: seconds, now: now,
-                    quotas: MemberQuotas(campus: campusValue))
-            }
+            let (share, token) = try await store.create(
+                campus: campusValue.id, user: user, actor: "user:\(session.user.email)", from: from, to: to, seconds: seconds, now: now,
+                quotas: MemberQuotas(campus: campusValue))
             var response = try Created(
                 id: share.id.lowercasedText, url: "/v1/campuses/\(campusValue.slug)/shared/\(token)",
                 expiresAt: PostgresDate.timestamp(share.expiresAt), from: from.description, to: to.description

@@ -29,9 +29,7 @@ struct EpisodePages: Sendable {
             if let draft, errors.isEmpty {
                 do {
                     let user = try visit.privateUser().id
-                    _ = try await JournalRoutes.run {
-                        try await EpisodeRoutes.start(services: services, campus: visit.campus, user: user, draft, now: now)
-                    }
+                    _ = try await EpisodeRoutes.start(services: services, campus: visit.campus, user: user, draft, now: now)
                     throw WebOutcome.redirect(visit.base + "episodes?started=1")
                 } catch EpisodeError.alreadyOpen(let kind, _) {
                     errors.add("kind", anchor: Self.kindAnchor(kind), visit.format("alreadyOpenError", kindWord(kind, visit).lowercased()))
@@ -58,9 +56,7 @@ struct EpisodePages: Sendable {
             if let draft, errors.isEmpty {
                 do {
                     let user = try visit.privateUser().id
-                    _ = try await JournalRoutes.run {
-                        try await store.update(campus: visit.campus.id, user: user, id: episode.id, draft, now: now)
-                    }
+                    _ = try await store.update(campus: visit.campus.id, user: user, id: episode.id, draft, now: now)
                     throw WebOutcome.redirect(visit.base + "episodes/\(episode.id.lowercasedText)?saved=1")
                 } catch EpisodeError.alreadyOpen(let kind, _) {
                     errors.add("kind", anchor: "episode-kind", visit.format("alreadyOpenError", kindWord(kind, visit).lowercased()))
@@ -75,9 +71,7 @@ struct EpisodePages: Sendable {
             let now = services.clock()
             let user = try visit.privateUser().id
             do {
-                _ = try await JournalRoutes.run {
-                    try await store.stop(campus: visit.campus.id, user: user, id: episode.id, at: now, now: now)
-                }
+                _ = try await store.stop(campus: visit.campus.id, user: user, id: episode.id, at: now, now: now)
             } catch EpisodeError.alreadyStopped {
                 // Stopped already (another tab, or closed at 72 h): the list shows it so.
             }
@@ -87,9 +81,7 @@ struct EpisodePages: Sendable {
             let (visit, episode) = try await find(request, context)
             try web.checkCSRF(request, form: try await WebForm.read(request, context: context), visit: visit)
             let user = try visit.privateUser().id
-            _ = try await EpisodeRoutes.run {
-                try await store.delete(campus: visit.campus.id, user: user, id: episode.id, now: services.clock())
-            }
+            _ = try await store.delete(campus: visit.campus.id, user: user, id: episode.id, now: services.clock())
             throw WebOutcome.redirect(visit.base + "episodes?deleted=1")
         }
     }
@@ -99,9 +91,7 @@ struct EpisodePages: Sendable {
         let visit = try await web.visit(request, context)
         let user = try visit.privateUser().id
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
-            let episode = try await EpisodeRoutes.run({
-                try await store.find(campus: visit.campus.id, user: user, id: id, now: services.clock())
-            })
+            let episode = try await store.find(campus: visit.campus.id, user: user, id: id, now: services.clock())
         else { throw Problem.notFound(visit["episodeNotFound"]) }
         return (visit, episode)
     }
@@ -215,18 +205,16 @@ struct EpisodePages: Sendable {
             to: query.get("to").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 } ?? today.description)
         let cursorText = query.get("cursor").map { String($0) }
         let cursor = cursorText.flatMap { EpisodeStore.Cursor(text: $0) }
-        let (inRange, recent, page) = try await EpisodeRoutes.run {
-            (
-                try await store.range(
-                    campus: campus.id, user: user, from: campus.startOfDay(range.from), to: campus.startOfDay(range.to.adding(days: 1)),
-                    now: now),
-                // Open ones started within the 72 hours before they close on their own.
-                try await store.range(
-                    campus: campus.id, user: user, from: now.addingTimeInterval(-EpisodeDraft.longest - 3600),
-                    to: now.addingTimeInterval(3600), now: now),
-                try await store.list(campus: campus.id, user: user, after: cursor, limit: 20, now: now)
-            )
-        }
+        let (inRange, recent, page) = (
+            try await store.range(
+                campus: campus.id, user: user, from: campus.startOfDay(range.from), to: campus.startOfDay(range.to.adding(days: 1)),
+                now: now),
+            // Open ones started within the 72 hours before they close on their own.
+            try await store.range(
+                campus: campus.id, user: user, from: now.addingTimeInterval(-EpisodeDraft.longest - 3600),
+                to: now.addingTimeInterval(3600), now: now),
+            try await store.list(campus: campus.id, user: user, after: cursor, limit: 20, now: now)
+        )
         let kinds = kinds(visit)
         var data: [String: Any] = [
             "open": recent.filter { $0.stoppedAt == nil }.reversed().map { episode -> [String: Any] in

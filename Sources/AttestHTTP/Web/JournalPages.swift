@@ -32,11 +32,9 @@ struct JournalPages: Sendable {
             guard let draft, errors.isEmpty else {
                 return try await journalPage(visit: visit, request: request, values: values, errors: errors, status: .unprocessableContent)
             }
-            let entry = try await JournalRoutes.run {
-                try await store.create(
-                    campus: visit.campus.id, user: user, draft, audio: audio, at: services.clock(),
-                    quotas: MemberQuotas(campus: visit.campus))
-            }
+            let entry = try await store.create(
+                campus: visit.campus.id, user: user, draft, audio: audio, at: services.clock(),
+                quotas: MemberQuotas(campus: visit.campus))
             throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }
         pages.get("journal/:id") { request, context -> Response in
@@ -54,25 +52,23 @@ struct JournalPages: Sendable {
                 return try entryPage(entry, visit: visit, values: values, errors: errors, status: .unprocessableContent)
             }
             let user = try visit.privateUser().id
-            _ = try await JournalRoutes.run {
-                try await store.update(
-                    campus: visit.campus.id, user: user, id: entry.id, draft, audio: audio, at: services.clock(),
-                    quotas: MemberQuotas(campus: visit.campus))
-            }
+            _ = try await store.update(
+                campus: visit.campus.id, user: user, id: entry.id, draft, audio: audio, at: services.clock(),
+                quotas: MemberQuotas(campus: visit.campus))
             throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }
         pages.post("journal/:id/delete") { request, context -> Response in
             let (visit, entry) = try await find(request, context)
             try web.checkCSRF(request, form: try await WebForm.read(request, context: context), visit: visit)
             let user = try visit.privateUser().id
-            _ = try await JournalRoutes.run { try await store.delete(campus: visit.campus.id, user: user, id: entry.id) }
+            _ = try await store.delete(campus: visit.campus.id, user: user, id: entry.id)
             throw WebOutcome.redirect(visit.base + "journal?deleted=1")
         }
         pages.post("journal/:id/audio/delete") { request, context -> Response in
             let (visit, entry) = try await find(request, context)
             try web.checkCSRF(request, form: try await WebForm.read(request, context: context), visit: visit)
             let user = try visit.privateUser().id
-            _ = try await JournalRoutes.run { try await store.deleteAudio(campus: visit.campus.id, user: user, id: entry.id) }
+            _ = try await store.deleteAudio(campus: visit.campus.id, user: user, id: entry.id)
             throw WebOutcome.redirect(visit.base + "journal/\(entry.id.lowercasedText)?saved=1")
         }
         // The recording for the page's <audio> element, with ranges (the cookie's session).
@@ -80,7 +76,7 @@ struct JournalPages: Sendable {
             let visit = try await web.visit(request, context)
             let user = try visit.privateUser().id
             guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
-                let recording = try await JournalRoutes.run({ try await store.recording(campus: visit.campus.id, user: user, id: id) })
+                let recording = try await store.recording(campus: visit.campus.id, user: user, id: id)
             else { throw Problem.notFound(visit["entryNoRecording"]) }
             return try JournalRoutes.ranged(recording, store: store, range: request.headers[.range], limiters: services.limiters)
         }
@@ -99,7 +95,7 @@ struct JournalPages: Sendable {
         let visit = try await web.visit(request, context)
         let user = try visit.privateUser().id
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
-            let entry = try await JournalRoutes.run({ try await store.find(campus: visit.campus.id, user: user, id: id) })
+            let entry = try await store.find(campus: visit.campus.id, user: user, id: id)
         else { throw Problem.notFound(visit["entryNotFound"]) }
         return (visit, entry)
     }
@@ -211,7 +207,7 @@ struct JournalPages: Sendable {
         let user = try visit.privateUser().id
         let cursorText = request.uri.queryParameters.get("cursor").map { String($0) }
         let cursor = cursorText.flatMap { JournalStore.Cursor(text: $0) }
-        let page = try await JournalRoutes.run { try await store.list(campus: visit.campus.id, user: user, after: cursor, limit: 20) }
+        let page = try await store.list(campus: visit.campus.id, user: user, after: cursor, limit: 20)
         var data: [String: Any] = [
             "form": formData(
                 values, errors: errors, action: visit.base + "journal", submit: visit["saveEntry"], visit: visit, hasAudio: false),

@@ -52,12 +52,10 @@ struct SharingPage: Sendable {
             guard let from, let to, let seconds, errors.isEmpty else {
                 return try await page(visit: visit, request: request, link: values, linkErrors: errors, status: .unprocessableContent)
             }
-            let (share, token) = try await JournalRoutes.run {
-                try await shares.create(
-                    campus: visit.campus.id, user: user.id, actor: "user:\(user.email)", from: from, to: to, seconds: seconds,
-                    now: services.clock(),
-                    quotas: MemberQuotas(campus: visit.campus))
-            }
+            let (share, token) = try await shares.create(
+                campus: visit.campus.id, user: user.id, actor: "user:\(user.email)", from: from, to: to, seconds: seconds,
+                now: services.clock(),
+                quotas: MemberQuotas(campus: visit.campus))
             let origin = web.settings.origin ?? "http://" + (request.head.authority ?? "127.0.0.1")
             values.created = (
                 url: origin + "/v1/campuses/\(visit.campus.slug)/shared/\(token)",
