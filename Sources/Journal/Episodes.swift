@@ -356,6 +356,17 @@ public struct EpisodeStore: Sendable {
     }
 }
 
+extension EpisodeStore {
+    /// Starts an episode with the weather where and when it began, and at the same hour the
+    /// day before, from the campus's context provider (`context`, within its budget), under
+    /// the campus's quotas: the API's start and the pages' alike.
+    public func start(campus: Campus, user: UserID, _ draft: EpisodeDraft, context: EpisodeContext, now: Date) async throws -> Episode {
+        let (factors, dayBefore) = await context.factors(campus: campus.id, at: draft.startedAt, near: draft.location)
+        return try await start(
+            campus: campus.id, user: user, draft, context: factors, baseline: dayBefore, now: now, quotas: MemberQuotas(campus: campus))
+    }
+}
+
 /// The weather around an episode's start, from the campus's context provider, within a
 /// budget: a provider that fails or overruns leaves the episode without context (logged
 /// without the place), never fails it.

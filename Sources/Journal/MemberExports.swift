@@ -72,4 +72,18 @@ public struct MemberExports: Sendable {
         return Prepared(
             exports: self, campus: campus.id, user: user, format: format, heading: heading, started: started, firstEntries: first)
     }
+
+    /// The member's own export (the API's `me/export`, the pages' download), recorded in the
+    /// audit log as `actor`'s: that it happened and its format, nothing of what it held.
+    public func prepareOwn(
+        campus: Campus, user: UserID, member: String, actor: String, from: LocalDate, to: LocalDate, format: MemberExport.Format,
+        now: Date
+    ) async throws -> Prepared {
+        let prepared = try await prepare(campus: campus, user: user, member: member, from: from, to: to, format: format, now: now)
+        try await journal.client.withTransaction(campus: campus.id.rawValue) { connection in
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "member.export", target: "", details: ["format": format.rawValue])
+        }
+        return prepared
+    }
 }

@@ -114,7 +114,7 @@ struct EpisodeRoutes: Sendable {
             let now = services.clock()
             let body = try await request.jsonObject(context: context)
             let draft = try Self.draft(from: body, base: nil, kinds: EpisodeDraft.kinds(settings: Self.settings(campus)), now: now)
-            let episode = try await Self.start(services: services, campus: campus, user: user, draft, now: now)
+            let episode = try await store.start(campus: campus, user: user, draft, context: services.episodeContext, now: now)
             var response = try Body(episode: episode).response(from: request, context: context)
             response.status = .created
             response.headers[.location] = "/v1/campuses/\(campus.slug)/me/episodes/\(episode.id.lowercasedText)"
@@ -203,12 +203,6 @@ struct EpisodeRoutes: Sendable {
     }
 
     /// Starts an episode with the weather where it began (within the context provider's budget).
-    static func start(services: AttestServices, campus: Campus, user: UserID, _ draft: EpisodeDraft, now: Date) async throws -> Episode {
-        let (factors, dayBefore) = await services.episodeContext.factors(campus: campus.id, at: draft.startedAt, near: draft.location)
-        return try await services.episodes.start(
-            campus: campus.id, user: user, draft, context: factors, baseline: dayBefore, now: now, quotas: MemberQuotas(campus: campus))
-    }
-
     static func settings(_ campus: Campus) -> JSONValue? {
         campus.settings.bytes.withUnsafeBytes { try? JSONValue(parsing: $0) }
     }

@@ -48,16 +48,22 @@ struct ExportRoutes: Sendable {
     }
 
     /// The export of `user`'s range, as the response's body and headers.
+    /// `auditedAs`: the member's own export, recorded in the audit log as this actor's.
     static func export(
         services: AttestServices, campus: Campus, user: UserID, member: String, from: LocalDate, to: LocalDate, format: MemberExport.Format,
-        disposition: String, admitted: MemberWork.Ticket? = nil
+        disposition: String, admitted: MemberWork.Ticket? = nil, auditedAs actor: String? = nil
     ) async throws -> Response {
         let exports = MemberExports(journal: services.journal, episodes: services.episodes)
         let ticket = try admitted ?? services.limiters.admitExport(campus: campus.id, member: user)
         let prepared: MemberExports.Prepared
         do {
-            prepared = try await exports.prepare(
-                campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
+            if let actor {
+                prepared = try await exports.prepareOwn(
+                    campus: campus, user: user, member: member, actor: actor, from: from, to: to, format: format, now: services.clock())
+            } else {
+                prepared = try await exports.prepare(
+                    campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
+            }
         } catch {
             ticket.finished()
             throw error
@@ -89,15 +95,9 @@ struct ExportRoutes: Sendable {
     static func ownExport(
         services: AttestServices, campus: Campus, user: User, from: LocalDate, to: LocalDate, format: MemberExport.Format
     ) async throws -> Response {
-        let response = try await export(
+        try await export(
             services: services, campus: campus, user: user.id, member: name(of: user), from: from, to: to, format: format,
-            disposition: "attachment")
-        try await services.database.withTransaction(campus: campus.id.rawValue) { connection in
-            try await AuditLog.record(
-                connection, campus: campus.id, actor: "user:\(user.email)", action: "member.export", target: "",
-                details: ["format": format.rawValue])
-        }
-        return response
+            disposition: "attachment", auditedAs: "user:\(user.email)")
     }
 
     func register(on signedIn: RouterGroup<AttestRequestContext>) {

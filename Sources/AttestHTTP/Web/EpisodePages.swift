@@ -29,7 +29,8 @@ struct EpisodePages: Sendable {
             if let draft, errors.isEmpty {
                 do {
                     let user = try visit.privateUser().id
-                    _ = try await EpisodeRoutes.start(services: services, campus: visit.campus, user: user, draft, now: now)
+                    _ = try await services.episodes.start(
+                        campus: visit.campus, user: user, draft, context: services.episodeContext, now: now)
                     throw WebOutcome.redirect(visit.base + "episodes?started=1")
                 } catch EpisodeError.alreadyOpen(let kind, _) {
                     errors.add("kind", anchor: Self.kindAnchor(kind), visit.format("alreadyOpenError", kindWord(kind, visit).lowercased()))
