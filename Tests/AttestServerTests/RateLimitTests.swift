@@ -111,6 +111,16 @@ struct RateLimitTests {
             _ = try await server.pool.withTransaction(campus: campus.id.rawValue) { try await AuthGenerations.bump($0, campus: campus.id) }
             try await server.services.authGenerations.refresh()
             #expect(try await api.send(.get, "/v1/campuses/north/me", template: "/v1/campuses/{campus}/me", token: member).status == 200)
+            // The pages' cookie holds to the same rule (one SessionResolver): its member, no
+            // longer trusted from memory, is read, not sent to sign in again.
+            _ = try await server.pool.withTransaction(campus: campus.id.rawValue) { try await AuthGenerations.bump($0, campus: campus.id) }
+            try await server.services.authGenerations.refresh()
+            let page = try await WebClient(api.client).get("/c/north/history", headers: [.cookie: "attest-north=\(member)"])
+            #expect(page.status == 200, "\(page.status) \(page.location ?? "")")
+            // An unknown cookie from the spent address is not signed in (the sign-in page, not a 429).
+            let stranger = try await WebClient(api.client).get(
+                "/c/north/history", headers: [.cookie: "attest-north=\(SessionStore.newToken())"])
+            #expect(stranger.status == 303 && stranger.location?.hasPrefix("/c/north/signin") == true)
         }
     }
 

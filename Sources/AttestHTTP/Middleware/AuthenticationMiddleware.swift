@@ -1,3 +1,4 @@
+import AttestPlugins
 import Hummingbird
 import Identity
 import Tenancy
@@ -35,19 +36,51 @@ struct AuthenticationMiddleware: RouterMiddleware {
     }
 }
 
-/// A request's bearer token to what it stands for at the request's campus, or the 401 or 429
-/// that says why not: for the middleware, and for a route that reads the session together
-/// with something else (the submission reads the member's past with it).
-struct BearerAuthentication: Sendable {
+/// A session token to what it stands for at the request's campus, one rule for the API's
+/// bearer tokens and the pages' cookies: a session this server keeps costs no query; any
+/// other is read from the database unless the client address's allowance of unknown tokens
+/// (each costs a read) is spent, and a read that finds nothing spends from it. A token this
+/// server still recognises (kept, though no longer trusted: its campus's generation moved)
+/// is read even when the allowance is spent, so a member is not refused for their neighbours.
+struct SessionResolver: Sendable {
     let unknownTokens: RateLimiter
     let sessions: SessionStore
 
     init(services: AttestServices) { (unknownTokens, sessions) = (services.limiters.unknownTokensByAddress, services.sessions) }
 
-    /// `kept` answers from memory; `read` asks the database, and counts against the client
-    /// address's allowance of unknown tokens when it finds nothing (a malformed token is one
-    /// neither is asked about, counted the same). A token this server still recognises (kept,
-    /// though no longer trusted) is read even when the allowance is spent.
+    enum Outcome<Found> {
+        case found(Found)
+        /// Unknown here, expired or revoked (or not the shape of a token).
+        case unknown
+        /// Not asked of the database: the address's allowance is spent for this long.
+        case limited(Duration)
+    }
+
+    /// `kept` answers from memory; `read` asks the database. A malformed token (nil) is asked
+    /// of neither and counted as unknown.
+    func resolve<Found>(
+        _ token: SessionStore.SessionToken?, campus: CampusID, address: String?, kept: (SessionStore.SessionToken) -> Found?,
+        read: (SessionStore.SessionToken) async throws -> Found?
+    ) async throws -> Outcome<Found> {
+        if let found = token.flatMap(kept) { return .found(found) }
+        let address = address ?? "unknown"
+        if let wait = unknownTokens.exhausted(address), !(token.map { sessions.recognises(campus: campus, token: $0) } ?? false) {
+            return .limited(wait)
+        }
+        if let token, let found = try await read(token) { return .found(found) }
+        _ = unknownTokens.take(address)
+        return .unknown
+    }
+}
+
+/// A request's bearer token to what it stands for at the request's campus (`SessionResolver`),
+/// or the 401 or 429 that says why not: for the middleware, and for a route that reads the
+/// session together with something else (the submission reads the member's past with it).
+struct BearerAuthentication: Sendable {
+    let resolver: SessionResolver
+
+    init(services: AttestServices) { resolver = SessionResolver(services: services) }
+
     func authenticate<Found>(
         _ request: Request, _ context: AttestRequestContext, kept: (SessionStore.SessionToken) -> Found?,
         read: (SessionStore.SessionToken) async throws -> Found?
@@ -60,24 +93,18 @@ struct BearerAuthentication: Sendable {
             throw Problem.unauthorized("The Authorization header must be Bearer <token>.", error: "invalid_request")
         }
         let token = SessionStore.SessionToken(String(parts[1]))
-        var known = token.flatMap(kept)
-        if known == nil {
-            let address = context.clientAddress ?? "unknown"
-            if let wait = unknownTokens.exhausted(address),
-                !(try token.map { sessions.recognises(campus: try context.requireCampus().id, token: $0) } ?? false)
-            {
-                throw Problem.tooManyRequests(
-                    "Too many requests with session tokens this campus does not know came from your address.", retryAfter: wait)
-            }
-            if let token { known = try await read(token) }
-            if known == nil { _ = unknownTokens.take(address) }
-        }
-        guard let known else {
+        switch try await resolver.resolve(
+            token, campus: try context.requireCampus().id, address: context.clientAddress, kept: kept, read: read)
+        {
+        case .found(let found): return found
+        case .limited(let wait):
+            throw Problem.tooManyRequests(
+                "Too many requests with session tokens this campus does not know came from your address.", retryAfter: wait)
+        case .unknown:
             throw Problem.unauthorized(
                 "The session token is not valid at this campus: it is unknown here, expired or revoked. Sign in again.",
                 error: "invalid_token")
         }
-        return known
     }
 }
 

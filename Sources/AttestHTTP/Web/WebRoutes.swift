@@ -39,16 +39,15 @@ struct WebRoutes: Sendable {
             campus: campus, language: language, text: WebText.table(language),
             anonymousCSRF: request.cookies[WebSession.csrfCookieName(secure: settings.secure)]?.value,
             path: String(request.uri.description.prefix(1_000)))
+        // The API's rule for a token (`SessionResolver`); a cookie the allowance does not let
+        // be read is not signed in (the sign-in page), rather than the API's 429.
         if let token = WebSession.token(request, campus: campus.slug, secure: settings.secure) {
-            var session = services.sessions.cached(campus: campus.id, token: token)
-            if session == nil {
-                let address = context.clientAddress ?? "unknown"
-                if services.limiters.unknownTokensByAddress.exhausted(address) == nil {
-                    session = try await services.sessions.authenticate(campus: campus.id, token: token)
-                    if session == nil { _ = services.limiters.unknownTokensByAddress.take(address) }
-                }
-            }
-            if let session {
+            let sessions = services.sessions
+            if case .found(let session) = try await SessionResolver(services: services).resolve(
+                SessionStore.SessionToken(token), campus: campus.id, address: context.clientAddress,
+                kept: { sessions.cached(campus: campus.id, token: $0) },
+                read: { try await sessions.authenticate(campus: campus.id, token: $0) })
+            {
                 visit.session = session
                 visit.token = token
             }
