@@ -1,6 +1,16 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+/// What each front end (AttestAPI, AttestWeb) builds on: the server and the core.
+let frontEnd: [Target.Dependency] = [
+    "AttestServer", "AttestFoundation", "AttestPostgres", "AttestPlugins", "Tenancy", "Community", "Identity", "Surveys",
+    "Notifications", "Journal",
+    .product(name: "Hummingbird", package: "hummingbird"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "HTTPTypes", package: "swift-http-types"),
+    .product(name: "Logging", package: "swift-log"),
+]
+
 let package = Package(
     name: "campus-attest",
     platforms: [.macOS(.v15)],
@@ -136,8 +146,10 @@ let package = Package(
             name: "BuiltinPlugins",
             dependencies: ["AttestFoundation", "AttestPlugins", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // The server: composition root, middleware, the one session resolver, error mapping, and
+        // what both front ends need (body and form reading, exports' and recordings' responses).
         .target(
-            name: "AttestHTTP",
+            name: "AttestServer",
             dependencies: [
                 "AttestFoundation", "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Community", "Identity", "Surveys",
                 "Notifications", "Journal",
@@ -151,11 +163,24 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The two front ends over the same core calls; neither imports the other.
+        .target(
+            name: "AttestAPI",
+            dependencies: frontEnd,
+            exclude: ["OpenAPI/openapi.yaml"],
+            plugins: ["EmbedWebPlugin"]
+        ),
+        .target(
+            name: "AttestWeb",
+            dependencies: frontEnd + [
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 "CQREncode",
             ],
-            exclude: ["Web/Resources", "OpenAPI/openapi.yaml"],
+            exclude: ["Resources"],
             plugins: ["EmbedWebPlugin"]
         ),
         // libqrencode, for the badge's QR code drawn by the server (Debian: libqrencode-dev).
@@ -168,7 +193,7 @@ let package = Package(
             name: "AttestCLI",
             dependencies: [
                 "AttestFoundation", "AttestPostgres", "AttestSchema", "AttestPlugins", "Tenancy", "Community", "Identity",
-                "Surveys", "Notifications", "AttestHTTP",
+                "Surveys", "Notifications", "AttestServer", "AttestAPI", "AttestWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -223,7 +248,8 @@ let package = Package(
         .testTarget(
             name: "AttestServerTests",
             dependencies: [
-                "AttestCLI", "AttestFoundation", "AttestHTTP", "AttestTestSupport", "Community", "Identity", "Tenancy", "Surveys",
+                "AttestCLI", "AttestFoundation", "AttestServer", "AttestAPI", "AttestWeb", "AttestTestSupport", "Community", "Identity",
+                "Tenancy", "Surveys",
                 "AttestPlugins",
                 "BuiltinPlugins",
                 "Notifications", "AttestPluginHTTP", "AttestPluginsTesting", "Journal",

@@ -11,7 +11,9 @@ import Synchronization
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 @testable import Surveys
 
 @Suite("Attestations")

@@ -7,7 +7,9 @@ import Identity
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 @Suite("Authentication and roles")
 struct AuthorizationTests {
@@ -87,7 +89,8 @@ struct AuthorizationTests {
 struct OpenAPITests {
     @Test func everyRegisteredRouteIsDescribedAndEveryDescribedRouteExists() async throws {
         let server = try await TestServer.make()
-        let router = AttestServer.buildRouter(configuration: ServerConfiguration(), services: server.services)
+        let router = AttestServer.buildRouter(
+            configuration: ServerConfiguration(), services: server.services, frontEnds: TestServer.frontEnds)
         // The web pages (`/c/…`) and their static files are HTML for people, not the API.
         let registered = Set(
             router.routes.map { "\($0.method.rawValue.lowercased()) \(OpenAPIValidator.templatePath("\($0.path)"))" }

@@ -9,7 +9,9 @@ import JWTKit
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 @testable import Surveys
 
 /// What a door scanner decodes, with jwt-kit, from a badge token.

@@ -9,7 +9,9 @@ import Surveys
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// The web pages in a real browser: Debian's Chromium driven by Python's selenium
 /// (`Tests/Browser/browser_test.py`) against a live server on loopback, signing in through
@@ -36,7 +38,8 @@ struct BrowserTests {
         try await provider.addES256Key(kid: "web")
 
         // The server first: submissions go through its batched writer.
-        let router = AttestServer.buildRouter(configuration: server.configuration, services: server.services)
+        let router = AttestServer.buildRouter(
+            configuration: server.configuration, services: server.services, frontEnds: TestServer.frontEnds)
         var quiet = TestDatabase.testLogger
         quiet.logLevel = .critical
         let app = Application(

@@ -1,9 +1,11 @@
+import AttestAPI
 import AttestFoundation
-import AttestHTTP
 import AttestPlugins
 import AttestPluginsTesting
 import AttestPostgres
+import AttestServer
 import AttestTestSupport
+import AttestWeb
 import Foundation
 import HTTPTypes
 import Identity

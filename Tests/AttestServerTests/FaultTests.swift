@@ -13,7 +13,9 @@ import Synchronization
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 @Suite("Faults")
 struct FaultTests {

@@ -6,7 +6,9 @@ import HTTPTypes
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 @testable import Surveys
 
 /// DESIGN §9, bad input, tried at random rather than case by case: malformed and hostile

@@ -6,7 +6,9 @@ import Foundation
 import Surveys
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// Under Citus every statement of a request must name one campus, so the coordinator routes
 /// it to the one node holding that campus's shards. The hot paths run against a live server

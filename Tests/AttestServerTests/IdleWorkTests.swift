@@ -8,7 +8,9 @@ import Surveys
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// The servers' background work wakes on work, not by asking every campus every second
 /// (docs/architecture.md, "How the workers find their work").

@@ -5,7 +5,9 @@ import Foundation
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 @testable import Identity
 @testable import Surveys
 

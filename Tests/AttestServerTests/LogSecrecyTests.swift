@@ -11,7 +11,9 @@ import Surveys
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// Logs carry no secret: every route the server registers (the API's and the pages') is
 /// asked with tokens in the header, the cookie, the path and the query, with bodies holding
@@ -70,7 +72,8 @@ struct LogSecrecyTests {
         emails.append("late.person@example.edu")
         tokens += idTokens
 
-        let router = AttestServer.buildRouter(configuration: server.configuration, services: server.services)
+        let router = AttestServer.buildRouter(
+            configuration: server.configuration, services: server.services, frontEnds: TestServer.frontEnds)
         let routes = router.routes.map { (method: $0.method, path: "\($0.path)") }
         #expect(routes.count > 60)
         let secrets = tokens + emails + words

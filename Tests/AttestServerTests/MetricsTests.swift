@@ -5,7 +5,9 @@ import Foundation
 import HTTPTypes
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// The value of one series in Prometheus text: `attest_submissions_total{outcome="created"}`.
 /// Nil when the series is not there.

@@ -2,7 +2,9 @@ import AttestTestSupport
 import Foundation
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 @Suite("multipart/form-data, as browsers send forms with files")
 struct MultipartFormTests {

@@ -1,9 +1,11 @@
-import AttestHTTP
+import AttestAPI
 import AttestPluginHTTP
 import AttestPlugins
 import AttestPluginsTesting
 import AttestPostgres
+import AttestServer
 import AttestTestSupport
+import AttestWeb
 import BuiltinPlugins
 import Crypto
 import Foundation

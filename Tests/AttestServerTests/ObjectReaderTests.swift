@@ -2,7 +2,9 @@ import AttestPlugins
 import Foundation
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// The one reader of routes' JSON bodies: every field's problem named at once, the fields'
 /// first and then the members a route does not take, and no number that traps.

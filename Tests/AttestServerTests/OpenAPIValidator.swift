@@ -1,6 +1,8 @@
 import Foundation
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// Checks real responses against `OpenAPIDocument`: the status must be documented for the
 /// operation, and a JSON body must match its schema (type, required, properties with

@@ -1,4 +1,6 @@
-import AttestHTTP
+import AttestAPI
+import AttestServer
+import AttestWeb
 import Yams
 
 /// A JSON-like value with ordered keys: `openapi.yaml` as libyaml reads it (through Yams), so

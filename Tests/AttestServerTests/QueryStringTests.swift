@@ -10,7 +10,9 @@ import Surveys
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 @Suite("Query strings")
 struct QueryStringTests {

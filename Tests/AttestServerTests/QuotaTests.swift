@@ -7,7 +7,9 @@ import NIOCore
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// One member's reach is bounded: entries and episodes a day, bytes of recordings and open
 /// links, each refused with the limit named; texts by their bytes as well as characters.

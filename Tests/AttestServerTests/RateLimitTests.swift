@@ -4,7 +4,9 @@ import HTTPTypes
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 @testable import Identity
 
 /// Sign-in attempts per client address and per campus, and requests with unknown bearer

@@ -1,7 +1,9 @@
+import AttestAPI
 import AttestCLI
-import AttestHTTP
 import AttestPostgres
+import AttestServer
 import AttestTestSupport
+import AttestWeb
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -25,7 +27,7 @@ struct ReadinessTests {
             options: .init(maxConnections: 2, leaseTimeout: .seconds(2)), logger: TestDatabase.testLogger)
         let app = AttestServer.buildApplication(
             configuration: ServerConfiguration(port: 0, readinessTimeout: .seconds(2)), database: pool,
-            logger: TestDatabase.testLogger)
+            logger: TestDatabase.testLogger, frontEnds: TestServer.frontEnds)
         try await app.test(.live) { client in
             let healthy = try await client.execute(uri: "/healthz", method: .get)
             #expect(healthy.status == .ok)
@@ -54,7 +56,7 @@ struct ReadinessTests {
         let name = try await TestDatabase.create(migrated: false)
         let pool = TestDatabase.client(database: name, role: nil)
         let app = AttestServer.buildApplication(
-            configuration: ServerConfiguration(port: 0), database: pool, logger: TestDatabase.testLogger)
+            configuration: ServerConfiguration(port: 0), database: pool, logger: TestDatabase.testLogger, frontEnds: TestServer.frontEnds)
         try await app.test(.live) { client in
             let response = try await client.execute(uri: "/v1/nothing-here", method: .get)
             #expect(response.status == .notFound)

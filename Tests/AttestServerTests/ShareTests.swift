@@ -1,8 +1,10 @@
-import AttestHTTP
+import AttestAPI
 import AttestPlugins
 import AttestPluginsTesting
 import AttestPostgres
+import AttestServer
 import AttestTestSupport
+import AttestWeb
 import Foundation
 import HTTPTypes
 import Identity

@@ -4,7 +4,9 @@ import Foundation
 import Hummingbird
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// A client that opens connections and sends nothing, or trickles its headers, or keeps an
 /// idle connection open, holds it for the idle timeout at most.
@@ -17,7 +19,7 @@ struct SlowClientTests {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = AttestServer.buildApplication(
             configuration: ServerConfiguration(port: 0, idleTimeout: idleTimeout), services: server.services,
-            logger: TestDatabase.testLogger,
+            logger: TestDatabase.testLogger, frontEnds: TestServer.frontEnds,
             onServerRunning: { continuation.yield($0) })
         let running = Task { try await app.runService(gracefulShutdownSignals: []) }
         var iterator = ports.makeAsyncIterator()

@@ -7,7 +7,9 @@ import Identity
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 @testable import Surveys
 
 /// Statistics, the dashboard, follow-ups, reports and retention, each checked against a

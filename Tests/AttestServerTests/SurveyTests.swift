@@ -4,7 +4,9 @@ import HTTPTypes
 import Surveys
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 @Suite("Survey")
 struct SurveyTests {

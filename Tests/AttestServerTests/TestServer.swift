@@ -13,7 +13,9 @@ import Synchronization
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// A test's view of the live server: requests go over loopback HTTP, and every response is
 /// checked against the OpenAPI document on the way back.
@@ -112,6 +114,9 @@ struct TestServer {
         return TestServer(database: database, pool: pool, services: services, configuration: configuration)
     }
 
+    /// The API and the pages, as `attest serve` runs them.
+    static let frontEnds: [any FrontEnd] = [APIFrontEnd(), WebFrontEnd()]
+
     /// The key-encryption key of the servers these tests make, as an operator passes one.
     static let kek = KeyEncryptionKey.generate().key
 
@@ -137,7 +142,7 @@ struct TestServer {
         extraRoutes: (Router<AttestRequestContext>) -> Void = { _ in }, logger: Logger = TestDatabase.testLogger,
         _ body: @escaping @Sendable (APIClient) async throws -> Void
     ) async throws {
-        let router = AttestServer.buildRouter(configuration: configuration, services: services)
+        let router = AttestServer.buildRouter(configuration: configuration, services: services, frontEnds: TestServer.frontEnds)
         extraRoutes(router)
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), services: [services.writer],

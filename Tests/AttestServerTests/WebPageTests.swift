@@ -9,7 +9,9 @@ import Surveys
 import Tenancy
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 @Suite("Web pages over HTTP")
 struct WebPageTests {

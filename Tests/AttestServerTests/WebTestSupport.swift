@@ -8,7 +8,9 @@ import Surveys
 import Synchronization
 import Testing
 
-@testable import AttestHTTP
+@testable import AttestAPI
+@testable import AttestServer
+@testable import AttestWeb
 
 /// A test's browser over loopback HTTP: keeps cookies as a browser does (by name, dropped
 /// at Max-Age=0), follows no redirects, and reads the CSRF token of the last page.

@@ -1,8 +1,10 @@
 import ArgumentParser
-import AttestHTTP
+import AttestAPI
 import AttestPlugins
 import AttestPostgres
 import AttestSchema
+import AttestServer
+import AttestWeb
 import Community
 import Foundation
 import Identity

@@ -1,8 +1,10 @@
 import ArgumentParser
-import AttestHTTP
+import AttestAPI
 import AttestPlugins
 import AttestPostgres
 import AttestSchema
+import AttestServer
+import AttestWeb
 import Hummingbird
 import Logging
 import Surveys
@@ -162,7 +164,8 @@ func migrateThenServe(
         throw CLIError("cannot serve: \(error)")
     }
     let app = AttestServer.buildApplication(
-        configuration: server, database: pool, readDatabase: reader, kek: kek, logger: logger, onServerRunning: onServerRunning)
+        configuration: server, database: pool, readDatabase: reader, kek: kek, logger: logger,
+        frontEnds: [APIFrontEnd(), WebFrontEnd()], onServerRunning: onServerRunning)
     do {
         try await app.runService()
     } catch  where "\(error)".contains("Address already in use") {

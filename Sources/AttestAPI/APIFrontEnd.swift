@@ -1,0 +1,27 @@
+import AttestServer
+import Hummingbird
+
+/// The JSON API under `/v1` and its description, `/openapi.yaml`: routes that parse, make one
+/// core call and answer as the document says.
+package struct APIFrontEnd: FrontEnd {
+    package init() {}
+
+    package func register(on router: Router<AttestRequestContext>, services: AttestServices, configuration: ServerConfiguration) {
+        OpenAPIRoute().register(on: router)
+        let campus = router.group("v1/campuses/:campus").add(middleware: CampusMiddleware(directory: services.campuses))
+        SessionRoutes(services: services).register(on: campus)
+        let signedIn = campus.group().add(middleware: AuthenticationMiddleware(services: services))
+        SurveyRoutes(services: services).register(on: signedIn)
+        AttestationRoutes(services: services).register(campus: campus, signedIn: signedIn)
+        BadgeRoutes(services: services).register(campus: campus, signedIn: signedIn)
+        TestingLocationRoutes(services: services).register(on: signedIn)
+        CommunityRoutes(services: services).register(on: signedIn)
+        // A member's own private data: never with an operator's session, counted per member.
+        let ownData = signedIn.group().add(middleware: OwnDataMiddleware(limiters: services.limiters))
+        JournalRoutes(services: services).register(on: ownData)
+        EpisodeRoutes(services: services).register(on: ownData)
+        ExportRoutes(services: services).register(on: ownData)
+        ShareRoutes(services: services).register(campus: campus, signedIn: ownData)
+        StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
+    }
+}

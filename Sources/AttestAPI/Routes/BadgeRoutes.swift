@@ -1,0 +1,78 @@
+import AttestFoundation
+import AttestPlugins
+import AttestPostgres
+import AttestServer
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Surveys
+
+/// Badges: the member's own (`GET …/me/badge`), the campus's public keys
+/// (`GET …/badge-keys`) and the door check (`POST …/badges/verify`, screeners and admins).
+struct BadgeRoutes: Sendable {
+    let services: AttestServices
+
+    /// The member's badge as JSON, written directly.
+    static func response(_ badge: Badge) -> Response {
+        var json = JSONBytes(capacity: 96 + badge.reason.utf8.count + badge.token.utf8.count)
+        json.literal(#"{"color":"#)
+        json.string(badge.color.rawValue)
+        json.literal(#","date":"#)
+        json.string(badge.date.description)
+        json.literal(#","validUntil":"#)
+        json.string(PostgresDate.timestamp(badge.validUntil))
+        json.literal(#","reason":"#)
+        json.string(badge.reason)
+        json.literal(#","token":"#)
+        json.string(badge.token)
+        json.literal("}")
+        return Response(status: .ok, headers: responseHeaders, body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.bytes)))
+    }
+
+    private static let responseHeaders: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
+
+    struct KeySet: ResponseEncodable {
+        var keys: [[String: String]]
+    }
+
+    struct VerificationBody: ResponseEncodable {
+        var valid: Bool
+        var color: String?
+        var date: String?
+        var validUntil: String?
+        var reason: String?
+        var detail: String?
+    }
+
+    func register(campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
+        signedIn.get("me/badge") { request, context -> Response in
+            let campus = try context.requireCampus()
+            let session = try context.requireSession()
+            let badge = try await services.badges.today(campus: campus, user: session.user.id, now: services.clock(), kept: session)
+            return Self.response(badge)
+        }
+
+        campus.get("badge-keys") { request, context -> Response in
+            let campus = try context.requireCampus()
+            let keys = try await services.badges.keys.keys(campus: campus.id)
+            var response = try KeySet(keys: keys.map(\.jwk)).response(from: request, context: context)
+            response.headers[.cacheControl] = "public, max-age=300"
+            return response
+        }
+
+        campus.group("badges").add(middleware: AuthenticationMiddleware(services: services, roles: [.screener, .admin]))
+            .post("verify") { request, context -> VerificationBody in
+                let campus = try context.requireCampus()
+                let token = try await BadgeHTTP.token(request, context)
+                switch try await services.badges.verify(token: token, campus: campus, now: services.clock()) {
+                case .valid(let claims):
+                    return VerificationBody(
+                        valid: true, color: claims.color, date: claims.date,
+                        validUntil: Date(timeIntervalSince1970: TimeInterval(claims.exp)).ISO8601Format())
+                case .invalid(let rejection):
+                    return VerificationBody(valid: false, reason: rejection.rawValue, detail: rejection.detail)
+                }
+            }
+    }
+
+}

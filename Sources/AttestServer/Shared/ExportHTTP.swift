@@ -1,0 +1,101 @@
+import AttestFoundation
+import AttestPlugins
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Identity
+import Journal
+import NIOCore
+import Surveys
+import Tenancy
+
+/// A member's export of a range, for the API's `me/export`, the pages' download and a
+/// clinician's shared link: its range and format, and the response streaming it.
+package enum ExportHTTP {
+    /// The range and format of an export; every problem named.
+    package static func parse(_ query: QueryParameters, today: LocalDate, defaultFormat: MemberExport.Format) throws -> (
+        LocalDate, LocalDate, MemberExport.Format
+    ) {
+        var problems = query.problems
+        func date(_ name: String, _ fallback: LocalDate) -> LocalDate {
+            guard let text = query[name] else { return fallback }
+            guard let date = LocalDate(text) else {
+                problems.append(.init(field: name, message: "must be a date YYYY-MM-DD"))
+                return fallback
+            }
+            return date
+        }
+        let from = date("from", today.adding(days: -29)), to = date("to", today)
+        var format = defaultFormat
+        if let text = query["format"] {
+            if let chosen = MemberExport.Format(rawValue: text) {
+                format = chosen
+            } else {
+                problems.append(.init(field: "format", message: "must be pdf, csv or json"))
+            }
+        }
+        if problems.isEmpty, from > to || from.days(until: to) > 365 {
+            problems.append(.init(field: "from", message: "must not be after to, and the range at most 366 days"))
+        }
+        guard problems.isEmpty else { throw Problem.validation(problems) }
+        return (from, to, format)
+    }
+
+    /// Whom an export is of, as its heading names them: "Ana Ruiz <ana@…>", or the email alone.
+    package static func name(of user: User) -> String {
+        user.displayName.isEmpty || user.displayName == user.email ? user.email : "\(user.displayName) <\(user.email)>"
+    }
+
+    /// The export of `user`'s range, as the response's body and headers.
+    /// `auditedAs`: the member's own export, recorded in the audit log as this actor's.
+    package static func export(
+        services: AttestServices, campus: Campus, user: UserID, member: String, from: LocalDate, to: LocalDate, format: MemberExport.Format,
+        disposition: String, admitted: MemberWork.Ticket? = nil, auditedAs actor: String? = nil
+    ) async throws -> Response {
+        let exports = MemberExports(journal: services.journal, episodes: services.episodes)
+        let ticket = try admitted ?? services.limiters.admitExport(campus: campus.id, member: user)
+        let prepared: MemberExports.Prepared
+        do {
+            if let actor {
+                prepared = try await exports.prepareOwn(
+                    campus: campus, user: user, member: member, actor: actor, from: from, to: to, format: format, now: services.clock())
+            } else {
+                prepared = try await exports.prepare(
+                    campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
+            }
+        } catch {
+            ticket.finished()
+            throw error
+        }
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: format.contentType, .cacheControl: "private, no-store",
+                .contentDisposition: "\(disposition); filename=\"health-journal-\(from)-\(to).\(format.rawValue)\"",
+            ],
+            body: ResponseBody { writer in
+                // The member's next export is let in before this one's end is sent, so a client
+                // that asks again on reading it is not refused as if two ran at once.
+                do {
+                    try await prepared.write { chunk in
+                        if !chunk.isEmpty { try await writer.write(ByteBuffer(bytes: chunk)) }
+                    }
+                } catch {
+                    ticket.finished()
+                    throw error
+                }
+                ticket.finished()
+                try await writer.finish(nil)
+            })
+    }
+
+    /// The signed-in member's own export, recorded in the audit log (that it happened and its
+    /// format, nothing of what it held): the API's `me/export` and the pages' download.
+    package static func ownExport(
+        services: AttestServices, campus: Campus, user: User, from: LocalDate, to: LocalDate, format: MemberExport.Format
+    ) async throws -> Response {
+        try await export(
+            services: services, campus: campus, user: user.id, member: name(of: user), from: from, to: to, format: format,
+            disposition: "attachment", auditedAs: "user:\(user.email)")
+    }
+}

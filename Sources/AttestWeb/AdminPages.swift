@@ -1,0 +1,158 @@
+import AttestPlugins
+import AttestServer
+import Foundation
+import Hummingbird
+import Identity
+import Surveys
+import Tenancy
+
+/// The administrators' dashboard (with its CSV) and the health officers' follow-ups.
+struct AdminPages: Sendable {
+    let web: WebRoutes
+    var services: AttestServices { web.services }
+
+    func register(on pages: RouterGroup<AttestRequestContext>) {
+        pages.get("admin") { request, context -> Response in
+            try await dashboard(request, context)
+        }
+        pages.get("admin/report.csv") { request, context -> Response in
+            let visit = try await web.visit(request, context, roles: [.admin])
+            let range = try range(request, visit: visit)
+            let (days, _, _) = try await services.statisticsService.dashboard(campus: visit.campus.id, range: range)
+            var response = Response(
+                status: .ok, headers: [.contentType: "text/csv; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: AggregateReport.csv(days))))
+            response.headers[.contentDisposition] = "attachment; filename=\"\(visit.campus.slug)-\(range.from)-\(range.to).csv\""
+            return response
+        }
+        pages.get("admin/follow-ups") { request, context -> Response in
+            try await followUps(request, context)
+        }
+    }
+
+    /// `from`/`to` of the query, by default the 30 days up to today.
+    private func range(_ request: Request, visit: WebVisit) throws -> DateRange {
+        let today = visit.campus.localDate(at: services.clock())
+        let from = request.uri.queryParameters.get("from").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 }
+        let to = request.uri.queryParameters.get("to").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 }
+        if from == nil, to == nil { return DateRange(from: today.adding(days: -29), to: today) }
+        return try DateRange.parse(from: from ?? today.adding(days: -29).description, to: to ?? today.description)
+    }
+
+    private func dashboard(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
+        let visit = try await web.visit(request, context, roles: [.admin])
+        let range = try range(request, visit: visit)
+        let (days, total, symptoms) = try await services.statisticsService.dashboard(campus: visit.campus.id, range: range)
+        let today = visit.campus.localDate(at: services.clock())
+        let pieDay = days.last { $0.date == today } ?? days.last
+        let colorNames: [(key: String, label: String)] = [
+            ("green", visit["colorGreen"]), ("yellow", visit["colorYellow"]), ("red", visit["colorRed"]),
+        ]
+        var charts: [WebChart] = []
+        var tables: [WebTable] = []
+        if let pieDay {
+            let counts = [pieDay.green, pieDay.yellow, pieDay.red]
+            let dateText = WebFormat.date(pieDay.date, campus: visit.campus, language: visit.language)
+            charts.append(
+                Charts.pie(
+                    id: "pie", title: visit.format("pieTitle", dateText),
+                    desc: pieDay.submitted == 0
+                        ? visit.format("pieEmpty", dateText) : visit.format("pieDesc", "\(counts[0])", "\(counts[1])", "\(counts[2])"),
+                    slices: zip(colorNames, counts).map { ($0.key, $1, $0.label) }))
+            let sum = max(counts.reduce(0, +), 1)
+            tables.append(
+                Charts.table(
+                    caption: visit.format("pieTitle", dateText),
+                    columns: [(visit["badge"], false), (visit["count"], true), (visit["percent"], true)],
+                    rows: zip(colorNames, counts).map { [$0.label, "\($1)", WebFormat.percent(Double($1) * 100 / Double(sum)) + "%"] }))
+        }
+        let dates = days.map(\.date)
+        charts.append(
+            Charts.stackedBars(
+                id: "punctuality", title: visit["barsTitle"],
+                desc: visit.format("barsDesc", "\(days.count)", range.from.description, range.to.description),
+                dates: dates,
+                segments: days.map {
+                    [
+                        ("ontime", Double($0.onTime), visit["onTime"]), ("late", Double($0.late), visit["late"]),
+                        ("missing", Double($0.missing), visit["missing"]),
+                    ]
+                },
+                top: Double(max(days.map { $0.onTime + $0.late + $0.missing }.max() ?? 0, 1)), suffix: "",
+                legend: [("ontime", visit["onTime"]), ("late", visit["late"]), ("missing", visit["missing"])]))
+        tables.append(
+            Charts.table(
+                caption: visit["barsTitle"],
+                columns: [
+                    (visit["date"], false), (visit["active"], true), (visit["submitted"], true), (visit["onTime"], true),
+                    (visit["late"], true),
+                    (visit["missing"], true), (visit["complianceRate"], true),
+                ],
+                rows: days.map { day in
+                    [
+                        day.date.description, "\(day.active)", "\(day.submitted)", "\(day.onTime)", "\(day.late)", "\(day.missing)",
+                        day.complianceRate.map { WebFormat.percent($0 * 100) + "%" } ?? visit["noData"],
+                    ]
+                }))
+        if !symptoms.isEmpty {
+            let series = symptoms.map { id in
+                (
+                    name: WebFormat.words(id),
+                    values: days.map { day -> Double? in
+                        day.submitted > 0 ? Double(day.answers[id]?["true"] ?? 0) * 100 / Double(day.submitted) : nil
+                    }
+                )
+            }
+            let top = max(10, ((series.flatMap { $0.values.compactMap { $0 } }.max() ?? 0) / 10).rounded(.up) * 10)
+            charts.append(
+                Charts.lines(
+                    id: "symptoms", title: visit["linesTitle"], desc: visit.format("linesDesc", "\(days.count)"), dates: dates,
+                    series: series,
+                    top: min(top, 100), suffix: "%"))
+            tables.append(
+                Charts.table(
+                    caption: visit["symptomCounts"],
+                    columns: [(visit["date"], false), (visit["submitted"], true)] + symptoms.map { (WebFormat.words($0), true) },
+                    rows: days.map { day in
+                        [day.date.description, "\(day.submitted)"] + symptoms.map { "\(day.answers[$0]?["true"] ?? 0)" }
+                    }))
+        }
+        let data: [String: Any] = [
+            "from": range.from.description, "to": range.to.description,
+            "csvHref": visit.base + "admin/report.csv" + WebRoutes.query([("from", range.from.description), ("to", range.to.description)]),
+            "compliance": total.complianceRate.map { WebFormat.percent($0 * 100) + "%" } ?? visit["noData"],
+            "totalsText": visit.format("totals", "\(total.submitted)", "\(total.onTime)", "\(total.late)", "\(total.missing)"),
+            "charts": charts, "tables": tables,
+        ]
+        return try web.renderer.render(
+            .init(template: "admin", title: visit["adminTitle"], data: data, wide: true, current: "admin"), visit: visit)
+    }
+
+    private func followUps(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
+        let visit = try await web.visit(request, context, roles: [.healthOfficer])
+        let user = try visit.signedInUser()
+        let today = visit.campus.localDate(at: services.clock())
+        let date = request.uri.queryParameters.get("date").flatMap { LocalDate(String($0)) } ?? today
+        let cursor = request.uri.queryParameters.get("cursor").flatMap { StatisticsStore.FollowUpCursor(String($0)) }
+        let page = try await services.statisticsService.followUps(
+            campus: visit.campus.id, date: date, colors: [.red, .yellow], after: cursor, limit: 50, actor: "user:\(user.email)")
+        let words: [BadgeColor: String] = [.yellow: "colorYellow", .red: "colorRed"]
+        var data: [String: Any] = [
+            "date": date.description,
+            "caption": visit.format("followUpsCaption", WebFormat.date(date, campus: visit.campus, language: visit.language)),
+            "hasItems": !page.items.isEmpty,
+            "items": page.items.map { item -> [String: Any] in
+                [
+                    "name": item.name, "email": item.email, "color": item.color.rawValue,
+                    "colorWord": visit[words[item.color] ?? "colorGray"],
+                    "reason": item.reason, "submittedAt": WebFormat.time(item.submittedAt, campus: visit.campus), "late": !item.onTime,
+                ]
+            },
+        ]
+        let base = visit.base + "admin/follow-ups"
+        if let next = page.next { data["nextHref"] = base + WebRoutes.query([("date", date.description), ("cursor", next.description)]) }
+        if cursor != nil { data["firstHref"] = base + WebRoutes.query([("date", date.description)]) }
+        return try web.renderer.render(
+            .init(template: "followups", title: visit["followUpsTitle"], data: data, wide: true, current: "follow-ups"), visit: visit)
+    }
+}

@@ -1,0 +1,316 @@
+import AttestPlugins
+import AttestServer
+import Community
+import Foundation
+import Hummingbird
+import Identity
+import Surveys
+import Tenancy
+
+/// The member's pages: today (the survey, or the badge once submitted), the badge, history,
+/// testing locations and campus statistics.
+struct MemberPages: Sendable {
+    let web: WebRoutes
+    var services: AttestServices { web.services }
+
+    func register(on pages: RouterGroup<AttestRequestContext>) {
+        pages.get { request, context -> Response in
+            let visit = try await web.visit(request, context)
+            let badge = try await services.badges.today(campus: visit.campus, user: try visit.signedInUser().id, now: services.clock())
+            let community = await communityLine(visit: visit)
+            if badge.submitted { return try badgePage(badge, visit: visit, current: "today", community: community) }
+            return try await surveyPage(visit: visit, request: request, community: community)
+        }
+        pages.post { request, context -> Response in
+            try await submit(request, context)
+        }
+        pages.get("badge") { request, context -> Response in
+            let visit = try await web.visit(request, context)
+            let badge = try await services.badges.today(campus: visit.campus, user: try visit.signedInUser().id, now: services.clock())
+            return try badgePage(badge, visit: visit, current: "badge")
+        }
+        pages.get("history") { request, context -> Response in
+            try await history(request, context)
+        }
+        pages.get("locations") { request, context -> Response in
+            try await locations(request, context)
+        }
+        pages.get("stats") { request, context -> Response in
+            try await stats(request, context)
+        }
+    }
+
+    // MARK: Today's survey
+
+    /// What a member typed, by question id, and the message for each question in error.
+    struct Entry {
+        var values: [String: String] = [:]
+        var errors: [String: String] = [:]
+        var notice: String?
+    }
+
+    private func surveyPage(
+        visit: WebVisit, request: Request, entry: Entry = Entry(), status: HTTPResponse.Status = .ok, community: String? = nil
+    ) async throws -> Response {
+        guard let active = try await services.activeQuestionnaires.active(campus: visit.campus.id) else {
+            throw SurveysError.noSurvey(campus: visit.campus.name)
+        }
+        let (questionnaire, _) = active.localized(acceptLanguage: visit.language)
+        let firstError = questionnaire.questions.first { entry.errors[$0.id] != nil }?.id
+        let questions: [[String: Any]] = questionnaire.questions.map { question in
+            let fieldID = "q-\(question.id)", name = "answers.\(question.id)"
+            let value = entry.values[question.id] ?? ""
+            var item: [String: Any] = [
+                "fieldID": fieldID, "name": name, "prompt": question.prompt, "required": question.required, "value": value,
+                "isChoiceLike": question.kind == .boolean || question.kind == .choice, "isNumber": question.kind == .number,
+                "isText": question.kind == .text, "hasError": false, "autofocus": false,
+            ]
+            var described: [String] = []
+            if let hint = hint(question, visit: visit) {
+                item["hint"] = hint
+                described.append(fieldID + "-hint")
+            }
+            if let error = entry.errors[question.id] {
+                item["hasError"] = true
+                item["error"] = error
+                described.append(fieldID + "-error")
+            }
+            if !described.isEmpty { item["describedBy"] = described.joined(separator: " ") }
+            if firstError == question.id { item["autofocus"] = true }
+            if let unit = question.unit { item["unit"] = unit }
+            let choices: [(value: String, label: String)] =
+                question.kind == .boolean
+                ? [("yes", visit["yes"]), ("no", visit["no"])]
+                : (question.options ?? []).map { ($0, WebFormat.words($0)) }
+            item["options"] = choices.enumerated().map { index, choice -> [String: Any] in
+                let option: [String: Any] = [
+                    "name": name, "value": choice.value, "label": choice.label, "id": index == 0 ? fieldID : "\(fieldID)-\(index)",
+                    "checked": value == choice.value, "autofocus": index == 0 && firstError == question.id,
+                ]
+                return option
+            }
+            return item
+        }
+        var data: [String: Any] = [
+            "surveyTitle": questionnaire.title, "version": questionnaire.version, "questions": questions,
+            "idempotencyKey": SessionStore.newToken(),
+            "intro": visit.format(
+                "surveyIntro", CampusFormats.clock(fromMinute: visit.campus.deadlineMinute) + " (\(visit.campus.timeZone))"),
+        ]
+        if let community { data["communityLine"] = community }
+        let errors = questionnaire.questions.compactMap { question in
+            entry.errors[question.id].map { ["anchor": "q-\(question.id)", "message": $0] }
+        }
+        if !errors.isEmpty {
+            data["hasErrors"] = true
+            data["errors"] = errors
+        }
+        let title = errors.isEmpty ? questionnaire.title : visit["errorWord"] + ": " + questionnaire.title
+        return try web.renderer.render(.init(template: "survey", title: title, data: data, status: status, current: "today"), visit: visit)
+    }
+
+    private func hint(_ question: Question, visit: WebVisit) -> String? {
+        switch question.kind {
+        case .number:
+            guard let min = question.min, let max = question.max else { return nil }
+            return visit.format("numberHint", WebFormat.percent(min), WebFormat.percent(max)) + (question.unit.map { " \($0)" } ?? "")
+        case .text: return visit.format("textHint", "\(question.maxLength ?? 500)")
+        default: return nil
+        }
+    }
+
+    /// The member's words for what is wrong with an answer.
+    private func message(_ question: Question, value: String, visit: WebVisit) -> String {
+        let es = visit.language == "es"
+        switch question.kind {
+        case .boolean: return es ? "Elija sí o no." : "Choose yes or no."
+        case .choice: return es ? "Elija una de las opciones." : "Choose one of the options."
+        case .number:
+            if value.isEmpty { return es ? "Escriba un número." : "Enter a number." }
+            let range = hint(question, visit: visit).map { " (\($0))" } ?? ""
+            return (es ? "Escriba un número válido" : "Enter a valid number") + range + "."
+        case .text:
+            if value.isEmpty { return es ? "Escriba una respuesta." : "Enter an answer." }
+            return visit.format("textHint", "\(question.maxLength ?? 500)") + "."
+        }
+    }
+
+    /// The form's POST: the answers checked as the API checks them; a form with problems is
+    /// shown again (422) with each message by its field and nothing stored.
+    private func submit(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
+        let visit = try await web.visit(request, context)
+        let form = try await WebForm.read(request, context: context)
+        try web.checkCSRF(request, form: form, visit: visit)
+        guard let active = try await services.activeQuestionnaires.active(campus: visit.campus.id) else {
+            throw SurveysError.noSurvey(campus: visit.campus.name)
+        }
+        var entry = Entry()
+        var raw: [String: JSONValue] = [:]
+        for question in active.questions {
+            let value = (form["answers.\(question.id)"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            entry.values[question.id] = value
+            guard !value.isEmpty else { continue }
+            switch question.kind {
+            case .boolean: raw[question.id] = value == "yes" ? .bool(true) : value == "no" ? .bool(false) : .string(value)
+            case .number:
+                let number = Double(value.replacingOccurrences(of: ",", with: "."))
+                raw[question.id] = number.map(JSONValue.number) ?? .string(value)
+            case .choice, .text: raw[question.id] = .string(value)
+            }
+        }
+        let (_, problems) = QuestionnaireRules.check(raw, against: active)
+        for problem in problems {
+            let id = String(problem.field.dropFirst("answers.".count))
+            if let question = active.question(id) { entry.errors[id] = message(question, value: entry.values[id] ?? "", visit: visit) }
+        }
+        guard entry.errors.isEmpty else {
+            return try await surveyPage(visit: visit, request: request, entry: entry, status: .unprocessableContent)
+        }
+        let version = Int(form["surveyVersion"] ?? "") ?? 0
+        let key = form["key"].flatMap { SessionStore.isWellFormed($0) ? "web-" + $0 : nil }
+        let user = try visit.signedInUser().id
+        let now = services.clock()
+        do {
+            switch try await services.attestations.submit(
+                campus: visit.campus, user: user, surveyVersion: version, answers: raw, idempotencyKey: key, at: now)
+            {
+            case .created, .replayed:
+                throw WebOutcome.redirect(visit.base + "badge")
+            case .alreadySubmitted, .keyReused:
+                throw WebOutcome.redirect(visit.base + "badge?already=1")
+            }
+        } catch SurveysError.surveyChanged {
+            entry.errors = [:]
+            return try await surveyPage(visit: visit, request: request, entry: entry, status: .conflict)
+        }
+    }
+
+    // MARK: The badge
+
+    private func badgePage(_ badge: Badge, visit: WebVisit, current: String, community: String? = nil) throws -> Response {
+        let campus = visit.campus, now = services.clock()
+        let word: [BadgeColor: (key: String, symbol: String)] = [
+            .green: ("colorGreen", "✓"), .yellow: ("colorYellow", "!"), .red: ("colorRed", "✕"), .gray: ("colorGray", "–"),
+        ]
+        let colorWord = visit[word[badge.color]?.key ?? "colorGray"]
+        var data: [String: Any] = [
+            "color": badge.color.rawValue, "colorWord": colorWord, "symbol": word[badge.color]?.symbol ?? "",
+            "reason": badge.submitted ? badge.reason : visit["colorGray"],
+            "validUntilISO": badge.validUntil.ISO8601Format(),
+            "dateText": WebFormat.date(badge.date, campus: campus, language: visit.language),
+            "timeNow": WebFormat.time(now, campus: campus, seconds: true),
+            "validUntilText": WebFormat.dateTime(badge.validUntil, campus: campus, language: visit.language),
+            "timeLeft": WebFormat.span(Int(exactly: badge.validUntil.timeIntervalSince(now).rounded(.down).clamped(to: 0...1e9)) ?? 0),
+            "submitted": badge.submitted,
+            "deadlineText": visit.format(
+                "notSubmittedDeadline", CampusFormats.clock(fromMinute: campus.deadlineMinute) + " (\(campus.timeZone))"),
+        ]
+        if let community { data["communityLine"] = community }
+        if badge.submitted {
+            data["qr"] = QRCode.svg(badge.token, label: visit["badgeTitle"] + ": " + colorWord) ?? ""
+        }
+        if visit.path.contains("already=1") {
+            data["notice"] = visit.format(
+                "alreadySubmitted", WebFormat.dateTime(campus.nextWindow(after: now), campus: campus, language: visit.language))
+        }
+        return try web.renderer.render(
+            .init(template: "badge", title: visit["badgeTitle"] + ": " + colorWord, data: data, scripts: ["badge.js"], current: current),
+            visit: visit)
+    }
+
+    // MARK: History, testing locations, statistics
+
+    private func history(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
+        let visit = try await web.visit(request, context)
+        let cursor = request.uri.queryParameters.get("cursor").flatMap { LocalDate(String($0)) }
+        let page = try await services.attestations.page(
+            campus: visit.campus.id, user: try visit.signedInUser().id, before: cursor, limit: 20)
+        let words: [BadgeColor: String] = [.green: "colorGreen", .yellow: "colorYellow", .red: "colorRed", .gray: "colorGray"]
+        var data: [String: Any] = [
+            "hasItems": !page.items.isEmpty,
+            "items": page.items.map { item -> [String: Any] in
+                let attestation = item.attestation
+                return [
+                    "date": WebFormat.date(attestation.date, campus: visit.campus, language: visit.language),
+                    "color": attestation.color.rawValue, "colorWord": visit[words[attestation.color] ?? "colorGray"],
+                    "reason": attestation.reason, "submittedAt": WebFormat.time(attestation.submittedAt, campus: visit.campus),
+                    "late": !attestation.onTime,
+                ]
+            },
+        ]
+        if let next = page.next { data["olderHref"] = visit.base + "history?cursor=\(next)" }
+        if cursor != nil { data["newerHref"] = visit.base + "history" }
+        return try web.renderer.render(
+            .init(template: "history", title: visit["historyTitle"], data: data, current: "history"), visit: visit)
+    }
+
+    private func locations(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
+        let visit = try await web.visit(request, context)
+        let query = QueryParameters(request, accepting: ["lat", "lon"])
+        let parsed = try? TestingLocationQuery.parse(query)  // a bad point lists by name
+        let found = try await services.testingLocations.nearest(campus: visit.campus, to: parsed?.point.map { ($0.lat, $0.lon) }, limit: 20)
+        let data: [String: Any] = [
+            "orderNote": visit[parsed?.point == nil ? "byName" : "byDistance"],
+            "unavailable": found.unavailable.isEmpty ? [] : [found.unavailable.joined(separator: ", ")],
+            "hasLocations": !found.locations.isEmpty,
+            "locations": found.locations.map { item -> [String: Any] in
+                let location = item.location
+                var entry: [String: Any] = [
+                    "name": location.name, "address": location.address,
+                    "mapHref":
+                        "https://www.openstreetmap.org/?mlat=\(location.latitude)&mlon=\(location.longitude)#map=17/\(location.latitude)/\(location.longitude)",
+                ]
+                if let km = item.distanceKm { entry["distance"] = visit.format("kmAway", String(format: "%.1f", km)) }
+                if !location.hours.isEmpty { entry["hours"] = location.hours }
+                if !location.phone.isEmpty {
+                    entry["phone"] = location.phone
+                    entry["phoneLink"] = location.phone.filter { $0.isNumber || $0 == "+" }
+                }
+                if !location.notes.isEmpty { entry["notes"] = location.notes }
+                if location.url.hasPrefix("https://") || location.url.hasPrefix("http://") { entry["url"] = location.url }
+                return entry
+            },
+        ]
+        return try web.renderer.render(
+            .init(template: "locations", title: visit["locationsTitle"], data: data, scripts: ["locate.js"], current: "locations"),
+            visit: visit)
+    }
+
+    private func stats(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
+        let visit = try await web.visit(request, context)
+        let today = visit.campus.localDate(at: services.clock())
+        let range = DateRange(from: today.adding(days: -13), to: today)
+        let days = try await services.statisticsService.memberDays(campus: visit.campus, range: range)
+        var data = Charts.memberStats(days: days, visit: visit, range: range)
+        do {
+            let report = try await services.community.report(campus: visit.campus, region: nil, languages: [visit.language])
+            Charts.addCommunity(report, to: &data, visit: visit)
+        } catch CommunityDirectory.Failure.unavailable {
+            data["communityNote"] = visit["communityUnavailable"]
+        } catch is CommunityDirectory.Failure {
+            // No provider or no home region: the page shows the campus's own figures only.
+        }
+        return try web.renderer.render(
+            .init(template: "stats", title: visit["statsTitle"], data: data, wide: true, current: "stats"), visit: visit)
+    }
+
+    /// "Community risk in Alpha County: high, rising (as of Nov 20). Wear a mask indoors.",
+    /// or nil when the campus shows no community data (a page never fails for it).
+    private func communityLine(visit: WebVisit) async -> String? {
+        guard let report = try? await services.community.report(campus: visit.campus, region: nil, languages: [visit.language]),
+            let risk = report.figures.risk, let asOf = report.figures.asOf
+        else { return nil }
+        var line = visit.format(
+            "communityLine", report.region.name, visit["risk-" + risk.rawValue],
+            report.figures.trend.map { ", " + visit["trend-" + $0.rawValue] } ?? "",
+            WebFormat.date(asOf, campus: visit.campus, language: visit.language))
+        if let guidance = report.guidance { line += " " + guidance }
+        return line
+    }
+}
+
+extension Double {
+    func clamped(to range: ClosedRange<Double>) -> Double {
+        isNaN ? range.lowerBound : Swift.min(Swift.max(self, range.lowerBound), range.upperBound)
+    }
+}
