@@ -88,7 +88,11 @@ extension CommunityDataProvider {
 }
 
 /// A line of a community data file that cannot be used; the whole file is refused.
-public struct CommunityDataFileError: Error, Sendable, Equatable, CustomStringConvertible {
+public typealias CommunityDataFileError = DataFileError
+
+/// A line of a data file (community figures, testing locations) that cannot be used; the
+/// whole file is refused.
+public struct DataFileError: Error, Sendable, Equatable, CustomStringConvertible {
     public let line: Int
     public let reason: String
     public init(line: Int, reason: String) {

@@ -104,15 +104,7 @@ public protocol TestingLocationProvider: Sendable {
 }
 
 /// A line of a locations file that cannot be used; the whole file is refused.
-public struct TestingLocationFileError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let line: Int
-    public let reason: String
-    public init(line: Int, reason: String) {
-        self.line = line
-        self.reason = reason
-    }
-    public var description: String { "line \(line): \(reason); nothing was imported" }
-}
+public typealias TestingLocationFileError = DataFileError
 
 extension TestingLocation {
     /// Parses CSV (header `name,address,lat,lon,hours,phone,url,notes`, in any order; name,

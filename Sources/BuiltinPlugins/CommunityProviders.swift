@@ -139,6 +139,25 @@ func attributionSetting(_ settings: JSONValue) throws -> String? {
     return text
 }
 
+/// A provider that reads a whole dataset (kept, and marked stale when its source is down) and
+/// answers a region's series and a search from it.
+public protocol DatasetProvider: CommunityDataProvider {
+    func dataset(context: PluginContext) async throws -> (value: CommunityDataset, stale: Bool)
+}
+
+extension DatasetProvider {
+    public func series(region id: String, context: PluginContext) async throws -> CommunitySeries? {
+        let (dataset, stale) = try await dataset(context: context)
+        guard var series = dataset.series(region: id) else { return nil }
+        series.stale = stale
+        return series
+    }
+
+    public func regions(matching search: String, limit: Int, context: PluginContext) async throws -> [CommunityRegion] {
+        try await dataset(context: context).value.regions(matching: search, limit: limit)
+    }
+}
+
 /// The `csv-timeseries` community-data provider: the widely used cumulative layout
 /// `date,county,state,fips,cases,deaths` (or `date,state,fips,cases,deaths`), with an
 /// optional population file (`fips,population`) beside it, read from an https URL or a file
@@ -148,7 +167,7 @@ func attributionSetting(_ settings: JSONValue) throws -> String? {
 /// `"populationUrl"` or `"populationFile"`, `"ttlSeconds"`, `"attribution"`. A URL answers at
 /// most what the server's HTTP client allows (4 MiB by default), a file at most 64 MiB: the
 /// whole national county history is larger; import it with `attest community import`.
-public final class CSVTimeseriesProvider: CommunityDataProvider {
+public final class CSVTimeseriesProvider: DatasetProvider {
     public static let id = "csv-timeseries"
 
     let source: SourceLocation
@@ -166,23 +185,12 @@ public final class CSVTimeseriesProvider: CommunityDataProvider {
         kept = KeptSource(ttl: try ttlSetting(settings, fallback: .seconds(3600)), describe: source.description)
     }
 
-    func dataset(context: PluginContext) async throws -> (value: CommunityDataset, stale: Bool) {
+    public func dataset(context: PluginContext) async throws -> (value: CommunityDataset, stale: Bool) {
         try await kept.value(context: context) { [source, population] in
             let data = try await source.read(context: context)
             let people = try await population?.read(context: context)
             return try CommunityDataset.parseCumulativeCSV(data, population: people)
         }
-    }
-
-    public func series(region id: String, context: PluginContext) async throws -> CommunitySeries? {
-        let (dataset, stale) = try await dataset(context: context)
-        guard var series = dataset.series(region: id) else { return nil }
-        series.stale = stale
-        return series
-    }
-
-    public func regions(matching search: String, limit: Int, context: PluginContext) async throws -> [CommunityRegion] {
-        try await dataset(context: context).value.regions(matching: search, limit: limit)
     }
 }
 
@@ -192,7 +200,7 @@ public final class CSVTimeseriesProvider: CommunityDataProvider {
 /// not running totals), read again at most once per `ttlSeconds` (default 3600).
 ///
 /// Settings: `{"url": "https://…", "ttlSeconds": 3600, "attribution": "…"}`.
-public final class CommunityJSONFeedProvider: CommunityDataProvider {
+public final class CommunityJSONFeedProvider: DatasetProvider {
     public static let id = "json-feed"
 
     let url: URL
@@ -250,22 +258,11 @@ public final class CommunityJSONFeedProvider: CommunityDataProvider {
             })
     }
 
-    func dataset(context: PluginContext) async throws -> (value: CommunityDataset, stale: Bool) {
+    public func dataset(context: PluginContext) async throws -> (value: CommunityDataset, stale: Bool) {
         try await kept.value(context: context) { [url] in
             let response = try await context.http.send(PluginHTTPRequest(url: url, timeout: .seconds(10)))
             guard response.status == 200 else { throw PluginSettingsError("\(url.forLogs) answered \(response.status)") }
             return try Self.parse(response.body)
         }
-    }
-
-    public func series(region id: String, context: PluginContext) async throws -> CommunitySeries? {
-        let (dataset, stale) = try await dataset(context: context)
-        guard var series = dataset.series(region: id) else { return nil }
-        series.stale = stale
-        return series
-    }
-
-    public func regions(matching search: String, limit: Int, context: PluginContext) async throws -> [CommunityRegion] {
-        try await dataset(context: context).value.regions(matching: search, limit: limit)
     }
 }

@@ -134,19 +134,7 @@ struct EpisodeRoutes: Sendable {
             let now = services.clock()
             let query = QueryParameters(request, accepting: ["from", "to"])
             var problems = query.problems
-            let today = campus.localDate(at: now)
-            func date(_ name: String, _ fallback: LocalDate) -> LocalDate {
-                guard let text = query[name] else { return fallback }
-                guard let date = LocalDate(text) else {
-                    problems.append(.init(field: name, message: "must be a date YYYY-MM-DD"))
-                    return fallback
-                }
-                return date
-            }
-            let from = date("from", today.adding(days: -29)), to = date("to", today)
-            if problems.isEmpty, from > to || from.days(until: to) > 365 {
-                problems.append(.init(field: "from", message: "must not be after to, and the range at most 366 days"))
-            }
+            let (from, to) = query.dateRange(today: campus.localDate(at: now), problems: &problems)
             guard problems.isEmpty else { throw Problem.validation(problems) }
             let episodes = try await store.range(
                 campus: campus.id, user: user, from: campus.startOfDay(from), to: campus.startOfDay(to.adding(days: 1)), now: now)

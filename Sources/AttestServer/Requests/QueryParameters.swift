@@ -1,3 +1,4 @@
+import AttestPlugins
 import Hummingbird
 
 /// A route's query string, read as strictly as request bodies are: a parameter the route
@@ -71,5 +72,28 @@ package struct QueryParameters {
     /// "a", "a and b", "a, b and c".
     package static func list(_ names: [String]) -> String {
         names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " and " + names[names.count - 1]
+    }
+}
+
+extension QueryParameters {
+    /// `from` and `to` (campus days, YYYY-MM-DD) of a member's range: the 30 days through
+    /// `today` when not given. Each bad date is a problem appended to `problems`, and then a
+    /// `from` after `to` or a range over 366 days.
+    package func dateRange(today: LocalDate, problems: inout [Problem.FieldError]) -> (from: LocalDate, to: LocalDate) {
+        var dateProblems: [Problem.FieldError] = []
+        func date(_ name: String, _ fallback: LocalDate) -> LocalDate {
+            guard let text = self[name] else { return fallback }
+            guard let date = LocalDate(text) else {
+                dateProblems.append(.init(field: name, message: "must be a date YYYY-MM-DD"))
+                return fallback
+            }
+            return date
+        }
+        let from = date("from", today.adding(days: -29)), to = date("to", today)
+        if dateProblems.isEmpty, from > to || from.days(until: to) > 365 {
+            dateProblems.append(.init(field: "from", message: "must not be after to, and the range at most 366 days"))
+        }
+        problems += dateProblems
+        return (from, to)
     }
 }

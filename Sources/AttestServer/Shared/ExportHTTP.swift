@@ -17,15 +17,7 @@ package enum ExportHTTP {
         LocalDate, LocalDate, MemberExport.Format
     ) {
         var problems = query.problems
-        func date(_ name: String, _ fallback: LocalDate) -> LocalDate {
-            guard let text = query[name] else { return fallback }
-            guard let date = LocalDate(text) else {
-                problems.append(.init(field: name, message: "must be a date YYYY-MM-DD"))
-                return fallback
-            }
-            return date
-        }
-        let from = date("from", today.adding(days: -29)), to = date("to", today)
+        let (from, to) = query.dateRange(today: today, problems: &problems)
         var format = defaultFormat
         if let text = query["format"] {
             if let chosen = MemberExport.Format(rawValue: text) {
@@ -33,9 +25,6 @@ package enum ExportHTTP {
             } else {
                 problems.append(.init(field: "format", message: "must be pdf, csv or json"))
             }
-        }
-        if problems.isEmpty, from > to || from.days(until: to) > 365 {
-            problems.append(.init(field: "from", message: "must not be after to, and the range at most 366 days"))
         }
         guard problems.isEmpty else { throw Problem.validation(problems) }
         return (from, to, format)
