@@ -168,11 +168,11 @@ struct MemberPages: Sendable {
         }
         let version = Int(form["surveyVersion"] ?? "") ?? 0
         let key = form["key"].flatMap { SessionStore.isWellFormed($0) ? "web-" + $0 : nil }
-        let user = try visit.signedInUser().id
+        guard let session = visit.session else { throw WebOutcome.redirect(visit.base + "signin") }
         let now = services.clock()
         do {
             switch try await services.attestations.submit(
-                campus: visit.campus, user: user, surveyVersion: version, answers: raw, idempotencyKey: key, at: now)
+                campus: visit.campus, as: .init(kept: session), surveyVersion: version, answers: raw, idempotencyKey: key, at: now)
             {
             case .created, .replayed:
                 throw WebOutcome.redirect(visit.base + "badge")

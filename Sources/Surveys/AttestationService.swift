@@ -50,11 +50,23 @@ public struct AttestationService: Sendable {
     /// The badge a rule gives when it fails or overruns: never a 500.
     static let needsReview = "Needs review: the campus's badge rule could not decide; a health officer will follow up"
 
+    /// Submits the answers of `submitter` (its session, and the past read with it when
+    /// `submitter(campus:token:at:)` read it, used when it is what the rule needs at `now`):
+    /// the API's submission and the pages' alike.
+    public func submit(
+        campus: Campus, as submitter: Submitter, surveyVersion: Int, answers raw: [String: JSONValue], idempotencyKey: String?,
+        at now: Date
+    ) async throws -> WriteOutcome {
+        try await submit(
+            campus: campus, user: submitter.session.user.id, surveyVersion: surveyVersion, answers: raw, idempotencyKey: idempotencyKey,
+            at: now, prefetched: submitter.history)
+    }
+
     /// Submits `user`'s answers to questionnaire `surveyVersion` at `now`: created, replayed
     /// (the same `idempotencyKey`) or already submitted that day; throws `SurveysError`
     /// `.noSurvey`, `.surveyChanged` or `.invalidAnswers` (every problem), storing nothing.
-    /// `prefetched` is the past read with the member's session (`submitter(campus:token:at:)`),
-    /// used when it is what the rule needs at `now`.
+    /// `prefetched` is the past read with the member's session, used when it is what the rule
+    /// needs at `now`.
     public func submit(
         campus: Campus, user: UserID, surveyVersion: Int, answers raw: [String: JSONValue], idempotencyKey: String?, at now: Date,
         prefetched: PrefetchedHistory? = nil

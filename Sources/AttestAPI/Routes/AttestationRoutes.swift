@@ -125,7 +125,6 @@ struct AttestationRoutes: Sendable {
             request, context,
             kept: { services.sessions.cached(campus: campus.id, token: $0).map(AttestationService.Submitter.init(kept:)) },
             read: { try await services.attestations.submitter(campus: campus, token: $0, at: now) })
-        let user = submitter.session.user
         let key = try idempotencyKey(request)
         var reader = ObjectReader(
             try await request.jsonObject(context: context), fields: ["surveyVersion", "answers"],
@@ -141,8 +140,7 @@ struct AttestationRoutes: Sendable {
         try reader.finish()
         guard let version, let raw else { throw Problem.validation(reader.problems) }
         let outcome = try await services.attestations.submit(
-            campus: campus, user: user.id, surveyVersion: version, answers: raw, idempotencyKey: key, at: now,
-            prefetched: submitter.history)
+            campus: campus, as: submitter, surveyVersion: version, answers: raw, idempotencyKey: key, at: now)
         switch outcome {
         case .created(let attestation):
             return AttestationBody(attestation).created(replayed: false)
