@@ -40,6 +40,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         // The tests read openapi.yaml with an independent YAML parser (libyaml's).
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // Traces: the API every layer records spans with (Hummingbird's own tracing API), and
+        // the OTLP/HTTP exporter `serve` and `dev` start when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // libpq, found through pkg-config (Debian: libpq-dev).
@@ -54,6 +58,7 @@ let package = Package(
             dependencies: [
                 "CLibPQ",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -75,7 +80,11 @@ let package = Package(
         // The HTTP client the platform lends plugins, on async-http-client (also for plugin tests).
         .target(
             name: "AttestPluginHTTP",
-            dependencies: ["AttestPlugins", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+            dependencies: [
+                "AttestPlugins", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
         ),
         // A test kit for plugins: a recording sink, a settable clock, a loopback HTTP server,
         // questionnaire and rule-input builders, and the badge-rule conformance check.
@@ -130,6 +139,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .target(
@@ -139,6 +149,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // Built-in plugins use the plugin API only (and swift-crypto for webhook signatures).
@@ -164,6 +175,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The two front ends over the same core calls; neither imports the other.
@@ -198,6 +210,8 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel"),
             ]
         ),
         .executableTarget(name: "attest", dependencies: ["AttestCLI", "BuiltinPlugins"]),

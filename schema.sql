@@ -332,6 +332,9 @@ CREATE TABLE IF NOT EXISTS notification_outbox (
     delivered_at     timestamptz,
     dead_at          timestamptz,
     last_error       text,
+    -- The W3C traceparent of what caused the event, when it was traced (schema version 17):
+    -- its delivery's span continues that trace. Random ids only, nothing about a person.
+    trace_parent     text CHECK (length(trace_parent) <= 256),
     PRIMARY KEY (campus_id, id, sink_id)
 );
 CREATE INDEX IF NOT EXISTS notification_outbox_due ON notification_outbox (campus_id, next_attempt_at)

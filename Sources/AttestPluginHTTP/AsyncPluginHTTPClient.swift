@@ -2,8 +2,10 @@ import AsyncHTTPClient
 import AttestPlugins
 import Foundation
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import Synchronization
+import Tracing
 
 /// The one client for everything the server fetches or sends outside (identity providers'
 /// keys, webhooks, feeds), lent to plugins as `PluginContext.http`. What it will reach:
@@ -38,11 +40,35 @@ public struct AsyncPluginHTTPClient: PluginHTTPClient {
     /// A client for the plugin tests of a package outside this one.
     public init(maxResponseBytes: Int) { self.init(policy: Policy(maxResponseBytes: maxResponseBytes)) }
 
+    /// Each request is a client span (OpenTelemetry's HTTP conventions; the URL without its
+    /// query, which may hold a secret), and carries the span's `traceparent` when a tracer
+    /// is bootstrapped, so the receiver's trace continues this one.
     public func send(_ request: PluginHTTPRequest) async throws -> PluginHTTPResponse {
+        if InstrumentationSystem.tracer is NoOpTracer { return try await send(request, context: nil) }
+        return try await withSpan(request.method, ofKind: .client) { span in
+            if span.isRecording {
+                span.updateAttributes { attributes in
+                    attributes["http.request.method"] = request.method
+                    attributes["url.full"] = request.url.forLogs
+                    attributes["server.address"] = request.url.host ?? ""
+                    if let port = request.url.port { attributes["server.port"] = port }
+                }
+            }
+            let response = try await send(request, context: span.context)
+            if span.isRecording {
+                span.attributes["http.response.status_code"] = response.status
+                if response.status >= 500 { span.setStatus(.init(code: .error)) }
+            }
+            return response
+        }
+    }
+
+    private func send(_ request: PluginHTTPRequest, context: ServiceContext?) async throws -> PluginHTTPResponse {
         let (url, address) = try await checked(request.url)
         var outgoing = HTTPClientRequest(url: url.absoluteString)
         outgoing.method = .init(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        if let context { InstrumentationSystem.instrument.inject(context, into: &outgoing.headers, using: HTTPHeadersInjector()) }
         if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
         // At most an hour: a plugin's timeout never overflows nanoseconds.
         let seconds = min(max(request.timeout.components.seconds, 0), 3_600)
@@ -139,6 +165,9 @@ enum PinnedClients {
             // for its whole timeout, and after many failures backed off for up to a minute
             // while requests waited; the outbox retries with a backoff of its own.
             configuration.connectionPool.retryConnectionEstablishment = false
+            // `send` makes the request's span; async-http-client's own would record the
+            // URL's query, which may hold a key.
+            configuration.tracing.tracer = nil
             let pinned = Pinned(client: HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration), gates: PortGates())
             clients[key] = pinned
             return (pinned, evicted)
@@ -170,4 +199,11 @@ final class PortGates: Sendable {
     }
 
     var count: Int { gates.withLock { $0.count } }
+}
+
+/// Writes a tracer's propagation fields (`traceparent`, `tracestate`) as request headers.
+struct HTTPHeadersInjector: Injector {
+    func inject(_ value: String, forKey key: String, into headers: inout HTTPHeaders) {
+        headers.replaceOrAdd(name: key, value: value)
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOPosix
+import Tracing
 
 /// A leased connection. Every call runs on the client's blocking thread pool.
 ///
@@ -11,7 +12,7 @@ public struct PostgresConnection: Sendable {
     /// Runs one statement and returns its rows (binary results).
     @discardableResult
     public func query(_ sql: SQL) async throws -> PostgresRows {
-        try await run { try $0.execute(sql) }
+        try await traced("db.query", statements: [sql]) { try await run { try $0.execute(sql) } }
     }
 
     /// `password` as PostgreSQL stores it for `user` (SCRAM-SHA-256 by default), computed by
@@ -34,10 +35,14 @@ public struct PostgresConnection: Sendable {
     /// Throws only when the connection itself broke (then no outcome is known).
     public func pipeline(_ units: [PipelineUnit]) async throws -> [Result<[PostgresRows], PostgresError>] {
         if units.isEmpty { return [] }
-        // Statements prepared before are sent from here without blocking, and only the
-        // results are read on the pool: they reach PostgreSQL while its thread wakes.
-        if let sent = try raw.sendWithoutBlocking(units) { return try await run { try $0.receive(sent) } }
-        return try await run { try $0.pipeline(units) }
+        return try await traced(
+            "db.pipeline", statements: units.flatMap { $0.segments.flatMap(\.statements) }, units: units.count
+        ) {
+            // Statements prepared before are sent from here without blocking, and only the
+            // results are read on the pool: they reach PostgreSQL while its thread wakes.
+            if let sent = try raw.sendWithoutBlocking(units) { return try await run { try $0.receive(sent) } }
+            return try await run { try $0.pipeline(units) }
+        }
     }
 
     /// Bulk-loads rows with `COPY table (columns) FROM STDIN` in PostgreSQL's binary format
@@ -53,13 +58,22 @@ public struct PostgresConnection: Sendable {
     public func copy(into table: String, columns: [String], rows produce: @escaping @Sendable (inout BinaryCopyRows) throws -> Bool)
         async throws -> Int
     {
-        try await run { try $0.copyIn(table: table, columns: columns, produce: produce) }
+        try await traced("db.copy", statements: [SQL(unsafeSQL: "COPY \(table) FROM STDIN")]) {
+            try await run { try $0.copyIn(table: table, columns: columns, produce: produce) }
+        }
     }
 
     /// `BEGIN` (and `settings`, in the same round trip), `body`, `COMMIT`; `ROLLBACK` when
     /// `body` throws.
     public func transaction<Result: Sendable>(
         settings: TransactionSettings = .none, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        guard ServiceContext.current != nil else { return try await transactionSpanned(settings: settings, body) }
+        return try await withSpan("db.transaction", ofKind: .client) { _ in try await transactionSpanned(settings: settings, body) }
+    }
+
+    private func transactionSpanned<Result: Sendable>(
+        settings: TransactionSettings, _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await run { try $0.begin(settings) }
         let result: Result

@@ -28,11 +28,13 @@ public enum OutboxEvents {
     /// An `INSERT` of the events of the CTE `events` (columns `id uuid`, `event text`,
     /// `payload jsonb`) for every sink of `campus` that subscribes to each: one row per event
     /// and sink, the same event id for all of them. Which sinks take an event is Tenancy's to
-    /// say (`CampusPluginStore.sinks`).
-    public static func insert(campus: CampusID, fromCTE events: StaticString = "events") -> SQL {
+    /// say (`CampusPluginStore.sinks`). With `traced`, the CTE also has `trace_parent text`
+    /// (`OutboxTrace`), kept with each row for its delivery's span.
+    public static func insert(campus: CampusID, fromCTE events: StaticString = "events", traced: Bool = false) -> SQL {
         """
-        INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload)
-        SELECT \(campus), e.id, e.event, p.plugin_id, e.payload || jsonb_build_object('id', e.id::text)
+        INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload, trace_parent)
+        SELECT \(campus), e.id, e.event, p.plugin_id, e.payload || jsonb_build_object('id', e.id::text),
+               \(unsafeRaw: traced ? "NULLIF(e.trace_parent, '')" : "NULL")
         FROM \(unsafeRaw: "\(events)") e
         JOIN \(CampusPluginStore.sinks(campus: campus, as: "p", taking: "e.event"))
         """

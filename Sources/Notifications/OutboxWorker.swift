@@ -6,6 +6,7 @@ import Metrics
 import ServiceLifecycle
 import Synchronization
 import Tenancy
+import Tracing
 
 /// Delivers the outbox: every server runs one. Workers claim due rows with
 /// `FOR UPDATE SKIP LOCKED` and a lease (the row's next attempt moves past the delivery), so
@@ -207,6 +208,8 @@ public final class OutboxWorker: Service, Sendable {
         var payload: String
         var attempts: Int
         var windowStart: Date
+        /// The trace of what caused the event (`OutboxTrace`), when it was traced.
+        var traceParent: String?
     }
 
     private func claim(campus: CampusID) async throws -> [Claimed] {
@@ -223,16 +226,32 @@ public final class OutboxWorker: Service, Sendable {
             SET attempts = o.attempts + 1, next_attempt_at = now() + make_interval(secs => \(Self.seconds(configuration.lease)))
             FROM due
             WHERE o.campus_id = \(campus) AND o.id = due.id AND o.sink_id = due.sink_id
-            RETURNING o.id, o.sink_id, o.payload::text AS payload, o.attempts, o.window_start
+            RETURNING o.id, o.sink_id, o.payload::text AS payload, o.attempts, o.window_start, o.trace_parent
             """, campus: campus.rawValue)
         return try rows.map { row in
             Claimed(
                 id: try row.decode("id"), sink: try row.decode("sink_id"), payload: try row.decode("payload"),
-                attempts: try row.decode("attempts"), windowStart: try row.decode("window_start"))
+                attempts: try row.decode("attempts"), windowStart: try row.decode("window_start"),
+                traceParent: try row.decode("trace_parent"))
         }
     }
 
+    /// One delivery attempt, a span that continues the trace of what caused the event (a
+    /// submission's request): the sink's outbound call is its child and carries it on.
     private func attempt(_ entry: Claimed, campus: CampusID) async {
+        guard OutboxTrace.isOn else { return await deliver(entry, campus: campus, span: nil) }
+        await withSpan("outbox.deliver", context: OutboxTrace.context(traceParent: entry.traceParent), ofKind: .consumer) { span in
+            if span.isRecording {
+                span.updateAttributes { attributes in
+                    attributes["attest.sink"] = entry.sink
+                    attributes["attest.delivery.attempt"] = entry.attempts
+                }
+            }
+            await deliver(entry, campus: campus, span: span)
+        }
+    }
+
+    private func deliver(_ entry: Claimed, campus: CampusID, span: (any Span)?) async {
         let result: DeliveryResult
         do {
             let payload = Data(entry.payload.utf8)
@@ -245,6 +264,7 @@ public final class OutboxWorker: Service, Sendable {
         } catch {
             result = .retry("cannot deliver yet: \(error)")
         }
+        if case .delivered = result {} else { span?.setStatus(.init(code: .error)) }
         do {
             try await record(result, for: entry, campus: campus)
         } catch {

@@ -8,6 +8,7 @@ import Notifications
 import ServiceLifecycle
 import Synchronization
 import Tenancy
+import Tracing
 
 /// An attestation ready to be written: checked answers, decided badge.
 public struct PendingAttestation: Sendable {
@@ -17,6 +18,9 @@ public struct PendingAttestation: Sendable {
     public var attestation: Attestation
     public var answers: SurveyAnswers
     public var questionnaire: Questionnaire
+    /// The submitting request's `traceparent` (`OutboxTrace`), kept with its events; set by
+    /// `AttestationWriter.submit`, "" when nothing is traced.
+    public var traceParent = ""
 
     public init(
         campus: CampusID, campusSlug: String, user: UserID, attestation: Attestation, answers: SurveyAnswers, questionnaire: Questionnaire
@@ -63,6 +67,8 @@ public final class AttestationWriter: Service, Sendable {
     struct Job {
         let pending: PendingAttestation
         let continuation: CheckedContinuation<WriteOutcome, any Error>
+        /// The submitting request's span: the batch's span is its child (the first's) or linked.
+        let trace: ServiceContext?
     }
 
     struct State {
@@ -103,8 +109,11 @@ public final class AttestationWriter: Service, Sendable {
 
     /// Queues a submission and waits for its outcome.
     public func submit(_ pending: PendingAttestation) async throws -> WriteOutcome {
-        try await withCheckedThrowingContinuation { continuation in
-            let job = Job(pending: pending, continuation: continuation)
+        var pending = pending
+        pending.traceParent = OutboxTrace.current()
+        let trace = ServiceContext.current
+        return try await withCheckedThrowingContinuation { continuation in
+            let job = Job(pending: pending, continuation: continuation, trace: trace)
             let admission = state.withLock { state -> Admission in
                 if state.closed { return .refused }
                 state.queue.append(job)
@@ -186,8 +195,22 @@ public final class AttestationWriter: Service, Sendable {
         return batch
     }
 
+    /// One batch, a span of its own when its requests are traced: the child of the first
+    /// traced request's span, linked to the others' (each request's trace then shows the
+    /// batch that wrote it). Untraced, no span is made.
     private func write(_ unordered: [Job], shard: Int16) async {
         let batch = unordered.sorted { Self.precedes($0.pending, $1.pending) }
+        guard let parent = batch.lazy.compactMap(\.trace).first else { return await write(sorted: batch, shard: shard) }
+        await withSpan("attestation.batch", context: parent) { span in
+            if span.isRecording {
+                span.attributes["attest.batch.size"] = batch.count
+                for job in batch.dropFirst() { if let trace = job.trace { span.addLink(SpanLink(context: trace, attributes: [:])) } }
+            }
+            await write(sorted: batch, shard: shard)
+        }
+    }
+
+    private func write(sorted batch: [Job], shard: Int16) async {
         let started = ContinuousClock.now
         metrics.batchSize.record(batch.count)
         defer { metrics.batchDuration.record(duration: ContinuousClock.now - started) }
@@ -294,6 +317,11 @@ public final class AttestationWriter: Service, Sendable {
         var versions: [Int32] = [], answers: [String] = [], colors: [String] = [], reasons: [String] = []
         var validUntil: [Date] = [], ruleIDs: [String] = [], ruleVersions: [String] = [], keys: [String] = [], digests: [Data] = []
         var answerIDs: [UUID] = [], questions: [String] = [], values: [String] = []
+        // Each event keeps its submission's traceparent, when any is traced.
+        let traced = batch.contains { !$0.traceParent.isEmpty }
+        let traceParents: SQL =
+            traced
+            ? "LEFT JOIN unnest(\(batch.map(\.attestation.id)), \(batch.map(\.traceParent))) AS t(id, trace_parent) ON t.id = m.id" : ""
         for pending in batch {
             let a = pending.attestation
             ids.append(a.id)
@@ -355,7 +383,8 @@ public final class AttestationWriter: Service, Sendable {
                 SELECT gen_random_uuid() AS id, k.event, \(OutboxEvents.payload(
                            event: "k.event", campus: "\(slug)::text", occurredAt: "m.submitted_at", userId: "m.user_id",
                            attestationId: "m.id", date: "m.local_date", color: "m.color", onTime: "m.on_time", links: "k.links")) AS payload
-                FROM inserted m
+                       \(unsafeRaw: traced ? ", t.trace_parent" : "")
+                FROM inserted m \(traceParents)
                 CROSS JOIN LATERAL (VALUES
                     ('attestation.submitted', '{}'::jsonb, true),
                     ('attestation.late', '{}'::jsonb, NOT m.on_time),
@@ -365,7 +394,7 @@ public final class AttestationWriter: Service, Sendable {
                 ) AS k(event, links, announced)
                 WHERE k.announced AND \(OutboxEvents.anySink(campus: campus))
             ), announced AS (
-                \(OutboxEvents.insert(campus: campus)) RETURNING 1
+                \(OutboxEvents.insert(campus: campus, traced: traced)) RETURNING 1
             ), stats AS (
                 INSERT INTO daily_stats AS s (campus_id, local_date, shard, submitted, on_time, late, green, yellow, red)
                 SELECT \(campus), local_date, \(shard), count(*), count(*) FILTER (WHERE on_time), count(*) FILTER (WHERE NOT on_time),

@@ -58,6 +58,19 @@ struct ScaleOutTests {
         #expect(output.contains("FAULT "), "no FAULT line with the figures")
     }
 
+    /// Issue 58's traces (`Tests/ScaleOut/traces.py`): `attest serve` exporting to a loopback
+    /// OTLP/HTTP receiver that decodes with the OpenTelemetry project's own protobuf package;
+    /// one submission is one trace from its route through its batch to its webhook delivery,
+    /// whose receiver gets the trace's `traceparent`; no span holds a token, an email, a query
+    /// or a path; without `OTEL_EXPORTER_OTLP_ENDPOINT` nothing is sent.
+    @Test func aSubmissionIsOneTraceFromItsRouteToItsWebhook() async throws {
+        let (status, output) = try await Self.run("traces.py", ["submission"], timeout: .seconds(300))
+        print(output.split(separator: "\n").filter { !$0.hasPrefix("20") && !$0.hasPrefix("{") }.joined(separator: "\n"))
+        #expect(status == 0, "\(output.suffix(6000))")
+        #expect(output.contains("TRACE one submission: "), "no TRACE line for the traced submission")
+        #expect(output.contains("TRACE without OTEL_EXPORTER_OTLP_ENDPOINT: no span sent"), "no TRACE line for the untraced server")
+    }
+
     /// The RESULT line's figures: something acknowledged, all of it stored, none twice.
     static func expectNothingLost(_ output: String, _ scenario: String) throws {
         let result = try #require(output.split(separator: "\n").first { $0.hasPrefix("RESULT \(scenario) ") }, "no RESULT line")

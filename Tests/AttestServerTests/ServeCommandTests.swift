@@ -46,6 +46,17 @@ struct ServeCommandTests {
         let badStandby = try await ChildProcess.run(
             [ChildProcess.attestBinary, "serve", "--port", "0"],
             environment: ["DATABASE_URL": try await TestDatabase.serverURL(database: migrated), "DATABASE_READ_URL": "host=standby bogus"])
+        // So do trace settings this build cannot follow: it exports over OTLP/HTTP only.
+        let grpc = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "serve", "--port", "0"],
+            environment: [
+                "DATABASE_URL": try await TestDatabase.serverURL(database: migrated),
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            ])
+        #expect(grpc.status == 1)
+        #expect(
+            grpc.stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL is grpc: attest exports traces over OTLP/HTTP only; set it to http/protobuf"),
+            "\(grpc.stderr)")
         #expect(badStandby.status == 1)
         #expect(
             badStandby.stderr.contains(

@@ -86,12 +86,7 @@ class TimedLoad(s.Load):
 
 
 def database(base, name="db", members=600, settings=None, cls=None):
-    db = (cls or s.Postgres)(base, name, s.free_port())
-    db.initdb({"synchronous_commit": "on", **(settings or {})})
-    db.start()
-    db.sql("CREATE DATABASE attest", database="postgres")
-    tokens, admin = s.prepare_campus(db, members)
-    return db, tokens, admin
+    return s.campus_database(base, members, name, {"synchronous_commit": "on", **(settings or {})}, cls)
 
 
 def consistency(db):

@@ -275,11 +275,7 @@ def unknown_tokens(port, seconds, threads=8):
 
 
 def hostile(base):
-    db = s.Postgres(base, "db", s.free_port())
-    db.initdb({})
-    db.start()
-    db.sql("CREATE DATABASE attest", database="postgres")
-    tokens, _ = s.prepare_campus(db, 20)
+    db, tokens, _ = s.campus_database(base, 20)
     url = f"postgresql://attest_server@{db.host()}/attest"
     server, port = s.serve(base, "server", url)
     member = Member(port, tokens[0])

@@ -193,9 +193,20 @@ def prepare_campus(primary, members):
     return tokens, admin
 
 
-def serve(base, name, database_url, extra=(), read_url=None, port=None):
+def campus_database(base, members, name="db", settings=None, cls=None):
+    """A cluster of its own on a loopback port with the database `attest` and
+    `prepare_campus`'s campus: (the cluster, the members' tokens, the admin's)."""
+    db = (cls or Postgres)(base, name, free_port())
+    db.initdb(settings or {})
+    db.start()
+    db.sql("CREATE DATABASE attest", database="postgres")
+    tokens, admin = prepare_campus(db, members)
+    return db, tokens, admin
+
+
+def serve(base, name, database_url, extra=(), read_url=None, port=None, env=None):
     port = port or free_port()
-    env = {"DATABASE_URL": database_url, "ATTEST_KEK": KEK}
+    env = {"DATABASE_URL": database_url, "ATTEST_KEK": KEK, **(env or {})}
     if read_url:
         env["DATABASE_READ_URL"] = read_url
     process = start([ATTEST, "serve", "--port", str(port), "--log-format", "json", "--log-level", "warning", *extra],

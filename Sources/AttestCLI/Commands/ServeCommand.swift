@@ -5,6 +5,7 @@ import AttestPostgres
 import AttestSchema
 import AttestServer
 import AttestWeb
+import Foundation
 import Hummingbird
 import Logging
 import Surveys
@@ -120,7 +121,9 @@ func migrateThenServe(
     afterMigration: (() async throws -> Void)? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void
 ) async throws {
-    // The standby's URL is checked first, so a typo stops `serve` before it migrates or connects.
+    // The standby's URL and the trace settings are checked first, so a typo stops `serve`
+    // before it migrates or connects.
+    let traceExport = try TraceExport.start(environment: ProcessInfo.processInfo.environment, logger: logger)
     let reader = try readURL.map { try database.readClient(url: $0, logger: logger) }
     if let migrateURL {
         let owner = PostgresClient(
@@ -165,7 +168,7 @@ func migrateThenServe(
     }
     let app = AttestServer.buildApplication(
         configuration: server, database: pool, readDatabase: reader, kek: kek, logger: logger,
-        frontEnds: [APIFrontEnd(), WebFrontEnd()], onServerRunning: onServerRunning)
+        frontEnds: [APIFrontEnd(), WebFrontEnd()], traceExport: traceExport, onServerRunning: onServerRunning)
     do {
         try await app.runService()
     } catch  where "\(error)".contains("Address already in use") {

@@ -24,21 +24,27 @@ package protocol FrontEnd: Sendable {
 package enum AttestServer {
     package static func buildApplication(
         configuration: ServerConfiguration, database: PostgresClient, readDatabase: PostgresClient? = nil,
-        kek: KeyEncryptionKey? = nil, logger: Logger, frontEnds: [any FrontEnd],
+        kek: KeyEncryptionKey? = nil, logger: Logger, frontEnds: [any FrontEnd], traceExport: (any Service)? = nil,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
+        var configuration = configuration
+        configuration.tracing = traceExport != nil
         let services = AttestServices(
             database: database, readDatabase: readDatabase, configuration: configuration, kek: kek, logger: logger)
         return buildApplication(
-            configuration: configuration, services: services, logger: logger, frontEnds: frontEnds, onServerRunning: onServerRunning)
+            configuration: configuration, services: services, logger: logger, frontEnds: frontEnds, traceExport: traceExport,
+            onServerRunning: onServerRunning)
     }
 
     package static func buildApplication(
         configuration: ServerConfiguration, services: AttestServices, logger: Logger, frontEnds: [any FrontEnd],
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        traceExport: (any Service)? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let router = buildRouter(configuration: configuration, services: services, frontEnds: frontEnds)
-        var background: [any Service] = [services.database, services.authGenerations, services.writer, services.outbox, services.retention]
+        // Services stop in the reverse order: the trace exporter last, after the spans of the
+        // last requests, batches and deliveries.
+        var background: [any Service] = traceExport.map { [$0] } ?? []
+        background += [services.database, services.authGenerations, services.writer, services.outbox, services.retention]
         if let reader = services.readDatabase { background.append(reader) }
         if let metricsPort = configuration.metricsPort {
             let metricsRouter = Router()
@@ -60,6 +66,7 @@ package enum AttestServer {
         configuration: ServerConfiguration, services: AttestServices, frontEnds: [any FrontEnd]
     ) -> Router<AttestRequestContext> {
         let router = Router(context: AttestRequestContext.self)
+        if configuration.tracing { router.add(middleware: TraceMiddleware()) }
         router.add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies))
         router.add(middleware: RequestLogMiddleware())
         router.add(middleware: RequestMetricsMiddleware(factory: services.metrics.factory))

@@ -42,6 +42,9 @@ public struct ServerConfiguration: Sendable {
     /// (`AuthGenerations`, read every second): past it, kept sessions and badges last only
     /// their short time to live. Default 3 s.
     public var generationsTrustedFor: Duration = .seconds(3)
+    /// Whether each request is a span (`TraceMiddleware`): set when `serve` or `dev` export
+    /// traces (`OTEL_EXPORTER_OTLP_ENDPOINT`). Off, no request pays for a span.
+    public var tracing = false
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, readinessTimeout: Duration = .seconds(2),
