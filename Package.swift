@@ -44,6 +44,8 @@ let package = Package(
         // the OTLP/HTTP exporter `serve` and `dev` start when OTEL_EXPORTER_OTLP_ENDPOINT is set.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // Benchmarks/multipart only: vapor's multipart reader, measured against MultipartForm.
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],
     targets: [
         // libpq, found through pkg-config (Debian: libpq-dev).
@@ -220,6 +222,15 @@ let package = Package(
             name: "attest-bench-reference",
             dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
             path: "Benchmarks/Reference"
+        ),
+
+        // Benchmarks/multipart: MultipartForm against multipart-kit on a recording's upload.
+        .executableTarget(
+            name: "attest-bench-multipart",
+            dependencies: [
+                "AttestServer", .product(name: "MultipartKit", package: "multipart-kit"), .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Benchmarks/Multipart"
         ),
 
         // Build tool: turns schema.sql into a Swift string so the binary carries its schema.
