@@ -165,7 +165,7 @@ let package = Package(
             name: "AttestServer",
             dependencies: [
                 "AttestFoundation", "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Community", "Identity", "Surveys",
-                "Notifications", "Journal",
+                "Notifications", "Journal", "CBadgeImage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -196,6 +196,13 @@ let package = Package(
             ],
             exclude: ["Resources"],
             plugins: ["EmbedWebPlugin"]
+        ),
+        // The door scanner's server path: a photo or camera frame (JPEG, PNG, WebP) decoded to
+        // grey and scanned for a QR code with ZBar (Debian: libzbar-dev, libjpeg-dev,
+        // libpng-dev, libwebp-dev). C, so that libjpeg's errors can longjmp within C.
+        .target(
+            name: "CBadgeImage",
+            linkerSettings: [.linkedLibrary("zbar"), .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("webp")]
         ),
         // libqrencode, for the badge's QR code drawn by the server (Debian: libqrencode-dev).
         .systemLibrary(

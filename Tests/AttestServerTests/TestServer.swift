@@ -44,12 +44,13 @@ struct APIClient {
     /// `template` is the OpenAPI path the request is checked against.
     func send(
         _ method: HTTPRequest.Method, _ uri: String, template: String, token: String? = nil, json: String? = nil,
-        contentType: String = "application/json", headers extra: HTTPFields = [:], sourceLocation: SourceLocation = #_sourceLocation
+        bytes: [UInt8]? = nil, contentType: String = "application/json", headers extra: HTTPFields = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Reply {
         var headers = extra
         if let token { headers[.authorization] = "Bearer \(token)" }
-        if json != nil { headers[.contentType] = contentType }
-        let body = json.map { ByteBuffer(string: $0) }
+        if json != nil || bytes != nil { headers[.contentType] = contentType }
+        let body = json.map { ByteBuffer(string: $0) } ?? bytes.map { ByteBuffer(bytes: $0) }
         let reply: Reply
         if let connection {
             headers[.connection] = "keep-alive"

@@ -6,6 +6,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Surveys
+import Tenancy
 
 /// Badges: the member's own (`GET …/me/badge`), the campus's public keys
 /// (`GET …/badge-keys`) and the door check (`POST …/badges/verify`, screeners and admins).
@@ -60,19 +61,36 @@ struct BadgeRoutes: Sendable {
             return response
         }
 
-        campus.group("badges").add(middleware: AuthenticationMiddleware(services: services, roles: [.screener, .admin]))
-            .post("verify") { request, context -> VerificationBody in
-                let campus = try context.requireCampus()
-                let token = try await BadgeHTTP.token(request, context)
-                switch try await services.badges.verify(token: token, campus: campus, now: services.clock()) {
-                case .valid(let claims):
-                    return VerificationBody(
-                        valid: true, color: claims.color, date: claims.date,
-                        validUntil: Date(timeIntervalSince1970: TimeInterval(claims.exp)).ISO8601Format())
-                case .invalid(let rejection):
-                    return VerificationBody(valid: false, reason: rejection.rawValue, detail: rejection.detail)
-                }
+        let door = campus.group("badges").add(middleware: AuthenticationMiddleware(services: services, roles: [.screener, .admin]))
+        door.post("verify") { request, context -> VerificationBody in
+            let campus = try context.requireCampus()
+            return try await verify(BadgeHTTP.token(request, context), campus: campus)
+        }
+        // A photo or camera frame of the badge's QR code, read on the server (`BadgeImage`) for
+        // the browsers that cannot read one; answered as `verify` answers the code's token.
+        door.post("scan") { request, context -> VerificationBody in
+            let campus = try context.requireCampus()
+            let session = try context.requireSession()
+            let token = try await BadgeHTTP.scannedToken(request, context, services: services, screener: session.user.id)
+            let verdict = try await verify(token, campus: campus)
+            if verdict.reason == BadgeRejection.malformed.rawValue {
+                throw Problem(
+                    .unprocessableContent, slug: "not-a-badge", title: "Not a badge",
+                    detail: "The image's QR code is not a member's badge (it holds something else): ask the member to show the badge.")
             }
+            return verdict
+        }
+    }
+
+    private func verify(_ token: String, campus: Campus) async throws -> VerificationBody {
+        switch try await services.badges.verify(token: token, campus: campus, now: services.clock()) {
+        case .valid(let claims):
+            return VerificationBody(
+                valid: true, color: claims.color, date: claims.date,
+                validUntil: Date(timeIntervalSince1970: TimeInterval(claims.exp)).ISO8601Format())
+        case .invalid(let rejection):
+            return VerificationBody(valid: false, reason: rejection.rawValue, detail: rejection.detail)
+        }
     }
 
 }

@@ -128,6 +128,9 @@ public struct RateLimits: Sendable, Equatable {
     /// Requests for one member's own private data (journal, episodes, exports, links). Default
     /// 60 at once, then 300 a minute: a person at the pages never comes near it.
     public var ownDataRequestsPerMember: RateLimit
+    /// Images one screener sends to `badges/scan` (each a decode on the server). Default 30 at
+    /// once, then 600 a minute: a camera page sends about three frames a second.
+    public var scansPerScreener: RateLimit = .init(burst: 30, perMinute: 600)
 
     public init(
         signInPerAddress: RateLimit = .init(burst: 30, perMinute: 30),
@@ -155,6 +158,7 @@ public struct RequestLimiters: Sendable {
     package let exportsByMember: RateLimiter
     package let recordingsByMember: RateLimiter
     package let ownDataByMember: RateLimiter
+    package let scansByScreener: RateLimiter
     /// Members with an export being written: one at a time each.
     package let exporting = MemberWork()
 
@@ -165,6 +169,17 @@ public struct RequestLimiters: Sendable {
         exportsByMember = RateLimiter(limits.exportsPerMember)
         recordingsByMember = RateLimiter(limits.recordingMegabytesPerMember)
         ownDataByMember = RateLimiter(limits.ownDataRequestsPerMember)
+        scansByScreener = RateLimiter(limits.scansPerScreener)
+    }
+
+    /// Counts one image a screener sends to be scanned; 429 with `Retry-After` past the allowance.
+    package func admitScan(campus: CampusID, screener: UserID) throws {
+        if let wait = scansByScreener.take("\(campus)/\(screener)") {
+            let limit = scansByScreener.limit
+            throw Problem.tooManyRequests(
+                "You sent more images to scan than a door needs (\(Int(limit.burst)) at once, then \(Self.rate(limit.perMinute)) a minute): wait a moment.",
+                retryAfter: wait)
+        }
     }
 
     /// Admits one export of `member`'s journal (their own, or a link's opening): one at a time,

@@ -23,4 +23,55 @@ package enum BadgeHTTP {
         guard let token else { throw Problem.validation(reader.problems) }
         return token
     }
+
+    /// The image types `badges/scan` reads, and the most bytes of one (a phone's photo; a
+    /// camera frame of 640 px is about 50 KB).
+    package static let scanTypes: Set<String> = ["image/jpeg", "image/png", "image/webp"]
+    package static let maxScanBytes = 2 * 1024 * 1024
+
+    /// The text of the QR code in a `badges/scan` request's image, or the problem that says
+    /// why there is none: 415 for another type, 413 past 2 MB, 422 for what is not an image,
+    /// does not decode, has too many pixels or holds no QR code, 429 past the screener's
+    /// allowance, 503 when the scanning threads are full.
+    package static func scannedToken(
+        _ request: Request, _ context: AttestRequestContext, services: AttestServices, screener: UserID
+    ) async throws -> String {
+        let type = request.headers[.contentType].map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() }
+        guard let type, scanTypes.contains(type) else {
+            throw Problem(
+                .unsupportedMediaType, slug: "unsupported-media-type", title: "Not an image type the scanner reads",
+                detail: "Send the photo or camera frame as image/jpeg, image/png or image/webp, the image's bytes as the body.")
+        }
+        try services.limiters.admitScan(campus: try context.requireCampus().id, screener: screener)
+        let body = try await request.collectBody(context: context, limit: maxScanBytes)
+        switch await BadgeImage.scan(body) {
+        case .found(let text): return text
+        case .noCode:
+            throw Problem(
+                .unprocessableContent, slug: "no-qr-code", title: "No QR code found",
+                detail: "No QR code was found in the image: hold the badge's code whole and flat in the frame, closer and without glare.")
+        case .notAnImage:
+            throw Problem.validation([.init(field: "body", message: "is not a JPEG, PNG or WebP image: its first bytes are not one's")])
+        case .unreadable:
+            throw Problem.validation([
+                .init(field: "body", message: "does not decode as the image it says it is: it is truncated or damaged; take it again")
+            ])
+        case .tooManyPixels(let width, let height):
+            throw Problem.validation([
+                .init(
+                    field: "body",
+                    message:
+                        "is \(width)×\(height) pixels; at most \(BadgeImage.maxPixels / 1_000_000) megapixels and \(BadgeImage.maxSide) on a side: send a smaller one (a frame of about 640 pixels is enough)"
+                )
+            ])
+        case .tooLong:
+            throw Problem(
+                .unprocessableContent, slug: "not-a-badge", title: "Not a badge",
+                detail: "The image's QR code holds far more than a badge does: it is not a member's badge.")
+        case .busy, .timedOut:
+            throw Problem(
+                .serviceUnavailable, slug: "scanner-busy", title: "The scanner is busy",
+                detail: "The server is reading other scans right now. Try again in a moment.", headers: [.retryAfter: "1"])
+        }
+    }
 }
