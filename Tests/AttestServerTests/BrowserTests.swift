@@ -112,6 +112,12 @@ struct BrowserTests {
             answers: ["fever": .bool(false), "cough": .bool(false), "where_today": .string("remote")], idempotencyKey: nil, at: now)
         let expired = try await server.services.badges.today(campus: north, user: walker.id, now: now.addingTimeInterval(-2 * 86_400)).token
         let good = try await server.services.badges.today(campus: north, user: walker.id, now: now).token
+        let (rory, _) = try await server.user("rory@example.edu", at: north)
+        _ = try await server.services.attestations.submit(
+            campus: north, user: rory.id, surveyVersion: questionnaire.version,
+            answers: ["fever": .bool(true), "cough": .bool(true), "temperature": .number(39.2), "where_today": .string("remote")],
+            idempotencyKey: nil, at: now)
+        let red = try await server.services.badges.today(campus: north, user: rory.id, now: now).token
         let forged = String(good.dropLast(4)) + (good.hasSuffix("AAAA") ? "BBBB" : "AAAA")
         let south = try await server.campus("south")
         let (stranger, _) = try await server.user("stranger@example.edu", at: south)
@@ -124,6 +130,7 @@ struct BrowserTests {
             "noScriptMember": "nora@example.edu", "journalMember": "jo@example.edu", "admin": "ada@example.edu",
             "officer": "hana@example.edu", "screener": "sam@example.edu",
             "adminToken": adminToken, "goodToken": good, "expiredToken": expired, "forgedToken": forged, "otherCampusToken": otherCampus,
+            "redToken": red,
             "screenshots": screenshots,
         ]
         let configPath = FileManager.default.temporaryDirectory.appending(path: "attest-browser-\(UUID().uuidString.prefix(8)).json").path

@@ -81,6 +81,8 @@ struct TenancyTests {
             southMarkers.formUnion([southEntryID, "south-journal-marker", "south-journal-text"])
             let badge = try await api.send(.get, "/v1/campuses/south/me/badge", template: BadgeTests.badgePath, token: southMember)
             let southBadge = try #require(badge.json["token"] as? String)
+            // And a photo of it, for the door's scan.
+            let southBadgePhoto = BadgeScanTests.png(try #require(QRCode.modules(southBadge)))
             // North's own: one submission, so its lists are not empty either.
             let own = try await api.send(
                 .post, "/v1/campuses/north/attestations", template: AttestationTests.path, token: staff,
@@ -104,6 +106,8 @@ struct TenancyTests {
                 let names = template.contains("{id}") || template.contains("{token}")
                 let query = method == .get ? "?from=2026-11-20&to=2026-11-20&date=2026-11-20&limit=5" : ""
                 var body: String?
+                var photo: [UInt8]?
+                var type = "application/json"
                 if method == .patch { body = #"{"title": "taken over"}"# }
                 if method == .put { body = #"{"journalKeepDays": null}"# }
                 if method == .post {
@@ -111,6 +115,8 @@ struct TenancyTests {
                         body = AttestationTests.body(AttestationTests.healthy)
                     } else if template.hasSuffix("/badges/verify") {
                         body = #"{"token": "\#(southBadge)"}"#
+                    } else if template.hasSuffix("/badges/scan") {
+                        (photo, type) = (southBadgePhoto, "image/png")
                     } else {
                         body = #"{"idToken": "not.a.token"}"#
                     }
@@ -118,7 +124,8 @@ struct TenancyTests {
                 let name = "\(method) \(template)"
                 // No token, and south's token: 401 wherever a session is needed.
                 for (who, token) in [("no token", nil), ("south's token", southStaff)] as [(String, String?)] {
-                    let reply = try await api.send(method, atNorth + query, template: template, token: token, json: body)
+                    let reply = try await api.send(
+                        method, atNorth + query, template: template, token: token, json: body, bytes: photo, contentType: type)
                     check(reply, "\(name) with \(who)") { secured ? $0 == 401 : $0 < 500 }
                 }
                 // An unknown campus: 404, whoever asks.
@@ -126,12 +133,13 @@ struct TenancyTests {
                     method,
                     template.replacingOccurrences(of: "{campus}", with: "nowhere").replacingOccurrences(of: "{id}", with: southEntryID)
                         .replacingOccurrences(of: "{token}", with: southShareToken) + query,
-                    template: template, token: staff, json: body)
+                    template: template, token: staff, json: body, bytes: photo, contentType: type)
                 check(unknown, "\(name) at an unknown campus") { $0 == 404 }
                 // North's own staff: answered (signing in refuses the made-up ID token with 401;
                 // signing out ends the session: it goes last).
                 if template.hasSuffix("/sessions/current") { continue }
-                let ownReply = try await api.send(method, atNorth + query, template: template, token: staff, json: body)
+                let ownReply = try await api.send(
+                    method, atNorth + query, template: template, token: staff, json: body, bytes: photo, contentType: type)
                 let refusesMadeUpToken = template.hasSuffix("/sessions")
                 check(ownReply, "\(name) with north's own token") {
                     // South's member's entry or episode is nobody's at north (a body that is wrong anyway is refused first).
@@ -154,6 +162,11 @@ struct TenancyTests {
                 check(reply, "\(path) with south's cursor or badge") { $0 == 200 || $0 == 422 }
                 if template.hasSuffix("/verify") { #expect(reply.json["valid"] as? Bool == false, "\(reply.body)") }
             }
+            let scanned = try await api.send(
+                .post, "/v1/campuses/north/badges/scan", template: BadgeScanTests.scanPath, token: staff, bytes: southBadgePhoto,
+                contentType: "image/png")
+            check(scanned, "a photo of south's badge scanned at north") { $0 == 200 }
+            #expect(scanned.json["valid"] as? Bool == false, "\(scanned.body)")
             let signOut = try await api.send(
                 .delete, "/v1/campuses/north/sessions/current", template: "/v1/campuses/{campus}/sessions/current", token: staff)
             check(signOut, "signing out at north") { $0 == 204 || $0 == 200 }

@@ -1,6 +1,10 @@
-// The door scanner: reads a badge (camera where the browser has BarcodeDetector, a photo,
-// or pasted text), checks it here against the campus's keys (ES256 with WebCrypto, so it
-// works offline once the page has loaded) and, when online, asks the server too.
+// The door scanner: reads a badge from the camera, a photo or pasted text. Where the browser
+// has BarcodeDetector, the code is read here and checked against the campus's keys (ES256 with
+// WebCrypto, so it works offline once the page has loaded) and, when online, by the server
+// too. Where it has not (Safari on iPhone, Firefox, Chrome on Linux and Windows), camera
+// frames (640 px, JPEG) go to the server three times a second until one holds a badge, and a
+// photo goes whole; the server reads and checks it (`scan/image`). Each verdict shows in colour
+// and words with a beep and a buzz where allowed; the camera looks again two seconds later.
 // The keys are saved in localStorage and used offline for at most 12 hours.
 (function () {
   'use strict';
@@ -83,7 +87,26 @@
   var reasons = { 'malformed': 'malformed', 'other-campus': 'other-campus', 'unknown-key': 'unknown-key', 'bad-signature': 'forged',
     'expired': 'expired', 'not-today': 'not-today', 'keys-old': 'keys-old' };
 
+  // A short tone (higher for a valid badge) and a buzz, where the browser allows them.
+  var sound = null;
+  function signal(valid) {
+    try {
+      if (navigator.vibrate) navigator.vibrate(valid ? 120 : [80, 60, 80]);
+      var Context = window.AudioContext || window.webkitAudioContext;
+      if (!Context) return;
+      sound = sound || new Context();
+      var tone = sound.createOscillator(), gain = sound.createGain();
+      tone.frequency.value = valid ? 880 : 220;
+      gain.gain.value = 0.15;
+      tone.connect(gain);
+      gain.connect(sound.destination);
+      tone.start();
+      tone.stop(sound.currentTime + 0.15);
+    } catch (e) { /* no sound here */ }
+  }
+
   function show(result, note) {
+    signal(result.valid);
     verdict.className = 'verdict ' + (result.valid ? result.color : 'invalid');
     verdict.textContent = result.valid ? t('genuine').replace('{0}', t(result.color)) + ' · ' + result.date : t(reasons[result.reason] || 'malformed');
     verdict.dataset.valid = String(result.valid);
@@ -121,42 +144,102 @@
     });
   }
 
+  // The server's reading of an image: the verdict, or null when it found no QR code there.
+  function readOnServer(blob) {
+    return fetch(root.dataset.imageUrl, {
+      method: 'POST', credentials: 'same-origin', body: blob,
+      headers: { 'Content-Type': blob.type || 'image/jpeg', 'X-CSRF-Token': root.dataset.csrf }
+    }).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (body) {
+        if (response.ok) return body;
+        if (response.status === 422 && body.type === '/problems/no-qr-code') return null;
+        if (response.status === 429 || response.status === 503) throw new Error('busy');
+        return { valid: false, reason: 'malformed', problem: body.type || '' };
+      });
+    });
+  }
+
+  function showServer(result) {
+    if (result.valid) { show(result); return; }
+    if (result.problem) { show({ valid: false, reason: 'malformed' }, t(result.problem === '/problems/not-a-badge' ? 'malformed' : 'not-a-photo')); return; }
+    show(result, result.detail || '');
+  }
+
+  var detector = 'BarcodeDetector' in window ? new window.BarcodeDetector({ formats: ['qr_code'] }) : null;
+  var image = document.getElementById('image');
+
   form.addEventListener('submit', function (event) {
     event.preventDefault();
-    check(field.value);
+    if (field.value.trim() || !image.files || !image.files[0]) { check(field.value); return; }
+    readPhoto(image.files[0]);
   });
 
   refreshKeys();
 
-  if ('BarcodeDetector' in window) {
-    var detector = new window.BarcodeDetector({ formats: ['qr_code'] });
-    var upload = document.getElementById('upload');
-    var image = document.getElementById('image');
-    upload.hidden = false;
+  // A photo: read here with BarcodeDetector, else by the server (online only).
+  function readPhoto(file) {
+    if (detector) return;
+    if (!navigator.onLine) { show({ valid: false, reason: 'malformed' }, t('camera-offline')); return; }
+    verdict.className = 'verdict wait';
+    verdict.textContent = t('checking');
+    readOnServer(file).then(function (result) {
+      if (result) showServer(result); else show({ valid: false, reason: 'malformed' }, t('no-code'));
+    }).catch(function () { show({ valid: false, reason: 'malformed' }, t('busy')); });
+  }
+  image.addEventListener('change', function () { if (!detector && image.files && image.files[0]) readPhoto(image.files[0]); });
+
+  // The camera: once the button is pressed and the camera is granted, `look` runs.
+  var button = document.getElementById('start-camera');
+  var video = document.getElementById('camera');
+  function startCamera(look) {
+    if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) return;
+    button.hidden = false;
+    button.addEventListener('click', function () {
+      navigator.mediaDevices.getUserMedia({ video: { facingMode: 'environment' } }).then(function (stream) {
+        video.srcObject = stream;
+        video.hidden = false;
+        video.play();
+        button.hidden = true;
+        look();
+      }).catch(function () { button.hidden = true; });
+    });
+  }
+
+  if (!detector) {
+    // A frame to the server every 350 ms until one holds a badge; after a verdict, two
+    // seconds' pause for the next person.
+    var canvas = document.getElementById('frame');
+    var next = function (delay) { setTimeout(frame, delay); };
+    var frame = function () {
+      if (!video.videoWidth) { next(200); return; }
+      if (!navigator.onLine) { show({ valid: false, reason: 'malformed' }, t('camera-offline')); next(2000); return; }
+      var scale = Math.min(1, 640 / Math.max(video.videoWidth, video.videoHeight));
+      canvas.width = Math.round(video.videoWidth * scale);
+      canvas.height = Math.round(video.videoHeight * scale);
+      canvas.getContext('2d').drawImage(video, 0, 0, canvas.width, canvas.height);
+      canvas.toBlob(function (blob) {
+        if (!blob) { next(350); return; }
+        readOnServer(blob).then(function (result) {
+          if (!result) { next(350); return; }
+          showServer(result);
+          next(2000);
+        }).catch(function () { next(1000); });
+      }, 'image/jpeg', 0.7);
+    };
+    startCamera(frame);
+  } else {
     image.addEventListener('change', function () {
       if (!image.files || !image.files[0]) return;
       createImageBitmap(image.files[0]).then(function (bitmap) { return detector.detect(bitmap); }).then(function (codes) {
         if (codes.length) { field.value = codes[0].rawValue; check(codes[0].rawValue); } else { show({ valid: false, reason: 'malformed' }, t('no-code')); }
       }).catch(function () { show({ valid: false, reason: 'malformed' }, t('no-code')); });
     });
-    var button = document.getElementById('start-camera');
-    var video = document.getElementById('camera');
-    if (navigator.mediaDevices && navigator.mediaDevices.getUserMedia) {
-      button.hidden = false;
-      button.addEventListener('click', function () {
-        navigator.mediaDevices.getUserMedia({ video: { facingMode: 'environment' } }).then(function (stream) {
-          video.srcObject = stream;
-          video.hidden = false;
-          video.play();
-          var last = '';
-          var scan = function () {
-            detector.detect(video).then(function (codes) {
-              if (codes.length && codes[0].rawValue !== last) { last = codes[0].rawValue; field.value = last; check(last); }
-            }).catch(function () {}).then(function () { setTimeout(scan, 400); });
-          };
-          scan();
-        }).catch(function () { button.hidden = true; });
-      });
-    }
+    var last = '';
+    var scan = function () {
+      detector.detect(video).then(function (codes) {
+        if (codes.length && codes[0].rawValue !== last) { last = codes[0].rawValue; field.value = last; check(last); }
+      }).catch(function () {}).then(function () { setTimeout(scan, 400); });
+    };
+    startCamera(scan);
   }
 })();
