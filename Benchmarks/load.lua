@@ -1,6 +1,8 @@
 -- wrk script for Benchmarks/: one route, requests spread over many members.
 --   TARGET   the path, e.g. /v1/campuses/bench/attestations
 --   METHOD   GET (default) or POST; a POST sends a submission of the demo survey
+--   BODY     with METHOD=POST, a file whose bytes are every request's body instead (CONTENT_TYPE,
+--            default application/json, says what they are: Benchmarks/scan sends a JPEG)
 --   TOKENS   a file of session tokens, one per line; each request takes the next member's
 --            (for submissions, each member's first of the day, so each should be a 201)
 --   THREADS  wrk's -t
@@ -35,13 +37,19 @@ function init(args)
     '{"surveyVersion": 1, "answers": {' .. healthy .. ', "temperature": 36.8}}',
     '{"surveyVersion": 1, "answers": {' .. healthy:gsub('"cough": false', '"cough": true') .. '}}',
   }
+  local body_file = os.getenv("BODY")
+  if body_file and body_file ~= "" then
+    local handle = assert(io.open(body_file, "rb"))
+    bodies = { handle:read("*a") }
+    handle:close()
+  end
   -- Each template is wrk.format's request with a marker where the token goes, split there.
   local marker = "\0TOKEN\0"
   templates = {}
   for i, body in ipairs(method == "POST" and bodies or { false }) do
     local headers = {}
     if #tokens > 0 then headers["Authorization"] = "Bearer " .. marker end
-    if method == "POST" then headers["Content-Type"] = "application/json" end
+    if method == "POST" then headers["Content-Type"] = os.getenv("CONTENT_TYPE") or "application/json" end
     local text = wrk.format(method, target, headers, body or nil)
     local at = text:find(marker, 1, true)
     templates[i] = at and { text:sub(1, at - 1), text:sub(at + #marker) } or { text, "" }

@@ -73,7 +73,7 @@ struct BadgeScanTests {
             #expect(blank.problem.detail.contains("hold the badge's code whole and flat in the frame"))
             let huge = try await scan("too-many-pixels.png")
             #expect(huge.status == 422 && huge.problem.fields == ["body"], "\(huge.body)")
-            #expect(huge.body.contains("is 7000×7000 pixels; at most 40 megapixels"), "\(huge.body)")
+            #expect(huge.body.contains("is 7000×7000 pixels; at most 40 megapixels for a JPEG, 16 for a PNG or WebP"), "\(huge.body)")
             let wide = try await scan("too-wide.png")
             #expect(wide.status == 422 && wide.body.contains("is 20000×1 pixels"), "\(wide.body)")
             let truncated = try await scan("truncated.jpg")

@@ -61,7 +61,7 @@ package enum BadgeHTTP {
                 .init(
                     field: "body",
                     message:
-                        "is \(width)×\(height) pixels; at most \(BadgeImage.maxPixels / 1_000_000) megapixels and \(BadgeImage.maxSide) on a side: send a smaller one (a frame of about 640 pixels is enough)"
+                        "is \(width)×\(height) pixels; at most \(BadgeImage.maxPixels / 1_000_000) megapixels for a JPEG, \(BadgeImage.maxWholePixels / 1_000_000) for a PNG or WebP, and \(BadgeImage.maxSide) on a side: send a smaller one (a frame of about 640 pixels is enough)"
                 )
             ])
         case .tooLong:

@@ -28,12 +28,15 @@ package enum BadgeImage {
         case timedOut
     }
 
+    /// A JPEG is decoded at 1/2 to 1/8 scale, so its pixels cost little; PNG and WebP are
+    /// decoded whole (a byte a pixel, WebP one and a half), two at a time.
     package static let maxPixels = 40_000_000
+    package static let maxWholePixels = 16_000_000
     package static let maxSide = 16_384
     /// A camera frame is about 640 px; a phone's photo is scaled to this before scanning.
     package static let scanSide = 1_600
     package static let maxText = 4_096
-    package static let maxQueued = 8
+    package static let maxQueued = 16
     package static let deadline = Duration.seconds(3)
 
     private static let pool: NIOThreadPool = {
@@ -56,9 +59,9 @@ package enum BadgeImage {
                 answer.give(.timedOut)
             }
             pool.submit { state in
-                defer { queued.subtract(1, ordering: .relaxed) }
-                guard case .active = state else { return answer.give(.busy) }
-                let outcome = bytes.withUnsafeReadableBytes { decode($0) }
+                // Out of the queue before the answer: the caller's next image may come at once.
+                let outcome: Outcome = if case .active = state { bytes.withUnsafeReadableBytes { decode($0) } } else { .busy }
+                queued.subtract(1, ordering: .relaxed)
                 timer.cancel()
                 answer.give(outcome)
             }
@@ -71,7 +74,7 @@ package enum BadgeImage {
         var text = [CChar](repeating: 0, count: maxText)
         var length = 0, width: Int32 = 0, height: Int32 = 0
         let outcome = attest_scan_qr(
-            base, bytes.count, maxPixels, Int32(maxSide), Int32(scanSide), &text, maxText, &length, &width, &height)
+            base, bytes.count, maxPixels, maxWholePixels, Int32(maxSide), Int32(scanSide), &text, maxText, &length, &width, &height)
         switch outcome {
         case ATTEST_SCAN_FOUND.rawValue:
             let found = text.prefix(min(length, maxText)).map { UInt8(bitPattern: $0) }
