@@ -19,8 +19,12 @@ typedef struct {
     int damaged;
 } grey_image;
 
-static int too_large(long width, long height, long max_pixels, int max_side) {
-    return width <= 0 || height <= 0 || width > max_side || height > max_side || width * height > max_pixels;
+/// ATTEST_SCAN_UNREADABLE for an image without pixels (a JPEG of tables only), TOO_MANY_PIXELS
+/// past the bounds (the sides checked before their product), else 0.
+static int refused(long width, long height, long max_pixels, int max_side) {
+    if (width <= 0 || height <= 0) return ATTEST_SCAN_UNREADABLE;
+    if (width > max_side || height > max_side || width * height > max_pixels) return ATTEST_SCAN_TOO_MANY_PIXELS;
+    return 0;
 }
 
 // MARK: JPEG (libjpeg-turbo): its errors longjmp back here, never exit().
@@ -58,9 +62,10 @@ static int decode_jpeg(const unsigned char *data, size_t size, long max_pixels, 
     jpeg_read_header(&info, TRUE);
     *width = (int)info.image_width;
     *height = (int)info.image_height;
-    if (too_large(info.image_width, info.image_height, max_pixels, max_side)) {
+    int refusal = refused(info.image_width, info.image_height, max_pixels, max_side);
+    if (refusal) {
         jpeg_destroy_decompress(&info);
-        return ATTEST_SCAN_TOO_MANY_PIXELS;
+        return refusal;
     }
     info.out_color_space = JCS_GRAYSCALE;
     // The fast integer DCT: its error is far below what a QR code's modules need.
@@ -101,9 +106,10 @@ static int decode_png(const unsigned char *data, size_t size, long max_pixels, i
     if (!png_image_begin_read_from_memory(&png, data, size)) return ATTEST_SCAN_UNREADABLE;
     *width = (int)png.width;
     *height = (int)png.height;
-    if (too_large(png.width, png.height, max_pixels, max_side)) {
+    int refusal = refused(png.width, png.height, max_pixels, max_side);
+    if (refusal) {
         png_image_free(&png);
-        return ATTEST_SCAN_TOO_MANY_PIXELS;
+        return refusal;
     }
     png.format = PNG_FORMAT_GRAY;
     unsigned char *pixels = malloc(PNG_IMAGE_SIZE(png));
@@ -132,7 +138,8 @@ static int decode_webp(const unsigned char *data, size_t size, long max_pixels, 
     if (!WebPGetInfo(data, size, &w, &h)) return ATTEST_SCAN_UNREADABLE;
     *width = w;
     *height = h;
-    if (too_large(w, h, max_pixels, max_side)) return ATTEST_SCAN_TOO_MANY_PIXELS;
+    int refusal = refused(w, h, max_pixels, max_side);
+    if (refusal) return refusal;
     int stride = 0, uv_stride = 0;
     uint8_t *u = NULL, *v = NULL;
     uint8_t *luma = WebPDecodeYUV(data, size, &w, &h, &u, &v, &stride, &uv_stride);

@@ -177,7 +177,7 @@ public struct RequestLimiters: Sendable {
         if let wait = scansByScreener.take("\(campus)/\(screener)") {
             let limit = scansByScreener.limit
             throw Problem.tooManyRequests(
-                "You sent more images to scan than a door needs (\(Int(limit.burst)) at once, then \(Self.rate(limit.perMinute)) a minute): wait a moment.",
+                "You sent more images to scan than a door needs (\(Self.rate(limit.burst)) at once, then \(Self.rate(limit.perMinute)) a minute): wait a moment.",
                 retryAfter: wait)
         }
     }
