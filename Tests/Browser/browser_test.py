@@ -573,6 +573,27 @@ class DoorCamera(unittest.TestCase):
         frame.save(path, quality=85)
         return path
 
+    def test_photo_of_the_badge_page(self):
+        """A screenshot of a member's badge page, as a phone's photo of it would be, read by the server."""
+        member = make_driver()
+        try:
+            sign_in(member, 'walker@example.edu', '/badge')
+            wait_for(member, lambda d: d.find_elements(By.CSS_SELECTOR, 'section.badge.green'))
+            path = os.path.join(CONFIG['screenshots'], 'badge-page-photo.png')
+            member.save_screenshot(path)
+        finally:
+            member.quit()
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['screener'], '/scan')
+            d.find_element(By.ID, 'image').send_keys(path)
+            wait_for(d, lambda d: 'wait' not in d.find_element(By.ID, 'verdict').get_attribute('class'), 15)
+            verdict = d.find_element(By.ID, 'verdict')
+            self.assertIn('Genuine', verdict.text)
+            self.assertIn('green', verdict.get_attribute('class'))
+        finally:
+            d.quit()
+
     def test_photo_with_and_without_script(self):
         d = make_driver()
         try:
