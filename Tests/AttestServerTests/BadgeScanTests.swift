@@ -83,6 +83,10 @@ struct BadgeScanTests {
             // The type must be an image's; the body at most 2 MB; only screeners and admins scan.
             let plain = try await scan("qrcode-4px.png", type: "text/plain")
             #expect(plain.status == 415, "\(plain.body)")
+            // A type of nothing but separators is no type: 415, never a trap on the empty split.
+            for odd in [";", " ; ", ";;charset=utf-8", " "] {
+                #expect(try await scan("qrcode-4px.png", type: odd).status == 415, "Content-Type \(odd)")
+            }
             let large = try await api.send(
                 .post, "/v1/campuses/north/badges/scan", template: Self.scanPath, token: screener,
                 bytes: [UInt8](repeating: 0xFF, count: BadgeHTTP.maxScanBytes + 1), contentType: "image/jpeg")

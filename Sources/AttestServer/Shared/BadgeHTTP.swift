@@ -36,7 +36,10 @@ package enum BadgeHTTP {
     package static func scannedToken(
         _ request: Request, _ context: AttestRequestContext, services: AttestServices, screener: UserID
     ) async throws -> String {
-        let type = request.headers[.contentType].map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() }
+        // The media type before any parameter; "" or ";" alone is no type (split gives no piece).
+        let type = request.headers[.contentType].map {
+            ($0.split(separator: ";").first ?? "").trimmingCharacters(in: .whitespaces).lowercased()
+        }
         guard let type, scanTypes.contains(type) else {
             throw Problem(
                 .unsupportedMediaType, slug: "unsupported-media-type", title: "Not an image type the scanner reads",
