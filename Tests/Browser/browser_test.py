@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from PIL import Image
 from pyzbar import pyzbar
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -69,7 +70,9 @@ def url(path):
 
 
 def wait_for(driver, condition, seconds=10):
-    return WebDriverWait(driver, seconds).until(condition)
+    # A form's submit replaces the page: an element found just before that goes stale while
+    # its text is read, which is no answer yet, so the wait goes on.
+    return WebDriverWait(driver, seconds, ignored_exceptions=[NoSuchElementException, StaleElementReferenceException]).until(condition)
 
 
 def b64url(text):
