@@ -465,6 +465,20 @@ CREATE TABLE IF NOT EXISTS member_settings (
     FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
 );
 
+-- Door checks, counted per door and hour (schema version 18): a screener names the door,
+-- and each verdict the server gives there adds one to its row (the badge's colour, or why it
+-- was refused; guest or member). Never who: no member, subject or token is kept. `hour` is
+-- the start of the campus-local hour. A server adds its counts every few seconds.
+CREATE TABLE IF NOT EXISTS door_counts (
+    campus_id  uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    door       text NOT NULL CHECK (length(door) BETWEEN 1 AND 80),
+    hour       timestamptz NOT NULL,
+    verdict    text NOT NULL CHECK (verdict ~ '^[a-z][a-z-]{0,31}$'),
+    guest      boolean NOT NULL DEFAULT false,
+    count      integer NOT NULL CHECK (count > 0),
+    PRIMARY KEY (campus_id, hour, door, verdict, guest)
+);
+
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     -- No sequence (Citus distributes the log by campus); entries are ordered by at, then id,
@@ -488,7 +502,8 @@ BEGIN
         'campus_oidc_issuers', 'campus_plugins', 'users', 'sessions', 'id_token_uses', 'sign_in_nonces', 'badge_keys', 'badge_subject_keys',
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
-        'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings'
+        'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings',
+        'door_counts'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);

@@ -25,6 +25,16 @@ struct AdminPages: Sendable {
             response.headers[.contentDisposition] = "attachment; filename=\"\(visit.campus.slug)-\(range.from)-\(range.to).csv\""
             return response
         }
+        pages.get("admin/doors.csv") { request, context -> Response in
+            let visit = try await web.visit(request, context, roles: [.admin])
+            let range = try range(request, visit: visit)
+            let hours = try await services.doorCounts.hours(campus: visit.campus, range: range)
+            var response = Response(
+                status: .ok, headers: [.contentType: "text/csv; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: DoorCounts.csv(hours, campus: visit.campus))))
+            response.headers[.contentDisposition] = "attachment; filename=\"\(visit.campus.slug)-doors-\(range.from)-\(range.to).csv\""
+            return response
+        }
         pages.get("admin/follow-ups") { request, context -> Response in
             try await followUps(request, context)
         }
@@ -117,8 +127,12 @@ struct AdminPages: Sendable {
                         [day.date.description, "\(day.submitted)"] + symptoms.map { "\(day.answers[$0]?["true"] ?? 0)" }
                     }))
         }
+        let doors = try await services.doorCounts.hours(campus: visit.campus, range: range)
+        tables += doorTables(doors, range: range, visit: visit)
+        let rangeQuery = WebRoutes.query([("from", range.from.description), ("to", range.to.description)])
         let data: [String: Any] = [
             "from": range.from.description, "to": range.to.description,
+            "doorsCsvHref": visit.base + "admin/doors.csv" + rangeQuery, "doorsNone": doors.isEmpty,
             "csvHref": visit.base + "admin/report.csv" + WebRoutes.query([("from", range.from.description), ("to", range.to.description)]),
             "compliance": total.complianceRate.map { WebFormat.percent($0 * 100) + "%" } ?? visit["noData"],
             "totalsText": visit.format("totals", "\(total.submitted)", "\(total.onTime)", "\(total.late)", "\(total.missing)"),
@@ -126,6 +140,42 @@ struct AdminPages: Sendable {
         ]
         return try web.renderer.render(
             .init(template: "admin", title: visit["adminTitle"], data: data, wide: true, current: "admin"), visit: visit)
+    }
+
+    /// The checks at each door over the range, and by hour on the range's last day with any.
+    private func doorTables(_ hours: [DoorCounts.Hour], range: DateRange, visit: WebVisit) -> [WebTable] {
+        guard let lastHour = hours.map(\.hour).max() else { return [] }
+        let colors = BadgeColor.allCases.filter { $0 != .gray } + [.gray]
+        let columns: [(label: String, num: Bool)] =
+            colors.map { (visit["color" + $0.rawValue.prefix(1).uppercased() + $0.rawValue.dropFirst()], true) } + [
+                (visit["guests"], true), (visit["refused"], true), (visit["total"], true),
+            ]
+        func cells(_ hours: [DoorCounts.Hour]) -> [String] {
+            var members: [String: Int] = [:], guests = 0, refused = 0
+            for hour in hours {
+                members.merge(hour.members, uniquingKeysWith: +)
+                guests += hour.guests.values.reduce(0, +)
+                refused += hour.refused.values.reduce(0, +)
+            }
+            return colors.map { "\(members[$0.rawValue] ?? 0)" } + ["\(guests)", "\(refused)", "\(hours.map(\.total).reduce(0, +))"]
+        }
+        let byDoor = Dictionary(grouping: hours, by: \.door).sorted { $0.key < $1.key }
+        let lastDay = visit.campus.localDate(at: lastHour)
+        let dayHours = hours.filter { visit.campus.localDate(at: $0.hour) == lastDay }.sorted { ($0.hour, $0.door) < ($1.hour, $1.door) }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = visit.campus.zone
+        return [
+            Charts.table(
+                caption: visit.format("doorsTitle", range.from.description, range.to.description),
+                columns: [(visit["door"], false)] + columns, rows: byDoor.map { [$0.key] + cells($0.value) }),
+            Charts.table(
+                caption: visit.format("doorsHourTitle", WebFormat.date(lastDay, campus: visit.campus, language: visit.language)),
+                columns: [(visit["hour"], false), (visit["door"], false)] + columns,
+                rows: dayHours.map { hour in
+                    let start = calendar.component(.hour, from: hour.hour)
+                    return [String(format: "%02d:00", start), hour.door] + cells([hour])
+                }),
+        ]
     }
 
     private func followUps(_ request: Request, _ context: AttestRequestContext) async throws -> Response {

@@ -30,38 +30,47 @@ struct ScanPage: Sendable {
     func register(on pages: RouterGroup<AttestRequestContext>) {
         pages.get("scan") { request, context -> Response in
             let visit = try await web.visit(request, context, roles: Self.roles)
-            return try page(visit: visit, verdict: nil)
+            return try page(visit: visit, verdict: nil, door: nil)
         }
         pages.post("scan") { request, context -> Response in
             let visit = try await web.visit(request, context, roles: Self.roles)
             let form = try await WebForm.read(request, context: context, limit: Self.maxPhotoBytes)
             try web.checkCSRF(request, form: form, visit: visit)
+            let screener = try Self.screener(visit)
             var token = (form["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            // The door as typed, shown again with the answer; a name that is not one counts nowhere.
+            let doorText = String((form["door"] ?? "").prefix(DoorName.maxLength * 4))
+            let door = try? DoorName.parse(doorText)
+            var scanned = false
             if token.isEmpty, let photo = form.file("photo") {
                 // A photo taken or chosen without script: read here, as `badges/scan` reads one.
-                try services.limiters.admitScan(campus: visit.campus.id, screener: try Self.screener(visit))
+                try services.limiters.admitScan(campus: visit.campus.id, screener: screener)
                 switch await BadgeImage.scan(ByteBuffer(bytes: photo.body)) {
-                case .found(let text): token = text
-                case .noCode: return try page(visit: visit, verdict: nil, trouble: "verdictNoCode")
-                case .busy, .timedOut: return try page(visit: visit, verdict: nil, trouble: "verdictBusy")
+                case .found(let text): (token, scanned) = (text, true)
+                case .noCode: return try page(visit: visit, verdict: nil, door: doorText, trouble: "verdictNoCode")
+                case .busy, .timedOut: return try page(visit: visit, verdict: nil, door: doorText, trouble: "verdictBusy")
                 case .notAnImage, .unreadable, .tooManyPixels, .tooLong:
-                    return try page(visit: visit, verdict: nil, trouble: "verdictNotAPhoto")
+                    return try page(visit: visit, verdict: nil, door: doorText, trouble: "verdictNotAPhoto")
                 }
             }
-            let verdict = try await services.badges.verify(token: String(token.prefix(4_096)), campus: visit.campus, now: services.clock())
-            return try page(visit: visit, verdict: verdict)
+            let verdict = try await BadgeHTTP.verify(
+                String(token.prefix(4_096)), campus: visit.campus, door: door, screener: screener, scanned: scanned, services: services)
+            return try page(visit: visit, verdict: verdict, door: doorText)
         }
         // A camera frame or photo from the script, where the browser cannot read QR codes.
         pages.post("scan/image") { request, context -> Response in
             let visit = try await web.visit(request, context, roles: Self.roles)
             try web.checkCSRF(request, form: nil, visit: visit)
-            let token = try await BadgeHTTP.scannedToken(request, context, services: services, screener: try Self.screener(visit))
-            return try await verified(token, visit: visit, request: request, context: context)
+            let screener = try Self.screener(visit)
+            let door = try BadgeHTTP.door(request)
+            let token = try await BadgeHTTP.scannedToken(request, context, services: services, screener: screener)
+            return try await verified(token, door: door, scanned: true, visit: visit, request: request, context: context)
         }
         pages.post("scan/verify") { request, context -> Response in
             let visit = try await web.visit(request, context, roles: Self.roles)
             try web.checkCSRF(request, form: nil, visit: visit)
-            return try await verified(BadgeHTTP.token(request, context), visit: visit, request: request, context: context)
+            let (token, door) = try await BadgeHTTP.verification(request, context)
+            return try await verified(token, door: door, scanned: false, visit: visit, request: request, context: context)
         }
     }
 
@@ -74,9 +83,13 @@ struct ScanPage: Sendable {
     /// The most bytes of a photo the form sends without script: a phone's camera photo, whole.
     static let maxPhotoBytes = 8 * 1024 * 1024
 
-    private func verified(_ token: String, visit: WebVisit, request: Request, context: AttestRequestContext) async throws -> Response {
+    private func verified(
+        _ token: String, door: DoorName?, scanned: Bool, visit: WebVisit, request: Request, context: AttestRequestContext
+    ) async throws -> Response {
         let verdict: VerifyBody
-        switch try await services.badges.verify(token: token, campus: visit.campus, now: services.clock()) {
+        let screener = try Self.screener(visit)
+        switch try await BadgeHTTP.verify(token, campus: visit.campus, door: door, screener: screener, scanned: scanned, services: services)
+        {
         case .valid(let claims): verdict = VerifyBody(valid: true, color: claims.color, date: claims.date)
         case .invalid(let rejection): verdict = VerifyBody(valid: false, reason: rejection.rawValue, detail: rejection.detail)
         }
@@ -85,8 +98,10 @@ struct ScanPage: Sendable {
         return response
     }
 
-    private func page(visit: WebVisit, verdict: BadgeVerification?, trouble: String? = nil) throws -> Response {
-        var data: [String: Any] = ["timeZone": visit.campus.timeZone, "verdictClass": "wait", "verdictText": visit["scanReady"]]
+    private func page(visit: WebVisit, verdict: BadgeVerification?, door: String?, trouble: String? = nil) throws -> Response {
+        var data: [String: Any] = [
+            "timeZone": visit.campus.timeZone, "verdictClass": "wait", "verdictText": visit["scanReady"], "door": door ?? "",
+        ]
         switch verdict {
         case .valid(let claims)?:
             let words = ["green": "colorGreen", "yellow": "colorYellow", "red": "colorRed", "gray": "colorGray"]

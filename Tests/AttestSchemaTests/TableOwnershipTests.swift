@@ -13,6 +13,7 @@ struct TableOwnershipTests {
         "Identity": ["users", "member_changes", "sessions", "campus_oidc_issuers", "id_token_uses", "sign_in_nonces"],
         "Surveys": [
             "questionnaires", "attestations", "daily_stats", "daily_answer_counts", "purge_state", "badge_keys", "badge_subject_keys",
+            "door_counts",
         ],
         "Notifications": ["notification_outbox", "reminder_runs"],
         "Journal": [

@@ -43,7 +43,8 @@ struct BrowserTests {
         var quiet = TestDatabase.testLogger
         quiet.logLevel = .critical
         let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), services: [server.services.writer],
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
+            services: [server.services.writer, server.services.doorCounts],
             logger: quiet)
         let serving = Task { try await app.runService(gracefulShutdownSignals: []) }
         defer { serving.cancel() }

@@ -146,7 +146,8 @@ struct TestServer {
         let router = AttestServer.buildRouter(configuration: configuration, services: services, frontEnds: TestServer.frontEnds)
         extraRoutes(router)
         let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), services: [services.writer],
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            services: [services.writer, services.doorCounts],
             logger: logger)
         try await app.test(.live) { client in try await body(APIClient(client: client)) }
         await pool.shutdown()

@@ -66,6 +66,18 @@ struct WriterOracleTests {
         return file
     }
 
+    /// `csv` as Python's csv module reads it: the oracle for every CSV the project writes.
+    static func pythonCSV(_ csv: Data) async throws -> [[String]] {
+        let file = try write(csv, suffix: "csv")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let read = try await ChildProcess.run([
+            "/usr/bin/env", "python3", "-c",
+            "import csv, json, sys; print(json.dumps(list(csv.reader(open(sys.argv[1], newline='', encoding='utf-8')))))", file.path,
+        ])
+        #expect(read.status == 0, "python3: \(read.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [[String]])
+    }
+
     @Test func pythonsCSVReaderReadsBackEveryFieldWritten() async throws {
         let entries = Self.entries(Fuzz.cases(400), title: { _, g in Self.hostile(using: &g) }, text: { _, g in Self.hostile(using: &g) })
         // Every special character first, with and without a mark after it.
@@ -82,14 +94,7 @@ struct WriterOracleTests {
                     updatedAt: Date())
             }
         let csv = MemberExport.document(.csv, heading: Self.heading(entries: all.count), entries: all, episodes: [])
-        let file = try Self.write(csv, suffix: "csv")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let read = try await ChildProcess.run([
-            "/usr/bin/env", "python3", "-c",
-            "import csv, json, sys; print(json.dumps(list(csv.reader(open(sys.argv[1], newline='', encoding='utf-8')))))", file.path,
-        ])
-        #expect(read.status == 0, "python3: \(read.stderr)")
-        let rows = try #require(try JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [[String]])
+        let rows = try await Self.pythonCSV(csv)
         #expect(rows.first == MemberExport.csvColumns)
         #expect(rows.count == all.count + 1)
         for (index, entry) in all.enumerated() where index + 1 < rows.count {

@@ -473,6 +473,10 @@ class DoorScanner(unittest.TestCase):
 
     def check(self, token):
         d = self.driver
+        # The last verdict fills the screen for two seconds; a tap ends it, as door staff would.
+        verdict = d.find_element(By.ID, 'verdict')
+        if 'full' in verdict.get_attribute('class'):
+            verdict.click()
         field = d.find_element(By.ID, 'token')
         field.clear()
         field.send_keys(token)
@@ -535,10 +539,15 @@ class DoorCamera(unittest.TestCase):
     """Where the browser has no BarcodeDetector: the camera's frames, a photo with script and a
     photo without, each read by the server, each verdict the badge's."""
 
+    DOOR = 'North gate (camera test)'
+
     def camera_verdict(self, token, expected):
         d = make_driver(camera=y4m(token, 'camera.y4m'))
         try:
             sign_in(d, CONFIG['screener'], '/scan')
+            # Door mode: each verdict is counted at the door the screener names.
+            d.find_element(By.ID, 'door').clear()
+            d.find_element(By.ID, 'door').send_keys(self.DOOR)
             button = d.find_element(By.ID, 'start-camera')
             self.assertTrue(button.is_displayed(), 'the camera button shows without BarcodeDetector')
             started = time.monotonic()
@@ -549,6 +558,11 @@ class DoorCamera(unittest.TestCase):
             self.assertIn(expected, text)
             sys.stderr.write('camera: %r in %.2f s\n' % (expected, took))
             self.assertLess(took, 5, 'the verdict took %.1f s' % took)
+            # The verdict fills the screen (for two seconds), in its colour and words.
+            size = d.find_element(By.ID, 'verdict').size
+            window = d.execute_script('return [window.innerWidth, window.innerHeight]')
+            self.assertGreaterEqual(size['width'], window[0] - 1)
+            self.assertGreaterEqual(size['height'], window[1] - 1)
             return d
         except Exception:
             d.quit()
@@ -568,6 +582,34 @@ class DoorCamera(unittest.TestCase):
             d.quit()
         self.camera_verdict(CONFIG['expiredToken'], 'expired').quit()
         self.camera_verdict(CONFIG['otherCampusToken'], 'another campus').quit()
+        # The four verdicts, counted at the door (a server adds its counts every 5 seconds),
+        # on the admin's dashboard as in the API: the badges' colours and the refusals, no one's name.
+        today = datetime.date.today()
+        query = 'from=%s&to=%s' % (today - datetime.timedelta(days=1), today + datetime.timedelta(days=1))
+        deadline = time.monotonic() + 20
+        while True:
+            doors = api('/v1/campuses/%s/admin/doors?%s' % (CONFIG['campus'], query), CONFIG['adminToken'])['doors']
+            door = next((item for item in doors if item['door'] == self.DOOR), None)
+            if door and door['total']['count'] >= 4 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        self.assertIsNotNone(door, 'the door is counted: %r' % doors)
+        total = door['total']
+        self.assertEqual(total['count'], 4, total)
+        self.assertEqual((total['members']['green'], total['members']['red']), (1, 1), total)
+        self.assertEqual(sum(total['refused'].values()), 2, total)
+        self.assertEqual(total['refused'].get('expired'), 1, total)
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['admin'], '/admin?' + query)
+            row = next(r for r in d.find_elements(By.CSS_SELECTOR, 'table tbody tr')
+                       if r.find_elements(By.TAG_NAME, 'th') and r.find_element(By.TAG_NAME, 'th').text == self.DOOR)
+            cells = [c.text for c in row.find_elements(By.TAG_NAME, 'td')]
+            # Green, yellow, red, not submitted, guests, refused, total.
+            self.assertEqual(cells, ['1', '0', '1', '0', '0', '2', '4'])
+            check_page(d, 'admin-doors-en')
+        finally:
+            d.quit()
 
     def photo(self, token, name):
         path = os.path.join(CONFIG['screenshots'], name)

@@ -61,29 +61,33 @@ struct BadgeRoutes: Sendable {
             return response
         }
 
-        let door = campus.group("badges").add(middleware: AuthenticationMiddleware(services: services, roles: [.screener, .admin]))
-        door.post("verify") { request, context -> VerificationBody in
+        let checks = campus.group("badges").add(middleware: AuthenticationMiddleware(services: services, roles: [.screener, .admin]))
+        checks.post("verify") { request, context -> VerificationBody in
             let campus = try context.requireCampus()
-            return try await verify(BadgeHTTP.token(request, context), campus: campus)
+            let session = try context.requireSession()
+            let (token, door) = try await BadgeHTTP.verification(request, context)
+            return Self.body(try await BadgeHTTP.verify(token, campus: campus, door: door, screener: session.user.id, services: services))
         }
         // A photo or camera frame of the badge's QR code, read on the server (`BadgeImage`) for
         // the browsers that cannot read one; answered as `verify` answers the code's token.
-        door.post("scan") { request, context -> VerificationBody in
+        checks.post("scan") { request, context -> VerificationBody in
             let campus = try context.requireCampus()
             let session = try context.requireSession()
+            let door = try BadgeHTTP.door(request)
             let token = try await BadgeHTTP.scannedToken(request, context, services: services, screener: session.user.id)
-            let verdict = try await verify(token, campus: campus)
-            if verdict.reason == BadgeRejection.malformed.rawValue {
+            let verdict = try await BadgeHTTP.verify(
+                token, campus: campus, door: door, screener: session.user.id, scanned: true, services: services)
+            if verdict == .invalid(.malformed) {
                 throw Problem(
                     .unprocessableContent, slug: "not-a-badge", title: "Not a badge",
                     detail: "The image's QR code is not a member's badge (it holds something else): ask the member to show the badge.")
             }
-            return verdict
+            return Self.body(verdict)
         }
     }
 
-    private func verify(_ token: String, campus: Campus) async throws -> VerificationBody {
-        switch try await services.badges.verify(token: token, campus: campus, now: services.clock()) {
+    private static func body(_ verdict: BadgeVerification) -> VerificationBody {
+        switch verdict {
         case .valid(let claims):
             return VerificationBody(
                 valid: true, color: claims.color, date: claims.date,

@@ -213,6 +213,57 @@ struct StatisticsRoutes: Sendable {
         }
     }
 
+    /// One door's counts in an hour, or in the whole range: valid badges by colour (members'
+    /// and guests' apart, every colour named), refused ones by reason (those that occurred).
+    struct DoorFigures: Codable, Sendable {
+        var hour: String?
+        var members: [String: Int]
+        var guests: [String: Int]
+        var refused: [String: Int]
+        var count: Int
+
+        init(hour: String?, members: [String: Int], guests: [String: Int], refused: [String: Int]) {
+            let colors = Dictionary(uniqueKeysWithValues: BadgeColor.allCases.map { ($0.rawValue, 0) })
+            self.hour = hour
+            self.members = colors.merging(members, uniquingKeysWith: +)
+            self.guests = colors.merging(guests, uniquingKeysWith: +)
+            self.refused = refused
+            self.count = members.values.reduce(0, +) + guests.values.reduce(0, +) + refused.values.reduce(0, +)
+        }
+    }
+
+    struct DoorItem: Codable, Sendable {
+        var door: String
+        var total: DoorFigures
+        var hours: [DoorFigures]
+    }
+
+    struct DoorsBody: ResponseEncodable {
+        var from: String
+        var to: String
+        var doors: [DoorItem]
+    }
+
+    /// The campus's door counts of a range, per door: its total and its hours.
+    static func doorsBody(_ hours: [DoorCounts.Hour], range: DateRange, campus: Campus) -> DoorsBody {
+        func sum(_ hours: [DoorCounts.Hour], _ part: KeyPath<DoorCounts.Hour, [String: Int]>) -> [String: Int] {
+            var total: [String: Int] = [:]
+            for hour in hours { total.merge(hour[keyPath: part], uniquingKeysWith: +) }
+            return total
+        }
+        var doors: [DoorItem] = []
+        for (door, hours) in Dictionary(grouping: hours, by: \.door).sorted(by: { $0.key < $1.key }) {
+            let total = DoorFigures(hour: nil, members: sum(hours, \.members), guests: sum(hours, \.guests), refused: sum(hours, \.refused))
+            let each = hours.map { hour in
+                DoorFigures(
+                    hour: DoorCounts.hourText(hour.hour, campus: campus), members: hour.members, guests: hour.guests,
+                    refused: hour.refused)
+            }
+            doors.append(DoorItem(door: door, total: total, hours: each))
+        }
+        return DoorsBody(from: range.from.description, to: range.to.description, doors: doors)
+    }
+
     /// Follow-ups per page when the request names no `limit`, and the most it may name.
     static let followUpPage = (default: 500, most: 1_000)
 
@@ -223,6 +274,12 @@ struct StatisticsRoutes: Sendable {
         campus.group("admin/dashboard").add(middleware: AuthenticationMiddleware(services: services, roles: [.admin]))
             .get { request, context -> Response in
                 try await dashboard(request, context)
+            }
+        campus.group("admin/doors").add(middleware: AuthenticationMiddleware(services: services, roles: [.admin]))
+            .get { request, context -> DoorsBody in
+                let campus = try context.requireCampus()
+                let range = try range(request)
+                return Self.doorsBody(try await services.doorCounts.hours(campus: campus, range: range), range: range, campus: campus)
             }
         campus.group("admin/follow-ups").add(middleware: AuthenticationMiddleware(services: services, roles: [.healthOfficer]))
             .get { request, context -> Response in

@@ -44,7 +44,9 @@ package enum AttestServer {
         // Services stop in the reverse order: the trace exporter last, after the spans of the
         // last requests, batches and deliveries.
         var background: [any Service] = traceExport.map { [$0] } ?? []
-        background += [services.database, services.authGenerations, services.writer, services.outbox, services.retention]
+        background += [
+            services.database, services.authGenerations, services.writer, services.outbox, services.retention, services.doorCounts,
+        ]
         if let reader = services.readDatabase { background.append(reader) }
         if let metricsPort = configuration.metricsPort {
             let metricsRouter = Router()

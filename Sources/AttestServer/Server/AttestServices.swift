@@ -36,6 +36,8 @@ public struct AttestServices: Sendable {
     public var writer: AttestationWriter
     public var attestations: AttestationService
     public var badges: BadgeService
+    /// Door checks counted per door and hour, added to the table every few seconds: a `Service`.
+    public var doorCounts: DoorCounts
     public var testingLocations: TestingLocationDirectory
     /// The campus's region's community figures, from its community-data provider.
     public var community: CommunityDirectory
@@ -85,6 +87,7 @@ public struct AttestServices: Sendable {
             client: database, sessions: sessions, writer: writer, questionnaires: activeQuestionnaires, registry: registry, logger: logger,
             kek: kek)
         self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database, kek: kek))
+        self.doorCounts = DoorCounts(client: database, logger: logger)
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger, kek: kek)
         self.community = CommunityDirectory(client: database, registry: registry, http: http, logger: logger, kek: kek)

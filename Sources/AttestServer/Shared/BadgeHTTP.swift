@@ -11,17 +11,44 @@ import Tenancy
 
 /// A badge verification's body, as the API and the scanner page send it.
 package enum BadgeHTTP {
-    /// A verification request's one field, `token`, as the API and the scanner page send it.
-    package static func token(_ request: Request, _ context: AttestRequestContext) async throws -> String {
+    /// A verification request's fields: `token`, and `door` when the screener named the door
+    /// (the verdict is then counted there, `DoorCounts`), as the API and the scanner page send them.
+    package static func verification(_ request: Request, _ context: AttestRequestContext) async throws -> (token: String, door: DoorName?) {
         var reader = ObjectReader(
-            try await request.jsonObject(context: context), fields: ["token"], unknown: "is not a field of a verification request")
+            try await request.jsonObject(context: context), fields: ["token", "door"], unknown: "is not a field of a verification request")
         let token = reader.text(
             "token", required: "the badge token the member shows (a string)",
             wrong: "is required: the badge token the member shows (a string)")
         if token?.isEmpty == true { reader.problem("token", "is required: the badge token the member shows (a string)") }
+        var door: DoorName?
+        if let text = reader.text("door", wrong: "must be the door's name as text, such as \"Library east entrance\"") {
+            do { door = try DoorName.parse(text) } catch { reader.problem("door", error.message) }
+        }
         try reader.finish()
         guard let token else { throw Problem.validation(reader.problems) }
-        return token
+        return (token, door)
+    }
+
+    /// The `door` of a query string (`badges/scan?door=…`), when given; a 422 naming it when it
+    /// is no door's name, or for any other parameter.
+    package static func door(_ request: Request) throws -> DoorName? {
+        let query = QueryParameters(request, accepting: ["door"])
+        guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+        guard let text = query["door"] else { return nil }
+        do { return try DoorName.parse(text) } catch { throw Problem.validation([.init(field: "door", message: error.message)]) }
+    }
+
+    /// Checks `token` at `campus` and counts the verdict at `door`, when the screener named one.
+    /// A scanned QR code that is no badge (`scanned`) is not counted: a camera sees other codes.
+    package static func verify(
+        _ token: String, campus: Campus, door: DoorName?, screener: UserID, scanned: Bool = false, services: AttestServices
+    ) async throws -> BadgeVerification {
+        let now = services.clock()
+        let verdict = try await services.badges.verify(token: token, campus: campus, now: now)
+        if let door, !(scanned && verdict == .invalid(.malformed)) {
+            services.doorCounts.count(verdict, token: token, door: door, campus: campus, screener: screener, at: now)
+        }
+        return verdict
     }
 
     /// The image types `badges/scan` reads, and the most bytes of one (a phone's photo; a

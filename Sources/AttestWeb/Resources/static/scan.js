@@ -5,7 +5,9 @@
 // frames (640 px, JPEG) go to the server three times a second until one holds a badge, and a
 // photo goes whole; the server reads and checks it (`scan/image`). Each verdict shows in colour
 // and words with a beep and a buzz where allowed; the camera looks again two seconds later.
-// The keys are saved in localStorage and used offline for at most 12 hours.
+// The keys are saved in localStorage and used offline for at most 12 hours. The door the
+// screener names is kept there too and sent with each check, which the server counts per door
+// and hour (verdicts given offline are not counted: the server never sees them).
 (function () {
   'use strict';
   var root = document.getElementById('scanner');
@@ -13,6 +15,11 @@
   var verdict = document.getElementById('verdict');
   var form = document.getElementById('paste-form');
   var field = document.getElementById('token');
+  var door = document.getElementById('door');
+  var doorKey = 'attest-door-' + root.dataset.campus;
+  try { if (door && !door.value) door.value = localStorage.getItem(doorKey) || ''; } catch (e) { /* private mode */ }
+  if (door) door.addEventListener('change', function () { try { localStorage.setItem(doorKey, door.value.trim()); } catch (e) { /* private mode */ } });
+  function doorName() { return door ? door.value.trim() : ''; }
   var campus = root.dataset.campus;
   var zone = root.dataset.zone;
   var storeKey = 'attest-keys-' + campus;
@@ -119,7 +126,13 @@
       verdict.appendChild(small);
     }
     verdict.focus();
+    // Full screen for two seconds, where the next person is looked for; a tap ends it sooner.
+    verdict.classList.add('full');
+    clearTimeout(fullTimer);
+    fullTimer = setTimeout(function () { verdict.classList.remove('full'); }, 2000);
   }
+  var fullTimer = null;
+  verdict.addEventListener('click', function () { verdict.classList.remove('full'); });
 
   function check(token) {
     token = token.trim();
@@ -132,7 +145,7 @@
         return fetch(root.dataset.verifyUrl, {
           method: 'POST', credentials: 'same-origin',
           headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': root.dataset.csrf },
-          body: JSON.stringify({ token: token })
+          body: JSON.stringify(doorName() ? { token: token, door: doorName() } : { token: token })
         }).then(function (response) {
           if (!response.ok) throw new Error('verify');
           return response.json();
@@ -146,7 +159,8 @@
 
   // The server's reading of an image: the verdict, or null when it found no QR code there.
   function readOnServer(blob) {
-    return fetch(root.dataset.imageUrl, {
+    var url = root.dataset.imageUrl + (doorName() ? '?door=' + encodeURIComponent(doorName()) : '');
+    return fetch(url, {
       method: 'POST', credentials: 'same-origin', body: blob,
       headers: { 'Content-Type': blob.type || 'image/jpeg', 'X-CSRF-Token': root.dataset.csrf }
     }).then(function (response) {
