@@ -198,11 +198,12 @@ let package = Package(
             plugins: ["EmbedWebPlugin"]
         ),
         // The door scanner's server path: a photo or camera frame (JPEG, PNG, WebP) decoded to
-        // grey and scanned for a QR code with ZBar (Debian: libzbar-dev, libjpeg-dev,
-        // libpng-dev, libwebp-dev). C, so that libjpeg's errors can longjmp within C.
+        // grey and scanned for a QR code with zxing-cpp (Debian: libzxing-dev, libjpeg-dev,
+        // libpng-dev, libwebp-dev). C, so that libjpeg's errors can longjmp within C; the reader
+        // behind one C function in C++ (qr_reader.cpp), its exceptions caught there.
         .target(
             name: "CBadgeImage",
-            linkerSettings: [.linkedLibrary("zbar"), .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("webp")]
+            linkerSettings: [.linkedLibrary("ZXing"), .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("webp")]
         ),
         // libqrencode, for the badge's QR code drawn by the server (Debian: libqrencode-dev).
         .systemLibrary(

@@ -9,7 +9,6 @@
 #include <jpeglib.h>
 #include <png.h>
 #include <webp/decode.h>
-#include <zbar.h>
 
 /// A grey image: one byte a pixel, rows of `width` bytes. `damaged`: the decoder warned (a
 /// truncated JPEG decodes, its missing part grey); a code found in it still counts.
@@ -196,59 +195,8 @@ static int scale_down(grey_image *image, int scan_side) {
     return ATTEST_SCAN_FOUND;
 }
 
-/// One ZBar pass over every `density`-th row and column, QR codes only.
-static int scan_at(const grey_image *image, int density, char *out, size_t out_capacity, size_t *out_length) {
-    zbar_image_scanner_t *scanner = zbar_image_scanner_create();
-    if (!scanner) return ATTEST_SCAN_NO_MEMORY;
-    zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_ENABLE, 0);
-    zbar_image_scanner_set_config(scanner, ZBAR_QRCODE, ZBAR_CFG_ENABLE, 1);
-    zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_X_DENSITY, density);
-    zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_Y_DENSITY, density);
-    zbar_image_t *zimage = zbar_image_create();
-    if (!zimage) {
-        zbar_image_scanner_destroy(scanner);
-        return ATTEST_SCAN_NO_MEMORY;
-    }
-    zbar_image_set_format(zimage, zbar_fourcc('Y', '8', '0', '0'));
-    zbar_image_set_size(zimage, (unsigned)image->width, (unsigned)image->height);
-    zbar_image_set_data(zimage, image->pixels, (unsigned long)image->width * (unsigned long)image->height, NULL);
-    int outcome = ATTEST_SCAN_NO_CODE;
-    if (zbar_scan_image(scanner, zimage) > 0) {
-        for (const zbar_symbol_t *symbol = zbar_image_first_symbol(zimage); symbol; symbol = zbar_symbol_next(symbol)) {
-            if (zbar_symbol_get_type(symbol) != ZBAR_QRCODE) continue;
-            size_t length = zbar_symbol_get_data_length(symbol);
-            if (length > out_capacity) {
-                outcome = ATTEST_SCAN_TOO_LONG;
-                continue;
-            }
-            memcpy(out, zbar_symbol_get_data(symbol), length);
-            *out_length = length;
-            outcome = ATTEST_SCAN_FOUND;
-            break;
-        }
-    }
-    zbar_image_destroy(zimage);
-    zbar_image_scanner_destroy(scanner);
-    return outcome;
-}
-
-/// Every second row and column first, which finds a code held up to a camera at about half
-/// the cost; every one when that finds nothing (small modules: a code far from the camera);
-/// then, for an image of some size, once more at half scale, whose averaging smooths the
-/// ringing a strongly compressed JPEG leaves around each module (in a test of 300 badges drawn
-/// at 6 px a module and saved at JPEG quality 30, every pass before it missed one or more).
-static int scan(const grey_image *image, char *out, size_t out_capacity, size_t *out_length) {
-    int outcome = scan_at(image, 2, out, out_capacity, out_length);
-    if (outcome == ATTEST_SCAN_NO_CODE) outcome = scan_at(image, 1, out, out_capacity, out_length);
-    if (outcome == ATTEST_SCAN_NO_CODE && image->width >= 256 && image->height >= 256) {
-        grey_image half;
-        outcome = averaged(image, 2, &half);
-        if (outcome != ATTEST_SCAN_FOUND) return outcome;
-        outcome = scan_at(&half, 1, out, out_capacity, out_length);
-        free(half.pixels);
-    }
-    return outcome;
-}
+/// The first QR code in `image`, found by zxing-cpp (`qr_reader.cpp`).
+int attest_read_qr(const unsigned char *pixels, int width, int height, char *out, size_t out_capacity, size_t *out_length);
 
 int attest_scan_qr(const unsigned char *data, size_t size, long max_pixels, long max_whole_pixels, int max_side, int scan_side,
                    char *out, size_t out_capacity, size_t *out_length, int *width, int *height) {
@@ -269,7 +217,7 @@ int attest_scan_qr(const unsigned char *data, size_t size, long max_pixels, long
     }
     if (decoded != ATTEST_SCAN_FOUND) return decoded;
     int outcome = scale_down(&image, scan_side);
-    if (outcome == ATTEST_SCAN_FOUND) outcome = scan(&image, out, out_capacity, out_length);
+    if (outcome == ATTEST_SCAN_FOUND) outcome = attest_read_qr(image.pixels, image.width, image.height, out, out_capacity, out_length);
     if (outcome == ATTEST_SCAN_NO_CODE && image.damaged) outcome = ATTEST_SCAN_UNREADABLE;
     free(image.pixels);
     return outcome;
