@@ -68,7 +68,7 @@ static int decode_jpeg(const unsigned char *data, size_t size, long max_pixels, 
     }
     info.out_color_space = JCS_GRAYSCALE;
     // The accurate integer DCT, libjpeg's default: the fast one's error, at the strong
-    // compression of a phone's small frames, cost ZBar one badge in four at JPEG quality 30
+    // compression of a phone's small frames, cost the reader (ZBar then) one badge in four at JPEG quality 30
     // (and more time in passes that found nothing than it saved).
     info.dct_method = JDCT_ISLOW;
     info.do_fancy_upsampling = FALSE;

@@ -136,6 +136,9 @@ public final class DoorCounts: Service, Sendable {
                                 \(counts.map { Int32(clamping: $0.value) })::int4[]) AS c(door, hour, verdict, guest, n)
                     ON CONFLICT (campus_id, hour, door, verdict, guest) DO UPDATE SET count = d.count + excluded.count
                     """, campus: campus.rawValue)
+            } catch let error as PostgresError where error.sqlState?.hasPrefix("23") == true {
+                // An integrity violation (the campus was deleted) does not pass with time.
+                logger.warning("door counts dropped: the database refused them", metadata: ["error": "\(error)"])
             } catch {
                 logger.warning("door counts not yet written; kept for the next try", metadata: ["error": "\(error)"])
                 state.withLock { state in

@@ -7,7 +7,7 @@ import Synchronization
 
 /// The QR code in a photo or a camera frame, for the door scanner where the browser cannot
 /// decode one itself (Safari on iPhone, Firefox, Chrome on Linux and Windows): the image is
-/// decoded to grey and scanned with ZBar in C (`CBadgeImage`), on threads of its own, never
+/// decoded to grey and read with zxing-cpp through C (`CBadgeImage`), on threads of its own, never
 /// the event loop's or Swift's cooperative pool, which a slow decode would stall.
 ///
 /// Bounded on every side: an image is refused from its header past `maxPixels` or `maxSide`

@@ -6,7 +6,7 @@
 /// What `attest_scan_qr` found.
 enum attest_scan_outcome {
     ATTEST_SCAN_FOUND = 1,         ///< a QR code: its bytes are in `out`
-    ATTEST_SCAN_NO_CODE = 0,       ///< a readable image without a QR code ZBar could read
+    ATTEST_SCAN_NO_CODE = 0,       ///< a readable image without a QR code the reader could read
     ATTEST_SCAN_NOT_AN_IMAGE = -1, ///< neither JPEG, PNG nor WebP by its first bytes
     ATTEST_SCAN_UNREADABLE = -2,   ///< says it is one but does not decode (truncated, corrupt)
     ATTEST_SCAN_TOO_MANY_PIXELS = -3, ///< wider or taller than `max_side`, or more pixels than allowed
@@ -19,7 +19,7 @@ enum attest_scan_outcome {
 /// with a side over `max_side`, a JPEG of more than `max_pixels` pixels (decoded at 1/2 to 1/8
 /// scale, so its memory stays small) or a PNG or WebP of more than `max_whole_pixels` (decoded
 /// whole, a byte or two a pixel): no decompression bomb. It scales it
-/// down so its longer side is at most `scan_side`, and scans it with ZBar (QR codes only).
+/// down so its longer side is at most `scan_side`, and reads it with zxing-cpp (QR codes only; `qr_reader.cpp`).
 /// Errors in the decoders are caught here (libjpeg's by setjmp in this file); nothing is printed.
 /// Thread-safe: every call makes its own decoder and scanner. The image's size is written to
 /// `width` and `height` when its header was read.
