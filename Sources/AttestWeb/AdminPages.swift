@@ -28,6 +28,7 @@ struct AdminPages: Sendable {
         pages.get("admin/doors.csv") { request, context -> Response in
             let visit = try await web.visit(request, context, roles: [.admin])
             let range = try range(request, visit: visit)
+            try DoorCounts.checkHourly(range)
             let hours = try await services.doorCounts.hours(campus: visit.campus, range: range)
             var response = Response(
                 status: .ok, headers: [.contentType: "text/csv; charset=utf-8"],
@@ -127,12 +128,16 @@ struct AdminPages: Sendable {
                         [day.date.description, "\(day.submitted)"] + symptoms.map { "\(day.answers[$0]?["true"] ?? 0)" }
                     }))
         }
-        let doors = try await services.doorCounts.hours(campus: visit.campus, range: range)
-        tables += doorTables(doors, range: range, visit: visit)
+        let doors = try await services.doorCounts.totals(campus: visit.campus, range: range)
+        var lastDayHours: [DoorCounts.Hour] = []
+        if let day = doors.lastDay {
+            lastDayHours = try await services.doorCounts.hours(campus: visit.campus, range: DateRange(from: day, to: day))
+        }
+        tables += doorTables(totals: doors.doors, lastDay: doors.lastDay, hours: lastDayHours, range: range, visit: visit)
         let rangeQuery = WebRoutes.query([("from", range.from.description), ("to", range.to.description)])
         let data: [String: Any] = [
             "from": range.from.description, "to": range.to.description,
-            "doorsCsvHref": visit.base + "admin/doors.csv" + rangeQuery, "doorsNone": doors.isEmpty,
+            "doorsCsvHref": visit.base + "admin/doors.csv" + rangeQuery, "doorsNone": doors.doors.isEmpty,
             "csvHref": visit.base + "admin/report.csv" + WebRoutes.query([("from", range.from.description), ("to", range.to.description)]),
             "compliance": total.complianceRate.map { WebFormat.percent($0 * 100) + "%" } ?? visit["noData"],
             "totalsText": visit.format("totals", "\(total.submitted)", "\(total.onTime)", "\(total.late)", "\(total.missing)"),
@@ -142,9 +147,12 @@ struct AdminPages: Sendable {
             .init(template: "admin", title: visit["adminTitle"], data: data, wide: true, current: "admin"), visit: visit)
     }
 
-    /// The checks at each door over the range, and by hour on the range's last day with any.
-    private func doorTables(_ hours: [DoorCounts.Hour], range: DateRange, visit: WebVisit) -> [WebTable] {
-        guard let lastHour = hours.map(\.hour).max() else { return [] }
+    /// The checks at each door over the range (`totals`), and by hour on the range's last day
+    /// with any (`hours`).
+    private func doorTables(
+        totals: [DoorCounts.Hour], lastDay: LocalDate?, hours: [DoorCounts.Hour], range: DateRange, visit: WebVisit
+    ) -> [WebTable] {
+        guard let lastDay, !totals.isEmpty else { return [] }
         let colors = BadgeColor.allCases.filter { $0 != .gray } + [.gray]
         let columns: [(label: String, num: Bool)] =
             colors.map { (visit["color" + $0.rawValue.prefix(1).uppercased() + $0.rawValue.dropFirst()], true) } + [
@@ -159,15 +167,13 @@ struct AdminPages: Sendable {
             }
             return colors.map { "\(members[$0.rawValue] ?? 0)" } + ["\(guests)", "\(refused)", "\(hours.map(\.total).reduce(0, +))"]
         }
-        let byDoor = Dictionary(grouping: hours, by: \.door).sorted { $0.key < $1.key }
-        let lastDay = visit.campus.localDate(at: lastHour)
-        let dayHours = hours.filter { visit.campus.localDate(at: $0.hour) == lastDay }.sorted { ($0.hour, $0.door) < ($1.hour, $1.door) }
+        let dayHours = hours.sorted { ($0.hour, $0.door) < ($1.hour, $1.door) }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = visit.campus.zone
         return [
             Charts.table(
                 caption: visit.format("doorsTitle", range.from.description, range.to.description),
-                columns: [(visit["door"], false)] + columns, rows: byDoor.map { [$0.key] + cells($0.value) }),
+                columns: [(visit["door"], false)] + columns, rows: totals.map { [$0.door] + cells([$0]) }),
             Charts.table(
                 caption: visit.format("doorsHourTitle", WebFormat.date(lastDay, campus: visit.campus, language: visit.language)),
                 columns: [(visit["hour"], false), (visit["door"], false)] + columns,

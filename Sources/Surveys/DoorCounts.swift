@@ -167,15 +167,56 @@ public final class DoorCounts: Service, Sendable {
         public var total: Int { members.values.reduce(0, +) + guests.values.reduce(0, +) + refused.values.reduce(0, +) }
     }
 
+    /// The most days a request for hours may span: a busy campus's year of hours at every door
+    /// would be a million rows; totals per door cover any range.
+    public static let maxHourlyDays = 92
+
+    /// A range short enough for counts by hour, or the problem naming `to`.
+    public static func checkHourly(_ range: DateRange) throws(SurveysError) {
+        let days = range.from.days(until: range.to) + 1
+        guard days <= maxHourlyDays else {
+            throw .invalidRange([
+                FieldProblem(
+                    "to",
+                    "must be at most \(maxHourlyDays - 1) days after from (\(range.from)) for counts by hour, this range spans \(days) days: ask for a quarter at a time"
+                )
+            ])
+        }
+    }
+
     /// The counts of `campus` for the local days of `range`, by door then hour.
     public func hours(campus: Campus, range: DateRange) async throws -> [Hour] {
         let start = campus.startOfDay(range.from), end = campus.startOfDay(range.to.adding(days: 1))
-        let rows = try await client.query(
-            """
-            SELECT door, hour, verdict, guest, count FROM door_counts
-            WHERE campus_id = \(campus.id) AND hour >= \(start) AND hour < \(end)
-            ORDER BY door, hour
-            """, campus: campus.id.rawValue)
+        return try Self.folded(
+            await client.query(
+                """
+                SELECT door, hour, verdict, guest, count FROM door_counts
+                WHERE campus_id = \(campus.id) AND hour >= \(start) AND hour < \(end)
+                ORDER BY door, hour
+                """, campus: campus.id.rawValue))
+    }
+
+    /// Each door's counts over the local days of `range`, summed in the database (`hour`: the
+    /// range's start), and the last local day of the range with any count.
+    public func totals(campus: Campus, range: DateRange) async throws -> (doors: [Hour], lastDay: LocalDate?) {
+        let start = campus.startOfDay(range.from), end = campus.startOfDay(range.to.adding(days: 1))
+        return try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let doors = try Self.folded(
+                await connection.query(
+                    """
+                    SELECT door, \(start)::timestamptz AS hour, verdict, guest, sum(count)::int8 AS count FROM door_counts
+                    WHERE campus_id = \(campus.id) AND hour >= \(start) AND hour < \(end)
+                    GROUP BY door, verdict, guest ORDER BY door
+                    """))
+            let last = try await connection.query(
+                "SELECT max(hour) AS last FROM door_counts WHERE campus_id = \(campus.id) AND hour >= \(start) AND hour < \(end)"
+            ).first?.decode("last", as: Date?.self)
+            return (doors, last.map { campus.localDate(at: $0) })
+        }
+    }
+
+    /// Rows of door, hour, verdict, guest and count, ordered by door then hour, as `Hour`s.
+    private static func folded(_ rows: PostgresRows) throws -> [Hour] {
         var hours: [Hour] = []
         for row in rows {
             let door = try row.decode("door", as: String.self), hour = try row.decode("hour", as: Date.self)

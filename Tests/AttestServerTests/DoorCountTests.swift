@@ -104,12 +104,25 @@ struct DoorCountTests {
             let bad = try await api.send(
                 .get, "/v1/campuses/north/admin/doors?from=2026-11-20&to=yesterday", template: Self.doorsPath, token: admin)
             #expect(bad.status == 422 && bad.problem.fields == ["to"], "\(bad.body)")
+            // Hours over more than a quarter would be a million rows at a busy campus: 422 naming `to`.
+            let year = try await api.send(
+                .get, "/v1/campuses/north/admin/doors?from=2026-01-01&to=2026-11-21", template: Self.doorsPath, token: admin)
+            #expect(year.status == 422 && year.problem.fields == ["to"], "\(year.body)")
+            #expect(year.body.contains("at most 91 days after from (2026-01-01) for counts by hour, this range spans 325 days"))
 
             // Never who: the table has no column that could name a member, a subject or a token.
             let columns: [String] = try await server.pool.query(
                 "SELECT column_name FROM information_schema.columns WHERE table_name = 'door_counts' ORDER BY ordinal_position"
             ).map { try $0.decode("column_name") }
             #expect(columns == ["campus_id", "door", "hour", "verdict", "guest", "count"])
+
+            // The dashboard's totals, summed in the database over any range, and its last day.
+            let wholeYear = try #require(try? DateRange.parse(from: "2026-01-01", to: "2026-12-31"))
+            let totals = try await server.services.doorCounts.totals(campus: north, range: wholeYear)
+            #expect(totals.doors.map(\.door) == [hall, library])
+            #expect(totals.doors.last?.members == ["green": 3, "yellow": 1])
+            #expect(totals.doors.last?.refused == ["malformed": 1, "expired": 1])
+            #expect(totals.lastDay == LocalDate("2026-11-21"))
 
             // The CSV, read back by Python's csv module.
             let range = try #require(try? DateRange.parse(from: "2026-11-20", to: "2026-11-21"))

@@ -279,6 +279,7 @@ struct StatisticsRoutes: Sendable {
             .get { request, context -> DoorsBody in
                 let campus = try context.requireCampus()
                 let range = try range(request)
+                do throws(SurveysError) { try DoorCounts.checkHourly(range) } catch { throw Problem(error) }
                 return Self.doorsBody(try await services.doorCounts.hours(campus: campus, range: range), range: range, campus: campus)
             }
         campus.group("admin/follow-ups").add(middleware: AuthenticationMiddleware(services: services, roles: [.healthOfficer]))
