@@ -85,7 +85,7 @@ struct TestingLocationTests {
         let plugins = CampusPluginStore(client: server.pool)
         for (id, settings) in [
             ("static", JSONValue.null),
-            ("json-feed", .object(["url": .string("http://127.0.0.1:\(feed.port)/feed"), "ttlSeconds": .number(6)])),
+            ("json-feed", .object(["url": .string("http://127.0.0.1:\(feed.port)/feed"), "ttlSeconds": .number(15)])),
             ("broken", .null), ("slow", .null),
         ] {
             try await plugins.enable(campus: campus, kind: .testingLocations, id: id, settings: settings, actor: "test")
@@ -106,9 +106,11 @@ struct TestingLocationTests {
             let byName = try await api.send(.get, "/v1/campuses/north/testing-locations?limit=2", template: Self.path, token: member)
             #expect((byName.json["locations"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["Feed Far", "Feed Near"])
 
-            // The feed goes down: after its TTL the last good copy is served, marked stale.
+            // The feed goes down: after its TTL the last good copy is served, marked stale. (The
+            // TTL is long enough for the two requests above, each waiting 2 s for `slow`, on a
+            // loaded machine: with 6 s, CI once saw the second request fetch again.)
             feed.state.answer.withLock { $0 = (500, "oops") }
-            try await Task.sleep(for: .milliseconds(6100))
+            try await Task.sleep(for: .milliseconds(15_100))
             let stale = try await api.send(.get, "/v1/campuses/north/testing-locations", template: Self.path, token: member)
             let fromFeed = ((stale.json["locations"] as? [[String: Any]]) ?? []).filter { $0["provider"] as? String == "json-feed" }
             #expect(fromFeed.count == 2 && fromFeed.allSatisfy { $0["stale"] as? Bool == true })
