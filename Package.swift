@@ -112,7 +112,9 @@ let package = Package(
             name: "Community",
             dependencies: [
                 "AttestFoundation", "AttestPlugins", "AttestPostgres", "Tenancy", .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            exclude: ["Resources"],
+            plugins: ["EmbedWebPlugin"]
         ),
         .target(
             name: "Identity",

@@ -479,6 +479,27 @@ CREATE TABLE IF NOT EXISTS door_counts (
     PRIMARY KEY (campus_id, hour, door, verdict, guest)
 );
 
+-- A member's saved places and private health profile (schema version 19), each seen by
+-- that member only. Places: the regions followed on the community page, in order, at most
+-- 10. Profile: birth year, height and weight, sealed under the key-encryption key like the
+-- journal (re-wrapped by `attest keys rotate-kek`).
+CREATE TABLE IF NOT EXISTS member_places (
+    campus_id   uuid NOT NULL,
+    user_id     uuid NOT NULL,
+    regions     text[] NOT NULL CHECK (cardinality(regions) <= 10),
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, user_id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS member_profiles (
+    campus_id   uuid NOT NULL,
+    user_id     uuid NOT NULL,
+    sealed      bytea NOT NULL,
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, user_id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     -- No sequence (Citus distributes the log by campus); entries are ordered by at, then id,
@@ -503,7 +524,7 @@ BEGIN
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
         'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings',
-        'door_counts'
+        'door_counts', 'member_places', 'member_profiles'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);
@@ -524,7 +545,8 @@ DO $$
 DECLARE
     private_table text;
 BEGIN
-    FOREACH private_table IN ARRAY ARRAY['journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings'] LOOP
+    FOREACH private_table IN ARRAY ARRAY['journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings',
+        'member_places', 'member_profiles'] LOOP
         EXECUTE format('DROP POLICY IF EXISTS member_only ON %I', private_table);
         EXECUTE format(
             'CREATE POLICY member_only ON %I AS RESTRICTIVE '

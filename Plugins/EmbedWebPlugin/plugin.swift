@@ -1,7 +1,7 @@
 import Foundation
 import PackagePlugin
 
-/// Embeds a front end's files: the pages' templates, static files and texts (`Resources` of
+/// Embeds a target's files: the pages' templates, static files and texts, the country codes (`Resources` of
 /// the target) as `embeddedWebFiles`, and the API's description (`OpenAPI/openapi.yaml`) as
 /// `embeddedOpenAPIYAML`, whichever the target has, so the `attest` binary serves them with
 /// nothing beside it.

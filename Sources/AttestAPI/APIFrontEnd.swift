@@ -21,6 +21,8 @@ package struct APIFrontEnd: FrontEnd {
         JournalRoutes(services: services).register(on: ownData)
         EpisodeRoutes(services: services).register(on: ownData)
         ExportRoutes(services: services).register(on: ownData)
+        PlaceRoutes(services: services).register(on: ownData)
+        ProfileRoutes(services: services).register(on: ownData)
         ShareRoutes(services: services).register(campus: campus, signedIn: ownData)
         StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
     }

@@ -9,5 +9,5 @@ import Tenancy
 enum SealedColumns {
     static let all: [SealedColumn] =
         BadgeKeyStore.sealedColumns + OIDCIssuerStore.sealedColumns + CampusPluginStore.sealedColumns + JournalStore.sealedColumns
-        + EpisodeStore.sealedColumns
+        + EpisodeStore.sealedColumns + ProfileStore.sealedColumns
 }

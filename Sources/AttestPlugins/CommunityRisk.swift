@@ -17,23 +17,38 @@ public enum CommunityTrend: String, Sendable, Codable {
 /// provider's settings: `riskThresholds` (four ascending numbers, cases per 100,000 a day
 /// where medium, high, very high and severe begin; default `[1, 10, 25, 75]`) and `guidance`
 /// (per level a text, or texts by language: `{"high": {"en": "…", "es": "…"}}`, each at most
-/// 500 characters).
+/// 500 characters), and which of the provider's regions are the campus's nation and the world
+/// (`nationRegion`, default `US`; `worldRegion`, default `WORLD`), listed beside the home
+/// region when the provider knows them.
 public struct CommunityRiskSettings: Sendable, Equatable {
     public static let defaultThresholds: [Double] = [1, 10, 25, 75]
+    /// The settings the platform reads: a provider's own settings are the others.
+    public static let names: Set<String> = ["riskThresholds", "guidance", "nationRegion", "worldRegion"]
 
     public var thresholds: [Double]
     /// Level → language → text. A text given without a language is English (`en`).
     public var guidance: [CommunityRiskLevel: [String: String]]
+    /// The region ids of the campus's nation and of the world.
+    public var nation = "US"
+    public var world = "WORLD"
 
     public init(thresholds: [Double] = defaultThresholds, guidance: [CommunityRiskLevel: [String: String]] = [:]) {
         self.thresholds = thresholds
         self.guidance = guidance
     }
 
-    /// Reads `riskThresholds` and `guidance` from a provider's settings (other members are
-    /// the provider's). Throws `PluginSettingsError` saying what is wrong.
+    /// Reads `riskThresholds`, `guidance`, `nationRegion` and `worldRegion` from a provider's
+    /// settings (other members are the provider's). Throws `PluginSettingsError` saying what
+    /// is wrong.
     public init(settings: JSONValue) throws {
         self.init()
+        for (name, fallback) in [("nationRegion", nation), ("worldRegion", world)] {
+            guard let value = settings[name] else { continue }
+            guard case .string(let id) = value, CommunityRegion.isValidID(id) else {
+                throw PluginSettingsError("\(name) must be a region id of 1 to 64 letters, digits or ._:-, such as \"\(fallback)\"")
+            }
+            if name == "nationRegion" { nation = id } else { world = id }
+        }
         if let value = settings["riskThresholds"] {
             guard case .array(let items) = value, items.count == 4 else {
                 throw PluginSettingsError(

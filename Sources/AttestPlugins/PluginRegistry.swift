@@ -45,8 +45,22 @@ public struct PluginRegistry: Sendable {
         noun: "community-data provider", builtIn: [PluginRegistry.importedProviderID])
 
     /// The community-data provider the platform serves itself from the shared tables that
-    /// `attest community import` fills; its one setting is `dataset`.
+    /// `attest community import` fills; its one setting is `dataset`: a name, or a list of up
+    /// to five (`["us-counties", "us-national", "world"]`), the first holding a region answering.
     public static let importedProviderID = "imported"
+
+    /// The dataset names of the `imported` provider's settings, in order; nil when `dataset` is
+    /// neither a text nor a list of texts.
+    public static func importedDatasets(_ settings: JSONValue) -> [String]? {
+        switch settings["dataset"] {
+        case .string(let name)?: return [name]
+        case .array(let items)?:
+            return items.reduce(into: [String]?([])) { names, item in
+                if case .string(let name) = item { names?.append(name) } else { names = nil }
+            }
+        default: return nil
+        }
+    }
 
     /// Registers a community-data provider under a stable id; a later registration replaces it.
     public mutating func registerCommunityDataProvider(id: String, factory: @escaping CommunityDataProviderFactory) {
@@ -62,9 +76,10 @@ public struct PluginRegistry: Sendable {
     public func makeCommunityDataProvider(id: String, settings: JSONValue) throws -> (any CommunityDataProvider)? {
         _ = try CommunityRiskSettings(settings: settings)
         if id == Self.importedProviderID {
-            guard case .string(let dataset)? = settings["dataset"], Self.isValidID(dataset) else {
+            guard let names = Self.importedDatasets(settings), !names.isEmpty, names.count <= 5, names.allSatisfy(Self.isValidID) else {
                 throw PluginSettingsError(
-                    "dataset is required: the name given to `attest community import --dataset NAME` (a-z, 0-9, '.', '_', '-')")
+                    "dataset is required: the name given to `attest community import --dataset NAME` (a-z, 0-9, '.', '_', '-'), or a list of up to five such names, the first that has a region answering for it"
+                )
             }
             return nil
         }

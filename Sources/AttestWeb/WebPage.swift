@@ -120,7 +120,8 @@ struct WebRenderer: Sendable {
         var items: [(id: String, href: String, label: String)] = [
             ("today", visit.base, visit["navToday"]), ("badge", visit.base + "badge", visit["navBadge"]),
             ("history", visit.base + "history", visit["navHistory"]), ("locations", visit.base + "locations", visit["navLocations"]),
-            ("stats", visit.base + "stats", visit["navStats"]), ("journal", visit.base + "journal", visit["navJournal"]),
+            ("stats", visit.base + "stats", visit["navStats"]), ("community", visit.base + "community", visit["navCommunity"]),
+            ("journal", visit.base + "journal", visit["navJournal"]),
             ("episodes", visit.base + "episodes", visit["navEpisodes"]),
         ]
         if visit.has([.screener, .admin]) { items.append(("scan", visit.base + "scan", visit["navScan"])) }

@@ -23,6 +23,7 @@ struct WebRoutes: Sendable {
         JournalPages(web: self).register(on: pages)
         EpisodePages(web: self).register(on: pages)
         SharingPage(web: self).register(on: pages)
+        CommunityPages(web: self).register(on: pages)
         ScanPage(web: self).register(on: pages)
         AdminPages(web: self).register(on: pages)
     }

@@ -89,12 +89,87 @@ public final class CommunityDirectory: Sendable {
             source: plugin.id, attribution: attribution, stale: series.stale, days: series.days)
     }
 
+    /// Why a place is on a member's community page: the first that holds.
+    public enum PlaceKind: String, Sendable {
+        case home, nation, world, saved
+    }
+
+    /// A place on a member's community page: its report, or nil when the provider did not
+    /// answer in time (`unavailable`) or no longer knows the region.
+    public struct Place: Sendable {
+        public var kind: PlaceKind
+        public var id: String
+        /// Whether the member follows it (a saved place may also be the home region).
+        public var saved: Bool
+        public var report: Report?
+        public var unavailable: Bool
+    }
+
+    /// The campus's home region, its nation and the world (each when the provider knows it),
+    /// then the member's `saved` regions, in that order and each once, asked at once. Throws
+    /// `Failure.notEnabled` when the campus shows no community data.
+    public func places(campus: Campus, saved: [String], languages: [String]) async throws -> [Place] {
+        let plugin = try await plugin(campus: campus)
+        let settings = (try? CommunityRiskSettings(settings: plugin.settings)) ?? CommunityRiskSettings()
+        var wanted: [(kind: PlaceKind, id: String)] = []
+        for (kind, id) in [(PlaceKind.home, campus.communityRegion), (.nation, settings.nation), (.world, settings.world)] {
+            if let id, !wanted.contains(where: { $0.id == id }) { wanted.append((kind, id)) }
+        }
+        for id in saved where !wanted.contains(where: { $0.id == id }) { wanted.append((.saved, id)) }
+        let answers = await withTaskGroup(of: (Int, Result<Report, any Error>).self) { group in
+            for (index, place) in wanted.enumerated() {
+                group.addTask {
+                    do { return (index, .success(try await self.report(campus: campus, region: place.id, languages: languages))) } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            return await group.reduce(into: [Int: Result<Report, any Error>]()) { $0[$1.0] = $1.1 }
+        }
+        return wanted.enumerated().compactMap { index, place in
+            let isSaved = saved.contains(place.id)
+            switch answers[index] {
+            case .success(let report)?:
+                return Place(kind: place.kind, id: place.id, saved: isSaved, report: report, unavailable: false)
+            case .failure(Failure.unavailable)?:
+                return Place(kind: place.kind, id: place.id, saved: isSaved, report: nil, unavailable: true)
+            default:
+                // Not known (any more): a saved one is listed, to be removed; home, nation and world are left out.
+                return isSaved ? Place(kind: place.kind, id: place.id, saved: true, report: nil, unavailable: false) : nil
+            }
+        }
+    }
+
+    /// What is wrong with `regions` as a member's saved places, by field (`regions[2]`): more
+    /// than `PlaceStore.limit`, an id that cannot be one, one given twice, or one the campus's
+    /// provider does not know. Throws `Failure` when the provider cannot say.
+    public func problems(places regions: [String], campus: Campus) async throws -> [(field: String, message: String)] {
+        if regions.count > PlaceStore.limit {
+            return [("regions", "must hold at most \(PlaceStore.limit) regions; remove one before adding another")]
+        }
+        var problems: [(String, String)] = []
+        for (index, id) in regions.enumerated() {
+            let field = "regions[\(index)]"
+            if !CommunityRegion.isValidID(id) {
+                problems.append((field, "must be a region id: 1 to 64 letters, digits or ._:- (GET …/community/regions?search= finds one)"))
+            } else if regions[..<index].contains(id) {
+                problems.append((field, "\(id) is given twice"))
+            } else {
+                do { _ = try await report(campus: campus, region: id, languages: []) } catch Failure.unknownRegion {
+                    problems.append(
+                        (field, "the campus's community data has no region \"\(id)\" (GET …/community/regions?search= finds one)"))
+                }
+            }
+        }
+        return problems
+    }
+
     /// Regions the campus's provider knows whose name contains `search`, by name.
     public func regions(campus: Campus, matching search: String, limit: Int) async throws -> (regions: [CommunityRegion], source: String) {
         let plugin = try await plugin(campus: campus)
         if plugin.id == PluginRegistry.importedProviderID {
             return (
-                try await CommunityStore(client: client).regions(dataset: Self.dataset(plugin.settings), matching: search, limit: limit),
+                try await CommunityStore(client: client).regions(datasets: Self.datasets(plugin.settings), matching: search, limit: limit),
                 plugin.id
             )
         }
@@ -120,9 +195,9 @@ public final class CommunityDirectory: Sendable {
     ) async throws -> (CommunitySeries?, attribution: String?) {
         let key = "\(Self.key(plugin))/\(region)"
         if plugin.id == PluginRegistry.importedProviderID {
-            let dataset = Self.dataset(plugin.settings)
+            let datasets = Self.datasets(plugin.settings)
             let series = try await answers.value(for: key) { [client] in
-                try await CommunityStore(client: client).series(dataset: dataset, region: region)
+                try await CommunityStore(client: client).series(datasets: datasets, region: region)
             }
             return (series, nil)
         }
@@ -137,9 +212,8 @@ public final class CommunityDirectory: Sendable {
         return (answer, provider.attribution)
     }
 
-    static func dataset(_ settings: JSONValue) -> String {
-        if case .string(let name)? = settings["dataset"] { return name }
-        return ""
+    static func datasets(_ settings: JSONValue) -> [String] {
+        PluginRegistry.importedDatasets(settings) ?? []
     }
 
     /// The provider's answer within `budget`, or nil when it threw or overran (logged). The
@@ -160,10 +234,8 @@ public final class CommunityDirectory: Sendable {
     /// The provider's id and its own settings, as sorted JSON.
     static func key(_ plugin: CampusPluginStore.Enabled) -> String {
         var settings = plugin.settings
-        if case .object(var members) = settings {
-            members["riskThresholds"] = nil
-            members["guidance"] = nil
-            settings = .object(members)
+        if case .object(let members) = settings {
+            settings = .object(members.filter { !CommunityRiskSettings.names.contains($0.key) })
         }
         return PluginInstances<any CommunityDataProvider>.key(id: plugin.id, settings: settings)
     }

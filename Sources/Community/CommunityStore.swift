@@ -94,17 +94,21 @@ public struct CommunityStore: Sendable {
         }
     }
 
-    /// Region `id` of `dataset` with its latest `limit` days (oldest first), or nil.
-    public func series(dataset: String, region id: String, limit: Int = 400) async throws -> CommunitySeries? {
+    /// Region `id` of the first of `datasets` that has it, with its latest `limit` days
+    /// (oldest first), or nil.
+    public func series(datasets: [String], region id: String, limit: Int = 400) async throws -> CommunitySeries? {
         let rows = try await client.query(
             """
             SELECT r.name, r.population, d.day, d.new_cases, d.new_deaths
-            FROM community_regions r
+            FROM (
+                SELECT dataset, region_id, name, population FROM community_regions
+                WHERE dataset = ANY(\(datasets)::text[]) AND region_id = \(id)
+                ORDER BY array_position(\(datasets)::text[], dataset) LIMIT 1
+            ) r
             LEFT JOIN LATERAL (
                 SELECT day, new_cases, new_deaths FROM community_days
                 WHERE dataset = r.dataset AND region_id = r.region_id ORDER BY day DESC LIMIT \(limit)
             ) d ON true
-            WHERE r.dataset = \(dataset) AND r.region_id = \(id)
             """)
         guard let first = rows.first else { return nil }
         let region = CommunityRegion(
@@ -121,8 +125,9 @@ public struct CommunityStore: Sendable {
         return CommunitySeries(region: region, days: days)
     }
 
-    /// Regions of `dataset` whose name contains `search` (ignoring case), by name.
-    public func regions(dataset: String, matching search: String, limit: Int) async throws -> [CommunityRegion] {
+    /// Regions of `datasets` whose name contains `search` (ignoring case), by name; a region
+    /// in two of them is the first's.
+    public func regions(datasets: [String], matching search: String, limit: Int) async throws -> [CommunityRegion] {
         var pattern = "%"
         for character in search.lowercased() {
             if character == "%" || character == "_" || character == "\\" { pattern.append("\\") }
@@ -131,8 +136,11 @@ public struct CommunityStore: Sendable {
         pattern.append("%")
         return try await client.query(
             """
-            SELECT region_id, name, population FROM community_regions
-            WHERE dataset = \(dataset) AND lower(name) LIKE \(pattern)
+            SELECT region_id, name, population FROM (
+                SELECT DISTINCT ON (region_id) region_id, name, population FROM community_regions
+                WHERE dataset = ANY(\(datasets)::text[]) AND lower(name) LIKE \(pattern)
+                ORDER BY region_id, array_position(\(datasets)::text[], dataset)
+            ) found
             ORDER BY lower(name), region_id LIMIT \(limit)
             """
         ).map { row in

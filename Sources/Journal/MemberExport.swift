@@ -32,14 +32,31 @@ public enum MemberExport {
         public var generatedAt: Date
         public var entryCount: Int
         public var episodes: EpisodeStore.Summary
+        /// The member's health profile, only when they asked for it in the export.
+        public var profile: HealthProfile?
 
         public init(
             campusName: String, member: String, from: LocalDate, to: LocalDate, zone: TimeZone, generatedAt: Date, entryCount: Int,
-            episodes: EpisodeStore.Summary
+            episodes: EpisodeStore.Summary, profile: HealthProfile? = nil
         ) {
             (self.campusName, self.member, self.from, self.to, self.zone, self.generatedAt, self.entryCount, self.episodes) =
                 (campusName, member, from, to, zone, generatedAt, entryCount, episodes)
+            self.profile = profile
         }
+    }
+
+    /// "born 1990 · 170 cm · 65 kg · BMI 22.5": a profile in a line, for the PDF and the CSV.
+    public static func describe(_ profile: HealthProfile) -> String {
+        func tenth(_ value: Double) -> String {
+            let rounded = (value * 10).rounded() / 10
+            return String(format: rounded == rounded.rounded() ? "%.0f" : "%.1f", rounded)
+        }
+        var parts: [String] = []
+        if let year = profile.birthYear { parts.append("born \(year)") }
+        if let height = profile.heightCm { parts.append("\(tenth(height)) cm") }
+        if let weight = profile.weightKg { parts.append("\(tenth(weight)) kg") }
+        if let bmi = profile.bmi { parts.append("BMI \(String(format: "%.1f", bmi))") }
+        return parts.joined(separator: " · ")
     }
 
     /// The whole document at once, for what fits in memory (tests, small ranges).
@@ -75,7 +92,12 @@ public enum MemberExport {
         public mutating func begin() -> [UInt8] {
             switch format {
             case .csv:
-                return Array((MemberExport.csvColumns.joined(separator: ",") + "\r\n").utf8)
+                var text = MemberExport.csvColumns.joined(separator: ",") + "\r\n"
+                if let profile = heading.profile {
+                    let cells = ["profile", "", "Health profile", MemberExport.describe(profile)] + Array(repeating: "", count: 14)
+                    text += cells.map(CSV.escape).joined(separator: ",") + "\r\n"
+                }
+                return Array(text.utf8)
             case .json:
                 var json = JSONBytes()
                 json.literal("{\"campus\":")
@@ -86,6 +108,17 @@ public enum MemberExport {
                 json.string(heading.generatedAt.ISO8601Format())
                 json.literal(",\"member\":")
                 json.string(heading.member)
+                if let profile = heading.profile {
+                    json.literal(",\"profile\":{\"birthYear\":")
+                    if let year = profile.birthYear { json.integer(year) } else { json.literal("null") }
+                    json.literal(",\"bmi\":")
+                    if let bmi = profile.bmi { json.number((bmi * 10).rounded() / 10) } else { json.literal("null") }
+                    json.literal(",\"heightCm\":")
+                    if let height = profile.heightCm { json.number(height) } else { json.literal("null") }
+                    json.literal(",\"weightKg\":")
+                    if let weight = profile.weightKg { json.number(weight) } else { json.literal("null") }
+                    json.literal("}")
+                }
                 json.literal(",\"to\":")
                 json.string(heading.to.description)
                 json.literal(",\"journal\":[")
@@ -96,6 +129,7 @@ public enum MemberExport {
                 pdf.paragraph(
                     "From \(heading.from) to \(heading.to) · made \(local(heading.generatedAt)) (\(heading.zone.identifier))", size: 9,
                     after: 2)
+                if let profile = heading.profile { pdf.paragraph("Health profile: " + MemberExport.describe(profile), size: 10, after: 2) }
                 pdf.rule()
                 let count = heading.entryCount
                 pdf.paragraph("Journal: \(count) \(count == 1 ? "entry" : "entries")", size: 12, bold: true, after: 6)

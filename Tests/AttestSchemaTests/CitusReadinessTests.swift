@@ -87,9 +87,9 @@ struct CitusReadinessTests {
         let policies: [String] = try await owner.query(
             "SELECT tablename || ': ' || coalesce(qual, '') || ' ' || coalesce(with_check, '') AS p FROM pg_policies"
         ).map { try $0.decode("p") }
-        // One a tenant table and campuses's own, and the member-only walls of the journal and episodes.
-        // and journal_shares' own for DELETE, and the owner's reads of four tables.
-        #expect(policies.count == tenant.count + 1 + 6 + 1 + 4)
+        // One a tenant table and campuses's own, and the member-only walls of the journal, episodes,
+        // places and profiles, and journal_shares' own for DELETE, and the owner's reads of four tables.
+        #expect(policies.count == tenant.count + 1 + 8 + 1 + 4)
         for policy in policies {
             #expect(!policy.localizedCaseInsensitiveContains("select"), "a policy with a subquery: \(policy)")
         }

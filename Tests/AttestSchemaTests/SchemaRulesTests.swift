@@ -12,6 +12,7 @@ struct SchemaRulesTests {
     static let ownerReadTables: Set<String> = ["notification_outbox", "badge_keys", "badge_subject_keys", "campus_plugins"]
     static let memberTables: Set<String> = [
         "journal_entries", "journal_audio", "journal_audio_chunks", "episodes", "journal_shares", "journal_share_openings",
+        "member_places", "member_profiles",
     ]
 
     @Test func everyTenantTableLeadsItsKeysWithCampusAndForcesRowLevelSecurity() async throws {

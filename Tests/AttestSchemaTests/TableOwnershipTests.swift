@@ -9,7 +9,7 @@ import Testing
 struct TableOwnershipTests {
     static let owners: [String: [String]] = [
         "Tenancy": ["campuses", "campus_plugins", "audit_log"],
-        "Community": ["testing_locations", "community_regions", "community_days"],
+        "Community": ["testing_locations", "community_regions", "community_days", "member_places"],
         "Identity": ["users", "member_changes", "sessions", "campus_oidc_issuers", "id_token_uses", "sign_in_nonces"],
         "Surveys": [
             "questionnaires", "attestations", "daily_stats", "daily_answer_counts", "purge_state", "badge_keys", "badge_subject_keys",
@@ -18,7 +18,7 @@ struct TableOwnershipTests {
         "Notifications": ["notification_outbox", "reminder_runs"],
         "Journal": [
             "journal_entries", "journal_audio", "journal_audio_chunks", "episodes", "journal_shares", "journal_share_openings",
-            "member_settings",
+            "member_settings", "member_profiles",
         ],
         "AttestSchema": ["schema_migrations"],
     ]

@@ -8,7 +8,7 @@ import Testing
 
 /// A session an operator minted (`attest token issue`) does what the member's role allows,
 /// but never opens the member's private data: the journal, episodes, exports, links and
-/// keeping, as routes or as pages.
+/// keeping, the places followed and the health profile, as routes or as pages.
 @Suite("Operator-issued sessions")
 struct OperatorSessionTests {
     static let privateRoutes: [(HTTPRequest.Method, String, String)] = [
@@ -17,7 +17,9 @@ struct OperatorSessionTests {
         (.get, "me/episodes/summary", "/v1/campuses/{campus}/me/episodes/summary"),
         (.get, "me/export", "/v1/campuses/{campus}/me/export"), (.get, "me/shares", "/v1/campuses/{campus}/me/shares"),
         (.post, "me/shares", "/v1/campuses/{campus}/me/shares"), (.get, "me/privacy", "/v1/campuses/{campus}/me/privacy"),
-        (.put, "me/privacy", "/v1/campuses/{campus}/me/privacy"),
+        (.put, "me/privacy", "/v1/campuses/{campus}/me/privacy"), (.get, "me/places", "/v1/campuses/{campus}/me/places"),
+        (.put, "me/places", "/v1/campuses/{campus}/me/places"), (.get, "me/profile", "/v1/campuses/{campus}/me/profile"),
+        (.put, "me/profile", "/v1/campuses/{campus}/me/profile"),
     ]
 
     @Test func anOperatorsSessionOpensNoPrivateRouteOrPage() async throws {

@@ -35,4 +35,6 @@ SELECT create_distributed_table('journal_shares', 'campus_id', colocate_with => 
 SELECT create_distributed_table('journal_share_openings', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('member_settings', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('door_counts', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('member_places', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('member_profiles', 'campus_id', colocate_with => 'users');
 COMMIT;

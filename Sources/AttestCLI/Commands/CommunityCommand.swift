@@ -15,24 +15,36 @@ struct CommunityCommand: AsyncParsableCommand {
 extension CommunityCommand {
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Import a cumulative CSV as a dataset, replacing the dataset whole; a bad row is named by line and nothing changes.",
+            abstract: "Import a CSV as a dataset, replacing the dataset whole; a bad row is named by line and nothing changes.",
             discussion: """
-                The layout: date,county,state,fips,cases,deaths (US counties) or date,state,fips,cases,deaths \\
-                (US states), running totals per region and date. A population file (a header naming fips \\
-                and population) gives the per-100,000 figures and risk levels. Then a campus uses it with
-                  attest plugin enable <campus> community-data imported --settings '{"dataset": "NAME"}'
+                Layouts (--layout): county, date,county,state,fips,cases,deaths (running totals, the \
+                default); state, date,state,fips,cases,deaths; national, date,cases,deaths (one nation's \
+                running totals, its region the --region code, US by default); global, a row per country \
+                and day: date,location,iso_code with new_cases,new_deaths or total_cases,total_deaths, \
+                and population (Our World in Data's layout; the world is region WORLD, a country its ISO \
+                3166-1 alpha-2 code). A population file (a header naming fips or id, and population) gives \
+                the per-100,000 figures and risk levels. Then a campus uses it with
+                  attest plugin enable <campus> community-data imported --settings '{"dataset": ["NAME", "us-national", "world"]}'
                   attest campus set <campus> region <fips>
                 Run it as the database's owner (the role that runs `attest migrate`): the servers may only read.
                 """)
-        @Argument(help: "The cumulative CSV file.") var file: String
+        @Argument(help: "The CSV file.") var file: String
         @Option(help: "The dataset's name (a-z, 0-9, '.', '_', '-'), such as us-counties.") var dataset: String
-        @Option(help: "A population CSV (fips,population).") var population: String?
+        @Option(help: "county, state, national or global.") var layout: String = CommunityLayout.county.rawValue
+        @Option(help: "The national layout's nation: an ISO 3166-1 alpha-2 code.") var region: String = "US"
+        @Option(help: "A population CSV (fips or id, and population).") var population: String?
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var logging: LoggingOptions
 
         func validate() throws {
             guard PluginRegistry.isValidID(dataset) else {
                 throw ValidationError("--dataset must be 1 to 64 of a-z, 0-9, '.', '_' and '-', such as us-counties")
+            }
+            guard CommunityLayout(rawValue: layout) != nil else {
+                throw ValidationError("--layout must be county, state, national or global, got \"\(layout)\"")
+            }
+            guard Countries.name(alpha2: region) != nil else {
+                throw ValidationError("--region must be an ISO 3166-1 alpha-2 code in capitals, such as US or CA, got \"\(region)\"")
             }
         }
 
@@ -42,10 +54,11 @@ extension CommunityCommand {
                     throw CLIError("cannot read \(path): give the path of \(what)")
                 }
             }
-            let data = try read(file, "a cumulative CSV (date,county,state,fips,cases,deaths)")
-            let people = try population.map { try read($0, "a population CSV (fips,population)") }
+            let layout = CommunityLayout(rawValue: layout) ?? .county
+            let data = try read(file, "a CSV of the \(layout.rawValue) layout (\(layout.header))")
+            let people = try population.map { try read($0, "a population CSV (fips or id, and population)") }
             let parsed: CommunityDataset
-            do { parsed = try CommunityDataset.parseCumulativeCSV(data, population: people) } catch let error as CommunityDataFileError {
+            do { parsed = try layout.parse(data, region: region, population: people) } catch let error as CommunityDataFileError {
                 throw CLIError("\(file) \(error)")
             } catch let error as CSV.UnclosedQuote {
                 throw CLIError("\(file) line \(error.line): a quoted field is never closed; nothing was imported")

@@ -43,6 +43,10 @@ public struct AttestServices: Sendable {
     public var community: CommunityDirectory
     /// Members' private journals (sealed under the key-encryption key).
     public var journal: JournalStore
+    /// Members' private health profiles (sealed like the journal).
+    public var profiles: ProfileStore
+    /// The regions each member follows on the community page.
+    public var places: PlaceStore
     /// Members' episodes, and the weather around them from the campus's context provider.
     public var episodes: EpisodeStore
     public var episodeContext: EpisodeContext
@@ -92,6 +96,8 @@ public struct AttestServices: Sendable {
             client: database, registry: registry, http: http, logger: logger, kek: kek)
         self.community = CommunityDirectory(client: database, registry: registry, http: http, logger: logger, kek: kek)
         self.journal = JournalStore(client: database, kek: kek)
+        self.profiles = ProfileStore(client: database, kek: kek)
+        self.places = PlaceStore(client: database)
         self.episodes = EpisodeStore(client: database, kek: kek)
         self.episodeContext = EpisodeContext(client: database, registry: registry, http: http, logger: logger, kek: kek)
         self.outbox = OutboxWorker(

@@ -30,6 +30,15 @@ package enum ExportHTTP {
         return (from, to, format)
     }
 
+    /// Whether the member asked for their health profile in the export (`profile=true`).
+    package static func wantsProfile(_ query: QueryParameters) throws -> Bool {
+        switch query["profile"] {
+        case nil, "false": return false
+        case "true": return true
+        default: throw Problem.validation([.init(field: "profile", message: "must be true or false")])
+        }
+    }
+
     /// Whom an export is of, as its heading names them: "Ana Ruiz <ana@…>", or the email alone.
     package static func name(of user: User) -> String {
         user.displayName.isEmpty || user.displayName == user.email ? user.email : "\(user.displayName) <\(user.email)>"
@@ -39,15 +48,17 @@ package enum ExportHTTP {
     /// `auditedAs`: the member's own export, recorded in the audit log as this actor's.
     package static func export(
         services: AttestServices, campus: Campus, user: UserID, member: String, from: LocalDate, to: LocalDate, format: MemberExport.Format,
-        disposition: String, admitted: MemberWork.Ticket? = nil, auditedAs actor: String? = nil
+        disposition: String, admitted: MemberWork.Ticket? = nil, auditedAs actor: String? = nil, withProfile: Bool = false
     ) async throws -> Response {
         let exports = MemberExports(journal: services.journal, episodes: services.episodes)
         let ticket = try admitted ?? services.limiters.admitExport(campus: campus.id, member: user)
         let prepared: MemberExports.Prepared
         do {
             if let actor {
+                let profile = withProfile ? try await services.profiles.profile(campus: campus.id, user: user) : nil
                 prepared = try await exports.prepareOwn(
-                    campus: campus, user: user, member: member, actor: actor, from: from, to: to, format: format, now: services.clock())
+                    campus: campus, user: user, member: member, actor: actor, from: from, to: to, format: format, now: services.clock(),
+                    profile: profile)
             } else {
                 prepared = try await exports.prepare(
                     campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
@@ -80,11 +91,13 @@ package enum ExportHTTP {
 
     /// The signed-in member's own export, recorded in the audit log (that it happened and its
     /// format, nothing of what it held): the API's `me/export` and the pages' download.
+    /// `withProfile`: the member's health profile heads it (they ticked it).
     package static func ownExport(
-        services: AttestServices, campus: Campus, user: User, from: LocalDate, to: LocalDate, format: MemberExport.Format
+        services: AttestServices, campus: Campus, user: User, from: LocalDate, to: LocalDate, format: MemberExport.Format,
+        withProfile: Bool = false
     ) async throws -> Response {
         try await export(
             services: services, campus: campus, user: user.id, member: name(of: user), from: from, to: to, format: format,
-            disposition: "attachment", auditedAs: "user:\(user.email)")
+            disposition: "attachment", auditedAs: "user:\(user.email)", withProfile: withProfile)
     }
 }
