@@ -23,7 +23,8 @@ struct SharingPage: Sendable {
         pages.get("sharing") { request, context -> Response in
             let visit = try await web.visit(request, context)
             var notice: String?
-            for (flag, key) in [("revoked", "linkRevoked"), ("kept", "keepingSaved")] where request.uri.queryParameters.get(flag) == "1" {
+            for (flag, key) in [("revoked", "linkRevoked"), ("kept", "keepingSaved"), ("profile", "profileSaved")]
+            where request.uri.queryParameters.get(flag) == "1" {
                 notice = visit[key]
             }
             return try await page(visit: visit, request: request, notice: notice)
@@ -31,10 +32,11 @@ struct SharingPage: Sendable {
         pages.get("sharing/export") { request, context -> Response in
             let visit = try await web.visit(request, context)
             let today = visit.campus.localDate(at: services.clock())
-            let (from, to, format) = try ExportHTTP.parse(
-                QueryParameters(request, accepting: ["from", "to", "format"]), today: today, defaultFormat: .pdf)
+            let query = QueryParameters(request, accepting: ["from", "to", "format", "profile"])
+            let (from, to, format) = try ExportHTTP.parse(query, today: today, defaultFormat: .pdf)
             return try await ExportHTTP.ownExport(
-                services: services, campus: visit.campus, user: try visit.privateUser(), from: from, to: to, format: format)
+                services: services, campus: visit.campus, user: try visit.privateUser(), from: from, to: to, format: format,
+                withProfile: try ExportHTTP.wantsProfile(query))
         }
         pages.post("sharing/links") { request, context -> Response in
             let visit = try await web.visit(request, context)
@@ -73,6 +75,38 @@ struct SharingPage: Sendable {
             else { throw Problem.notFound(visit["noSuchLink"]) }
             throw WebOutcome.redirect(visit.base + "sharing?revoked=1")
         }
+        pages.post("sharing/profile") { request, context -> Response in
+            let visit = try await web.visit(request, context)
+            let form = try await WebForm.read(request, context: context)
+            try web.checkCSRF(request, form: form, visit: visit)
+            let user = try visit.privateUser().id
+            let values = ProfileValues(
+                birthYear: (form["birthYear"] ?? "").trimmingCharacters(in: .whitespaces),
+                heightCm: (form["heightCm"] ?? "").trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: "."),
+                weightKg: (form["weightKg"] ?? "").trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: "."))
+            let thisYear = visit.campus.localDate(at: services.clock()).year
+            let year = values.birthYear.isEmpty ? nil : Int(values.birthYear)
+            let height = values.heightCm.isEmpty ? nil : Double(values.heightCm)
+            let weight = values.weightKg.isEmpty ? nil : Double(values.weightKg)
+            var errors = FormErrors()
+            let problems = Set(HealthProfile.problems(birthYear: year, heightCm: height, weightKg: weight, thisYear: thisYear).map(\.field))
+            if problems.contains("birthYear") || (year == nil && !values.birthYear.isEmpty) {
+                errors.add("birthYear", anchor: "profile-birthYear", visit.format("birthYearError", "\(thisYear)"))
+            }
+            if problems.contains("heightCm") || (height == nil && !values.heightCm.isEmpty) {
+                errors.add("heightCm", anchor: "profile-heightCm", visit["heightError"])
+            }
+            if problems.contains("weightKg") || (weight == nil && !values.weightKg.isEmpty) {
+                errors.add("weightKg", anchor: "profile-weightKg", visit["weightError"])
+            }
+            guard errors.isEmpty else {
+                return try await page(visit: visit, request: request, profile: values, profileErrors: errors, status: .unprocessableContent)
+            }
+            try await services.profiles.set(
+                campus: visit.campus.id, user: user, profile: HealthProfile(birthYear: year, heightCm: height, weightKg: weight),
+                now: services.clock())
+            throw WebOutcome.redirect(visit.base + "sharing?profile=1")
+        }
         pages.post("sharing/keeping") { request, context -> Response in
             let visit = try await web.visit(request, context)
             let form = try await WebForm.read(request, context: context)
@@ -94,6 +128,12 @@ struct SharingPage: Sendable {
         }
     }
 
+    struct ProfileValues {
+        var birthYear: String
+        var heightCm: String
+        var weightKg: String
+    }
+
     struct LinkValues {
         var from: String
         var to: String
@@ -103,14 +143,17 @@ struct SharingPage: Sendable {
 
     private func page(
         visit: WebVisit, request: Request, notice: String? = nil, link: LinkValues? = nil, linkErrors: FormErrors = FormErrors(),
-        keepValue: String? = nil, keepErrors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok
+        keepValue: String? = nil, keepErrors: FormErrors = FormErrors(), profile entered: ProfileValues? = nil,
+        profileErrors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok
     ) async throws -> Response {
         let campus = visit.campus, user = try visit.privateUser().id, now = services.clock()
         let today = campus.localDate(at: now)
         let defaultFrom = today.adding(days: -29).description
         async let listed = shares.list(campus: campus.id, user: user)
         async let kept = settings.journalKeepDays(campus: campus.id, user: user)
+        async let stored = services.profiles.profile(campus: campus.id, user: user)
         let keepDays = try await kept
+        let profile = try await stored
         let link = link ?? LinkValues(from: defaultFrom, to: today.description, expiresIn: "\(7 * 86_400)")
         var data: [String: Any] = [
             "exportFrom": defaultFrom, "exportTo": today.description,
@@ -151,10 +194,29 @@ struct SharingPage: Sendable {
             "keep": keepErrors.field("keepDays", value: keepValue ?? keepDays.map(String.init) ?? ""),
             "keepText": keepDays.map { visit.format("keepingNow", "\($0)") } ?? visit["keepingForever"],
         ]
+        func text(_ value: Double?) -> String { value.map { Charts.number($0).replacingOccurrences(of: ".0", with: "") } ?? "" }
+        let values =
+            entered
+            ?? ProfileValues(
+                birthYear: profile.birthYear.map(String.init) ?? "", heightCm: text(profile.heightCm), weightKg: text(profile.weightKg))
+        data["birthYear"] = profileErrors.field("birthYear", value: values.birthYear)
+        var height = profileErrors.field("heightCm", value: values.heightCm),
+            weight = profileErrors.field("weightKg", value: values.weightKg)
+        if visit.language == "en", entered == nil {
+            // Metric kept; English pages show the US units beside.
+            if let cm = profile.heightCm {
+                let inches = Int((cm / 2.54).rounded())
+                height["shown"] = "≈ \(inches / 12) ft \(inches % 12) in"
+            }
+            if let kg = profile.weightKg { weight["shown"] = "≈ \(Int((kg / 0.45359237).rounded())) lb" }
+        }
+        data["heightCm"] = height
+        data["weightKg"] = weight
+        if let bmi = profile.bmi, entered == nil { data["bmi"] = visit.format("bmiLine", Charts.number(bmi)) }
         if let created = link.created { data["created"] = ["url": created.url, "expires": visit.format("linkExpires", created.expires)] }
         if let notice { data["notice"] = notice }
         var errors = linkErrors
-        for item in keepErrors.items { errors.add(item.field, anchor: item.anchor, item.message) }
+        for item in keepErrors.items + profileErrors.items { errors.add(item.field, anchor: item.anchor, item.message) }
         errors.summary(into: &data)
         return try web.renderer.render(
             .init(

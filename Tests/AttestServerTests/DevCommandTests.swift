@@ -50,7 +50,7 @@ struct DevCommandTests {
             """)
         #expect(try community.first?.decode("community_region", as: String.self) == "demo-county")
         #expect(try community.first?.decode("plugin_id", as: String.self) == "imported")
-        #expect(try community.first?.decode("days", as: Int.self) == 60)
+        #expect(try community.first?.decode("days", as: Int.self) == 180)  // two months each of the county, the nation and the world
         #expect(try community.first?.decode("current", as: Bool.self) == true)
         await client.shutdown()
 

@@ -235,4 +235,64 @@ struct PlacesAndProfileTests {
             #expect(try gone.first?.decode("n", as: Int64.self) == 0)
         }
     }
+
+    @Test func theCommunityPageListsHomeNationWorldAndFollowedPlacesAndTheProfileFormWithoutScript() async throws {
+        let (server, campus) = try await WebPageTests.setUp()
+        let ana = try #require(try await UserStore(client: server.pool).find(campus: campus.id, email: "ana@example.edu"))
+        _ = try await Self.campusWithThreeDatasets(server, at: "north")
+        try await server.run { api in
+            let browser = WebClient(api.client)
+            try await browser.demoSignIn(campus: "north", email: "ana@example.edu")
+            let page = try await browser.get("/c/north/community")
+            #expect(page.status == 200)
+            for text in ["Alpha, Testland", "Campus region", "United States", "Nation", "World", "aria-current=\"page\">Community"] {
+                #expect(page.body.contains(text), "\(text)")
+            }
+            #expect(!page.body.contains("Unfollow"))
+            let search = try await browser.get("/c/north/community?search=cana")
+            #expect(search.body.contains(">Canada</a>") && search.body.contains("action=\"/c/north/community/follow\""))
+            let csrf = try #require(search.csrf)
+            let followed = try await browser.post("/c/north/community/follow", form: [("csrf", csrf), ("region", "CA")])
+            #expect(followed.status == 303 && followed.location == "/c/north/community?followed=1")
+            let listed = try await browser.get("/c/north/community?followed=1")
+            #expect(
+                listed.body.contains("The place was added to your list.") && listed.body.contains("Followed")
+                    && listed.body.contains("Unfollow"))
+            let unknown = try await browser.post("/c/north/community/follow", form: [("csrf", csrf), ("region", "nowhere")])
+            #expect(unknown.status == 422 && unknown.body.contains("figures have no such place"))
+            let forged = try await browser.post("/c/north/community/follow", form: [("csrf", "forged"), ("region", "US")])
+            #expect(forged.status == 403)
+
+            // A place's 8 weeks: a chart with its table, deaths beside cases, source and date.
+            let detail = try await browser.get("/c/north/community/US")
+            #expect(detail.status == 200 && detail.body.contains("<h1>United States</h1>"))
+            #expect(detail.body.contains("New cases a week in United States") && detail.body.contains("<rect"))
+            #expect(
+                detail.body.contains("New deaths") && detail.body.contains("2026-11-14 – 2026-11-20")
+                    && detail.body.contains("Source: imported."))
+            #expect(try await browser.get("/c/north/community/nowhere").status == 404)
+
+            let unfollowed = try await browser.post("/c/north/community/unfollow", form: [("csrf", csrf), ("region", "CA")])
+            #expect(unfollowed.status == 303)
+            #expect(try await server.services.places.regions(campus: campus.id, user: ana.id).isEmpty)
+
+            // The profile, as a form: wrong values named, then kept and shown with US units and BMI.
+            let sharing = try await browser.get("/c/north/sharing")
+            #expect(sharing.body.contains("Your health profile") && sharing.body.contains("id=\"export-profile\""))
+            let wrong = try await browser.post(
+                "/c/north/sharing/profile", form: [("csrf", csrf), ("birthYear", "18"), ("heightCm", "tall"), ("weightKg", "70")])
+            #expect(wrong.status == 422 && wrong.body.contains("Enter a year from 1900 to 2026") && wrong.body.contains("Enter a height"))
+            #expect(wrong.field("weightKg") == "70")
+            let kept = try await browser.post(
+                "/c/north/sharing/profile", form: [("csrf", csrf), ("birthYear", "1990"), ("heightCm", "180"), ("weightKg", "81")])
+            #expect(kept.status == 303)
+            let shown = try await browser.get("/c/north/sharing?profile=1")
+            #expect(
+                shown.body.contains("Your health profile was saved.") && shown.body.contains("≈ 5 ft 11 in")
+                    && shown.body.contains("≈ 179 lb"))
+            #expect(shown.body.contains("BMI 25.0"))
+            let pdf = try await browser.get("/c/north/sharing/export?from=2026-11-01&to=2026-11-20&profile=true")
+            #expect(try await ExportTests.text(ofPDF: pdf.bytes).contains("Health profile: born 1990 · 180 cm · 81 kg · BMI 25.0"))
+        }
+    }
 }

@@ -169,7 +169,8 @@ enum DemoCampus {
             hours: "Daily 7:00–19:00", phone: "+1 212 555 0199", url: "https://clinic.example.org"),
     ]
 
-    /// The demo campus's made-up region: two months of a small wave of cases, ending today.
+    /// The demo campus's made-up region: two months of a small wave of cases, ending today
+    /// (with a made-up nation, `US`, and world, `WORLD`).
     static let communityRegion = CommunityRegion(id: "demo-county", name: "Demo County, Example State", population: 250_000)
     static let communitySettings: JSONValue = .object([
         "dataset": .string("demo"),
@@ -202,7 +203,26 @@ enum DemoCampus {
                 date: today.adding(days: index - 59), newCases: (Int(exactly: (42 + 33 * cos(phase)).rounded()) ?? 42) + index % 3,
                 newDeaths: index % 11 == 0 ? 1 : 0)
         }
-        _ = try await store.replace(dataset: "demo", with: CommunityDataset(series: [CommunitySeries(region: communityRegion, days: days)]))
+        // The nation and the world, made up too: the same wave, larger and later.
+        func wave(_ scale: Double, peak: Int, deaths: Double) -> [CommunityDay] {
+            (0..<60).map { index in
+                let phase = Double(index - peak) / 12, cases = scale * (1.4 + cos(phase))
+                return CommunityDay(
+                    date: today.adding(days: index - 59), newCases: Int(exactly: cases.rounded()) ?? 0,
+                    newDeaths: Int(exactly: (cases * deaths).rounded()) ?? 0)
+            }
+        }
+        _ = try await store.replace(
+            dataset: "demo",
+            with: CommunityDataset(series: [
+                CommunitySeries(region: communityRegion, days: days),
+                CommunitySeries(
+                    region: CommunityRegion(id: "US", name: "United States (made up)", population: 335_000_000),
+                    days: wave(40_000, peak: 45, deaths: 0.01)),
+                CommunitySeries(
+                    region: CommunityRegion(id: "WORLD", name: "World (made up)", population: 8_100_000_000),
+                    days: wave(400_000, peak: 50, deaths: 0.008)),
+            ]))
     }
 
     /// Creates the campus and its people when missing, and returns a fresh session token
