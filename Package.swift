@@ -218,6 +218,8 @@ let package = Package(
             dependencies: [
                 "AttestFoundation", "AttestPostgres", "AttestSchema", "AttestPlugins", "Tenancy", "Community", "Identity",
                 "Surveys", "Notifications", "AttestServer", "AttestAPI", "AttestWeb",
+                // `attest dev` adds the made-up context provider to the executable's registry.
+                "BuiltinPlugins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

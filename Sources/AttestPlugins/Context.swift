@@ -24,22 +24,30 @@ public struct EnvironmentFactors: Sendable, Equatable, Codable {
     public var humidity: Double?
     /// Wind speed, m/s.
     public var windSpeed: Double?
-    /// Air quality index (US AQI), when the source has it.
+    /// Air quality index on the US EPA's scale (0 to 500: 0–50 good, 51–100 moderate, 101–150
+    /// unhealthy for sensitive groups, 151–200 unhealthy, 201–300 very unhealthy, above
+    /// hazardous), when the source has it.
     public var airQuality: Double?
+    /// True when the values come from a made-up model (`attest dev`'s `made-up` provider), not
+    /// a measurement: pages, the API and exports say so wherever they show them.
+    public var madeUp: Bool?
 
     public init(
-        temperature: Double? = nil, uvIndex: Double? = nil, humidity: Double? = nil, windSpeed: Double? = nil, airQuality: Double? = nil
+        temperature: Double? = nil, uvIndex: Double? = nil, humidity: Double? = nil, windSpeed: Double? = nil, airQuality: Double? = nil,
+        madeUp: Bool? = nil
     ) {
         self.temperature = temperature
         self.uvIndex = uvIndex
         self.humidity = humidity
         self.windSpeed = windSpeed
         self.airQuality = airQuality
+        self.madeUp = madeUp
     }
 
-    /// Each factor's name and unit, in the order pages and exports show them.
+    /// Each factor's name and unit, in the order pages and exports show them (air quality's
+    /// unit names its scale).
     public static let units: [(name: String, unit: String)] = [
-        ("temperature", "°C"), ("uvIndex", "index"), ("humidity", "%"), ("windSpeed", "m/s"), ("airQuality", "AQI"),
+        ("temperature", "°C"), ("uvIndex", "index"), ("humidity", "%"), ("windSpeed", "m/s"), ("airQuality", "US AQI"),
     ]
 
     /// Each factor's name, unit and value, in `units`' order.
@@ -55,7 +63,7 @@ public struct EnvironmentFactors: Sendable, Equatable, Codable {
         }
         return EnvironmentFactors(
             temperature: keep(temperature, -90...60), uvIndex: keep(uvIndex, 0...20), humidity: keep(humidity, 0...100),
-            windSpeed: keep(windSpeed, 0...120), airQuality: keep(airQuality, 0...1000))
+            windSpeed: keep(windSpeed, 0...120), airQuality: keep(airQuality, 0...1000), madeUp: madeUp == true ? true : nil)
     }
 
     /// Whether it holds no value at all.

@@ -245,8 +245,12 @@ struct EpisodePages: Sendable {
             "hasEpisodes": !page.episodes.isEmpty,
             "episodes": page.episodes.map { item(for: $0, visit: visit) },
         ]
-        Self.addSummary(
-            EpisodeSummary(inRange, zone: campus.zone), range: range, to: &data, visit: visit, kindWord: { kindWord($0, visit) })
+        let summary = EpisodeSummary(inRange, zone: campus.zone)
+        Self.addSummary(summary, range: range, to: &data, visit: visit, kindWord: { kindWord($0, visit) })
+        if let bmi = try await services.profiles.profile(campus: campus.id, user: user).bmi {
+            data["bmiText"] = visit.format("bmiLine", Charts.number(bmi))
+        }
+        if summary.madeUp { data["summaryMadeUp"] = visit["madeUpWeather"] }
         if let next = page.next { data["olderHref"] = visit.base + "episodes?cursor=\(next.text)" }
         if cursorText != nil { data["newerHref"] = visit.base + "episodes" }
         for (flag, key) in [("started", "episodeStarted"), ("stopped", "episodeStopped"), ("deleted", "episodeDeleted")]
@@ -312,6 +316,7 @@ struct EpisodePages: Sendable {
             guard during != nil || before != nil else { return nil }
             return [visit["factor-" + unit.name], Self.value(during, unit.unit), Self.value(before, unit.unit)]
         }
+        if episode.context?.madeUp == true || episode.baseline?.madeUp == true { data["madeUpNote"] = visit["madeUpWeather"] }
         if !rows.isEmpty {
             data["weatherHTML"] = WebHTML.table(
                 Charts.table(

@@ -204,11 +204,10 @@ struct SharingPage: Sendable {
             weight = profileErrors.field("weightKg", value: values.weightKg)
         if visit.language == "en", entered == nil {
             // Metric kept; English pages show the US units beside.
-            if let cm = profile.heightCm {
-                let inches = Int((cm / 2.54).rounded())
+            if let cm = profile.heightCm, let inches = Int(exactly: (cm / 2.54).rounded()) {
                 height["shown"] = "≈ \(inches / 12) ft \(inches % 12) in"
             }
-            if let kg = profile.weightKg { weight["shown"] = "≈ \(Int((kg / 0.45359237).rounded())) lb" }
+            if let kg = profile.weightKg, let pounds = Int(exactly: (kg / 0.45359237).rounded()) { weight["shown"] = "≈ \(pounds) lb" }
         }
         data["heightCm"] = height
         data["weightKg"] = weight

@@ -472,9 +472,12 @@ public struct EpisodeSummary: Sendable, Equatable {
 
     public var total: Part
     public var months: [Part]
+    /// Whether any episode's weather came from a made-up model (`EnvironmentFactors.madeUp`).
+    public var madeUp: Bool
 
     /// `episodes` grouped by the month of their start in `zone`.
     public init(_ episodes: [Episode], zone: TimeZone) {
+        madeUp = episodes.contains { $0.context?.madeUp == true || $0.baseline?.madeUp == true }
         func part(_ items: [Episode], month: String?) -> Part {
             let durations = items.compactMap(\.durationSeconds)
             let totalSeconds = durations.reduce(0) { $0 + min($1, 366 * 86_400) }

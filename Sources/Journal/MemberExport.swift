@@ -73,7 +73,7 @@ public enum MemberExport {
     public static let csvColumns = [
         "record", "date", "title", "text", "tags", "audio", "kind", "severity", "started_at", "stopped_at", "duration_minutes",
         "auto_closed",
-        "notes", "temperature_c", "uv_index", "humidity_pct", "wind_m_s", "air_quality",
+        "notes", "temperature_c", "uv_index", "humidity_pct", "wind_m_s", "air_quality", "weather_made_up",
     ]
 
     /// Writes an export in order: `begin`, entries (any number of batches), `beginEpisodes`,
@@ -94,7 +94,7 @@ public enum MemberExport {
             case .csv:
                 var text = MemberExport.csvColumns.joined(separator: ",") + "\r\n"
                 if let profile = heading.profile {
-                    let cells = ["profile", "", "Health profile", MemberExport.describe(profile)] + Array(repeating: "", count: 14)
+                    let cells = ["profile", "", "Health profile", MemberExport.describe(profile)] + Array(repeating: "", count: 15)
                     text += cells.map(CSV.escape).joined(separator: ",") + "\r\n"
                 }
                 return Array(text.utf8)
@@ -149,7 +149,7 @@ public enum MemberExport {
                             "journal", entry.date.description, entry.title, entry.text, entry.tags.map(\.rawValue).joined(separator: " "),
                             audio,
                         ]
-                        + Array(repeating: "", count: 12)
+                        + Array(repeating: "", count: 13)
                     text += cells.map(CSV.escape).joined(separator: ",") + "\r\n"
                 }
                 return Array(text.utf8)
@@ -218,7 +218,7 @@ public enum MemberExport {
                     pdf.paragraph("No episodes in this range.", size: 10)
                 } else {
                     pdf.row(
-                        ["Kind", "Started", "Stopped", "Duration", "Severity", "Weather at the start"], columns: Self.columns, bold: true)
+                        ["Kind", "Started", "Stopped", "Duration", "Severity", "Temperature"], columns: Self.columns, bold: true)
                 }
                 return pdf.take()
             }
@@ -239,7 +239,7 @@ public enum MemberExport {
                             local(episode.startedAt), episode.stoppedAt.map(local) ?? "",
                             episode.durationSeconds.map { "\($0 / 60)" } ?? "",
                             episode.autoClosed ? "true" : "false", episode.notes,
-                        ] + factors
+                        ] + factors + [episode.context?.madeUp == true ? "true" : ""]
                     text += cells.map(CSV.escape).joined(separator: ",") + "\r\n"
                 }
                 return Array(text.utf8)
@@ -272,6 +272,8 @@ public enum MemberExport {
                     factors(episode.baseline)
                     json.literal(",\"context\":")
                     factors(episode.context)
+                    json.literal(",\"contextMadeUp\":")
+                    json.bool(episode.context?.madeUp == true || episode.baseline?.madeUp == true)
                     json.literal(",\"durationMinutes\":")
                     if let seconds = episode.durationSeconds { json.integer(seconds / 60) } else { json.literal("null") }
                     json.literal(",\"id\":")
@@ -295,9 +297,14 @@ public enum MemberExport {
                     pdf.row(
                         [
                             episode.kind, local(episode.startedAt), stopped, duration(episode.durationSeconds), "\(episode.severity)/10",
-                            weather(episode.context),
+                            episode.context?.temperature.map { "\(number($0)) °C" } ?? "",
                         ],
                         columns: Self.columns)
+                    if let context = episode.context, !context.isEmpty {
+                        // Every factor on a line of its own: the column holds only the temperature.
+                        let note = context.madeUp == true ? " (made up by the demo's model, attest dev: not measured)" : ""
+                        pdf.paragraph("Weather at the start: " + weather(context) + note, size: 8, indent: 12, after: 1)
+                    }
                     if !episode.notes.isEmpty { pdf.paragraph(episode.notes, size: 8.5, indent: 12, after: 2) }
                 }
                 return pdf.take()

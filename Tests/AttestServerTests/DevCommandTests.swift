@@ -52,6 +52,9 @@ struct DevCommandTests {
         #expect(try community.first?.decode("plugin_id", as: String.self) == "imported")
         #expect(try community.first?.decode("days", as: Int.self) == 180)  // two months each of the county, the nation and the world
         #expect(try community.first?.decode("current", as: Bool.self) == true)
+        // Episodes there get made-up weather: the demo's own context provider.
+        let context = try await client.query("SELECT plugin_id FROM campus_plugins WHERE kind = 'context'")
+        #expect(try context.map { try $0.decode("plugin_id", as: String.self) } == ["made-up"])
         await client.shutdown()
 
         first.signal(SIGTERM)

@@ -1,6 +1,8 @@
 import AttestPlugins
+import AttestPluginsTesting
 import AttestPostgres
 import AttestTestSupport
+import BuiltinPlugins
 import Community
 import Foundation
 import HTTPTypes
@@ -293,6 +295,35 @@ struct PlacesAndProfileTests {
             #expect(shown.body.contains("BMI 25.0"))
             let pdf = try await browser.get("/c/north/sharing/export?from=2026-11-01&to=2026-11-20&profile=true")
             #expect(try await ExportTests.text(ofPDF: pdf.bytes).contains("Health profile: born 1990 · 180 cm · 81 kg · BMI 25.0"))
+        }
+    }
+
+    @Test func madeUpWeatherIsMarkedWhereverShownAndTheSummaryCarriesTheBMI() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let server = try await TestServer.make(registry: PluginRegistry.builtin.withDemoPlugins(), clock: clock.read)
+        let north = try await server.campus("north")
+        let (_, member) = try await server.user("m@example.edu", at: north)
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .context, id: "made-up", settings: .null, actor: "test")
+        try await server.run { api in
+            let started = try await api.send(
+                .post, "/v1/campuses/north/me/episodes", template: EpisodeTests.list, token: member,
+                json: #"{"kind": "headache", "severity": 5, "location": {"lat": 40.75, "lon": -73.98}}"#)
+            #expect(started.status == 201 && started.json["contextMadeUp"] as? Bool == true, "\(started.body)")
+            let context = (started.json["context"] as? [[String: Any]]) ?? []
+            #expect(context.count == 5 && context.contains { $0["factor"] as? String == "airQuality" && $0["unit"] as? String == "US AQI" })
+            #expect((started.json["baseline"] as? [Any])?.count == 5)
+            _ = try await api.send(
+                .put, "/v1/campuses/north/me/profile", template: Self.profilePath, token: member,
+                json: #"{"heightCm": 160, "weightKg": 64}"#)
+            let summary = try await api.send(.get, "/v1/campuses/north/me/episodes/summary", template: EpisodeTests.summary, token: member)
+            #expect(summary.json["madeUp"] as? Bool == true && summary.json["bmi"] as? Double == 25, "\(summary.body)")
+            let export = try await api.client.execute(
+                uri: "/v1/campuses/north/me/export?from=2026-11-01&to=2026-11-20", method: .get,
+                headers: [.authorization: "Bearer \(member)"],
+                body: nil)
+            let text = try await ExportTests.text(ofPDF: Data(export.body.readableBytesView))
+            #expect(text.contains("US AQI (made up by the demo's model"), "\(text)")
         }
     }
 }

@@ -39,6 +39,7 @@ struct EpisodeRoutes: Sendable {
             try container.encode(episode.location.map { Place(lat: $0.latitude, lon: $0.longitude) }, forKey: .location)
             try container.encode(Self.factors(episode.context), forKey: .context)
             try container.encode(Self.factors(episode.baseline), forKey: .baseline)
+            try container.encode(episode.context?.madeUp == true || episode.baseline?.madeUp == true, forKey: .contextMadeUp)
             try container.encode(PostgresDate.timestamp(episode.createdAt), forKey: .createdAt)
             try container.encode(PostgresDate.timestamp(episode.updatedAt), forKey: .updatedAt)
         }
@@ -48,8 +49,8 @@ struct EpisodeRoutes: Sendable {
         }
 
         enum Keys: String, CodingKey {
-            case id, kind, severity, notes, startedAt, stoppedAt, durationMinutes, autoClosed, location, context, baseline, createdAt,
-                updatedAt
+            case id, kind, severity, notes, startedAt, stoppedAt, durationMinutes, autoClosed, location, context, baseline, contextMadeUp,
+                createdAt, updatedAt
         }
     }
 
@@ -106,6 +107,22 @@ struct EpisodeRoutes: Sendable {
         var to: String
         var total: SummaryPart
         var months: [SummaryPart]
+        /// True when any episode's weather came from a made-up model.
+        var madeUp: Bool
+        /// From the member's health profile, when it has height and weight.
+        var bmi: Double?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(from, forKey: .from)
+            try container.encode(to, forKey: .to)
+            try container.encode(total, forKey: .total)
+            try container.encode(months, forKey: .months)
+            try container.encode(madeUp, forKey: .madeUp)
+            try container.encode(bmi.map(tenth), forKey: .bmi)
+        }
+
+        enum CodingKeys: String, CodingKey { case from, to, total, months, madeUp, bmi }
     }
 
     func register(on signedIn: RouterGroup<AttestRequestContext>) {
@@ -139,10 +156,11 @@ struct EpisodeRoutes: Sendable {
             let episodes = try await store.range(
                 campus: campus.id, user: user, from: campus.startOfDay(from), to: campus.startOfDay(to.adding(days: 1)), now: now)
             let summary = EpisodeSummary(episodes, zone: campus.zone)
+            let profile = try await services.profiles.profile(campus: campus.id, user: user)
             return try JournalRoutes.private(
                 Summary(
                     from: from.description, to: to.description, total: SummaryPart(part: summary.total),
-                    months: summary.months.map { SummaryPart(part: $0) }),
+                    months: summary.months.map { SummaryPart(part: $0) }, madeUp: summary.madeUp, bmi: profile.bmi),
                 request, context)
         }
         signedIn.get("me/episodes/{id}") { request, context -> Response in

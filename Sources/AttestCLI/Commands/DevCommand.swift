@@ -5,6 +5,7 @@ import AttestPostgres
 import AttestSchema
 import AttestServer
 import AttestWeb
+import BuiltinPlugins
 import Community
 import Foundation
 import Identity
@@ -82,7 +83,7 @@ struct DevCommand: AsyncParsableCommand {
                 host: host, port: port,
                 // The demo sign-in is offered here alone; with a fixed port the pages know their address.
                 web: WebConfiguration(publicURL: port == 0 ? nil : URL(string: "http://\(host):\(port)"), demoSignIn: true)),
-            logger: logger,
+            logger: logger, registry: PluginSystem.registry.withDemoPlugins(),
             afterMigration: {
                 let client = try database.applicationClient(logger: logger)
                 let issued = try await withShutdown(client) { try await DemoCampus.ensure(client: client, kek: kek) }
@@ -252,6 +253,10 @@ enum DemoCampus {
             if campus.communityRegion == nil {
                 _ = try await campuses.set(slug: slug, key: "region", value: communityRegion.id, actor: actor)
             }
+        }
+        // Episodes get made-up weather and air quality (marked so): `serve` does not know this provider.
+        if try await plugins.list(campus: campus.id, kind: .context).isEmpty {
+            try await plugins.enable(campus: campus, kind: .context, id: MadeUpContextProvider.id, settings: .null, actor: actor)
         }
         let questionnaires = QuestionnaireStore(client: client)
         if try await questionnaires.active(campus: campus.id) == nil {

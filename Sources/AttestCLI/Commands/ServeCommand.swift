@@ -117,7 +117,7 @@ struct ServeCommand: AsyncParsableCommand {
 /// server's own login (`ServerLogin`), then serve as the application role.
 func migrateThenServe(
     database: DatabaseOptions, readURL: String? = nil, migrateURL: String?, kek: KeyEncryptionKey, server: ServerConfiguration,
-    logger: Logger,
+    logger: Logger, registry: PluginRegistry = PluginSystem.registry,
     afterMigration: (() async throws -> Void)? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void
 ) async throws {
@@ -144,7 +144,7 @@ func migrateThenServe(
         // Every campus's badge keys open with this key-encryption key (older plain ones are
         // sealed now), and plugin secrets stored before they were sealed are sealed now.
         let keys = BadgeKeyStore(client: pool, kek: kek)
-        let plugins = CampusPluginStore(client: pool, kek: kek), registry = PluginSystem.registry
+        let plugins = CampusPluginStore(client: pool, kek: kek)
         // One read finds the campuses with anything to seal or a key under another KEK
         // (usually none): a start reads no campus one by one, however many there are.
         let census = try await pool.query(
@@ -168,7 +168,7 @@ func migrateThenServe(
     }
     let app = AttestServer.buildApplication(
         configuration: server, database: pool, readDatabase: reader, kek: kek, logger: logger,
-        frontEnds: [APIFrontEnd(), WebFrontEnd()], traceExport: traceExport, onServerRunning: onServerRunning)
+        frontEnds: [APIFrontEnd(), WebFrontEnd()], traceExport: traceExport, registry: registry, onServerRunning: onServerRunning)
     do {
         try await app.runService()
     } catch  where "\(error)".contains("Address already in use") {

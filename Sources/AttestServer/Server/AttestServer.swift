@@ -25,12 +25,12 @@ package enum AttestServer {
     package static func buildApplication(
         configuration: ServerConfiguration, database: PostgresClient, readDatabase: PostgresClient? = nil,
         kek: KeyEncryptionKey? = nil, logger: Logger, frontEnds: [any FrontEnd], traceExport: (any Service)? = nil,
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        registry: PluginRegistry = PluginSystem.registry, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         var configuration = configuration
         configuration.tracing = traceExport != nil
         let services = AttestServices(
-            database: database, readDatabase: readDatabase, configuration: configuration, kek: kek, logger: logger)
+            database: database, readDatabase: readDatabase, configuration: configuration, registry: registry, kek: kek, logger: logger)
         return buildApplication(
             configuration: configuration, services: services, logger: logger, frontEnds: frontEnds, traceExport: traceExport,
             onServerRunning: onServerRunning)
