@@ -139,7 +139,7 @@ struct CommunityPages: Sendable {
             let chart = Charts.bars(
                 id: "place-weeks", title: visit.format("placeWeeksTitle", name),
                 desc: visit.format("placeWeeksDesc", name, weeks.first?.from.description ?? "", asOf.description), categories: labels,
-                values: weeks.map { Double(max($0.cases, 0)) }, fill: "#1d70b8", suffix: "", smallestStep: 1)
+                values: weeks.map { $0.cases.map { Double(max($0, 0)) } }, fill: "#1d70b8", suffix: "", smallestStep: 1)
             let table = Charts.table(
                 caption: visit.format("placeWeeksTitle", name),
                 columns: [
@@ -147,9 +147,10 @@ struct CommunityPages: Sendable {
                     (visit[population > 0 ? "communityPer100k" : "communityPerDay"], true),
                 ],
                 rows: weeks.map { week in
-                    let average = Double(max(week.cases, 0)) / 7
+                    guard let cases = week.cases, let deaths = week.deaths else { return ["\(week.from) – \(week.to)", "–", "–", "–"] }
+                    let average = Double(max(cases, 0)) / 7
                     return [
-                        "\(week.from) – \(week.to)", "\(week.cases)", "\(week.deaths)",
+                        "\(week.from) – \(week.to)", "\(cases)", "\(deaths)",
                         Charts.number(population > 0 ? average * 100_000 / Double(population) : average),
                     ]
                 })
@@ -170,11 +171,13 @@ struct CommunityPages: Sendable {
         return try web.renderer.render(.init(template: "place", title: name, data: data, wide: true, current: "community"), visit: visit)
     }
 
-    /// Eight weeks of 7 days ending `last`, oldest first: new cases and deaths reported in each.
-    static func weeks(_ days: [CommunityDay], through last: LocalDate) -> [(from: LocalDate, to: LocalDate, cases: Int, deaths: Int)] {
+    /// Eight weeks of 7 days ending `last`, oldest first: new cases and deaths reported in each,
+    /// nil for a week with no report (before the source began).
+    static func weeks(_ days: [CommunityDay], through last: LocalDate) -> [(from: LocalDate, to: LocalDate, cases: Int?, deaths: Int?)] {
         (0..<8).reversed().map { back in
             let to = last.adding(days: -7 * back), from = to.adding(days: -6)
             let inWeek = days.filter { $0.date >= from && $0.date <= to }
+            guard !inWeek.isEmpty else { return (from, to, nil, nil) }
             return (from, to, inWeek.reduce(0) { $0 + $1.newCases }, inWeek.reduce(0) { $0 + $1.newDeaths })
         }
     }

@@ -73,21 +73,31 @@ struct BrowserTests {
             ], actor: "test")
         // The region's community figures beside the campus's own (an imported dataset).
         let owner = TestDatabase.client(database: server.database, role: nil)
+        let today = north.localDate(at: Date())
         _ = try await CommunityStore(client: owner).replace(
             dataset: "testland",
             with: try CommunityDataset.parseCumulativeCSV(
-                Data(CommunityDataTests.cumulativeCSV(end: north.localDate(at: Date())).utf8),
-                population: Data(CommunityDataTests.population.utf8)))
+                Data(CommunityDataTests.cumulativeCSV(end: today).utf8), population: Data(CommunityDataTests.population.utf8)))
+        // The nation and the world beside it, and countries to follow (the national and global layouts).
+        _ = try await CommunityStore(client: owner).replace(
+            dataset: "us",
+            with: try CommunityLayout.national.parse(
+                Data(PlacesAndProfileTests.nationalCSV(end: today).utf8), population: Data("id,population\nUS,330000000\n".utf8)))
+        _ = try await CommunityStore(client: owner).replace(
+            dataset: "world", with: try CommunityLayout.global.parse(Data(PlacesAndProfileTests.globalCSV(end: today).utf8)))
         await owner.shutdown()
         try await CampusPluginStore(client: server.pool).enable(
             campus: north, kind: .communityData, id: "imported",
-            settings: .object(["dataset": .string("testland"), "guidance": .object(["high": .string("Wear a mask indoors.")])]),
+            settings: .object([
+                "dataset": .array([.string("testland"), .string("us"), .string("world")]),
+                "guidance": .object(["high": .string("Wear a mask indoors.")]),
+            ]),
             actor: "test")
         _ = try await CampusStore(client: server.pool).set(slug: "north", key: "region", value: "99001", actor: "test")
         // The weather where an episode begins: a loopback feed as the campus's context provider.
         let weather = Router()
         weather.get("weather") { _, _ -> Response in
-            Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"temperature": 21.5, "humidity": 40}"#)))
+            Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"temperature": 21.5, "humidity": 40, "airQuality": 42}"#)))
         }
         let (weatherPort, weatherTask) = try await startLoopbackServer(weather)
         defer { weatherTask.cancel() }
@@ -128,7 +138,8 @@ struct BrowserTests {
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
         let config: [String: Any] = [
             "base": base, "campus": "north", "issuer": provider.issuer, "member": "ana@example.edu", "keyboardMember": "kim@example.edu",
-            "noScriptMember": "nora@example.edu", "journalMember": "jo@example.edu", "admin": "ada@example.edu",
+            "noScriptMember": "nora@example.edu", "journalMember": "jo@example.edu", "placesMember": "pia@example.edu",
+            "admin": "ada@example.edu",
             "officer": "hana@example.edu", "screener": "sam@example.edu",
             "adminToken": adminToken, "goodToken": good, "expiredToken": expired, "forgedToken": forged, "otherCampusToken": otherCampus,
             "redToken": red,

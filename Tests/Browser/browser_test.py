@@ -14,7 +14,9 @@ import datetime
 import io
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 import unittest
 import urllib.error
@@ -363,6 +365,8 @@ class JournalAndEpisodes(unittest.TestCase):
         wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'dl.facts'))
         weather = d.find_element(By.CSS_SELECTOR, 'section.weather table').text
         self.assertIn('21.5 °C', weather)
+        self.assertIn('Air quality', weather)
+        self.assertIn('42 US AQI', weather)
         self.assertIn('mlat=40.8', d.find_element(By.PARTIAL_LINK_TEXT, 'Map').get_attribute('href'))
         check_both_languages(d, 'episode')
         d.find_element(By.CSS_SELECTOR, 'article .stop-button').click()
@@ -663,6 +667,74 @@ class DoorCamera(unittest.TestCase):
             d.find_element(By.CSS_SELECTOR, '#paste-form button[type="submit"]').click()
             wait_for(d, lambda d: 'Genuine' in d.find_element(By.ID, 'verdict').text, 15)
             d.save_screenshot(os.path.join(CONFIG['screenshots'], 'scan-photo-nojs-en.png'))
+        finally:
+            d.quit()
+
+
+def pdf_text(data):
+    """A PDF's text, read back by poppler's pdftotext."""
+    with tempfile.NamedTemporaryFile(suffix='.pdf') as handle:
+        handle.write(data)
+        handle.flush()
+        return subprocess.run(['/usr/bin/pdftotext', '-layout', handle.name, '-'], capture_output=True, text=True, check=True).stdout
+
+
+class CommunityAndProfile(unittest.TestCase):
+    """The community page: home, nation and world; a place followed from a search, its 8 weeks,
+    unfollowed. A health profile saved, and found in a PDF export only when ticked."""
+
+    def export_pdf(self, d, ticked):
+        box = d.find_element(By.ID, 'export-profile')
+        if box.is_selected() != ticked:
+            box.click()
+        # The form's own fields, as its submit would send them, fetched with the page's session.
+        encoded = d.execute_async_script("""
+            var done = arguments[arguments.length - 1];
+            var form = document.getElementById('export-profile').form;
+            fetch(form.action + '?' + new URLSearchParams(new FormData(form)).toString())
+                .then(function (r) { return r.arrayBuffer(); })
+                .then(function (b) { var a = new Uint8Array(b), s = ''; for (var i = 0; i < a.length; i++) { s += String.fromCharCode(a[i]); } done(btoa(s)); });
+            """)
+        return pdf_text(base64.b64decode(encoded))
+
+    def test_places_and_profile(self):
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['placesMember'], '/community')
+            main = d.find_element(By.TAG_NAME, 'main').text
+            for text in ('Alpha, Testland', 'Campus region', 'United States', 'Nation', 'World'):
+                self.assertIn(text, main)
+            check_both_languages(d, 'community')
+            d.find_element(By.ID, 'place-search').send_keys('cana')
+            d.find_element(By.CSS_SELECTOR, 'form[role="search"] button').click()
+            wait_for(d, lambda d: 'search=cana' in d.current_url)
+            d.find_element(By.CSS_SELECTOR, 'form[action$="community/follow"] button').click()
+            wait_for(d, lambda d: d.current_url.endswith('?followed=1'))
+            canada = [r for r in d.find_elements(By.CSS_SELECTOR, 'table.places tbody tr') if 'Canada' in r.text]
+            self.assertTrue(canada and 'Followed' in canada[0].text, 'Canada listed as followed')
+            canada[0].find_element(By.LINK_TEXT, 'Canada').click()
+            wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, 'svg.chart'))
+            self.assertEqual(d.find_element(By.TAG_NAME, 'h1').text, 'Canada')
+            self.assertIn('New deaths', d.find_element(By.CSS_SELECTOR, 'main table').text)
+            self.assertEqual(len(d.find_elements(By.CSS_SELECTOR, 'main table tbody tr')), 8)
+            self.assertIn('Source: imported.', d.find_element(By.TAG_NAME, 'main').text)
+            check_both_languages(d, 'place')
+            d.find_element(By.CSS_SELECTOR, 'form[action$="community/unfollow"] button').click()
+            wait_for(d, lambda d: d.current_url.endswith('?unfollowed=1'))
+            self.assertFalse([r for r in d.find_elements(By.CSS_SELECTOR, 'table.places tbody tr') if 'Canada' in r.text])
+
+            d.get(url('/sharing'))
+            d.find_element(By.ID, 'profile-birthYear').send_keys('1990')
+            d.find_element(By.ID, 'profile-heightCm').send_keys('170')
+            d.find_element(By.ID, 'profile-weightKg').send_keys('65')
+            d.find_element(By.CSS_SELECTOR, 'form[action$="sharing/profile"] button').click()
+            wait_for(d, lambda d: d.current_url.endswith('?profile=1'))
+            main = d.find_element(By.TAG_NAME, 'main').text
+            self.assertIn('BMI 22.5', main)
+            self.assertIn('5 ft 7 in', main)
+            check_page(d, 'sharing-profile-en')
+            self.assertIn('Health profile: born 1990 · 170 cm · 65 kg · BMI 22.5', self.export_pdf(d, True))
+            self.assertNotIn('Health profile', self.export_pdf(d, False))
         finally:
             d.quit()
 
