@@ -126,6 +126,10 @@ struct KeyRotationTests {
                 EpisodeDraft(kind: "headache", severity: 4, notes: note, startedAt: now.addingTimeInterval(-3_600)), context: nil,
                 baseline: nil, now: now)
             notes.append(note)
+            // A health profile: sealed like the journal, re-wrapped with it.
+            try await ProfileStore(client: server.pool, kek: kek).set(
+                campus: north.id, user: member.id, profile: HealthProfile(birthYear: 1990 + index, heightCm: 170, weightKg: 60),
+                now: now)
         }
         return Sealed(campus: north, members: members, titles: titles, recording: recording, notes: notes)
     }
@@ -142,6 +146,9 @@ struct KeyRotationTests {
             }
             let episodes = try await services.episodes.list(campus: north.id, user: member, after: nil, limit: 10, now: Date()).episodes
             #expect(episodes.map(\.notes) == [sealed.notes[index]])
+            #expect(
+                try await ProfileStore(client: services.pool, kek: services.kek).profile(campus: north.id, user: member).birthYear == 1990
+                    + index)
         }
         let keys = try await services.badgeKeys.keys(campus: north.id)
         #expect(keys.count == 2 && keys.allSatisfy { $0.privateKey != nil })
@@ -180,13 +187,13 @@ struct KeyRotationTests {
         let before = try await Self.envelopes(under: keys.old, database: server.database)
         let holding = Set(before.filter { $0.value > 0 }.keys)
         #expect(holding.isSubset(of: Set(SealedColumns.all.map(\.name))), "\(holding)")
-        #expect(holding.count >= 7, "\(before)")
+        #expect(holding.count >= 8, "\(before)")
 
         let rotation = try keys.rotate(database: server.database)
         #expect(try await rotation.wait(timeout: .seconds(60)) == 0, "\(rotation.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(rotation.stdout.utf8)) as? [String: Any]
-        // Two badge keys, the subject key, the client secret, the webhook's, two entries, a recording, two episodes.
-        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 10, "\(rotation.stdout)")
+        // Two badge keys, the subject key, the client secret, the webhook's, two entries, a recording, two episodes, two profiles.
+        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 12, "\(rotation.stdout)")
         #expect(try await Self.envelopes(under: keys.old, database: server.database).values.allSatisfy { $0 == 0 })
         #expect(try await Self.envelopes(under: keys.new, database: server.database) == before)
 
