@@ -500,6 +500,25 @@ CREATE TABLE IF NOT EXISTS member_profiles (
     FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
 );
 
+-- Each member's notification preferences (schema version 20): channels, a reminder time
+-- (campus-local minutes after midnight, null: the campus's), quiet hours (both or neither,
+-- not equal; they may span midnight) and a language (null: the campus's). No row: the
+-- defaults. Read per campus by the reminders, so not behind member_only.
+CREATE TABLE IF NOT EXISTS member_notifications (
+    campus_id        uuid NOT NULL,
+    user_id          uuid NOT NULL,
+    email            boolean NOT NULL DEFAULT true,
+    push             boolean NOT NULL DEFAULT false,
+    reminder_minute  smallint CHECK (reminder_minute BETWEEN 0 AND 1439),
+    quiet_from       smallint CHECK (quiet_from BETWEEN 0 AND 1439),
+    quiet_to         smallint CHECK (quiet_to BETWEEN 0 AND 1439),
+    language         text CHECK (language ~ '^[a-z]{2}$'),
+    updated_at       timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, user_id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE,
+    CHECK ((quiet_from IS NULL) = (quiet_to IS NULL) AND (quiet_from IS NULL OR quiet_from <> quiet_to))
+);
+
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     -- No sequence (Citus distributes the log by campus); entries are ordered by at, then id,
@@ -524,7 +543,7 @@ BEGIN
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
         'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings',
-        'door_counts', 'member_places', 'member_profiles'
+        'door_counts', 'member_places', 'member_profiles', 'member_notifications'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);

@@ -16,6 +16,7 @@ package struct APIFrontEnd: FrontEnd {
         BadgeRoutes(services: services).register(campus: campus, signedIn: signedIn)
         TestingLocationRoutes(services: services).register(on: signedIn)
         CommunityRoutes(services: services).register(on: signedIn)
+        NotificationRoutes(services: services).register(on: signedIn)
         // A member's own private data: never with an operator's session, counted per member.
         let ownData = signedIn.group().add(middleware: OwnDataMiddleware(limiters: services.limiters))
         JournalRoutes(services: services).register(on: ownData)

@@ -122,7 +122,7 @@ struct WebRenderer: Sendable {
             ("history", visit.base + "history", visit["navHistory"]), ("locations", visit.base + "locations", visit["navLocations"]),
             ("stats", visit.base + "stats", visit["navStats"]), ("community", visit.base + "community", visit["navCommunity"]),
             ("journal", visit.base + "journal", visit["navJournal"]),
-            ("episodes", visit.base + "episodes", visit["navEpisodes"]),
+            ("episodes", visit.base + "episodes", visit["navEpisodes"]), ("settings", visit.base + "settings", visit["navSettings"]),
         ]
         if visit.has([.screener, .admin]) { items.append(("scan", visit.base + "scan", visit["navScan"])) }
         if visit.has([.admin]) { items.append(("admin", visit.base + "admin", visit["navAdmin"])) }

@@ -24,6 +24,7 @@ struct WebRoutes: Sendable {
         EpisodePages(web: self).register(on: pages)
         SharingPage(web: self).register(on: pages)
         CommunityPages(web: self).register(on: pages)
+        SettingsPage(web: self).register(on: pages)
         ScanPage(web: self).register(on: pages)
         AdminPages(web: self).register(on: pages)
     }

@@ -13,6 +13,8 @@ indirect enum OpenAPIValue: Sendable, Equatable, ExpressibleByStringLiteral, Exp
     case string(String)
     case integer(Int)
     case bool(Bool)
+    /// YAML's null (`null`, `~`): an enum's null, beside `type: [T, "null"]`.
+    case null
 
     struct Member: Sendable, Equatable {
         var key: String
@@ -70,6 +72,7 @@ extension OpenAPIValue {
             switch Tag.Name(rawValue: node.tag.rawValue) {
             case .int: self = .integer(try node.int ?? { throw Unreadable(description: "an integer out of range: \(scalar.string)") }())
             case .bool: self = .bool(node.bool ?? false)
+            case .null: self = .null
             case .str: self = .string(scalar.string)
             default: throw Unreadable(description: "a \(node.tag.rawValue) scalar: \(scalar.string)")
             }

@@ -37,4 +37,5 @@ SELECT create_distributed_table('member_settings', 'campus_id', colocate_with =>
 SELECT create_distributed_table('door_counts', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('member_places', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('member_profiles', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('member_notifications', 'campus_id', colocate_with => 'users');
 COMMIT;

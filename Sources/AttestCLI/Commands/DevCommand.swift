@@ -30,6 +30,12 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on.") var port = 8080
     @Option(help: "Where the cluster and its data live.") var dataDir = ".attest"
     @Option(help: "Most database connections the server opens.") var dbPoolSize = 10
+    @Option(
+        name: .customLong("allow-outbound-host"),
+        help: ArgumentHelp(
+            "A host the server may reach over plain http and at private or loopback addresses (repeatable), as `serve` has it: a webhook receiver on 127.0.0.1.",
+            valueName: "host"))
+    var outboundHosts: [String] = []
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -80,7 +86,7 @@ struct DevCommand: AsyncParsableCommand {
         try await migrateThenServe(
             database: database, migrateURL: nil, kek: kek,
             server: ServerConfiguration(
-                host: host, port: port,
+                host: host, port: port, outbound: .init(allowedHosts: Swift.Set(outboundHosts)),
                 // The demo sign-in is offered here alone; with a fixed port the pages know their address.
                 web: WebConfiguration(publicURL: port == 0 ? nil : URL(string: "http://\(host):\(port)"), demoSignIn: true)),
             logger: logger, registry: PluginSystem.registry.withDemoPlugins(),
