@@ -149,7 +149,9 @@ let package = Package(
         .target(
             name: "Notifications",
             dependencies: [
-                "AttestPlugins", "AttestPostgres", "Tenancy",
+                "AttestFoundation", "AttestPlugins", "AttestPostgres", "Tenancy",
+                // Web Push: RFC 8291's ECDH, HKDF and AES-GCM, and VAPID's ES256.
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,0 +1,93 @@
+import AttestFoundation
+import AttestTestSupport
+import Crypto
+import Foundation
+import Notifications
+import Testing
+
+/// Web Push encryption (RFC 8291, `aes128gcm` of RFC 8188) and VAPID (RFC 8292), read back by
+/// implementations nobody here wrote: the PyPI `http-ece` decrypts with the browser's private
+/// key, and `joserfc` verifies the VAPID JWT with the key the header names.
+@Suite("Web Push")
+struct WebPushTests {
+    static let oracle = """
+        import base64, json, sys, http_ece
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from joserfc import jwt
+        from joserfc.jwk import ECKey
+        case = json.load(open(sys.argv[1]))
+        def b(s): return base64.urlsafe_b64decode(s + '=' * (-len(s) % 4))
+        def e(raw): return base64.urlsafe_b64encode(raw).rstrip(b'=').decode()
+        browser = ec.derive_private_key(int.from_bytes(b(case['d']), 'big'), ec.SECP256R1())
+        out = {'plaintexts': [http_ece.decrypt(b(body), private_key=browser, auth_secret=b(case['auth']), version='aes128gcm').decode('utf-8')
+                              for body in case['bodies']]}
+        token, key = case['authorization'].split('t=', 1)[1].split(', k=')
+        public = b(key)
+        verified = jwt.decode(token, ECKey.import_key({'kty': 'EC', 'crv': 'P-256', 'x': e(public[1:33]), 'y': e(public[33:])}), algorithms=['ES256'])
+        out['header'] = verified.header
+        out['claims'] = verified.claims
+        print(json.dumps(out))
+        """
+
+    static func random(_ count: Int) -> Data {
+        var generator = SystemRandomNumberGenerator()
+        return Data((0..<count).map { _ in generator.next() })
+    }
+
+    @Test func http_eceDecryptsEveryMessageAndJoserfcVerifiesTheVAPIDToken() async throws {
+        let browser = P256.KeyAgreement.PrivateKey()
+        let p256dh = browser.publicKey.x963Representation, auth = Self.random(16)
+        let messages = [
+            #"{"title":"Daily check","body":"Answer today's questions","url":"/c/demo/"}"#, "Recordatorio: ¿cómo se siente hoy? ✓", "",
+            String(repeating: "x", count: WebPushEncryption.maxPlaintext),
+        ]
+        let bodies = try messages.map { try WebPushEncryption.encrypt(Data($0.utf8), p256dh: p256dh, auth: auth) }
+        // Each body: a 16-byte salt, the record size 4096, the sender's 65-byte key, then the record.
+        for (body, message) in zip(bodies, messages) {
+            #expect(body.count == 86 + message.utf8.count + 1 + 16 && body[16..<20] == Data([0, 0, 0x10, 0]) && body[20] == 65)
+        }
+        #expect(bodies.last?.count == 4096)
+        let again = try WebPushEncryption.encrypt(Data(messages[0].utf8), p256dh: p256dh, auth: auth)
+        #expect(again != bodies[0])  // a fresh key and salt every time
+
+        let vapid = VAPIDKey(privateKey: P256.Signing.PrivateKey())
+        let now = Date(timeIntervalSince1970: 1_795_000_000)
+        let authorization = try vapid.authorization(
+            endpoint: try #require(URL(string: "https://push.example.net:8443/send/abc?x=1")), subject: "mailto:ops@example.edu", now: now)
+        #expect(authorization.hasSuffix(", k=" + vapid.publicKeyText))
+
+        let input = FileManager.default.temporaryDirectory.appending(path: "webpush-\(UUID().uuidString.prefix(8)).json")
+        let cases: [String: Any] = [
+            "d": browser.rawRepresentation.base64URLEncoded(), "auth": auth.base64URLEncoded(),
+            "bodies": bodies.map { $0.base64URLEncoded() }, "authorization": authorization,
+        ]
+        try JSONSerialization.data(withJSONObject: cases).write(to: input)
+        defer { try? FileManager.default.removeItem(at: input) }
+        let read = try await ChildProcess.run(["/usr/bin/env", "python3", "-c", Self.oracle, input.path])
+        #expect(read.status == 0, "python3: \(read.stderr)")
+        let out = try #require(try JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [String: Any])
+        #expect(out["plaintexts"] as? [String] == messages)
+        #expect((out["header"] as? [String: String])?["alg"] == "ES256")
+        let claims = try #require(out["claims"] as? [String: Any])
+        #expect(claims["aud"] as? String == "https://push.example.net:8443" && claims["sub"] as? String == "mailto:ops@example.edu")
+        #expect(claims["exp"] as? Int == 1_795_000_000 + 12 * 3_600)
+    }
+
+    @Test func aBadSubscriptionOrAnOversizedMessageIsRefusedWithTheReason() throws {
+        let browser = P256.KeyAgreement.PrivateKey()
+        let p256dh = browser.publicKey.x963Representation, auth = Self.random(16)
+        for (key, secret, size, reason) in [
+            (p256dh.dropFirst(), auth, 10, "p256dh must be an uncompressed P-256 point"),
+            (browser.publicKey.compressedRepresentation, auth, 10, "p256dh must be an uncompressed"),
+            (Data([4]) + Data(repeating: 7, count: 64), auth, 10, "p256dh must be an uncompressed"),  // not on the curve
+            (p256dh, auth.prefix(8), 10, "auth secret must be 16 bytes"),
+            (p256dh, auth, WebPushEncryption.maxPlaintext + 1, "at most 3993 bytes"),
+        ] as [(Data, Data, Int, String)] {
+            #expect {
+                try WebPushEncryption.encrypt(Data(repeating: 65, count: size), p256dh: Data(key), auth: Data(secret))
+            } throws: { error in
+                "\(error)".contains(reason)
+            }
+        }
+    }
+}
