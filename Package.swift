@@ -150,8 +150,9 @@ let package = Package(
             name: "Notifications",
             dependencies: [
                 "AttestFoundation", "AttestPlugins", "AttestPostgres", "Tenancy",
-                // Web Push: RFC 8291's ECDH, HKDF and AES-GCM, and VAPID's ES256.
+                // Web Push: RFC 8291's ECDH, HKDF and AES-GCM, and VAPID's ES256; DKIM's RSA.
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

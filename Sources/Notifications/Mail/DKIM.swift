@@ -1,0 +1,136 @@
+import AttestFoundation
+import Crypto
+import Foundation
+import _CryptoExtras
+
+/// DKIM signatures (RFC 6376) with relaxed/relaxed canonicalization: `ed25519-sha256` (RFC 8463)
+/// or `rsa-sha256`, over the headers a receiver checks (`h=`), and the body hash (`bh=`).
+public struct DKIMSigner: Sendable {
+    public enum Key: Sendable {
+        case ed25519(Curve25519.Signing.PrivateKey)
+        case rsa(_RSA.Signing.PrivateKey)
+
+        var algorithm: String {
+            switch self {
+            case .ed25519: "ed25519-sha256"
+            case .rsa: "rsa-sha256"
+            }
+        }
+    }
+
+    public let domain: String
+    public let selector: String
+    public let key: Key
+
+    public init(domain: String, selector: String, key: Key) {
+        (self.domain, self.selector, self.key) = (domain, selector, key)
+    }
+
+    /// A key from a PEM file's text: PKCS#8 Ed25519 (`openssl genpkey -algorithm ed25519`) for
+    /// `ed25519-sha256`, PKCS#1 or PKCS#8 RSA of at least 2048 bits for `rsa-sha256`.
+    public static func key(pem: String, algorithm: String) throws -> Key {
+        switch algorithm {
+        case "ed25519-sha256":
+            guard let key = try? Curve25519.Signing.PrivateKey(pemRepresentation: pem) else {
+                throw DKIMError("the DKIM key is not an Ed25519 private key in PEM (make one with `openssl genpkey -algorithm ed25519`)")
+            }
+            return .ed25519(key)
+        case "rsa-sha256":
+            guard let key = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else {
+                throw DKIMError("the DKIM key is not an RSA private key in PEM of 2048 bits or more (make one with `openssl genrsa 2048`)")
+            }
+            return .rsa(key)
+        default:
+            throw DKIMError("the DKIM algorithm must be ed25519-sha256 or rsa-sha256, got \"\(algorithm.prefix(40))\"")
+        }
+    }
+
+    /// The header names signed, lower case, those of the message that are present.
+    static let signed = [
+        "from", "to", "reply-to", "subject", "date", "message-id", "mime-version", "content-type", "list-unsubscribe",
+        "list-unsubscribe-post",
+    ]
+
+    /// The `DKIM-Signature` field's value for `headers` (unfolded) and `body` (CRLF lines).
+    public func signature(headers: [(name: String, value: String)], body: String, now: Date) throws -> String {
+        let bodyHash = Data(SHA256.hash(data: Data(Self.relaxedBody(body).utf8))).base64EncodedString()
+        let present = Self.signed.filter { name in headers.contains { $0.name.lowercased() == name } }
+        let timestamp = Int(now.timeIntervalSince1970.rounded(.down))
+        let unsigned =
+            "v=1; a=\(key.algorithm); c=relaxed/relaxed; d=\(domain); s=\(selector); t=\(timestamp); h=\(present.joined(separator: ":")); bh=\(bodyHash); b="
+        // Each signed header as the relaxed rule writes it, then this field without its CRLF.
+        var input = ""
+        for name in present {
+            // The last occurrence of a name is signed first (RFC 6376 §5.4.2); each appears once here.
+            guard let field = headers.last(where: { $0.name.lowercased() == name }) else { continue }
+            input += Self.relaxedHeader(field.name, field.value) + "\r\n"
+        }
+        input += Self.relaxedHeader("DKIM-Signature", unsigned)
+        let data = Data(input.utf8)
+        let signature: Data
+        switch key {
+        case .ed25519(let key): signature = try key.signature(for: Data(SHA256.hash(data: data)))
+        case .rsa(let key): signature = try key.signature(for: data, padding: .insecurePKCS1v1_5).rawRepresentation
+        }
+        return unsigned + signature.base64EncodedString()
+    }
+
+    /// The DNS TXT record receivers read: `v=DKIM1; k=ed25519; p=…` at `<selector>._domainkey.<domain>`.
+    public var dnsRecord: String {
+        switch key {
+        case .ed25519(let key): "v=DKIM1; k=ed25519; p=" + key.publicKey.rawRepresentation.base64EncodedString()
+        case .rsa(let key): "v=DKIM1; k=rsa; p=" + key.publicKey.derRepresentation.base64EncodedString()
+        }
+    }
+
+    /// Relaxed header canonicalization: the name in lower case, the value unfolded, runs of
+    /// spaces and tabs one space, none at either end.
+    static func relaxedHeader(_ name: String, _ value: String) -> String {
+        name.lowercased().trimmingCharacters(in: .whitespaces) + ":"
+            + collapse(value.replacingOccurrences(of: "\r\n", with: ""))
+            .trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+    }
+
+    /// Relaxed body canonicalization: in each line runs of spaces and tabs one space and none
+    /// at its end, empty lines at the end removed, CRLF after the last line (an empty body stays empty).
+    static func relaxedBody(_ body: String) -> String {
+        var lines = body.components(separatedBy: "\r\n").map { line -> String in
+            var collapsed = collapse(line)
+            while collapsed.hasSuffix(" ") { collapsed.removeLast() }
+            return collapsed
+        }
+        while let last = lines.last, last.isEmpty { lines.removeLast() }
+        return lines.isEmpty ? "" : lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    private static func collapse(_ text: String) -> String {
+        var result = ""
+        var blank = false
+        for scalar in text.unicodeScalars {
+            if scalar == " " || scalar == "\t" {
+                blank = true
+                continue
+            }
+            if blank { result.unicodeScalars.append(" ") }
+            blank = false
+            result.unicodeScalars.append(scalar)
+        }
+        if blank { result.unicodeScalars.append(" ") }
+        return result
+    }
+}
+
+public struct DKIMError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension MailMessage {
+    /// The message with a `DKIM-Signature` field first, when `signer` is given.
+    public func signed(by signer: DKIMSigner?, boundary: String, now: Date) throws -> String {
+        guard let signer else { return rendered(boundary: boundary) }
+        let fields = headerFields(boundary: boundary), body = body(boundary: boundary)
+        let signature = try signer.signature(headers: fields, body: body, now: now)
+        return Self.fold("DKIM-Signature", signature) + fields.map { Self.fold($0.name, $0.value) }.joined() + "\r\n" + body
+    }
+}

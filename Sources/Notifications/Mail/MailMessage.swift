@@ -1,0 +1,203 @@
+import AttestFoundation
+import Foundation
+
+/// An address with its display name, as a header writes it: `Ana Ruiz <ana@example.edu>`, a
+/// name outside ASCII as an RFC 2047 encoded word.
+public struct MailAddress: Sendable, Equatable {
+    public var name: String
+    public var address: String
+
+    public init(name: String = "", address: String) {
+        self.name = name
+        self.address = address
+    }
+
+    /// Whether `address` can stand in a header as it is: one `@`, printable ASCII without
+    /// spaces, angle brackets, quotes or commas, at most 254 bytes.
+    public static func isValid(_ address: String) -> Bool {
+        let bytes = Array(address.utf8)
+        guard bytes.count <= 254, bytes.filter({ $0 == 0x40 }).count == 1, let at = bytes.firstIndex(of: 0x40), at > 0,
+            at < bytes.count - 1
+        else { return false }
+        return bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F && ![0x3C, 0x3E, 0x22, 0x2C, 0x28, 0x29, 0x3B, 0x5B, 0x5D, 0x5C].contains($0) }
+    }
+
+    var header: String {
+        let clean = MailMessage.oneLine(name)
+        guard !clean.isEmpty else { return "<\(address)>" }
+        return MailMessage.phrase(clean) + " <\(address)>"
+    }
+}
+
+/// A message as the `email` sink sends it: `multipart/alternative` with a text and an HTML
+/// part, both UTF-8 in quoted-printable, headers folded at 78 columns, non-ASCII names and
+/// subjects as RFC 2047 encoded words, lines ending CRLF. Header values are single lines: a
+/// CR or LF in a name or subject becomes a space (no header can be injected).
+public struct MailMessage: Sendable {
+    public var from: MailAddress
+    public var to: MailAddress
+    public var replyTo: MailAddress?
+    public var subject: String
+    public var text: String
+    public var html: String
+    /// Further headers, in order (`List-Unsubscribe`, `List-Unsubscribe-Post`).
+    public var extraHeaders: [(name: String, value: String)]
+    /// `<random@domain>`.
+    public var messageID: String
+    public var date: Date
+
+    public init(
+        from: MailAddress, to: MailAddress, replyTo: MailAddress? = nil, subject: String, text: String, html: String,
+        extraHeaders: [(name: String, value: String)] = [], messageID: String, date: Date
+    ) {
+        (self.from, self.to, self.replyTo, self.subject, self.text, self.html) = (from, to, replyTo, subject, text, html)
+        (self.extraHeaders, self.messageID, self.date) = (extraHeaders, messageID, date)
+    }
+
+    /// A fresh `Message-ID` at `domain`.
+    public static func newMessageID(domain: String) -> String { "<\(UUID().uuidString.lowercased())@\(domain)>" }
+
+    /// The header fields, in order, each `(name, value)` with the value unfolded.
+    public func headerFields(boundary: String) -> [(name: String, value: String)] {
+        var fields: [(String, String)] = [
+            ("From", from.header), ("To", to.header),
+        ]
+        if let replyTo { fields.append(("Reply-To", replyTo.header)) }
+        fields += [
+            ("Subject", Self.encodedText(Self.oneLine(subject))), ("Date", Self.dateText(date)), ("Message-ID", messageID),
+            ("MIME-Version", "1.0"), ("Content-Type", "multipart/alternative; boundary=\"\(boundary)\""),
+        ]
+        fields += extraHeaders.map { ($0.name, Self.oneLine($0.value)) }
+        return fields
+    }
+
+    /// The body after the headers' blank line.
+    public func body(boundary: String) -> String {
+        var lines: [String] = []
+        for (type, content) in [("text/plain", text), ("text/html", html)] {
+            lines += [
+                "--\(boundary)", "Content-Type: \(type); charset=utf-8", "Content-Transfer-Encoding: quoted-printable", "",
+                Self.quotedPrintable(content),
+            ]
+        }
+        lines.append("--\(boundary)--")
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// The whole message (headers folded), without a DKIM signature.
+    public func rendered(boundary: String) -> String {
+        headerFields(boundary: boundary).map { Self.fold($0.name, $0.value) }.joined() + "\r\n" + body(boundary: boundary)
+    }
+
+    /// A boundary no quoted-printable line can hold (`=_` never starts one).
+    public static func newBoundary() -> String { "=_attest_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "") }
+
+    // MARK: Encodings
+
+    /// `text` on one line: CR, LF and other controls become spaces, runs of spaces one.
+    static func oneLine(_ text: String) -> String {
+        var result = ""
+        var space = false
+        for scalar in text.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F || scalar.properties.generalCategory == .lineSeparator
+                || scalar.properties.generalCategory == .paragraphSeparator || scalar == " "
+            {
+                if !result.isEmpty { space = true }
+                continue
+            }
+            if space { result.unicodeScalars.append(" ") }
+            space = false
+            result.unicodeScalars.append(scalar)
+        }
+        return result
+    }
+
+    /// A display name: as it is when it is plain ASCII words, quoted when it holds specials,
+    /// encoded words when it holds anything else.
+    static func phrase(_ name: String) -> String {
+        let specials = Set("()<>[]:;@\\,.\"".unicodeScalars)
+        guard name.unicodeScalars.allSatisfy({ $0.isASCII }) else { return encodedText(name) }
+        if name.unicodeScalars.contains(where: { specials.contains($0) }) {
+            return "\"" + name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        return name
+    }
+
+    /// `text` as it is when ASCII (and no `=?` that would read as an encoded word), else RFC 2047
+    /// encoded words (`=?UTF-8?B?…?=`), each at most 75 characters and split between
+    /// characters, never inside one.
+    static func encodedText(_ text: String) -> String {
+        if text.unicodeScalars.allSatisfy({ $0.isASCII }) && !text.contains("=?") { return text }
+        // 75 - "=?UTF-8?B?".count - "?=".count = 63 base64 characters: 45 bytes of UTF-8.
+        var words: [String] = [], chunk = Data()
+        for character in text {
+            let bytes = Data(String(character).utf8)
+            if chunk.count + bytes.count > 45, !chunk.isEmpty {
+                words.append("=?UTF-8?B?" + chunk.base64EncodedString() + "?=")
+                chunk.removeAll()
+            }
+            chunk.append(bytes)
+        }
+        if !chunk.isEmpty { words.append("=?UTF-8?B?" + chunk.base64EncodedString() + "?=") }
+        return words.joined(separator: " ")
+    }
+
+    /// `Name: value` folded at spaces so that lines keep to 78 characters where they can, CRLF ended.
+    static func fold(_ name: String, _ value: String) -> String {
+        var lines: [String] = [], line = name + ":"
+        for word in value.split(separator: " ", omittingEmptySubsequences: true) {
+            if line.count + 1 + word.count > 78, line != name + ":" {
+                lines.append(line)
+                line = ""
+            }
+            line += " " + word
+        }
+        lines.append(line)
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// RFC 5322's date: `Sat, 28 Nov 2026 10:11:17 +0000`.
+    static func dateText(_ date: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .gmt
+        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .weekday], from: date)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let weekday = days[((parts.weekday ?? 1) - 1 + 7) % 7], month = months[((parts.month ?? 1) - 1 + 12) % 12]
+        func two(_ value: Int?) -> String { String(format: "%02d", value ?? 0) }
+        return
+            "\(weekday), \(parts.day ?? 1) \(month) \(parts.year ?? 1970) \(two(parts.hour)):\(two(parts.minute)):\(two(parts.second)) +0000"
+    }
+
+    /// Quoted-printable (RFC 2045 §6.7) of `text` as UTF-8, lines ending CRLF: `=`, controls and
+    /// bytes above 126 as `=XX`, a space or tab at a line's end encoded, lines at most 76
+    /// characters with soft breaks (`=`), never splitting an `=XX`.
+    static func quotedPrintable(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [String] = []
+        // Line breaks of any kind (CRLF, CR, LF) are the text's own: kept as CRLF.
+        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n").split(
+            separator: "\n", omittingEmptySubsequences: false)
+        for line in lines {
+            let bytes = Array(line.utf8)
+            var current: [UInt8] = []
+            for (index, byte) in bytes.enumerated() {
+                let last = index == bytes.count - 1
+                var piece: [UInt8]
+                if byte == 0x3D || byte > 0x7E || (byte < 0x20 && byte != 0x09) || ((byte == 0x20 || byte == 0x09) && last) {
+                    piece = [0x3D, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+                } else {
+                    piece = [byte]
+                }
+                // 75 leaves room for the soft break's `=`.
+                if current.count + piece.count > (last ? 76 : 75) {
+                    out.append(String(decoding: current + [0x3D], as: UTF8.self))
+                    current = []
+                }
+                current += piece
+            }
+            out.append(String(decoding: current, as: UTF8.self))
+        }
+        return out.joined(separator: "\r\n")
+    }
+}
