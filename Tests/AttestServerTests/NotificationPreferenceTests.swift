@@ -101,3 +101,65 @@ struct NotificationPreferenceTests {
         }
     }
 }
+
+/// One-click unsubscribe links: a token per member and channel, signed with the campus's key.
+@Suite("Unsubscribe links")
+struct UnsubscribeTests {
+    static let path = "/v1/campuses/{campus}/unsubscribe"
+
+    @Test func aLinkStopsItsChannelForItsMemberOnlyAndIsWorthNothingElsewhere() async throws {
+        let server = try await TestServer.make()
+        let north = try await server.campus("north"), south = try await server.campus("south")
+        let (ana, anaToken) = try await server.user("ana@example.edu", at: north)
+        let (bob, _) = try await server.user("bob@example.edu", at: north)
+        let (southAna, _) = try await server.user("ana@example.edu", at: south)
+        let northTokens = UnsubscribeTokens(campusSecret: try await server.services.badges.keys.subjectKey(campus: north.id))
+        let southTokens = UnsubscribeTokens(campusSecret: try await server.services.badges.keys.subjectKey(campus: south.id))
+        let email = northTokens.token(campus: north.id, user: ana.id, channel: .email)
+        #expect(email.count == 46 && email != northTokens.token(campus: north.id, user: ana.id, channel: .push))
+        #expect(northTokens.read(email, campus: north.id)?.user == ana.id && northTokens.read(email, campus: north.id)?.channel == .email)
+        let store = NotificationPreferenceStore(client: server.pool)
+        try await store.set(
+            campus: north.id, user: ana.id, NotificationPreferences(email: true, push: true, reminderMinute: 480), now: Date())
+        try await server.run { api in
+            // The page changes nothing.
+            let page = try await api.send(.get, "/v1/campuses/north/unsubscribe?token=\(email)", template: Self.path)
+            #expect(page.status == 200 && page.body.contains("Stop email?") && page.body.contains("name=\"List-Unsubscribe\""))
+            #expect(page.headers[.cacheControl] == "private, no-store")
+            #expect(try await store.preferences(campus: north.id, user: ana.id).email)
+
+            // One click, as a mail client sends it: email off, push and the time kept, nobody else touched.
+            let done = try await api.send(
+                .post, "/v1/campuses/north/unsubscribe?token=\(email)", template: Self.path, json: "List-Unsubscribe=One-Click",
+                contentType: "application/x-www-form-urlencoded")
+            #expect(done.status == 200 && done.body.contains("no more email"), "\(done.body)")
+            #expect(
+                try await store.preferences(campus: north.id, user: ana.id)
+                    == NotificationPreferences(email: false, push: true, reminderMinute: 480))
+            #expect(try await store.preferences(campus: north.id, user: bob.id).email)
+            let mine = try await api.send(
+                .get, "/v1/campuses/north/me/notifications", template: NotificationPreferenceTests.path, token: anaToken)
+            #expect(mine.json["email"] as? Bool == false)
+
+            // Altered, another member's made up, another campus's, or at another campus: one 404.
+            var altered = Array(email)
+            altered[30] = altered[30] == "A" ? "B" : "A"
+            let bobs =
+                String(email.prefix(2)) + String(northTokens.token(campus: north.id, user: bob.id, channel: .email).dropFirst(2).prefix(22))
+                + String(email.suffix(22))
+            for (campus, token) in [
+                ("north", String(altered)), ("north", bobs), ("south", email),
+                ("north", southTokens.token(campus: south.id, user: southAna.id, channel: .email)),
+                ("north", "not-a-token"),
+            ] {
+                let refused = try await api.send(.post, "/v1/campuses/\(campus)/unsubscribe?token=\(token)", template: Self.path)
+                #expect(refused.status == 404, "\(campus) \(token): \(refused.status)")
+            }
+            #expect(try await store.preferences(campus: south.id, user: southAna.id).email)
+            let extra = try await api.send(
+                .post, "/v1/campuses/north/unsubscribe?token=\(email)", template: Self.path, json: "List-Unsubscribe=One-Click&x=1",
+                contentType: "application/x-www-form-urlencoded")
+            #expect(extra.status == 422 && extra.problem.fields == ["x"])
+        }
+    }
+}

@@ -6,6 +6,7 @@ import Foundation
 import HTTPTypes
 import Identity
 import Journal
+import Notifications
 import Surveys
 import Tenancy
 import Testing
@@ -43,6 +44,9 @@ struct QueryStringTests {
             seconds: 86_400,
             now: clock.read()
         ).token
+        // An unsubscribe link, so that its page answers 200.
+        let unsubscribeToken = UnsubscribeTokens(campusSecret: try await server.services.badges.keys.subjectKey(campus: north.id)).token(
+            campus: north.id, user: everyone.id, channel: .email)
         // Community data, so that its routes answer 200 to their documented parameters.
         let owner = TestDatabase.client(database: server.database, role: nil)
         _ = try await CommunityStore(client: owner).replace(
@@ -76,7 +80,8 @@ struct QueryStringTests {
                 var pairs: [String] = []
                 for name in parameters {
                     let value = try #require(
-                        Self.routeSamples[template]?[name] ?? Self.samples[name], "no sample value for \(template)'s \(name)")
+                        template.hasSuffix("/unsubscribe") ? unsubscribeToken : Self.routeSamples[template]?[name] ?? Self.samples[name],
+                        "no sample value for \(template)'s \(name)")
                     pairs.append("\(name)=\(value)")
                 }
                 let base = path + "?" + pairs.joined(separator: "&")

@@ -5,6 +5,7 @@ import Foundation
 import HTTPTypes
 import Identity
 import Journal
+import Notifications
 import Surveys
 import Tenancy
 import Testing
@@ -79,6 +80,10 @@ struct TenancyTests {
                 seconds: 86_400, now: clock.read()
             ).token
             southMarkers.formUnion([southEntryID, "south-journal-marker", "south-journal-text"])
+            // And a message's unsubscribe link: worth nothing at north.
+            let southUnsubscribe = UnsubscribeTokens(campusSecret: try await server.services.badges.keys.subjectKey(campus: south.id))
+                .token(
+                    campus: south.id, user: southMemberUser.id, channel: .email)
             let badge = try await api.send(.get, "/v1/campuses/south/me/badge", template: BadgeTests.badgePath, token: southMember)
             let southBadge = try #require(badge.json["token"] as? String)
             // And a photo of it, for the door's scan.
@@ -103,8 +108,11 @@ struct TenancyTests {
                     of: "{id}", with: southEntryID
                 )
                 .replacingOccurrences(of: "{token}", with: southShareToken)
-                let names = template.contains("{id}") || template.contains("{token}")
-                let query = method == .get ? "?from=2026-11-20&to=2026-11-20&date=2026-11-20&limit=5" : ""
+                let unsubscribe = template.hasSuffix("/unsubscribe")
+                let names = template.contains("{id}") || template.contains("{token}") || unsubscribe
+                let query =
+                    unsubscribe
+                    ? "?token=\(southUnsubscribe)" : method == .get ? "?from=2026-11-20&to=2026-11-20&date=2026-11-20&limit=5" : ""
                 var body: String?
                 var photo: [UInt8]?
                 var type = "application/json"

@@ -130,15 +130,7 @@ struct ShareRoutes: Sendable {
             let page = Self.page(
                 campus: campusValue, member: member.map(ExportHTTP.name(of:)) ?? "a member", link: link,
                 chosen: query["format"].flatMap(MemberExport.Format.init(rawValue:)))
-            return Response(
-                status: .ok,
-                headers: [
-                    .contentType: "text/html; charset=utf-8", .cacheControl: "private, no-store",
-                    .contentSecurityPolicy: "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-                    HTTPField.Name("Referrer-Policy")!: "no-referrer", HTTPField.Name("X-Robots-Tag")!: "noindex, nofollow",
-                    HTTPField.Name("X-Content-Type-Options")!: "nosniff",
-                ],
-                body: .init(byteBuffer: ByteBuffer(string: page)))
+            return StandalonePage.response(page)
         }
         campus.post("shared/{token}") { request, context -> Response in
             let campusValue = try context.requireCampus()
