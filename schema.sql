@@ -342,11 +342,16 @@ CREATE INDEX IF NOT EXISTS notification_outbox_due ON notification_outbox (campu
 
 -- One row per campus and local day once that day's reminders were written (by whichever
 -- server got here first), so each member is reminded at most once a day.
+-- A campus's reminders of a local day: `through_minute` is the last campus-local minute whose
+-- reminders are written (-1: none yet; schema version 21). Each member is due at their own
+-- minute (`member_notifications`), so a run writes those due after it and up to now, under
+-- this row's lock: however many servers run, each member once.
 CREATE TABLE IF NOT EXISTS reminder_runs (
-    campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
-    local_date  date NOT NULL,
-    ran_at      timestamptz NOT NULL DEFAULT now(),
-    reminded    integer NOT NULL DEFAULT 0,
+    campus_id       uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    local_date      date NOT NULL,
+    ran_at          timestamptz NOT NULL DEFAULT now(),
+    reminded        integer NOT NULL DEFAULT 0,
+    through_minute  smallint NOT NULL DEFAULT -1 CHECK (through_minute BETWEEN -1 AND 1439),
     PRIMARY KEY (campus_id, local_date)
 );
 

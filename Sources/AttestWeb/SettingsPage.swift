@@ -67,6 +67,8 @@ struct SettingsPage: Sendable {
                 NotificationPreferences(
                     email: values.email, push: values.push, reminderMinute: reminder, quietHours: quiet, language: language),
                 now: services.clock())
+            // The campus's reminders wake now and find the member's new time.
+            try await CampusSchedule(client: services.database).bringForward(.reminders, campus: campus.id, to: services.clock())
             throw WebOutcome.redirect(visit.base + "settings?saved=1")
         }
     }

@@ -180,18 +180,20 @@ public final class OutboxWorker: Service, Sendable {
         }
     }
 
-    /// Writes the reminders of each campus whose reminder time has come today (claimed per
-    /// campus and day, so once however many servers do this) and moves its due time on to
-    /// its next reminder time. A campus that fails is looked at again in a minute.
+    /// Writes the reminders each due campus's members are due up to now (claimed per campus,
+    /// day and minute, so once however many servers do this) and moves its due time on to the
+    /// next minute a member (or the campus) chose. A campus that fails is looked at again in a
+    /// minute.
     private func remind(_ campuses: [CampusID], at now: Date) async throws {
         let store = CampusStore(client: client), schedule = CampusSchedule(client: client)
         for id in campuses {
             guard let campus = try await store.find(id: id) else { continue }
-            var next = CampusSchedule.next(minute: campus.reminderMinute, in: campus.zone, after: now)
+            var next = now.addingTimeInterval(60)
             do {
-                if Reminders.isDue(campus, at: now), let count = try await reminders.remind(campus, at: now) {
+                if let count = try await reminders.remind(campus, at: now), count > 0 {
                     logger.info("reminders written", metadata: ["campus": "\(campus.slug)", "members": "\(count)"])
                 }
+                next = try await reminders.nextDue(campus, after: now)
             } catch {
                 if Task.isCancelled { throw error }
                 logger.warning(

@@ -3,11 +3,15 @@ import AttestPostgres
 import Foundation
 import Tenancy
 
-/// Daily reminders: once a campus's local time reaches its reminder time, one
-/// `reminder.due` event per active member who has not attested that local day, for each
-/// sink subscribed to it (none, and no member is read, when no sink takes reminders). The
-/// day is claimed in `reminder_runs` in the same transaction that writes the events, so
-/// however many servers run, each member is reminded once.
+/// Daily reminders, due per member minute: each active member who has not attested that
+/// local day gets one `reminder.due` event per sink subscribed to it at their own time (their
+/// `reminderTime`, else the campus's), in the campus's zone by the wall clock (DST-correct),
+/// never in their quiet hours: a time inside them moves to their end when that is still no
+/// later than the campus's deadline (or its reminder time, if later), else that day has no
+/// reminder for them. A run writes the members due after the minute the last run reached and
+/// up to now, under the lock of the campus's `reminder_runs` row of the day, so however many
+/// servers run (and whenever they wake), each member is reminded once; no member is read when
+/// no sink takes reminders.
 public struct Reminders: Sendable {
     let client: PostgresClient
     let audience: ReminderAudience
@@ -23,37 +27,76 @@ public struct Reminders: Sendable {
         CampusSchedule.hasPassed(minute: campus.reminderMinute, in: campus.zone, at: now)
     }
 
-    /// Writes today's reminders for every campus whose reminder time has come and whose day
-    /// is not claimed yet. Returns the number of members reminded per campus slug written now.
+    /// The campus-local wall-clock minute of `now` (0 to 1439).
+    static func minute(_ campus: Campus, at now: Date) -> Int {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = campus.zone
+        let parts = calendar.dateComponents([.hour, .minute], from: now)
+        return min(max((parts.hour ?? 0) * 60 + (parts.minute ?? 0), 0), 1439)
+    }
+
+    /// The SQL of a member's reminder minute that day, from `member_notifications` row `n`
+    /// (absent: the campus's): NULL when quiet hours skip it.
+    static func effectiveMinute(_ campus: Campus) -> SQL {
+        let campusMinute = campus.reminderMinute, latest = max(campus.deadlineMinute, campus.reminderMinute)
+        return """
+            (CASE
+                WHEN n.quiet_from IS NULL THEN coalesce(n.reminder_minute, \(campusMinute)::int)
+                WHEN (n.quiet_from < n.quiet_to AND coalesce(n.reminder_minute, \(campusMinute)::int) >= n.quiet_from
+                          AND coalesce(n.reminder_minute, \(campusMinute)::int) < n.quiet_to)
+                  OR (n.quiet_from > n.quiet_to AND (coalesce(n.reminder_minute, \(campusMinute)::int) >= n.quiet_from
+                          OR coalesce(n.reminder_minute, \(campusMinute)::int) < n.quiet_to))
+                THEN CASE WHEN n.quiet_to > coalesce(n.reminder_minute, \(campusMinute)::int) AND n.quiet_to <= \(latest)::int
+                          THEN n.quiet_to::int END
+                ELSE coalesce(n.reminder_minute, \(campusMinute)::int)
+            END)
+            """
+    }
+
+    /// Writes the reminders due at every campus of `campuses` up to `now`. Returns the number
+    /// of members reminded per campus slug written now.
     @discardableResult
     public func run(campuses: [Campus], at now: Date) async throws -> [String: Int] {
         var written: [String: Int] = [:]
-        for campus in campuses where Self.isDue(campus, at: now) {
+        for campus in campuses {
             if let count = try await remind(campus, at: now) { written[campus.slug] = count }
         }
         return written
     }
 
-    /// nil when another server (or an earlier round) already did this day.
+    /// Writes the reminders of the members due after the last run's minute and up to `now`'s;
+    /// nil when another server (or an earlier round) already reached this minute.
     func remind(_ campus: Campus, at now: Date) async throws -> Int? {
-        let date = campus.localDate(at: now)
+        let date = campus.localDate(at: now), minute = Self.minute(campus, at: now)
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
-            let claimed = try await connection.query(
+            try await connection.query(
+                "INSERT INTO reminder_runs (campus_id, local_date) VALUES (\(campus.id), \(date)) ON CONFLICT DO NOTHING")
+            let locked = try await connection.query(
                 """
-                INSERT INTO reminder_runs (campus_id, local_date) VALUES (\(campus.id), \(date))
-                ON CONFLICT DO NOTHING RETURNING local_date
+                SELECT through_minute FROM reminder_runs WHERE campus_id = \(campus.id) AND local_date = \(date) FOR UPDATE
                 """)
-            guard !claimed.isEmpty else { return nil }
-            // No sink takes reminders: the day is claimed and nobody is read. Finding who has
-            // not attested reads every member (2.5 s of PostgreSQL's CPU for 300,000 of them).
+            guard let row = locked.first else { return nil }
+            let through = Int(try row.decode("through_minute", as: Int16.self))
+            guard through < minute else { return nil }
+            try await connection.query(
+                """
+                UPDATE reminder_runs SET through_minute = \(Int16(clamping: minute)), ran_at = \(now)
+                WHERE campus_id = \(campus.id) AND local_date = \(date)
+                """)
+            // No sink takes reminders: nobody is read. Finding who has not attested reads every
+            // member (2.5 s of PostgreSQL's CPU for 300,000 of them).
             let taken = try await connection.query(
                 "SELECT \(OutboxEvents.anySink(campus: campus.id, taking: .reminderDue)) AS taken")
             guard try taken.first?.decode("taken", as: Bool.self) == true else { return 0 }  // `reminded` stays 0
             let event = NotificationEvent.reminderDue.rawValue
             let rows = try await connection.query(
                 """
-                WITH due AS (
+                WITH unattested AS (
                     \(audience.select(campus.id, date))
+                ), due AS (
+                    SELECT u.user_id FROM unattested u
+                    LEFT JOIN member_notifications n ON n.campus_id = \(campus.id) AND n.user_id = u.user_id
+                    WHERE \(Self.effectiveMinute(campus)) > \(through)::int AND \(Self.effectiveMinute(campus)) <= \(minute)::int
                 ), events AS (
                     SELECT gen_random_uuid() AS id, \(event)::text AS event, \(OutboxEvents.payload(
                                event: "\(event)::text", campus: "\(campus.slug)::text", occurredAt: "\(now)::timestamptz", userId: "d.user_id",
@@ -66,9 +109,22 @@ public struct Reminders: Sendable {
                 """)
             let reminded: Int = try rows.first?.decode("reminded") ?? 0
             try await connection.query(
-                "UPDATE reminder_runs SET reminded = \(reminded) WHERE campus_id = \(campus.id) AND local_date = \(date)")
+                "UPDATE reminder_runs SET reminded = reminded + \(reminded) WHERE campus_id = \(campus.id) AND local_date = \(date)")
             return reminded
         }
+    }
+
+    /// When `campus`'s reminders next come due after `now`: the next of the minutes its members
+    /// chose (and the campus's own), today's when still ahead, else tomorrow's first.
+    public func nextDue(_ campus: Campus, after now: Date) async throws -> Date {
+        let rows = try await client.query(
+            """
+            SELECT DISTINCT \(Self.effectiveMinute(campus)) AS minute FROM member_notifications n
+            WHERE n.campus_id = \(campus.id) AND (n.reminder_minute IS NOT NULL OR n.quiet_from IS NOT NULL)
+            """, campus: campus.id.rawValue)
+        var minutes: Set<Int> = [campus.reminderMinute]
+        for row in rows { if let minute = try row.decode("minute", as: Int32?.self) { minutes.insert(Int(minute)) } }
+        return minutes.map { CampusSchedule.next(minute: $0, in: campus.zone, after: now) }.min() ?? now.addingTimeInterval(3_600)
     }
 }
 

@@ -56,6 +56,13 @@ public struct CampusSchedule: Sendable {
         try await client.query("UPDATE campuses SET \(work.column) = \(instant) WHERE id = \(campus)", campus: campus.rawValue)
     }
 
+    /// Moves `campus`'s `work` due time to `instant` when that is sooner: a member chose an
+    /// earlier reminder time than the one the campus waits for (the next wake finds the next).
+    public func bringForward(_ work: Work, campus: CampusID, to instant: Date) async throws {
+        try await client.query(
+            "UPDATE campuses SET \(work.column) = least(\(work.column), \(instant)) WHERE id = \(campus)", campus: campus.rawValue)
+    }
+
     // MARK: Wall-clock times
 
     /// Whether the campus-local wall clock at `now` shows `minute` (since midnight) or later.

@@ -1,0 +1,128 @@
+import AttestPlugins
+import AttestPluginsTesting
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import Identity
+import Notifications
+import Tenancy
+import Testing
+
+/// Reminders at each member's own minute (issue 62): the campus's zone by the wall clock across
+/// the autumn change, quiet hours that move a reminder to their end or skip it, none after
+/// attesting, and each member once whatever the number of servers.
+@Suite("Reminders per member minute")
+struct ReminderTimeTests {
+    @Test func eachMemberIsRemindedOnceAtTheirMinuteAcrossTheClockChangeAndQuietHours() async throws {
+        // 2026-11-01 in New York: 02:00 EDT becomes 01:00 EST, so 01:30 happens twice.
+        let clock = try TestClock("2026-11-01T05:00:00Z")  // 01:00 EDT
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        _ = try await CampusStore(client: server.pool).set(slug: "north", key: "reminder", value: "08:15", actor: "test")
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        let store = NotificationPreferenceStore(client: server.pool)
+        var memberIDs: [String: UserID] = [:]
+        var memberTokens: [String: String] = [:]
+        for (name, minute, quiet) in [
+            ("campus-time", nil, nil), ("seven", 420, nil), ("moved", 390, (1_320, 420)), ("skipped", 570, (540, 720)),
+            ("attests", 450, nil), ("repeated-hour", 90, nil),
+        ] as [(String, Int?, (Int, Int)?)] {
+            let (user, token) = try await server.user("\(name)@example.edu", at: north)
+            memberIDs[name] = user.id
+            memberTokens[name] = token
+            if minute != nil || quiet != nil {
+                try await store.set(
+                    campus: north.id, user: user.id, NotificationPreferences(reminderMinute: minute, quietHours: quiet), now: clock.read())
+            }
+        }
+        let (members, tokens) = (memberIDs, memberTokens)
+        let second = OutboxWorker(
+            client: server.pool, registry: .builtin, http: NotificationTests.loopbackHTTP, logger: TestDatabase.testLogger,
+            clock: clock.read, kek: TestServer.kek, reminderAudience: .unattested)
+        @Sendable func bothWorkers() async throws {
+            async let one = server.services.outbox.runOnce()
+            async let two = second.runOnce()
+            _ = try await (one, two)
+        }
+        @Sendable func reminded() async throws -> [String] {
+            let ids = try await server.pool.query(
+                "SELECT payload->>'userId' AS user_id FROM notification_outbox WHERE event = 'reminder.due'", campus: north.id.rawValue
+            ).map { try $0.decode("user_id", as: String.self) }
+            return ids.compactMap { id in members.first { $0.value.description == id }?.key }.sorted()
+        }
+        let reminders = Reminders(client: server.pool, audience: .unattested)
+        try await server.run { api in
+            try await bothWorkers()
+            #expect(try await reminded() == [])
+
+            try clock.set("2026-11-01T05:31:00Z")  // 01:31 EDT
+            try await bothWorkers()
+            try await bothWorkers()
+            #expect(try await reminded() == ["repeated-hour"])
+            try clock.set("2026-11-01T06:31:00Z")  // 01:31 EST: the same wall minute again, nobody twice
+            try await bothWorkers()
+            #expect(try await reminders.run(campuses: [north], at: clock.read()).isEmpty)
+            #expect(try await reminded() == ["repeated-hour"])
+
+            try clock.set("2026-11-01T11:10:00Z")  // 06:10 EST
+            let submitted = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: AttestationTests.path, token: tokens["attests"],
+                json: AttestationTests.body(AttestationTests.healthy))
+            #expect(submitted.status == 201)
+            try clock.set("2026-11-01T11:45:00Z")  // 06:45: "moved" chose 06:30, inside its quiet hours (22:00 to 07:00)
+            try await reminders.run(campuses: [north], at: clock.read())
+            #expect(try await reminded() == ["repeated-hour"])
+            try clock.set("2026-11-01T12:00:30Z")  // 07:00 EST: "seven", and "moved" from 06:30 to its quiet hours' end
+            try await bothWorkers()
+            try await bothWorkers()
+            #expect(try await reminded() == ["moved", "repeated-hour", "seven"])
+            try clock.set("2026-11-01T12:31:00Z")  // 07:31: "attests" has attested
+            try await bothWorkers()
+            try clock.set("2026-11-01T13:16:00Z")  // 08:16: the campus's time
+            try await bothWorkers()
+            try await bothWorkers()
+            try clock.set("2026-11-01T17:01:00Z")  // 12:01: "skipped" would have moved past the 10:00 deadline
+            try await bothWorkers()
+            try await reminders.run(campuses: [north], at: clock.read())
+            #expect(try await reminded() == ["campus-time", "moved", "repeated-hour", "seven"])
+            let run = try await server.pool.query(
+                "SELECT reminded, through_minute FROM reminder_runs WHERE campus_id = \(north.id) AND local_date = '2026-11-01'",
+                campus: north.id.rawValue)
+            #expect(try run.first?.decode("reminded", as: Int.self) == 4)
+            #expect(try run.first?.decode("through_minute", as: Int16.self) == 721)
+
+            // A member choosing an earlier time than the campus waits for is found at once.
+            try clock.set("2026-11-02T11:00:00Z")  // 06:00 EST on the 2nd
+            try await bothWorkers()
+            let changed = try await api.send(
+                .put, "/v1/campuses/north/me/notifications", template: NotificationPreferenceTests.path, token: tokens["campus-time"],
+                json: #"{"reminderTime": "06:05"}"#)
+            #expect(changed.status == 200)
+            try clock.set("2026-11-02T11:05:30Z")  // 06:05
+            try await bothWorkers()
+            let nextDay = try await server.pool.query(
+                """
+                SELECT count(*)::int AS n FROM notification_outbox
+                WHERE event = 'reminder.due' AND payload->>'date' = '2026-11-02' AND payload->>'userId' = \(members["campus-time"]?.description ?? "")
+                """, campus: north.id.rawValue)
+            #expect(try nextDay.first?.decode("n", as: Int.self) == 1)
+        }
+    }
+
+    @Test func theNextDueTimeIsTheNextMinuteAMemberOrTheCampusChose() async throws {
+        let clock = try TestClock("2026-11-20T12:00:00Z")  // 07:00 in New York
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        let reminders = Reminders(client: server.pool, audience: .unattested)
+        let campus = try #require(try await CampusStore(client: server.pool).find(id: north.id))
+        // The campus alone: its time today.
+        #expect(try await reminders.nextDue(campus, after: clock.read()) == (try Date("2026-11-20T13:00:00Z", strategy: .iso8601)))  // 08:00
+        let (user, _) = try await server.user("x@example.edu", at: north)
+        try await NotificationPreferenceStore(client: server.pool).set(
+            campus: north.id, user: user.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
+        #expect(try await reminders.nextDue(campus, after: clock.read()) == (try Date("2026-11-20T12:30:00Z", strategy: .iso8601)))
+        // Past every minute of the day: tomorrow's first.
+        #expect(
+            try await reminders.nextDue(campus, after: try Date("2026-11-20T23:00:00Z", strategy: .iso8601))
+                == (try Date("2026-11-21T12:30:00Z", strategy: .iso8601)))
+    }
+}
