@@ -68,6 +68,9 @@ public struct Reminders: Sendable {
     /// nil when another server (or an earlier round) already reached this minute.
     func remind(_ campus: Campus, at now: Date) async throws -> Int? {
         let date = campus.localDate(at: now), minute = Self.minute(campus, at: now)
+        // Before the day's first chosen minute nothing is claimed, so a time changed to one
+        // that has passed (the campus's, or the first member's) still reminds that day.
+        guard try await earliestMinute(campus) <= minute else { return nil }
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
             try await connection.query(
                 "INSERT INTO reminder_runs (campus_id, local_date) VALUES (\(campus.id), \(date)) ON CONFLICT DO NOTHING")
@@ -114,9 +117,20 @@ public struct Reminders: Sendable {
         }
     }
 
+    /// The first minute of the day any member (or the campus) is due.
+    func earliestMinute(_ campus: Campus) async throws -> Int {
+        try await chosenMinutes(campus).min() ?? campus.reminderMinute
+    }
+
     /// When `campus`'s reminders next come due after `now`: the next of the minutes its members
     /// chose (and the campus's own), today's when still ahead, else tomorrow's first.
     public func nextDue(_ campus: Campus, after now: Date) async throws -> Date {
+        try await chosenMinutes(campus).map { CampusSchedule.next(minute: $0, in: campus.zone, after: now) }.min()
+            ?? now.addingTimeInterval(3_600)
+    }
+
+    /// The campus's reminder minute and every other one its members' choices make.
+    private func chosenMinutes(_ campus: Campus) async throws -> Set<Int> {
         let rows = try await client.query(
             """
             SELECT DISTINCT \(Self.effectiveMinute(campus)) AS minute FROM member_notifications n
@@ -124,7 +138,7 @@ public struct Reminders: Sendable {
             """, campus: campus.id.rawValue)
         var minutes: Set<Int> = [campus.reminderMinute]
         for row in rows { if let minute = try row.decode("minute", as: Int32?.self) { minutes.insert(Int(minute)) } }
-        return minutes.map { CampusSchedule.next(minute: $0, in: campus.zone, after: now) }.min() ?? now.addingTimeInterval(3_600)
+        return minutes
     }
 }
 
