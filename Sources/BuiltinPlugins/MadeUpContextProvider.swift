@@ -29,7 +29,7 @@ public struct MadeUpContextProvider: ContextProvider {
         // Summer peaks about day 200 in the north, day 18 in the south.
         let season = north * cos(2 * Double.pi * (dayOfYear - 200) / 365)
         let daylight = max(0, cos(2 * Double.pi * (solar - 13) / 24))
-        let cell = (Int((latitude * 10).rounded()) &* 3_601) &+ Int((longitude * 10).rounded())
+        let cell = ((Int(exactly: (latitude * 10).rounded()) ?? 0) &* 3_601) &+ (Int(exactly: (longitude * 10).rounded()) ?? 0)
         func noise(_ salt: Int) -> Double {
             // The day's value and the next's, mixed by hour: weather that drifts, not jumps.
             let day = hours / 24, hour = Double(hours % 24) / 24

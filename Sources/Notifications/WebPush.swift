@@ -78,7 +78,10 @@ public struct VAPIDKey: Sendable {
             throw WebPushEncryption.Failure(description: "the push endpoint \(endpoint.absoluteString.prefix(80)) has no origin")
         }
         let origin = "\(scheme)://\(host)" + (endpoint.port.map { ":\($0)" } ?? "")
-        let expires = Int(now.timeIntervalSince1970.rounded(.down)) + 12 * 3_600
+        guard let seconds = Int(exactly: now.timeIntervalSince1970.rounded(.down)) else {
+            throw WebPushEncryption.Failure(description: "the clock reads no time a token can carry")
+        }
+        let expires = seconds + 12 * 3_600
         let header = Data(#"{"typ":"JWT","alg":"ES256"}"#.utf8).base64URLEncoded()
         var claims = JSONBytes()
         claims.literal("{\"aud\":")

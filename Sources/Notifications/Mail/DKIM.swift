@@ -55,7 +55,7 @@ public struct DKIMSigner: Sendable {
     public func signature(headers: [(name: String, value: String)], body: String, now: Date) throws -> String {
         let bodyHash = Data(SHA256.hash(data: Data(Self.relaxedBody(body).utf8))).base64EncodedString()
         let present = Self.signed.filter { name in headers.contains { $0.name.lowercased() == name } }
-        let timestamp = Int(now.timeIntervalSince1970.rounded(.down))
+        let timestamp = Int(exactly: now.timeIntervalSince1970.rounded(.down)) ?? 0
         let unsigned =
             "v=1; a=\(key.algorithm); c=relaxed/relaxed; d=\(domain); s=\(selector); t=\(timestamp); h=\(present.joined(separator: ":")); bh=\(bodyHash); b="
         // Each signed header as the relaxed rule writes it, then this field without its CRLF.
