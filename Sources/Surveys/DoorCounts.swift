@@ -7,8 +7,9 @@ import ServiceLifecycle
 import Synchronization
 import Tenancy
 
-/// A door's name as a screener gave it: control and format characters dropped, trimmed, runs
-/// of spaces made one, at most 80 Unicode scalars (as PostgreSQL counts a text's length).
+/// A door's name as a screener gave it: at most 80 Unicode scalars as sent (as JSON Schema's
+/// `maxLength` and PostgreSQL count a text's length), then control and format characters
+/// dropped, trimmed, runs of spaces made one.
 public struct DoorName: Hashable, Sendable, CustomStringConvertible {
     public let text: String
     public var description: String { text }
@@ -18,6 +19,10 @@ public struct DoorName: Hashable, Sendable, CustomStringConvertible {
     /// `text` as a door's name; nil when nothing is left of it (no door named), an error when
     /// it is too long.
     public static func parse(_ text: String) throws(DoorNameProblem) -> DoorName? {
+        // Measured before anything is dropped: the API's schema says 80, and a name the
+        // schema refuses must not pass because a control character in it was stripped.
+        let length = text.unicodeScalars.count
+        if length > maxLength { throw .tooLong(length) }
         var kept = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
             switch scalar.properties.generalCategory {
@@ -27,8 +32,6 @@ public struct DoorName: Hashable, Sendable, CustomStringConvertible {
         }
         let name = String(kept).split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
         if name.isEmpty { return nil }
-        let length = name.unicodeScalars.count
-        if length > maxLength { throw .tooLong(length) }
         return DoorName(text: name)
     }
 
