@@ -15,7 +15,11 @@ public struct PluginRegistry: Sendable {
     public typealias SinkFactory = @Sendable (_ settings: JSONValue) throws -> any NotificationSink
 
     private var badgeRules = Factories<BadgeRuleFactory>(noun: "badge rule")
-    private var sinks = Factories<SinkFactory>(noun: "sink")
+    private var sinks = Factories<SinkFactory>(noun: "sink", builtIn: PluginRegistry.memberChannelIDs)
+
+    /// The sinks the platform serves itself to reach members (Notifications' `MemberChannels`):
+    /// listed, never registered, built by the outbox worker.
+    public static let memberChannelIDs = ["email", "terminal"]
 
     /// Builds a testing-location provider from a campus's settings. Throws `PluginSettingsError`.
     public typealias TestingLocationProviderFactory = @Sendable (_ settings: JSONValue) throws -> any TestingLocationProvider

@@ -56,12 +56,16 @@ public final class OutboxWorker: Service, Sendable {
     let plugins: CampusPluginStore
     /// Built sinks by campus and id, kept 5 s (settings changes reach workers within that).
     private let sinks = ExpiringCache<String, (any NotificationSink)?>(ttl: .seconds(5))
+    /// The channels that reach members (`email`, `terminal`), when the server can build them.
+    let memberChannels: MemberChannelSinks?
 
     public init(
         client: PostgresClient, registry: PluginRegistry, http: any PluginHTTPClient, configuration: Configuration = .init(),
         logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }, metrics: any MetricsFactory = MetricsSystem.factory,
-        kek: KeyEncryptionKey? = nil, signal: OutboxSignal = OutboxSignal(), reminderAudience: ReminderAudience
+        kek: KeyEncryptionKey? = nil, signal: OutboxSignal = OutboxSignal(), reminderAudience: ReminderAudience,
+        reach: MemberReach? = nil
     ) {
+        self.memberChannels = reach.map { MemberChannelSinks(reach: $0, client: client) }
         self.reminders = Reminders(client: client, audience: reminderAudience)
         self.plugins = CampusPluginStore(client: client, kek: kek)
         func outcome(_ name: String) -> Counter {
@@ -101,6 +105,7 @@ public final class OutboxWorker: Service, Sendable {
                 try? await cancelWhenGracefulShutdown { await self.signal.wait(upTo: sleep) }
             }
         }
+        await memberChannels?.smtp.shutdown()
     }
 
     /// One round, waiting for its deliveries: writes reminders that have come due, claims due
@@ -321,9 +326,13 @@ public final class OutboxWorker: Service, Sendable {
     }
 
     private func sink(_ id: String, campus: CampusID) async throws -> (any NotificationSink)? {
-        let (plugins, registry) = (plugins, registry)
+        let (plugins, registry, channels) = (plugins, registry, memberChannels)
         return try await sinks.value(for: "\(campus)/\(id)") {
             guard let settings = try await plugins.settings(campus: campus, kind: .sink, id: id) else { return nil }
+            if PluginRegistry.memberChannelIDs.contains(id) {
+                guard let channels else { throw PluginSettingsError("this server reaches no members (no MemberReach)") }
+                return try channels.make(id: id, settings: settings, campus: campus)
+            }
             return try registry.makeSink(id: id, settings: settings)
         }
     }

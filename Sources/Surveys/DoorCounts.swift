@@ -96,11 +96,16 @@ public final class DoorCounts: Service, Sendable {
     private let client: PostgresClient
     private let logger: Logger
     private let interval: Duration
+    /// The clock the counted checks were stamped with (the server's): forgetting who showed
+    /// what measures on it, not on another.
+    private let clock: @Sendable () -> Date
     public static let repeatWindow: TimeInterval = 20
     private let state = Mutex<(pending: [Key: Int], last: [UserID: Last])>(([:], [:]))
 
-    public init(client: PostgresClient, logger: Logger, interval: Duration = .seconds(5)) {
-        (self.client, self.logger, self.interval) = (client, logger, interval)
+    public init(
+        client: PostgresClient, logger: Logger, interval: Duration = .seconds(5), clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        (self.client, self.logger, self.interval, self.clock) = (client, logger, interval, clock)
     }
 
     /// Counts `verification` at `door` of `campus`, unless `screener` was shown this token
@@ -121,7 +126,7 @@ public final class DoorCounts: Service, Sendable {
     /// Adds what was counted since the last flush to the table, a transaction per campus. A
     /// campus whose write fails keeps its counts for the next flush.
     public func flush() async {
-        let now = Date()
+        let now = clock()
         let pending = state.withLock { state -> [Key: Int] in
             let pending = state.pending
             state.pending = [:]

@@ -14,3 +14,15 @@ extension ReminderAudience {
         """
     }
 }
+
+extension RecipientDirectory {
+    /// An active member's address and name, and whether they have attested that day: what a
+    /// reminder's channel needs to send it (or to learn that it need not).
+    public static let members = RecipientDirectory { campus, user, date in
+        """
+        SELECT u.email, u.display_name,
+               EXISTS (SELECT 1 FROM attestations a WHERE a.campus_id = \(campus) AND a.user_id = u.id AND a.local_date = \(date)) AS attested
+        FROM users u WHERE u.campus_id = \(campus) AND u.id = \(user) AND u.active
+        """
+    }
+}

@@ -10,6 +10,7 @@ import Community
 import Foundation
 import Identity
 import Logging
+import Notifications
 import Surveys
 import Synchronization
 import Tenancy
@@ -105,6 +106,8 @@ struct DevCommand: AsyncParsableCommand {
                       Readiness:    \(base)/readyz
                       Demo campus:  \(DemoCampus.slug) (\(DemoCampus.timeZone), daily deadline 10:00)
                       Web pages:    \(base)/c/\(DemoCampus.slug)/  (sign in as any demo person there)
+                      Reminders:    printed here, as email would send them, at each member's time
+                                    (\(base)/c/\(DemoCampus.slug)/settings sets yours)
                       Database:     \(url)
                                     (saved in \(cluster.directory.path)/database-url; other attest commands here use it)
                       Server log:   \(cluster.logFile.path)
@@ -263,6 +266,12 @@ enum DemoCampus {
         // Episodes get made-up weather and air quality (marked so): `serve` does not know this provider.
         if try await plugins.list(campus: campus.id, kind: .context).isEmpty {
             try await plugins.enable(campus: campus, kind: .context, id: MadeUpContextProvider.id, settings: .null, actor: actor)
+        }
+        // Reminders reach members on this terminal, printed as email would send them.
+        if try await plugins.list(campus: campus.id, kind: .sink).isEmpty {
+            try await plugins.enable(
+                campus: campus, kind: .sink, id: MemberChannels.terminal,
+                settings: try MemberChannels.prepare(id: MemberChannels.terminal, settings: .null), actor: actor)
         }
         let questionnaires = QuestionnaireStore(client: client)
         if try await questionnaires.active(campus: campus.id) == nil {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AttestPlugins
 import Foundation
+import Notifications
 import Surveys
 import Tenancy
 
@@ -111,7 +112,13 @@ extension PluginCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let value = try readSettings()
+            var value = try readSettings()
+            if kind == .sink, MemberChannels.ids.contains(id) {
+                // The DKIM key file is read now, once, and stored sealed with the password.
+                do { value = try MemberChannels.prepare(id: id, settings: value) } catch {
+                    throw CLIError("sink \(id) refused these settings: \(error.message); nothing was changed")
+                }
+            }
             let registry = PluginSystem.registry
             let secret = registry.secretMembers(of: value, kind: kind, id: id)
             var kek: KeyEncryptionKey?
@@ -133,6 +140,8 @@ extension PluginCommand {
                     {
                         throw CLIError("badge rule \(id) refused these settings: \(error.message); nothing was changed")
                     }
+                case .sink where MemberChannels.ids.contains(id):
+                    break  // checked above
                 case .sink:
                     do { _ = try registry.makeSink(id: id, settings: value) } catch let error as PluginSettingsError {
                         throw CLIError("sink \(id) refused these settings: \(error.message); nothing was changed")

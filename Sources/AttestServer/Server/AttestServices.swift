@@ -91,7 +91,7 @@ public struct AttestServices: Sendable {
             client: database, sessions: sessions, writer: writer, questionnaires: activeQuestionnaires, registry: registry, logger: logger,
             kek: kek)
         self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database, kek: kek))
-        self.doorCounts = DoorCounts(client: database, logger: logger)
+        self.doorCounts = DoorCounts(client: database, logger: logger, clock: clock)
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger, kek: kek)
         self.community = CommunityDirectory(client: database, registry: registry, http: http, logger: logger, kek: kek)
@@ -100,9 +100,14 @@ public struct AttestServices: Sendable {
         self.places = PlaceStore(client: database)
         self.episodes = EpisodeStore(client: database, kek: kek)
         self.episodeContext = EpisodeContext(client: database, registry: registry, http: http, logger: logger, kek: kek)
+        let badgeKeys = badges.keys
+        let reach = MemberReach(
+            recipients: .members, unsubscribeSecret: { campus in try await badgeKeys.subjectKey(campus: campus) },
+            origin: configuration.web.origin ?? "http://\(configuration.host):\(configuration.port)",
+            allowedHosts: configuration.outbound.allowedHosts)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
-            metrics: metrics.factory, kek: kek, signal: outboxSignal, reminderAudience: .unattested)
+            metrics: metrics.factory, kek: kek, signal: outboxSignal, reminderAudience: .unattested, reach: reach)
         self.statistics = StatisticsStore(client: database, reader: readDatabase, now: clock)
         self.statisticsService = StatisticsService(store: statistics, questionnaires: activeQuestionnaires)
         self.retention = RetentionService(

@@ -1,0 +1,73 @@
+import ArgumentParser
+import AttestPlugins
+import Foundation
+import Identity
+import Notifications
+import Surveys
+import Tenancy
+
+/// `attest notify test`: one message now, to see that a campus's channel reaches people.
+struct NotifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notify", abstract: "Try a campus's channels to members.", subcommands: [Test.self])
+}
+
+extension NotifyCommand {
+    struct Test: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send a member today's reminder now through the campus's email channel, and say in one line what failed.",
+            discussion: """
+                The member must belong to the campus (the message carries their own unsubscribe link). \
+                Nothing is written: no outbox row, no preference changed.
+                """)
+        @Argument(help: "The campus slug.") var campus: String
+        @Argument(help: "The member's email address.") var email: String
+        @Option(help: "The channel: email.") var channel = "email"
+        @Option(help: "The pages' public address, the base of the message's links (as `serve --public-url`).")
+        var publicURL = "http://127.0.0.1:8080"
+        @Option(
+            name: .customLong("allow-outbound-host"),
+            help: "A host plain SMTP (\"security\": \"none\") may reach, as `serve` allows it; repeat for more.")
+        var outboundHosts: [String] = []
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var keys: KeyOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            guard channel == "email" else { throw CLIError("--channel \(channel): only email can be tried here") }
+            guard let kek = try keys.load() else {
+                throw CLIError(
+                    "the channel's settings and the unsubscribe link need the key-encryption key: pass --kek-file (or set ATTEST_KEK_FILE)")
+            }
+            let origin = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+            let sent = try await TenantContext.run(database: database, logging: logging) { context in
+                let found = try await context.campuses.require(slug: campus)
+                guard
+                    let settings = try await CampusPluginStore(client: context.client, kek: kek).settings(
+                        campus: found.id, kind: .sink, id: MemberChannels.email)
+                else {
+                    throw CLIError(
+                        "\(campus) has no email channel: enable it with `attest plugin enable \(campus) sink email --settings FILE` (README, Notifications)"
+                    )
+                }
+                guard let user = try await UserStore(client: context.client).find(campus: found.id, email: email.lowercased()) else {
+                    throw CLIError("\(email) is no member of \(campus): the test goes to a member, whose unsubscribe link it carries")
+                }
+                let language =
+                    try await NotificationPreferenceStore(client: context.client).preferences(campus: found.id, user: user.id).language
+                    ?? "en"
+                let secret = try await BadgeKeyStore(client: context.client, kek: kek).subjectKey(campus: found.id)
+                do {
+                    return try await MemberChannels.sendTestReminder(
+                        settings: settings, campus: found, user: user.id, name: user.displayName, address: user.email, language: language,
+                        origin: origin, unsubscribeSecret: secret, allowedHosts: Set(outboundHosts))
+                } catch let error as PluginSettingsError {
+                    throw CLIError("the email channel's settings are wrong: \(error.message); fix them with `attest plugin enable`")
+                } catch let error as SMTPFailure {
+                    throw CLIError("not sent: \(error)")
+                }
+            }
+            say("Sent \(campus)'s reminder to \(email) through \(sent).")
+        }
+    }
+}
