@@ -524,6 +524,32 @@ CREATE TABLE IF NOT EXISTS member_notifications (
     CHECK ((quiet_from IS NULL) = (quiet_to IS NULL) AND (quiet_from IS NULL OR quiet_from <> quiet_to))
 );
 
+-- Each campus's VAPID key for Web Push (schema version 22, RFC 8292): the P-256 private key
+-- sealed under the key-encryption key, the public key (base64url, uncompressed point) in the
+-- clear for browsers' applicationServerKey.
+CREATE TABLE IF NOT EXISTS push_keys (
+    campus_id    uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    private_key  bytea NOT NULL,
+    public_key   text NOT NULL CHECK (public_key ~ '^[A-Za-z0-9_-]{87}$'),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id)
+);
+
+-- A member's browsers that subscribed to push: the subscription (endpoint, p256dh, auth)
+-- sealed whole, since its endpoint and secret let anyone push to that browser; found again
+-- by the SHA-256 of its endpoint. Read per campus by the outbox, so not behind member_only.
+CREATE TABLE IF NOT EXISTS push_subscriptions (
+    campus_id      uuid NOT NULL,
+    user_id        uuid NOT NULL,
+    id             uuid NOT NULL,
+    endpoint_hash  bytea NOT NULL CHECK (length(endpoint_hash) = 32),
+    subscription   bytea NOT NULL,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, user_id, id),
+    UNIQUE (campus_id, endpoint_hash),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     -- No sequence (Citus distributes the log by campus); entries are ordered by at, then id,
@@ -548,7 +574,7 @@ BEGIN
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
         'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings',
-        'door_counts', 'member_places', 'member_profiles', 'member_notifications'
+        'door_counts', 'member_places', 'member_profiles', 'member_notifications', 'push_keys', 'push_subscriptions'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);

@@ -16,7 +16,7 @@ public struct AttestCommand: AsyncParsableCommand {
             ServeCommand.self, DevCommand.self, MigrateCommand.self, CampusCommand.self, UserCommand.self,
             RoleCommand.self, TokenCommand.self, AuditCommand.self, KeysCommand.self, SurveyCommand.self, PluginCommand.self,
             OutboxCommand.self, LocationsCommand.self,
-            ReportCommand.self, PurgeCommand.self, CitusCommand.self, CommunityCommand.self, NotifyCommand.self,
+            ReportCommand.self, PurgeCommand.self, CitusCommand.self, CommunityCommand.self, NotifyCommand.self, PushCommand.self,
         ]
     )
 

@@ -1,5 +1,6 @@
 import Identity
 import Journal
+import Notifications
 import Surveys
 import Tenancy
 
@@ -9,5 +10,5 @@ import Tenancy
 enum SealedColumns {
     static let all: [SealedColumn] =
         BadgeKeyStore.sealedColumns + OIDCIssuerStore.sealedColumns + CampusPluginStore.sealedColumns + JournalStore.sealedColumns
-        + EpisodeStore.sealedColumns + ProfileStore.sealedColumns
+        + EpisodeStore.sealedColumns + ProfileStore.sealedColumns + PushKeyStore.sealedColumns + PushSubscriptionStore.sealedColumns
 }

@@ -19,7 +19,7 @@ public struct PluginRegistry: Sendable {
 
     /// The sinks the platform serves itself to reach members (Notifications' `MemberChannels`):
     /// listed, never registered, built by the outbox worker.
-    public static let memberChannelIDs = ["email", "terminal"]
+    public static let memberChannelIDs = ["email", "terminal", "web-push"]
 
     /// Builds a testing-location provider from a campus's settings. Throws `PluginSettingsError`.
     public typealias TestingLocationProviderFactory = @Sendable (_ settings: JSONValue) throws -> any TestingLocationProvider

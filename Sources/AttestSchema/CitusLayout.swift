@@ -16,7 +16,7 @@ public enum CitusLayout {
         "sign_in_nonces", "badge_keys", "badge_subject_keys", "attestations", "daily_stats", "daily_answer_counts",
         "member_changes", "purge_state", "testing_locations", "notification_outbox", "reminder_runs", "audit_log",
         "journal_entries", "journal_audio", "journal_audio_chunks", "episodes", "journal_shares", "journal_share_openings",
-        "member_settings", "door_counts", "member_places", "member_profiles", "member_notifications",
+        "member_settings", "door_counts", "member_places", "member_profiles", "member_notifications", "push_keys", "push_subscriptions",
     ]
 
     /// The script: the extension's settings, reference tables, then distributed tables.

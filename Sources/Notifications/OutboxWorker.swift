@@ -65,7 +65,7 @@ public final class OutboxWorker: Service, Sendable {
         kek: KeyEncryptionKey? = nil, signal: OutboxSignal = OutboxSignal(), reminderAudience: ReminderAudience,
         reach: MemberReach? = nil
     ) {
-        self.memberChannels = reach.map { MemberChannelSinks(reach: $0, client: client) }
+        self.memberChannels = reach.map { MemberChannelSinks(reach: $0, client: client, kek: kek) }
         self.reminders = Reminders(client: client, audience: reminderAudience)
         self.plugins = CampusPluginStore(client: client, kek: kek)
         func outcome(_ name: String) -> Counter {

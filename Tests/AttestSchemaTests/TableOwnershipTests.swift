@@ -15,7 +15,7 @@ struct TableOwnershipTests {
             "questionnaires", "attestations", "daily_stats", "daily_answer_counts", "purge_state", "badge_keys", "badge_subject_keys",
             "door_counts",
         ],
-        "Notifications": ["notification_outbox", "reminder_runs", "member_notifications"],
+        "Notifications": ["notification_outbox", "reminder_runs", "member_notifications", "push_keys", "push_subscriptions"],
         "Journal": [
             "journal_entries", "journal_audio", "journal_audio_chunks", "episodes", "journal_shares", "journal_share_openings",
             "member_settings", "member_profiles",

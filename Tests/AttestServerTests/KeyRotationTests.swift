@@ -2,10 +2,12 @@ import AttestPlugins
 import AttestPostgres
 import AttestTestSupport
 import BuiltinPlugins
+import Crypto
 import Foundation
 import HTTPTypes
 import Identity
 import Journal
+import Notifications
 import Synchronization
 import Testing
 
@@ -22,7 +24,7 @@ struct KeyRotationTests {
     /// recording's chunks, sealed under its data key (`journal_audio.data_key`, an envelope).
     static let hashColumns: Set<String> = [
         "sessions.token_hash", "id_token_uses.token_id", "sign_in_nonces.nonce_hash", "journal_shares.token_hash",
-        "attestations.idempotency_digest", "journal_audio_chunks.sealed",
+        "attestations.idempotency_digest", "journal_audio_chunks.sealed", "push_subscriptions.endpoint_hash",
     ]
 
     /// Two keys in files, as an operator keeps them.
@@ -95,6 +97,7 @@ struct KeyRotationTests {
         var titles: [String]
         var recording: Data
         var notes: [String]
+        var pushKey: String
     }
 
     static func sealEveryKind(_ server: TestServer, kek: KeyEncryptionKey, members count: Int = 2) async throws -> Sealed {
@@ -130,8 +133,18 @@ struct KeyRotationTests {
             try await ProfileStore(client: server.pool, kek: kek).set(
                 campus: north.id, user: member.id, profile: HealthProfile(birthYear: 1990 + index, heightCm: 170, weightKg: 60),
                 now: now)
+            // A browser's push subscription, sealed whole.
+            _ = try await PushSubscriptionStore(client: server.pool, kek: kek).add(
+                campus: north.id, user: member.id, Self.subscription(index))
         }
-        return Sealed(campus: north, members: members, titles: titles, recording: recording, notes: notes)
+        let pushKey = try await PushKeyStore(client: server.pool, kek: kek).key(campus: north.id).publicKeyText
+        return Sealed(campus: north, members: members, titles: titles, recording: recording, notes: notes, pushKey: pushKey)
+    }
+
+    static func subscription(_ index: Int) -> PushSubscription {
+        PushSubscription(
+            endpoint: URL(string: "https://push.example.net/send/\(index)") ?? URL(fileURLWithPath: "/"),
+            p256dh: P256.KeyAgreement.PrivateKey().publicKey.x963Representation, auth: Data(repeating: UInt8(index), count: 16))
     }
 
     /// Every value of `sealed` opens through `services`.
@@ -149,7 +162,10 @@ struct KeyRotationTests {
             #expect(
                 try await ProfileStore(client: services.pool, kek: services.kek).profile(campus: north.id, user: member).birthYear == 1990
                     + index)
+            let browsers = try await PushSubscriptionStore(client: services.pool, kek: services.kek).list(campus: north.id, user: member)
+            #expect(browsers.map(\.subscription.endpoint.absoluteString) == ["https://push.example.net/send/\(index)"])
         }
+        #expect(try await PushKeyStore(client: services.pool, kek: services.kek).key(campus: north.id).publicKeyText == sealed.pushKey)
         let keys = try await services.badgeKeys.keys(campus: north.id)
         #expect(keys.count == 2 && keys.allSatisfy { $0.privateKey != nil })
         _ = try await services.badgeKeys.subjectKey(campus: north.id)
@@ -192,8 +208,9 @@ struct KeyRotationTests {
         let rotation = try keys.rotate(database: server.database)
         #expect(try await rotation.wait(timeout: .seconds(60)) == 0, "\(rotation.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(rotation.stdout.utf8)) as? [String: Any]
-        // Two badge keys, the subject key, the client secret, the webhook's, two entries, a recording, two episodes, two profiles.
-        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 12, "\(rotation.stdout)")
+        // Two badge keys, the subject key, the client secret, the webhook's, two entries, a recording, two episodes, two profiles,
+        // the push key and two browsers' subscriptions.
+        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 15, "\(rotation.stdout)")
         #expect(try await Self.envelopes(under: keys.old, database: server.database).values.allSatisfy { $0 == 0 })
         #expect(try await Self.envelopes(under: keys.new, database: server.database) == before)
 

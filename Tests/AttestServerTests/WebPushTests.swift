@@ -1,8 +1,11 @@
 import AttestFoundation
+import AttestPlugins
+import AttestPluginsTesting
 import AttestTestSupport
 import Crypto
 import Foundation
 import Notifications
+import Tenancy
 import Testing
 
 /// Web Push encryption (RFC 8291, `aes128gcm` of RFC 8188) and VAPID (RFC 8292), read back by
@@ -89,5 +92,95 @@ struct WebPushTests {
                 "\(error)".contains(reason)
             }
         }
+    }
+}
+
+/// The `web-push` channel end to end: a member's browser subscribes through the API, a reminder
+/// at their minute reaches a push service on loopback with the campus's VAPID token, its body
+/// decrypted by `http-ece` with the browser's key and the token verified by `joserfc`; a 410
+/// forgets the browser; the subscription is stored sealed.
+@Suite("Web Push channel")
+struct WebPushChannelTests {
+    static let subscriptionsPath = "/v1/campuses/{campus}/me/push-subscriptions"
+
+    @Test func aMembersBrowserGetsTheReminderEncryptedWithTheCampusKeyAndAGoneOneIsForgotten() async throws {
+        let clock = try TestClock("2026-11-30T12:30:10Z")  // 07:30 in New York
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "web-push",
+            settings: try MemberChannels.prepare(
+                id: "web-push", settings: .object(["subject": .string("mailto:health@example.edu"), "ttlSeconds": .number(3600)])),
+            actor: "test")
+        let (ana, token) = try await server.user("ana@example.edu", at: north)
+        try await NotificationPreferenceStore(client: server.pool).set(
+            campus: north.id, user: ana.id, NotificationPreferences(email: false, push: true, reminderMinute: 7 * 60 + 30),
+            now: clock.read())
+        let push = try await LoopbackServer.start()
+        push.answer(.init(status: 201), .init(status: 410))
+        let browsers = [P256.KeyAgreement.PrivateKey(), P256.KeyAgreement.PrivateKey()]
+        let secrets = [WebPushTests.random(16), WebPushTests.random(16)]
+        let worker = EmailChannelTests.worker(server, clock: clock)
+        try await server.run { api in
+            // Refused, each field named.
+            let bad = try await api.send(
+                .post, "/v1/campuses/north/me/push-subscriptions", template: Self.subscriptionsPath, token: token,
+                json: #"{"endpoint": "ftp://x", "keys": {"p256dh": "AAAA", "auth": "=", "extra": 1}, "expirationTime": "soon"}"#)
+            #expect(bad.status == 422, "\(bad.body)")
+            #expect(Set(bad.problem.fields) == ["endpoint", "keys.p256dh", "keys.auth", "keys.extra", "expirationTime"], "\(bad.body)")
+            for (index, browser) in browsers.enumerated() {
+                let body = """
+                    {"endpoint": "http://127.0.0.1:\(push.port)/push/\(index)", "expirationTime": null,
+                     "keys": {"p256dh": "\(browser.publicKey.x963Representation.base64URLEncoded())", "auth": "\(secrets[index].base64URLEncoded())"}}
+                    """
+                let added = try await api.send(
+                    .post, "/v1/campuses/north/me/push-subscriptions", template: Self.subscriptionsPath, token: token, json: body)
+                #expect(added.status == 201, "\(added.body)")
+            }
+            let key = try await api.send(.get, "/v1/campuses/north/push-key", template: "/v1/campuses/{campus}/push-key", token: token)
+            let publicKey = try #require(key.json["publicKey"] as? String)
+            // Sealed: the endpoint is nowhere in the row.
+            let stored = try await server.pool.query(
+                "SELECT encode(subscription, 'escape') AS raw FROM push_subscriptions", campus: north.id.rawValue)
+            #expect(stored.count == 2)
+            #expect(try stored.allSatisfy { !(try $0.decode("raw", as: String.self)).contains("127.0.0.1") })
+
+            try await worker.runOnce()
+            let requests = push.requests
+            #expect(requests.map(\.path).sorted() == ["/push/0", "/push/1"])
+            let first = try #require(requests.first { $0.path == "/push/0" })
+            #expect(first.header("Content-Encoding") == "aes128gcm" && first.header("TTL") == "3600")
+            #expect(first.header("Urgency") == "normal" && first.header("Topic") == "attest-reminder")
+            let authorization = try #require(first.header("Authorization"))
+            #expect(authorization.hasSuffix(", k=" + publicKey))
+            let input = FileManager.default.temporaryDirectory.appending(path: "webpush-\(UUID().uuidString.prefix(8)).json")
+            let cases: [String: Any] = [
+                "d": browsers[0].rawRepresentation.base64URLEncoded(), "auth": secrets[0].base64URLEncoded(),
+                "bodies": [first.body.base64URLEncoded()], "authorization": authorization,
+            ]
+            try JSONSerialization.data(withJSONObject: cases).write(to: input)
+            defer { try? FileManager.default.removeItem(at: input) }
+            let read = try await ChildProcess.run(["/usr/bin/env", "python3", "-c", WebPushTests.oracle, input.path])
+            #expect(read.status == 0, "python3: \(read.stderr)")
+            let out = try #require(try JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [String: Any])
+            let plaintext = try #require((out["plaintexts"] as? [String])?.first)
+            let message = try #require(try JSONSerialization.jsonObject(with: Data(plaintext.utf8)) as? [String: String])
+            #expect(message["url"] == "https://attest.example.edu/c/north/" && message["title"]?.contains("North") == true, "\(message)")
+            let claims = try #require(out["claims"] as? [String: Any])
+            #expect(claims["aud"] as? String == "http://127.0.0.1:\(push.port)" && claims["sub"] as? String == "mailto:health@example.edu")
+            // The browser the service says is gone (410) is forgotten; the other kept.
+            let left = try await server.pool.query("SELECT count(*)::int AS n FROM push_subscriptions", campus: north.id.rawValue)
+            #expect(try left[0].decode("n", as: Int.self) == 1)
+            #expect(try await OutboxStore(client: server.pool).list(campus: north.id, state: .delivered).count == 1)
+            // Unsubscribing the browser that is left.
+            let removed = try await api.send(
+                .delete, "/v1/campuses/north/me/push-subscriptions?endpoint=http://127.0.0.1:\(push.port)/push/0",
+                template: Self.subscriptionsPath, token: token)
+            #expect(removed.status == 204, "\(removed.body)")
+            let again = try await api.send(
+                .delete, "/v1/campuses/north/me/push-subscriptions?endpoint=http://127.0.0.1:\(push.port)/push/0",
+                template: Self.subscriptionsPath, token: token)
+            #expect(again.status == 404)
+        }
+        await push.stop()
     }
 }

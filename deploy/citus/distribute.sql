@@ -38,4 +38,6 @@ SELECT create_distributed_table('door_counts', 'campus_id', colocate_with => 'us
 SELECT create_distributed_table('member_places', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('member_profiles', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('member_notifications', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('push_keys', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('push_subscriptions', 'campus_id', colocate_with => 'users');
 COMMIT;

@@ -71,3 +71,37 @@ extension NotifyCommand {
         }
     }
 }
+
+/// `attest push keys new <campus>`: a new VAPID key for the campus's Web Push.
+struct PushCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push", abstract: "A campus's Web Push key.", subcommands: [Keys.self])
+
+    struct Keys: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "A campus's VAPID key.", subcommands: [New.self])
+    }
+
+    struct New: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make the campus a new VAPID key (sealed) and forget its browsers' subscriptions.",
+            discussion: """
+                A campus gets its key on first use; make a new one when the old may have leaked. Browsers \
+                subscribed with the old key can no longer be reached: their members subscribe again on Settings.
+                """)
+        @Argument(help: "The campus slug.") var campus: String
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var keys: KeyOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            guard let kek = try keys.load() else {
+                throw CLIError("the key is stored sealed under the key-encryption key: pass --kek-file (or set ATTEST_KEK_FILE)")
+            }
+            let publicKey = try await TenantContext.run(database: database, logging: logging) { context in
+                let found = try await context.campuses.require(slug: campus)
+                return try await PushKeyStore(client: context.client, kek: kek).renew(campus: found, actor: TenantContext.actor)
+            }
+            say("\(campus) has a new VAPID key; its public key (GET /v1/campuses/\(campus)/push-key): \(publicKey)")
+        }
+    }
+}

@@ -52,6 +52,9 @@ public struct AttestServices: Sendable {
     public var episodeContext: EpisodeContext
     /// Delivers the notification outbox: a `Service` the application runs.
     public var outbox: OutboxWorker
+    /// Each campus's VAPID key and its members' browser subscriptions (Web Push).
+    public var pushKeys: PushKeyStore
+    public var pushSubscriptions: PushSubscriptionStore
     public var statistics: StatisticsStore
     /// The statistics use cases: members' shares, the dashboard, follow-ups.
     public var statisticsService: StatisticsService
@@ -101,6 +104,8 @@ public struct AttestServices: Sendable {
         self.episodes = EpisodeStore(client: database, kek: kek)
         self.episodeContext = EpisodeContext(client: database, registry: registry, http: http, logger: logger, kek: kek)
         let badgeKeys = badges.keys
+        self.pushKeys = PushKeyStore(client: database, kek: kek)
+        self.pushSubscriptions = PushSubscriptionStore(client: database, kek: kek)
         let reach = MemberReach(
             recipients: .members, unsubscribeSecret: { campus in try await badgeKeys.subjectKey(campus: campus) },
             origin: configuration.web.origin ?? "http://\(configuration.host):\(configuration.port)",

@@ -20,6 +20,7 @@ import Tenancy
 public enum MemberChannels {
     public static let email = "email"
     public static let terminal = "terminal"
+    public static let webPush = "web-push"
     public static let ids = PluginRegistry.memberChannelIDs
     /// The events the channels send: a member is reminded; the others are for campus systems.
     public static let events: [NotificationEvent] = [.reminderDue]
@@ -53,6 +54,7 @@ public enum MemberChannels {
         }
         switch id {
         case email: _ = try EmailSettings(settings)
+        case webPush: _ = try WebPushSettings(settings)
         case terminal: break
         default: throw PluginSettingsError("no member channel \"\(id)\": available are \(ids.joined(separator: ", "))")
         }
@@ -232,6 +234,10 @@ struct MemberMessage: Sendable {
     var text: String
     var html: String
     var unsubscribe: String
+    /// Today's survey: where a push notification's click goes.
+    var survey: String
+    /// The text of a push notification (its title is `subject`).
+    var shortText: String
 
     static func reminder(
         campus: Campus, name: String, address: String, language: String, origin: String, unsubscribeToken: String
@@ -261,7 +267,7 @@ struct MemberMessage: Sendable {
             """
         return MemberMessage(
             to: MailAddress(name: name, address: address), language: language, subject: fill(texts.subject, html: false), text: text,
-            html: html, unsubscribe: unsubscribe)
+            html: html, unsubscribe: unsubscribe, survey: survey, shortText: fill(texts.body, html: false))
     }
 
     func mail(from: MailAddress, replyTo: MailAddress?, now: Date) -> MailMessage {
@@ -300,10 +306,14 @@ final class MemberChannelSinks: Sendable {
     let client: PostgresClient
     let smtp: SMTPClients
     let campuses: CampusDirectory
+    let pushKeys: PushKeyStore
+    let subscriptions: PushSubscriptionStore
 
-    init(reach: MemberReach, client: PostgresClient) {
+    init(reach: MemberReach, client: PostgresClient, kek: KeyEncryptionKey?) {
         self.reach = reach
         self.client = client
+        self.pushKeys = PushKeyStore(client: client, kek: kek)
+        self.subscriptions = PushSubscriptionStore(client: client, kek: kek)
         self.smtp = SMTPClients(allowedHosts: reach.allowedHosts)
         self.campuses = CampusDirectory(store: CampusStore(client: client), ttl: .seconds(5))
     }
@@ -315,6 +325,8 @@ final class MemberChannelSinks: Sendable {
             let email = try EmailSettings(settings)
             let host = URL(string: reach.origin)?.host ?? "attest.invalid"
             transport = .email(email, try smtp.client(for: email.server, clientName: host))
+        } else if id == MemberChannels.webPush {
+            transport = .webPush(try WebPushSettings(settings))
         } else {
             transport = .terminal
         }
@@ -322,22 +334,28 @@ final class MemberChannelSinks: Sendable {
     }
 
     /// The member an event names, their address and choices; nil when the event names
-    /// nobody who should hear of it now (inactive, erased, attested since, channel off).
-    func recipient(_ notification: AttestNotification, campus: Campus) async throws -> (name: String, email: String, language: String)? {
+    /// nobody who should hear of it now (not a reminder, inactive, erased, attested since).
+    func recipient(_ notification: AttestNotification, campus: Campus) async throws -> Recipient? {
         guard notification.event == .reminderDue, let text = notification.userId, let uuid = UUID(uuidString: text) else { return nil }
         let user = UserID(uuid)
         let date = notification.date.flatMap(LocalDate.init) ?? campus.localDate(at: Date())
         let rows = try await client.query(
             """
             WITH r AS (\(reach.recipients.select(campus.id, user, date)))
-            SELECT r.email, r.display_name, r.attested, coalesce(n.email, true) AS email_on, n.language
+            SELECT r.email, r.display_name, r.attested, coalesce(n.email, true) AS email_on, coalesce(n.push, false) AS push_on, n.language
             FROM r LEFT JOIN member_notifications n ON n.campus_id = \(campus.id) AND n.user_id = \(user)
             """, campus: campus.id.rawValue)
-        guard let row = rows.first, try row.decode("email_on", as: Bool.self), !(try row.decode("attested", as: Bool.self)) else {
-            return nil
-        }
+        guard let row = rows.first, !(try row.decode("attested", as: Bool.self)) else { return nil }
         let language: String? = try row.decode("language")
-        return (try row.decode("display_name"), try row.decode("email"), language ?? Self.defaultLanguage(campus))
+        return Recipient(
+            user: user, name: try row.decode("display_name"), email: try row.decode("email"),
+            language: language ?? Self.defaultLanguage(campus), emailOn: try row.decode("email_on"), pushOn: try row.decode("push_on"))
+    }
+
+    struct Recipient {
+        var user: UserID
+        var name, email, language: String
+        var emailOn, pushOn: Bool
     }
 
     /// The language of members who chose none: English, the pages' own default.
@@ -349,6 +367,7 @@ struct MemberChannelSink: NotificationSink {
     enum Transport {
         case email(EmailSettings, SMTPClient)
         case terminal
+        case webPush(WebPushSettings)
     }
 
     let transport: Transport
@@ -356,17 +375,20 @@ struct MemberChannelSink: NotificationSink {
     let owner: MemberChannelSinks
 
     func deliver(_ notification: AttestNotification, payload: Data, context: PluginContext) async -> DeliveryResult {
-        let message: MemberMessage
+        let message: MemberMessage, recipient: MemberChannelSinks.Recipient, campus: Campus
         do {
-            guard let campus = try await owner.campuses.campus(slug: notification.campus), campus.id == self.campus else {
+            guard let found = try await owner.campuses.campus(slug: notification.campus), found.id == self.campus else {
                 return .reject("the campus no longer exists")
             }
-            guard let recipient = try await owner.recipient(notification, campus: campus), let user = notification.userId.flatMap(UUID.init)
-            else { return .delivered }  // nobody to tell now: done
+            campus = found
+            guard let member = try await owner.recipient(notification, campus: campus) else { return .delivered }  // nobody to tell now
+            recipient = member
+            let channel: NotificationChannel = if case .webPush = transport { .push } else { .email }
+            guard channel == .push ? member.pushOn : member.emailOn else { return .delivered }  // the member turned it off
             let tokens = UnsubscribeTokens(campusSecret: try await owner.reach.unsubscribeSecret(campus.id))
             message = MemberMessage.reminder(
-                campus: campus, name: recipient.name, address: recipient.email, language: recipient.language, origin: owner.reach.origin,
-                unsubscribeToken: tokens.token(campus: campus.id, user: UserID(user), channel: .email))
+                campus: campus, name: member.name, address: member.email, language: member.language, origin: owner.reach.origin,
+                unsubscribeToken: tokens.token(campus: campus.id, user: member.user, channel: channel))
         } catch {
             return .retry("cannot read the member's address or choices: \(error)")
         }
@@ -391,6 +413,9 @@ struct MemberChannelSink: NotificationSink {
             } catch {
                 return error.isPermanent ? .reject(error.description) : .retry(error.description)
             }
+        case .webPush(let settings):
+            return await WebPushDelivery(settings: settings, owner: owner).send(
+                message, campus: campus, user: recipient.user, http: context.http, now: now)
         }
     }
 }
