@@ -100,6 +100,6 @@ struct SettingsPage: Sendable {
         return try web.renderer.render(
             .init(
                 template: "settings", title: errors.title(visit["settingsTitle"], visit: visit), data: data.droppingEmptyText(),
-                status: status, current: "settings"), visit: visit)
+                status: status, scripts: ["push.js"], current: "settings"), visit: visit)
     }
 }

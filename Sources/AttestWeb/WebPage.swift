@@ -92,7 +92,8 @@ struct WebRenderer: Sendable {
         }
         var layout: [String: Any] = [
             "lang": visit.language, "title": page.title, "siteName": visit.campus.name, "css": assets.paths["site.css"] ?? "",
-            "scripts": page.scripts.compactMap { assets.paths[$0] }, "t": data["t"] ?? [:], "home": visit.base, "base": visit.base,
+            "scripts": (["app.js"] + page.scripts).compactMap { assets.paths[$0] }, "t": data["t"] ?? [:], "home": visit.base,
+            "base": visit.base,
             "body": body, "wide": page.wide, "csrf": visit.csrf,
             "languages": WebText.languages.map { language -> [String: Any] in
                 [
@@ -135,7 +136,7 @@ struct WebRenderer: Sendable {
     func secure(_ headers: inout HTTPFields, cacheable: Bool = false) {
         headers[.contentSecurityPolicy] =
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
-            + "media-src 'self' blob:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+            + "media-src 'self' blob:; manifest-src 'self'; worker-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
         headers[.xContentTypeOptions] = "nosniff"
         for field in Self.fixedFields { headers[field.name] = field.value }
         if !cacheable {

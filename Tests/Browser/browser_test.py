@@ -739,6 +739,67 @@ class CommunityAndProfile(unittest.TestCase):
             d.quit()
 
 
+class WebApp(unittest.TestCase):
+    """The member pages as a web app: a manifest, a service worker that keeps the badge for
+    offline use, a push shown as the reminder, and the Settings page's push button."""
+
+    def test_installable_offline_badge_and_a_push(self):
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['placesMember'], '/badge')
+            href = d.find_element(By.CSS_SELECTOR, 'link[rel="manifest"]').get_attribute('href')
+            manifest = d.execute_async_script(
+                "var done = arguments[arguments.length - 1]; fetch(arguments[0]).then(function (r) { return r.json(); }).then(done, function (e) { done(String(e)); });",
+                href)
+            scope = '/c/%s/' % CONFIG['campus']
+            self.assertEqual((manifest['scope'], manifest['start_url'], manifest['display']), (scope, scope, 'standalone'), manifest)
+            self.assertTrue(manifest['icons'] and manifest['icons'][0]['type'] == 'image/svg+xml', manifest)
+            registered = d.execute_async_script(
+                "var done = arguments[arguments.length - 1]; navigator.serviceWorker.ready.then(function (r) { done(r.scope); }, function (e) { done(String(e)); });")
+            self.assertEqual(registered, url('/'))
+            # Once the worker controls the page, a visit to the badge keeps a copy.
+            d.get(url('/badge'))
+            wait_for(d, lambda d: d.execute_script('return !!navigator.serviceWorker.controller'))
+            d.get(url('/badge'))
+            wait_for(d, lambda d: d.execute_async_script(
+                "var done = arguments[arguments.length - 1]; caches.open('attest-pages-v1').then(function (c) { return c.match(location.pathname); }).then(function (r) { done(!!r); }, function () { done(false); });"))
+            online = d.find_element(By.TAG_NAME, 'h1').text
+            d.set_network_conditions(offline=True, latency=0, download_throughput=0, upload_throughput=0)
+            try:
+                d.get(url('/badge'))
+                self.assertEqual(d.find_element(By.TAG_NAME, 'h1').text, online)
+            finally:
+                d.delete_network_conditions()
+
+            # A push as a push service would deliver it, through the DevTools protocol: the
+            # worker shows the reminder, which opens today's survey.
+            origin = CONFIG['base']
+            d.execute_cdp_cmd('Browser.grantPermissions', {'origin': origin, 'permissions': ['notifications']})
+            payload = json.dumps({'title': 'Reminder: today\'s health check', 'body': 'It takes a minute',
+                                  'url': url('/'), 'tag': 'attest-reminder', 'lang': 'en'})
+            d.execute_cdp_cmd('ServiceWorker.enable', {})
+            delivered, errors = False, []
+            for registration in range(0, 10):
+                try:
+                    d.execute_cdp_cmd('ServiceWorker.deliverPushMessage',
+                                      {'origin': origin, 'registrationId': str(registration), 'data': payload})
+                    delivered = True
+                    break
+                except Exception as error:
+                    errors.append(str(error)[:200])
+            self.assertTrue(delivered, 'no service worker registration took the push: %s' % errors)
+            shown = wait_for(d, lambda d: d.execute_async_script(
+                "var done = arguments[arguments.length - 1]; navigator.serviceWorker.ready.then(function (r) { return r.getNotifications(); }).then(function (n) { done(n.length ? {title: n[0].title, body: n[0].body, url: n[0].data && n[0].data.url} : null); }, function () { done(null); });"))
+            self.assertEqual(shown, {'title': "Reminder: today's health check", 'body': 'It takes a minute', 'url': url('/')})
+
+            # Settings offers the push button where the browser has the Push API.
+            d.get(url('/settings'))
+            wait_for(d, lambda d: d.find_element(By.ID, 'push-subscribe').is_displayed())
+            check_both_languages(d, 'settings-push')
+        finally:
+            d.quit()
+
+
 class AdminAndHealthOfficer(unittest.TestCase):
     def test_dashboard_equals_the_api(self):
         d = make_driver()
