@@ -225,7 +225,8 @@ let package = Package(
         .target(
             name: "AttestCLI",
             dependencies: [
-                "AttestFoundation", "AttestPostgres", "AttestSchema", "AttestPlugins", "Tenancy", "Community", "Identity",
+                "AttestFoundation", "AttestPostgres", "AttestSchema", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Community",
+                "Identity",
                 "Surveys", "Notifications", "AttestServer", "AttestAPI", "AttestWeb",
                 // `attest dev` adds the made-up context provider to the executable's registry.
                 "BuiltinPlugins",

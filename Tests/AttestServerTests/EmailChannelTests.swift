@@ -400,6 +400,41 @@ struct EmailChannelTests {
         }
     }
 
+    @Test func notifyTestSendsOneReminderNowAndSaysWhatFailed() async throws {
+        let cli = try await AdminCLITests.cli()
+        #expect(
+            try await cli.run("campus", "create", "north", "--name", "North", "--timezone", "UTC", "--email-domain", "example.edu").status
+                == 0)
+        #expect(try await cli.run("user", "add", "north", "ana@example.edu", "--name", "Ana Ruiz").status == 0)
+        let smtp = try await SMTPTestServer.start(user: "attest", password: "s3cret pass")
+        let file = FileManager.default.temporaryDirectory.appending(path: "attest-email-\(UUID().uuidString.prefix(8)).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        func enable(password: String) async throws {
+            let settings = Self.settings(smtp, extra: ["username": .string("attest"), "password": .string(password)])
+            try JSONEncoder().encode(settings).write(to: file)
+            let enabled = try await cli.run("plugin", "enable", "north", "sink", "email", "--settings", file.path)
+            #expect(enabled.status == 0, "\(enabled.stderr)")
+        }
+        try await enable(password: "s3cret pass")
+        let sent = try await cli.run("notify", "test", "north", "ana@example.edu", "--public-url", "https://attest.example.edu/")
+        #expect(sent.status == 0 && sent.stdout.contains("through localhost:\(smtp.port) (starttls)"), "\(sent.stdout) \(sent.stderr)")
+        let received = try smtp.received()
+        #expect(received.count == 1 && received.first?.to == ["ana@example.edu"])
+        #expect(received.first?.data.contains("List-Unsubscribe: <https://attest.example.edu/v1/campuses/north/unsubscribe?token=") == true)
+        AdminCLITests.expectFailure(try await cli.run("notify", "test", "north", "bob@example.edu"), "is no member of north")
+        try await enable(password: "wrong")
+        AdminCLITests.expectFailure(try await cli.run("notify", "test", "north", "ana@example.edu"), "not sent: authentication failed")
+        await smtp.stop()
+        AdminCLITests.expectFailure(
+            try await cli.run("notify", "test", "north", "ana@example.edu", "--channel", "push"), "has no web-push channel")
+        #expect(
+            try await cli.run("plugin", "enable", "north", "sink", "web-push", "--settings", #"{"subject": "mailto:health@example.edu"}"#)
+                .status
+                == 0)
+        AdminCLITests.expectFailure(
+            try await cli.run("notify", "test", "north", "ana@example.edu", "--channel", "push"), "has subscribed no browser")
+    }
+
     @Test func aPermanentRefusalIsDeadLetteredAndCountedAndATemporaryOneRetried() async throws {
         let clock = try TestClock("2026-11-30T12:30:10Z")
         let (server, north) = try await AttestationTests.setUp(clock: clock)

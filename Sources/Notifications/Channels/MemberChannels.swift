@@ -447,3 +447,37 @@ extension MemberChannels {
         return "\(email.server.host):\(email.server.port) (\(email.server.security.rawValue)\(email.dkim == nil ? "" : ", DKIM-signed"))"
     }
 }
+
+extension MemberChannels {
+    /// Sends `campus`'s reminder to each browser the member subscribed, now, through the
+    /// `web-push` channel's `settings` (`attest notify test --channel push`), as the outbox
+    /// would. Returns how many browsers took it; throws `PluginSettingsError`, or
+    /// `PushTestFailure` saying in one line what failed (no browser, the push service's status).
+    public static func sendTestPush(
+        settings: JSONValue, campus: Campus, user: UserID, name: String, address: String, language: String, origin: String,
+        unsubscribeSecret: SymmetricKey, client: PostgresClient, kek: KeyEncryptionKey, http: any PluginHTTPClient
+    ) async throws -> Int {
+        let push = try WebPushSettings(settings)
+        let owner = MemberChannelSinks(
+            reach: MemberReach(
+                recipients: .init { _, _, _ in "SELECT NULL" }, unsubscribeSecret: { _ in unsubscribeSecret }, origin: origin),
+            client: client, kek: kek)
+        let browsers = try await owner.subscriptions.list(campus: campus.id, user: user)
+        guard !browsers.isEmpty else {
+            throw PushTestFailure("\(address) has subscribed no browser: Settings, Get reminders on this browser")
+        }
+        let message = MemberMessage.reminder(
+            campus: campus, name: name, address: address, language: language, origin: origin,
+            unsubscribeToken: UnsubscribeTokens(campusSecret: unsubscribeSecret).token(campus: campus.id, user: user, channel: .push))
+        switch await WebPushDelivery(settings: push, owner: owner).send(message, campus: campus, user: user, http: http, now: Date()) {
+        case .delivered: return browsers.count
+        case .retry(let reason), .reject(let reason): throw PushTestFailure(reason)
+        }
+    }
+}
+
+/// Why `attest notify test --channel push` sent nothing, in one line.
+public struct PushTestFailure: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
