@@ -174,7 +174,7 @@ struct EmailChannelTests {
     /// An outbox worker that reaches members as the server's does, with links at `origin`.
     static func worker(
         _ server: TestServer, clock: TestClock, metrics: ServerMetrics = ServerMetrics(), origin: String = "https://attest.example.edu",
-        terminal: @escaping @Sendable (String) -> Void = { _ in }
+        terminal: (@Sendable (String) -> Void)? = nil
     ) -> OutboxWorker {
         let keys = server.services.badges.keys
         return OutboxWorker(
@@ -397,6 +397,19 @@ struct EmailChannelTests {
                 #expect(text.contains(expected), "\(expected) in \(text)")
             }
             #expect(try await OutboxStore(client: server.pool).list(campus: north.id, state: .delivered).count == 1)
+
+            // A server that is not `attest dev`'s prints nobody's address: the channel is refused.
+            let south = try await server.campus("south")
+            try await CampusPluginStore(client: server.pool).enable(
+                campus: south, kind: .sink, id: "terminal", settings: try MemberChannels.prepare(id: "terminal", settings: .null),
+                actor: "test")
+            let (bo, _) = try await server.user("bo@example.edu", at: south)
+            try await NotificationPreferenceStore(client: server.pool).set(
+                campus: south.id, user: bo.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
+            try await Self.worker(server, clock: clock).runOnce()
+            let waiting = try await OutboxStore(client: server.pool).list(campus: south.id, state: .pending)
+            #expect(waiting.count == 1 && waiting.first?.lastError?.contains("attest dev only") == true, "\(waiting)")
+            #expect(printed.withLock { $0.count } == 1)
         }
     }
 

@@ -106,10 +106,13 @@ public struct AttestServices: Sendable {
         let badgeKeys = badges.keys
         self.pushKeys = PushKeyStore(client: database, kek: kek)
         self.pushSubscriptions = PushSubscriptionStore(client: database, kek: kek)
+        // The demo sign-in is `attest dev`'s alone: so is printing reminders on its terminal.
+        var terminal: (@Sendable (String) -> Void)?
+        if configuration.web.demoSignIn { terminal = { (text: String) in print(text) } }
         let reach = MemberReach(
             recipients: .members, unsubscribeSecret: { campus in try await badgeKeys.subjectKey(campus: campus) },
             origin: configuration.web.origin ?? "http://\(configuration.host):\(configuration.port)",
-            allowedHosts: configuration.outbound.allowedHosts)
+            allowedHosts: configuration.outbound.allowedHosts, terminal: terminal)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
             metrics: metrics.factory, kek: kek, signal: outboxSignal, reminderAudience: .unattested, reach: reach)

@@ -187,12 +187,14 @@ public struct MemberReach: Sendable {
     public var origin: String
     /// Hosts the operator allowed by name (`--allow-outbound-host`): plain SMTP only to them.
     public var allowedHosts: Set<String>
-    /// Where the `terminal` channel prints (standard output).
-    public var terminal: @Sendable (String) -> Void
+    /// Where the `terminal` channel prints, or nil where it must not: it prints members'
+    /// addresses and unsubscribe links, which a server's output never holds (`attest dev`'s
+    /// alone passes standard output).
+    public var terminal: (@Sendable (String) -> Void)?
 
     public init(
         recipients: RecipientDirectory, unsubscribeSecret: @escaping @Sendable (CampusID) async throws -> SymmetricKey, origin: String,
-        allowedHosts: Set<String> = [], terminal: @escaping @Sendable (String) -> Void = { text in print(text) }
+        allowedHosts: Set<String> = [], terminal: (@Sendable (String) -> Void)? = nil
     ) {
         (self.recipients, self.unsubscribeSecret, self.origin, self.allowedHosts) = (recipients, unsubscribeSecret, origin, allowedHosts)
         self.terminal = terminal
@@ -328,7 +330,12 @@ final class MemberChannelSinks: Sendable {
         } else if id == MemberChannels.webPush {
             transport = .webPush(try WebPushSettings(settings))
         } else {
-            transport = .terminal
+            guard let print = reach.terminal else {
+                throw PluginSettingsError(
+                    "the terminal channel prints members' addresses and unsubscribe links on the server's output: attest dev only; use email or web-push"
+                )
+            }
+            transport = .terminal(print)
         }
         return MemberChannelSink(transport: transport, campus: campus, owner: self)
     }
@@ -366,7 +373,7 @@ final class MemberChannelSinks: Sendable {
 struct MemberChannelSink: NotificationSink {
     enum Transport {
         case email(EmailSettings, SMTPClient)
-        case terminal
+        case terminal(@Sendable (String) -> Void)
         case webPush(WebPushSettings)
     }
 
@@ -394,10 +401,10 @@ struct MemberChannelSink: NotificationSink {
         }
         let now = Date()
         switch transport {
-        case .terminal:
+        case .terminal(let print):
             let mail = message.mail(from: MailAddress(name: "Campus Attest", address: "attest@localhost"), replyTo: nil, now: now)
             let headers = mail.headerFields(boundary: "-").filter { !["MIME-Version", "Content-Type"].contains($0.name) }
-            owner.reach.terminal(
+            print(
                 "── a reminder, as email would send it (attest dev prints it; no mail is sent) ──\n"
                     + headers.map { "\($0.name): \($0.value)" }.joined(separator: "\n") + "\n\n" + message.text + "\n──")
             return .delivered
