@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from PIL import Image
 from pyzbar import pyzbar
 from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -73,8 +73,11 @@ def url(path):
 
 def wait_for(driver, condition, seconds=10):
     # A form's submit replaces the page: an element found just before that goes stale while
-    # its text is read, which is no answer yet, so the wait goes on.
-    return WebDriverWait(driver, seconds, ignored_exceptions=[NoSuchElementException, StaleElementReferenceException]).until(condition)
+    # its text is read, which is no answer yet, so the wait goes on. Chromium may say so as a
+    # stale element or, when the read lands mid-navigation, as an inspector error ("Node with
+    # given id does not belong to the document"): the same, so the wait goes on for both.
+    return WebDriverWait(driver, seconds, ignored_exceptions=[NoSuchElementException, StaleElementReferenceException,
+                                                              WebDriverException]).until(condition)
 
 
 def b64url(text):
