@@ -64,7 +64,7 @@ import Testing
         var registry = PluginRegistry()
         registry.registerExamplePlugins()
         #expect(registry.badgeRuleIDs == ["temperature-only"])
-        #expect(registry.sinkIDs == ["sms-gateway"])
+        #expect(registry.sinkIDs == ["email", "sms-gateway", "terminal", "web-push"])  // the platform's member channels too
         #expect(registry.testingLocationProviderIDs == ["csv-file", "static"])
         let rule = try registry.makeBadgeRule(id: "temperature-only", settings: .object([:]), questionnaire: Self.survey)
         #expect(rule is TemperatureRule)
