@@ -172,8 +172,10 @@ public struct PluginRegistry: Sendable {
         try badgeRules.factory(id)(settings, questionnaire)
     }
 
-    /// Registers a notification sink under a stable id; a later registration replaces it.
+    /// Registers a notification sink under a stable id; a later registration replaces it. The
+    /// member channels' ids (`memberChannelIDs`) are the platform's: registering one traps.
     public mutating func registerSink(id: String, factory: @escaping SinkFactory) {
+        precondition(!Self.memberChannelIDs.contains(id), "sink id \(id) is the platform's own channel to members; choose another id")
         sinks.register(id, factory)
     }
 
