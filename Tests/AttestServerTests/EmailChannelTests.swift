@@ -203,6 +203,32 @@ struct EmailChannelTests {
         await smtp.stop()
     }
 
+    /// More messages than connections, one after another and then all at once: every one is
+    /// sent, over no more connections than `maxConnections` (a kept connection once counted
+    /// twice, so the fifth message waited forever for a slot nobody would give back).
+    @Test func thePoolSendsAnyNumberOverAtMostItsConnections() async throws {
+        let smtp = try await SMTPTestServer.start()
+        let before = smtp.connections
+        let client = try Self.client(Self.settings(smtp, extra: ["maxConnections": .number(2)]))
+        let from = "attest@demo.example.edu", message = Self.plainMessage
+        // Unstructured, so a send that waits forever fails the test instead of hanging it.
+        let sends = Task {
+            for _ in 0..<6 { try await client.send(from: from, to: ["ana@demo.example.edu"], data: message) }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<12 { group.addTask { try await client.send(from: from, to: ["ana@demo.example.edu"], data: message) } }
+                try await group.waitForAll()
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try smtp.received().count < 18, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(try smtp.received().count == 18, "a send waited for a connection that was never given back")
+        guard try smtp.received().count == 18 else { return }
+        try await sends.value
+        await client.shutdown()
+        #expect((1...2).contains(smtp.connections - before))
+        await smtp.stop()
+    }
+
     @Test func implicitTLSDelivers() async throws {
         let smtp = try await SMTPTestServer.start("tls")
         let client = try Self.client(Self.settings(smtp, security: "tls"))

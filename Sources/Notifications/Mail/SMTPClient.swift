@@ -94,11 +94,14 @@ public final class SMTPClient: Sendable {
     /// The name the client gives in EHLO.
     let clientName: String
 
+    /// `open` counts every connection this client holds, idle, in use or being opened: at most
+    /// `maxConnections`. A sender takes an idle connection, else opens one while there is room,
+    /// else waits; a connection given back goes to the first waiter (nil: the waiter may open
+    /// one in its place), else is kept idle.
     private struct PoolState {
         var idle: [SMTPConnection] = []
         var open = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
-        var closed = false
+        var waiters: [CheckedContinuation<SMTPConnection?, Never>] = []
     }
 
     public init(
@@ -127,13 +130,13 @@ public final class SMTPClient: Sendable {
     /// Submits one message: `data` is the whole message, CRLF line ends, not yet dot-stuffed.
     public func send(from: String, to: [String], data: String) async throws(SMTPFailure) {
         if server.security == .none, !allowedHosts.contains(server.host.lowercased()) { throw .plainRefused(server.host) }
-        await acquire()
         var connection: SMTPConnection
         var reused = false
-        if let idle = pool.withLock({ $0.idle.popLast() }), idle.isActive {
+        if let idle = await acquire(), idle.isActive {
             connection = idle
             reused = true
         } else {
+            // None idle (or the one kept was closed meanwhile): a new one in its slot.
             do { connection = try await open() } catch {
                 release(nil)
                 throw error
@@ -171,31 +174,31 @@ public final class SMTPClient: Sendable {
         pool.withLock { $0.open -= idle.count }
     }
 
-    private func acquire() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = pool.withLock { state -> Bool in
+    /// An idle connection to use, or nil: a slot to open a new one in (waiting for either).
+    private func acquire() async -> SMTPConnection? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<SMTPConnection?, Never>) in
+            let now = pool.withLock { state -> SMTPConnection?? in
+                if let idle = state.idle.popLast() { return .some(idle) }
                 if state.open < max(1, server.maxConnections) {
                     state.open += 1
-                    return true
+                    return .some(nil)
                 }
                 state.waiters.append(continuation)
-                return false
+                return .none
             }
-            if now { continuation.resume() }
+            if let now { continuation.resume(returning: now) }
         }
     }
 
-    /// Gives a slot back: with the connection kept idle, or closed (nil). A waiter takes it.
+    /// Gives a connection back to be kept (or, nil, its slot when it was closed): to the first
+    /// waiter, else idle (or the slot freed).
     private func release(_ connection: SMTPConnection?) {
-        let waiter = pool.withLock { state -> CheckedContinuation<Void, Never>? in
-            if let connection { state.idle.append(connection) }
-            if state.waiters.isEmpty {
-                if connection == nil { state.open -= 1 }
-                return nil
-            }
-            return state.waiters.removeFirst()  // the slot passes to it
+        let waiter = pool.withLock { state -> CheckedContinuation<SMTPConnection?, Never>? in
+            if !state.waiters.isEmpty { return state.waiters.removeFirst() }
+            if let connection { state.idle.append(connection) } else { state.open -= 1 }
+            return nil
         }
-        waiter?.resume()
+        waiter?.resume(returning: connection)
     }
 
     private func open() async throws(SMTPFailure) -> SMTPConnection {
@@ -355,19 +358,26 @@ final class SMTPConnection: Sendable {
     func close() { channel.close(promise: nil) }
 
     /// Lines that begin with a dot get another (RFC 5321 §4.5.2), and the end `CRLF.CRLF`.
-    static func dotStuffed(_ data: String) -> String {
-        var text = data.hasPrefix(".") ? "." + data : data
-        text = text.replacingOccurrences(of: "\r\n.", with: "\r\n..")
-        if !text.hasSuffix("\r\n") { text += "\r\n" }
-        return text + ".\r\n"
+    static func dotStuffed(_ data: String) -> [UInt8] {
+        let bytes = Array(data.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + bytes.count / 64 + 5)
+        var lineStart = true
+        for (index, byte) in bytes.enumerated() {
+            if lineStart, byte == 0x2E { out.append(0x2E) }
+            out.append(byte)
+            lineStart = byte == 0x0A && index > 0 && bytes[index - 1] == 0x0D
+        }
+        if !(bytes.count >= 2 && bytes[bytes.count - 2] == 0x0D && bytes[bytes.count - 1] == 0x0A) { out += [0x0D, 0x0A] }
+        return out + [0x2E, 0x0D, 0x0A]
     }
 
     private func command(_ line: String, shown: String) async throws(SMTPFailure) -> SMTPReply {
-        try await write(line + "\r\n", step: shown)
+        try await write(Array((line + "\r\n").utf8), step: shown)
     }
 
-    private func write(_ text: String, step: String) async throws(SMTPFailure) -> SMTPReply {
-        let buffer = channel.allocator.buffer(string: text)
+    private func write(_ bytes: [UInt8], step: String) async throws(SMTPFailure) -> SMTPReply {
+        let buffer = channel.allocator.buffer(bytes: bytes)
         channel.writeAndFlush(buffer, promise: nil)
         return try await reply(step: step)
     }
