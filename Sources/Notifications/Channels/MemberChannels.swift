@@ -252,7 +252,23 @@ struct MemberMessage: Sendable {
         func fill(_ template: String, html: Bool) -> String {
             let campusName = html ? HTMLText.escape(campus.name) : campus.name
             let personName = html ? HTMLText.escape(greetingName) : greetingName
-            return template.replacingOccurrences(of: "{campus}", with: campusName).replacingOccurrences(of: "{name}", with: personName)
+            // `{campus}` and `{name}` filled in one pass (a name holding "{campus}" stays as written).
+            var out = "", rest = Substring(template)
+            while let open = rest.utf8.firstIndex(of: UInt8(ascii: "{")) {
+                out += rest[..<open]
+                let tail = rest[open...]
+                if tail.hasPrefix("{campus}") {
+                    out += campusName
+                    rest = tail.dropFirst(8)
+                } else if tail.hasPrefix("{name}") {
+                    out += personName
+                    rest = tail.dropFirst(6)
+                } else {
+                    out += "{"
+                    rest = tail.dropFirst()
+                }
+            }
+            return out + rest
         }
         let greeting = greetingName.isEmpty ? texts.hello : texts.greeting
         let text = [

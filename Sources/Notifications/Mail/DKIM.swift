@@ -53,7 +53,7 @@ public struct DKIMSigner: Sendable {
 
     /// The `DKIM-Signature` field's value for `headers` (unfolded) and `body` (CRLF lines).
     public func signature(headers: [(name: String, value: String)], body: String, now: Date) throws -> String {
-        let bodyHash = Data(SHA256.hash(data: Data(Self.relaxedBody(body).utf8))).base64EncodedString()
+        let bodyHash = Data(SHA256.hash(data: Self.relaxedBody(body))).base64EncodedString()
         let present = Self.signed.filter { name in headers.contains { $0.name.lowercased() == name } }
         let timestamp = Int(exactly: now.timeIntervalSince1970.rounded(.down)) ?? 0
         let unsigned =
@@ -92,15 +92,39 @@ public struct DKIMSigner: Sendable {
     }
 
     /// Relaxed body canonicalization: in each line runs of spaces and tabs one space and none
-    /// at its end, empty lines at the end removed, CRLF after the last line (an empty body stays empty).
-    static func relaxedBody(_ body: String) -> String {
-        var lines = body.components(separatedBy: "\r\n").map { line -> String in
-            var collapsed = collapse(line)
-            while collapsed.hasSuffix(" ") { collapsed.removeLast() }
-            return collapsed
+    /// at its end, empty lines at the end removed, CRLF after the last line (an empty body stays
+    /// empty). Lines end at CRLF; a lone CR or LF is the line's own byte.
+    static func relaxedBody(_ body: String) -> [UInt8] {
+        let bytes = Array(body.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 2)
+        var kept = 0  // out's length up to the last line that was not empty
+        var index = 0, blank = false
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == 0x0D, index + 1 < bytes.count, bytes[index + 1] == 0x0A {
+                blank = false  // blanks before the line's end go
+                let empty = out.isEmpty || (out.count >= 2 && out[out.count - 2] == 0x0D && out[out.count - 1] == 0x0A)
+                out += [0x0D, 0x0A]
+                if !empty { kept = out.count }
+                index += 2
+                continue
+            }
+            if byte == 0x20 || byte == 0x09 {
+                blank = true
+            } else {
+                if blank { out.append(0x20) }
+                blank = false
+                out.append(byte)
+            }
+            index += 1
         }
-        while let last = lines.last, last.isEmpty { lines.removeLast() }
-        return lines.isEmpty ? "" : lines.joined(separator: "\r\n") + "\r\n"
+        // A last line without CRLF: kept (its trailing blanks dropped) and ended.
+        if !(out.isEmpty || (out.count >= 2 && out[out.count - 2] == 0x0D && out[out.count - 1] == 0x0A)) {
+            out += [0x0D, 0x0A]
+            kept = out.count
+        }
+        return Array(out[..<kept])
     }
 
     private static func collapse(_ text: String) -> String {

@@ -173,31 +173,34 @@ public struct MailMessage: Sendable {
     /// bytes above 126 as `=XX`, a space or tab at a line's end encoded, lines at most 76
     /// characters with soft breaks (`=`), never splitting an `=XX`.
     static func quotedPrintable(_ text: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out: [String] = []
+        let hex: StaticString = "0123456789ABCDEF"
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count + text.utf8.count / 4 + 16)
         // Line breaks of any kind (CRLF, CR, LF) are the text's own: kept as CRLF.
-        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n").split(
-            separator: "\n", omittingEmptySubsequences: false)
-        for line in lines {
-            let bytes = Array(line.utf8)
-            var current: [UInt8] = []
-            for (index, byte) in bytes.enumerated() {
-                let last = index == bytes.count - 1
-                var piece: [UInt8]
-                if byte == 0x3D || byte > 0x7E || (byte < 0x20 && byte != 0x09) || ((byte == 0x20 || byte == 0x09) && last) {
-                    piece = [0x3D, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
-                } else {
-                    piece = [byte]
+        let bytes = Array(text.utf8)
+        hex.withUTF8Buffer { hex in
+            var start = 0
+            while true {
+                var end = start
+                while end < bytes.count, bytes[end] != 0x0A, bytes[end] != 0x0D { end += 1 }
+                var length = 0  // of the output line so far
+                for index in start..<end {
+                    let byte = bytes[index], last = index == end - 1
+                    let encoded = byte == 0x3D || byte > 0x7E || (byte < 0x20 && byte != 0x09) || ((byte == 0x20 || byte == 0x09) && last)
+                    let width = encoded ? 3 : 1
+                    // 75 leaves room for the soft break's `=`.
+                    if length + width > (last ? 76 : 75) {
+                        out += [0x3D, 0x0D, 0x0A]
+                        length = 0
+                    }
+                    if encoded { out += [0x3D, hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]] } else { out.append(byte) }
+                    length += width
                 }
-                // 75 leaves room for the soft break's `=`.
-                if current.count + piece.count > (last ? 76 : 75) {
-                    out.append(String(decoding: current + [0x3D], as: UTF8.self))
-                    current = []
-                }
-                current += piece
+                guard end < bytes.count else { break }
+                out += [0x0D, 0x0A]
+                start = bytes[end] == 0x0D && end + 1 < bytes.count && bytes[end + 1] == 0x0A ? end + 2 : end + 1
             }
-            out.append(String(decoding: current, as: UTF8.self))
         }
-        return out.joined(separator: "\r\n")
+        return String(decoding: out, as: UTF8.self)
     }
 }
