@@ -77,11 +77,14 @@ public struct CampusSchedule: Sendable {
     /// The next instant after `now` at which the campus-local wall clock shows `minute`: today's
     /// when it has not passed yet, else tomorrow's. On a day whose clock skips that minute (the
     /// spring change), the first instant after the skip; on a day it shows it twice, the first.
-    /// Never earlier than a minute after `now`, whatever the zone's rules say.
+    /// Never earlier than the start of the minute after `now`'s (the minute `now` is in was
+    /// looked at already), whatever the zone's rules say: on a day that shows an hour twice,
+    /// its first instant may lie behind `now`. No later than the minute itself either: a time
+    /// 30 seconds ahead is due in 30 seconds.
     public static func next(minute: Int, in zone: TimeZone, after now: Date) -> Date {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
-        let floor = now.addingTimeInterval(60)
+        let floor = Date(timeIntervalSince1970: ((now.timeIntervalSince1970 / 60).rounded(.down) + 1) * 60)
         let day = hasPassed(minute: minute, in: zone, at: now) ? calendar.date(byAdding: .day, value: 1, to: now) : now
         guard let day,
             let instant = calendar.date(bySettingHour: minute / 60, minute: minute % 60, second: 0, of: day, matchingPolicy: .nextTime)

@@ -106,6 +106,11 @@ struct IdleWorkTests {
             CampusSchedule.next(minute: minute, in: newYork, after: try Date(instant, strategy: .iso8601))
         }
         #expect(try next(8 * 60, after: "2026-11-01T12:30:00Z") == Date("2026-11-01T13:00:00Z", strategy: .iso8601))  // 08:00 EST
+        // Half a minute ahead is due then, not a minute after `now` (a server started 38 s before
+        // its campus's reminder time reminded 22 s late).
+        #expect(try next(8 * 60, after: "2026-11-01T12:59:30Z") == Date("2026-11-01T13:00:00Z", strategy: .iso8601))
+        // In the hour shown twice, after the first 01:30 has passed: not behind `now`, the next minute.
+        #expect(try next(90, after: "2026-11-01T06:10:20Z") == Date("2026-11-01T06:11:00Z", strategy: .iso8601))
         #expect(try next(8 * 60, after: "2026-03-08T11:30:00Z") == Date("2026-03-08T12:00:00Z", strategy: .iso8601))  // 08:00 EDT
         #expect(try next(8 * 60, after: "2026-03-07T13:30:00Z") == Date("2026-03-08T12:00:00Z", strategy: .iso8601))  // past: tomorrow's
         // 02:30 does not exist on 8 March: the first instant after the skip, 03:00 EDT.
