@@ -255,6 +255,13 @@ let package = Package(
             path: "Benchmarks/Multipart"
         ),
 
+        // Benchmarks/reminders' Web Push half: RFC 8291 encryption against a bare AES-128-GCM seal.
+        .executableTarget(
+            name: "attest-bench-push",
+            dependencies: ["Notifications", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Benchmarks/Push"
+        ),
+
         // Build tool: turns schema.sql into a Swift string so the binary carries its schema.
         .executableTarget(name: "EmbedSQL", path: "Sources/EmbedSQL"),
         .plugin(name: "EmbedSchemaPlugin", capability: .buildTool(), dependencies: ["EmbedSQL", "EmbedFiles"]),
