@@ -62,13 +62,15 @@ final class SMTPTestServer: Sendable {
     }
 
     static func start(
-        _ mode: String = "starttls", user: String? = nil, password: String? = nil, rcptReply: String? = nil, dataReply: String? = nil
+        _ mode: String = "starttls", user: String? = nil, password: String? = nil, rcptReply: String? = nil, dataReply: String? = nil,
+        pipelining: Bool = false
     ) async throws -> SMTPTestServer {
         var arguments = ["--mode", mode]
         if mode == "starttls" || mode == "tls" { arguments += ["--cert", certificate.cert, "--key", certificate.key] }
         if let user, let password { arguments += ["--user", user, "--password", password] }
         if let rcptReply { arguments += ["--rcpt-reply", rcptReply] }
         if let dataReply { arguments += ["--data-reply", dataReply] }
+        if pipelining { arguments.append("--pipelining") }
         return try await SMTPTestServer(arguments)
     }
 
@@ -78,6 +80,7 @@ final class SMTPTestServer: Sendable {
         var data: String
         var tls: Bool
         var auth: Bool
+        var pipelined: Bool
     }
 
     /// The messages accepted so far, in order.
@@ -227,6 +230,32 @@ struct EmailChannelTests {
         await client.shutdown()
         #expect((1...2).contains(smtp.connections - before))
         await smtp.stop()
+    }
+
+    /// A server that offers PIPELINING gets MAIL, RCPT and DATA in one write (RFC 2920), one
+    /// that does not gets them one at a time; a refused recipient is the same refusal either way.
+    @Test func pipelinedWhereOfferedAndARefusalIsTheSame() async throws {
+        for offered in [true, false] {
+            let smtp = try await SMTPTestServer.start(pipelining: offered)
+            let client = try Self.client(Self.settings(smtp))
+            for _ in 0..<3 { try await client.send(from: "attest@demo.example.edu", to: ["ana@demo.example.edu"], data: Self.plainMessage) }
+            await client.shutdown()
+            #expect(try smtp.received().map(\.pipelined) == [offered, offered, offered])
+            await smtp.stop()
+
+            let refusing = try await SMTPTestServer.start(rcptReply: "550 5.1.1 no such mailbox", pipelining: offered)
+            let refused = try Self.client(Self.settings(refusing))
+            do {
+                try await refused.send(from: "attest@demo.example.edu", to: ["nobody@demo.example.edu"], data: Self.plainMessage)
+                Issue.record("a refused recipient was taken")
+            } catch {
+                #expect(error.isPermanent)
+                #expect(error.description.contains("RCPT TO") && error.description.contains("550"), "\(error.description)")
+            }
+            await refused.shutdown()
+            #expect(try refusing.received().isEmpty)
+            await refusing.stop()
+        }
     }
 
     @Test func implicitTLSDelivers() async throws {

@@ -4,10 +4,12 @@ server that accepts connections and never answers.
 
     python3 smtp_server.py --dir DIR [--mode starttls|tls|plain|hang] [--cert C --key K]
                            [--user U --password P] [--rcpt-reply '550 ...'] [--data-reply '451 ...']
+                           [--pipelining]
 
 Prints "READY <port>" once it listens; writes each message it accepts to DIR/<n>.json as
 {"from", "to", "data"} (data as sent, decoded as Latin-1 so every byte survives), and the
-number of connections it saw to DIR/connections.
+number of connections it saw to DIR/connections. With --pipelining it offers PIPELINING and
+notes whether each message's DATA came with its RCPT.
 """
 import argparse, asyncio, json, os, socket, ssl, sys, threading, time
 
@@ -23,6 +25,7 @@ parser.add_argument('--user')
 parser.add_argument('--password')
 parser.add_argument('--rcpt-reply')
 parser.add_argument('--data-reply')
+parser.add_argument('--pipelining', action='store_true', help='offer PIPELINING (RFC 2920) in EHLO')
 args = parser.parse_args()
 
 
@@ -38,7 +41,15 @@ lock = threading.Lock()
 
 
 class Handler:
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):
+        session.host_name = hostname
+        if args.pipelining:
+            responses.insert(len(responses) - 1, '250-PIPELINING')
+        return responses
+
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        # Pipelined (RFC 2920): DATA arrived with the RCPT, before its reply was sent.
+        session.pipelined = b'DATA' in bytes(getattr(server._reader, '_buffer', b''))
         if args.rcpt_reply:
             return args.rcpt_reply
         envelope.rcpt_tos.append(address)
@@ -55,7 +66,7 @@ class Handler:
             json.dump({'from': envelope.mail_from, 'to': envelope.rcpt_tos,
                        'data': envelope.original_content.decode('latin-1'),
                        'tls': server.transport.get_extra_info('ssl_object') is not None,
-                       'auth': bool(session.authenticated)}, out)
+                       'auth': bool(session.authenticated), 'pipelined': getattr(session, 'pipelined', False)}, out)
         os.rename(path + '.tmp', path)
         return '250 2.0.0 accepted'
 

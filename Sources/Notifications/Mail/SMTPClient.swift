@@ -218,6 +218,8 @@ final class SMTPConnection: Sendable {
     let channel: any Channel
     let replies: NIOLoopBound<SMTPReplyHandler>
     let server: SMTPServer
+    /// Whether the server offered PIPELINING (RFC 2920) in its last EHLO reply.
+    private let pipelining = Mutex(false)
 
     private init(channel: any Channel, handler: NIOLoopBound<SMTPReplyHandler>, server: SMTPServer) {
         (self.channel, self.replies, self.server) = (channel, handler, server)
@@ -305,6 +307,8 @@ final class SMTPConnection: Sendable {
         if let username = server.username {
             try await authenticate(username: username, password: server.password ?? "", extensions: extensions)
         }
+        let offered = extensions.contains { $0.uppercased() == "PIPELINING" }
+        pipelining.withLock { $0 = offered }
     }
 
     private func ehlo(_ name: String) async throws(SMTPFailure) -> [String] {
@@ -335,6 +339,7 @@ final class SMTPConnection: Sendable {
 
     /// MAIL, RCPT for each recipient, DATA, the message dot-stuffed, its end.
     func transaction(from: String, to: [String], data: String) async throws(SMTPFailure) {
+        if pipelining.withLock({ $0 }) { return try await pipelinedTransaction(from: from, to: to, data: data) }
         let mail = try await command("MAIL FROM:<\(from)>", shown: "MAIL FROM")
         guard mail.code == 250 else { throw .refused(command: "MAIL FROM", mail) }
         for recipient in to {
@@ -345,6 +350,32 @@ final class SMTPConnection: Sendable {
             }
         }
         let start = try await command("DATA", shown: "DATA")
+        guard start.code == 354 else { throw .refused(command: "DATA", start) }
+        let accepted = try await write(Self.dotStuffed(data), step: "the message")
+        guard accepted.code == 250 else { throw .refused(command: "the message", accepted) }
+    }
+
+    /// The same with MAIL, every RCPT and DATA in one write and their replies read in turn
+    /// (RFC 2920), when the server offers PIPELINING: one round trip instead of three.
+    private func pipelinedTransaction(from: String, to: [String], data: String) async throws(SMTPFailure) {
+        var commands = "MAIL FROM:<\(from)>\r\n"
+        for recipient in to { commands += "RCPT TO:<\(recipient)>\r\n" }
+        commands += "DATA\r\n"
+        channel.writeAndFlush(channel.allocator.buffer(string: commands), promise: nil)
+        let mail = try await reply(step: "MAIL FROM")
+        var refusedRecipient: SMTPReply?
+        for _ in to {
+            let reply = try await reply(step: "RCPT TO")
+            if reply.code != 250 && reply.code != 251 && refusedRecipient == nil { refusedRecipient = reply }
+        }
+        let start = try await reply(step: "DATA")
+        guard mail.code == 250, refusedRecipient == nil else {
+            let refusal: SMTPFailure =
+                mail.code == 250 ? .refused(command: "RCPT TO", refusedRecipient ?? start) : .refused(command: "MAIL FROM", mail)
+            // A server that would take the message anyway loses the connection: nothing is sent.
+            if start.code == 354 { close() } else { _ = try? await command("RSET", shown: "RSET") }
+            throw refusal
+        }
         guard start.code == 354 else { throw .refused(command: "DATA", start) }
         let accepted = try await write(Self.dotStuffed(data), step: "the message")
         guard accepted.code == 250 else { throw .refused(command: "the message", accepted) }
