@@ -4,7 +4,7 @@ import PackageDescription
 /// What each front end (AttestAPI, AttestWeb) builds on: the server and the core.
 let frontEnd: [Target.Dependency] = [
     "AttestServer", "AttestFoundation", "AttestPostgres", "AttestPlugins", "Tenancy", "Community", "Identity", "Surveys",
-    "Notifications", "Journal",
+    "Notifications", "Journal", "Records",
     .product(name: "Hummingbird", package: "hummingbird"),
     .product(name: "NIOCore", package: "swift-nio"),
     .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -165,6 +165,14 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
+        // Health records (DESIGN §11): laboratories' results, isolations, each member's status.
+        .target(
+            name: "Records",
+            dependencies: [
+                "AttestFoundation", "AttestPlugins", "AttestPostgres", "Tenancy", "Identity",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Built-in plugins use the plugin API only (and swift-crypto for webhook signatures).
         .target(
             name: "BuiltinPlugins",
@@ -176,7 +184,7 @@ let package = Package(
             name: "AttestServer",
             dependencies: [
                 "AttestFoundation", "AttestPostgres", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Community", "Identity", "Surveys",
-                "Notifications", "Journal", "CBadgeImage",
+                "Notifications", "Journal", "Records", "CBadgeImage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -227,7 +235,7 @@ let package = Package(
             dependencies: [
                 "AttestFoundation", "AttestPostgres", "AttestSchema", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Community",
                 "Identity",
-                "Surveys", "Notifications", "AttestServer", "AttestAPI", "AttestWeb",
+                "Surveys", "Notifications", "Records", "AttestServer", "AttestAPI", "AttestWeb",
                 // `attest dev` adds the made-up context provider to the executable's registry.
                 "BuiltinPlugins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -293,7 +301,7 @@ let package = Package(
             dependencies: [
                 "AttestFoundation", "AttestPlugins", "AttestPluginHTTP", "AttestPostgres", "AttestTestSupport", "BuiltinPlugins",
                 "Community", "Identity",
-                "Surveys", "Tenancy",
+                "Surveys", "Tenancy", "Records",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -306,7 +314,7 @@ let package = Package(
                 "Tenancy", "Surveys",
                 "AttestPlugins",
                 "BuiltinPlugins",
-                "Notifications", "AttestPluginHTTP", "AttestPluginsTesting", "Journal",
+                "Notifications", "AttestPluginHTTP", "AttestPluginsTesting", "Journal", "Records",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

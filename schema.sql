@@ -116,6 +116,9 @@ CREATE TABLE IF NOT EXISTS users (
     -- log. Kept on the row so that reading a session's member reads no other table.
     roles         text[] NOT NULL DEFAULT '{member}'
                   CHECK (roles <@ ARRAY['member', 'screener', 'health_officer', 'admin']::text[]),
+    -- The member's health status as last recomputed from their whole record (null: no
+    -- record; Records, DESIGN §11), kept on the row like roles.
+    health        jsonb,
     PRIMARY KEY (campus_id, id),
     UNIQUE (campus_id, email),
     UNIQUE (campus_id, pseudonym),
@@ -550,6 +553,60 @@ CREATE TABLE IF NOT EXISTS push_subscriptions (
     FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
 );
 
+-- Health records (DESIGN §11).
+-- A machine's bearer token at one campus (a laboratory's): no user stands behind it, so it
+-- opens no member route; only its SHA-256 is kept.
+CREATE TABLE IF NOT EXISTS machine_tokens (
+    campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    token_hash  bytea NOT NULL CHECK (length(token_hash) = 32),
+    role        text NOT NULL CHECK (role IN ('lab')),
+    name        text NOT NULL CHECK (length(name) BETWEEN 1 AND 100),
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    expires_at  timestamptz NOT NULL,
+    revoked_at  timestamptz,
+    PRIMARY KEY (campus_id, token_hash)
+);
+-- Test results, one per specimen: a later result for the same specimen is a correction and
+-- replaces it. user_id is null while the result matches no member (a health officer matches
+-- or dismisses it); subject is the identifier it came with (an email or the campus's id).
+CREATE TABLE IF NOT EXISTS test_results (
+    campus_id     uuid NOT NULL,
+    id            uuid NOT NULL,
+    specimen_id   text NOT NULL CHECK (length(specimen_id) BETWEEN 1 AND 200),
+    user_id       uuid,
+    subject       text NOT NULL CHECK (length(subject) BETWEEN 1 AND 320),
+    test_code     text NOT NULL CHECK (test_code ~ '^[0-9]{1,7}-[0-9]$'),
+    detected      boolean NOT NULL,
+    collected_at  timestamptz NOT NULL,
+    resulted_at   timestamptz NOT NULL,
+    source        text NOT NULL CHECK (length(source) BETWEEN 1 AND 120),
+    received_at   timestamptz NOT NULL DEFAULT now(),
+    dismissed_at  timestamptz,
+    -- A health officer ended the isolation this (positive) result started, early.
+    released_at   timestamptz,
+    PRIMARY KEY (campus_id, specimen_id),
+    UNIQUE (campus_id, id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS test_results_by_member ON test_results (campus_id, user_id) WHERE user_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS test_results_unmatched ON test_results (campus_id, received_at)
+    WHERE user_id IS NULL AND dismissed_at IS NULL;
+-- Isolations and quarantines a health officer started by hand (a positive result's isolation
+-- is its result's: test_results.released_at ends it early).
+CREATE TABLE IF NOT EXISTS isolations (
+    campus_id    uuid NOT NULL,
+    user_id      uuid NOT NULL,
+    id           uuid NOT NULL,
+    kind         text NOT NULL CHECK (kind IN ('isolation', 'quarantine')),
+    starts_on    date NOT NULL,
+    ends_on      date NOT NULL CHECK (ends_on >= starts_on),
+    started_by   text NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    released_at  timestamptz,
+    PRIMARY KEY (campus_id, user_id, id),
+    UNIQUE (campus_id, id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
 CREATE TABLE IF NOT EXISTS audit_log (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     -- No sequence (Citus distributes the log by campus); entries are ordered by at, then id,
@@ -574,7 +631,8 @@ BEGIN
         'questionnaires', 'attestations', 'daily_stats', 'daily_answer_counts', 'testing_locations',
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
         'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings',
-        'door_counts', 'member_places', 'member_profiles', 'member_notifications', 'push_keys', 'push_subscriptions'
+        'door_counts', 'member_places', 'member_profiles', 'member_notifications', 'push_keys', 'push_subscriptions',
+        'machine_tokens', 'test_results', 'isolations'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);

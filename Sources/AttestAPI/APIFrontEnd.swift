@@ -19,6 +19,7 @@ package struct APIFrontEnd: FrontEnd {
         CommunityRoutes(services: services).register(on: signedIn)
         NotificationRoutes(services: services).register(on: signedIn)
         PushRoutes(services: services).register(on: signedIn)
+        RecordsRoutes(services: services).register(campus: campus, signedIn: signedIn)
         // A member's own private data: never with an operator's session, counted per member.
         let ownData = signedIn.group().add(middleware: OwnDataMiddleware(limiters: services.limiters))
         JournalRoutes(services: services).register(on: ownData)

@@ -119,11 +119,18 @@ public protocol BadgeRule: Sendable {
     var historyNeed: HistoryNeed { get }
     /// Decides today's badge.
     func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision
+    /// Weighs the member's health record (tests, isolation, quarantine) against what
+    /// `evaluate` gave for today's answers: the badge shown, or nil for the gray "not
+    /// submitted" one. Asked whenever a badge is shown, so it must be pure and quick like
+    /// `evaluate`, and change `version` with it. The default, `input.standardDecision`, is red
+    /// while an isolation or quarantine lasts and the answers' badge otherwise.
+    func decide(_ input: HealthInput) -> BadgeDecision?
 }
 
 extension BadgeRule {
     public var evaluatesInline: Bool { false }
     public var historyNeed: HistoryNeed { .everything }
+    public func decide(_ input: HealthInput) -> BadgeDecision? { input.standardDecision }
 }
 
 /// Why a plugin's settings were refused; the message names the setting and the fix.

@@ -195,7 +195,7 @@ struct MemberPages: Sendable {
         let colorWord = visit[word[badge.color]?.key ?? "colorGray"]
         var data: [String: Any] = [
             "color": badge.color.rawValue, "colorWord": colorWord, "symbol": word[badge.color]?.symbol ?? "",
-            "reason": badge.submitted ? badge.reason : visit["colorGray"],
+            "reason": badge.color != .gray ? badge.reason : visit["colorGray"],
             "validUntilISO": badge.validUntil.ISO8601Format(),
             "dateText": WebFormat.date(badge.date, campus: campus, language: visit.language),
             "timeNow": WebFormat.time(now, campus: campus, seconds: true),

@@ -147,7 +147,7 @@ public final class SessionStore: Sendable {
 
     /// A NULL for each column of `live(campus:hashes:)`: the start of a row of another kind
     /// in a `UNION ALL` with it.
-    public static let noLiveColumns = SQL(unsafeSQL: Array(repeating: "NULL", count: 9).joined(separator: ", "))
+    public static let noLiveColumns = SQL(unsafeSQL: Array(repeating: "NULL", count: 10).joined(separator: ", "))
 
     /// The session in a row of `live(campus:hashes:)`.
     public static func session(from row: PostgresRow) throws -> Session {

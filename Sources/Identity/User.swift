@@ -1,4 +1,5 @@
 import AttestPlugins
+import AttestPostgres
 import Foundation
 
 /// A person at one campus. The same email at two campuses is two users.
@@ -9,7 +10,17 @@ public struct User: Sendable, Codable, Equatable {
     public var displayName: String
     public var roles: [Role]
     public var createdAt: Date
+    /// The health status recomputed from the member's record (Records), nil when they have none.
+    public var health: HealthStatus? = nil
+}
 
+extension HealthStatus {
+    /// The status as `users.health` keeps it; nil for none (or a value no longer readable,
+    /// which the next change to the record replaces).
+    public static func stored(_ json: PostgresJSON?) -> HealthStatus? {
+        guard let json else { return nil }
+        return try? json.decode(as: HealthStatus.self)
+    }
 }
 
 /// Why an Identity use case failed (users, roles, issuers, sign-in): the module's one error

@@ -12,7 +12,7 @@ public struct UserStore: Sendable {
     public init(client: PostgresClient) { self.client = client }
 
     static let columns: SQL = """
-        u.id, u.campus_id, u.email, u.display_name, u.created_at, u.roles
+        u.id, u.campus_id, u.email, u.display_name, u.created_at, u.roles, u.health
         """
 
     // MARK: Reading
@@ -357,7 +357,7 @@ public struct UserStore: Sendable {
         return User(
             id: try row.decode("id"), campusID: try row.decode("campus_id"), email: try row.decode("email"),
             displayName: try row.decode("display_name"), roles: roles == memberOnly ? memberOnly : roles,
-            createdAt: try row.decode("created_at"))
+            createdAt: try row.decode("created_at"), health: try HealthStatus.stored(row.decode("health", as: PostgresJSON?.self)))
     }
 
     /// Most users' roles, one array for all of them (servers keep many users' sessions).

@@ -443,4 +443,34 @@ public struct AttestationService: Sendable {
             return (id, try registry.makeBadgeRule(id: id, settings: enabled?.settings ?? .null, questionnaire: questionnaire))
         }
     }
+
+    /// What the campus's rule shows given the member's health record: its `decide` weighing
+    /// `health` against `answered` (what the day's answers gave; nil when none), or the
+    /// platform's default when there is no questionnaire or the rule cannot be built. A
+    /// `validUntil` past the end of the day is cut to it.
+    public func decide(health: HealthStatus, answered: BadgeDecision?, campus: Campus, at now: Date) async -> BadgeDecision? {
+        let endOfDay = campus.nextWindow(after: now)
+        let input = HealthInput(
+            answered: answered, health: health, date: campus.localDate(at: now),
+            campusSettings: campus.settings.bytes.withUnsafeBytes { try? JSONValue(parsing: $0) } ?? .object([:]), endOfDay: endOfDay,
+            timeZone: campus.zone)
+        guard let questionnaire = try? await questionnaires.active(campus: campus.id),
+            let configured = try? await rule(for: campus, questionnaire: questionnaire)
+        else { return input.standardDecision }
+        guard var decision = configured.rule.decide(input) else { return nil }
+        if !decision.validUntil.timeIntervalSince1970.isFinite || decision.validUntil > endOfDay { decision.validUntil = endOfDay }
+        return decision
+    }
+
+    /// `attestation` as its member sees it: with a health record, what `decide` makes of it.
+    public func shown(_ attestation: Attestation, health: HealthStatus?, campus: Campus, at now: Date) async -> Attestation {
+        guard let health else { return attestation }
+        let answered = BadgeDecision(color: attestation.color, reason: attestation.reason, validUntil: attestation.validUntil)
+        guard let decided = await decide(health: health, answered: answered, campus: campus, at: now), decided.color != .gray else {
+            return attestation
+        }
+        var shown = attestation
+        (shown.color, shown.reason, shown.validUntil) = (decided.color, String(decided.reason.prefix(500)), decided.validUntil)
+        return shown
+    }
 }

@@ -172,7 +172,15 @@ public struct BadgeService: Sendable {
     struct Member: Sendable {
         var pseudonym: UUID
         var attestation: (color: String, reason: String, validUntil: Date)?
+        /// The member's health status, when they have a record.
+        var health: HealthStatus?
     }
+
+    /// Weighs a member's health record against the day's answers (the campus's rule's
+    /// `decide`, `AttestationService.decide(health:answered:campus:at:)`); without it, the
+    /// platform's default.
+    public typealias HealthDecider = @Sendable (HealthStatus, BadgeDecision?, Campus, Date) async -> BadgeDecision?
+    let decideHealth: HealthDecider?
 
     /// A member's badge of one day, kept with their verified session (see `today`): what its
     /// token was made from and its signature, not the token's text, since a server keeps one
@@ -248,8 +256,9 @@ public struct BadgeService: Sendable {
 
     private let sharedParts = SharedParts()
 
-    public init(client: PostgresClient, keys: BadgeKeyStore) {
+    public init(client: PostgresClient, keys: BadgeKeyStore, decideHealth: HealthDecider? = nil) {
         self.keys = keys
+        self.decideHealth = decideHealth
         self.lookups = LookupBatcher { day, users in try await Self.members(client, day: day, users: users) }
     }
 
@@ -258,8 +267,11 @@ public struct BadgeService: Sendable {
     /// The member's badge for the campus-local day of `now`: the colour of today's
     /// attestation, or gray when there is none.
     ///
-    /// A badge with a colour never changes during its day (a member submits once a day and
-    /// an attestation is never edited), so once made it is kept in `kept` (the member's
+    /// A member with a health record (`users.health`) has their rule's `decide` weigh it
+    /// against the day's answers: an isolation is red, answered or not. Without a record, a
+    /// badge with a colour never changes during its day (a member submits once a day and
+    /// an attestation is never edited; a record's first entry moves the campus's sign-in
+    /// generation on, which drops what is kept), so once made it is kept in `kept` (the member's
     /// verified session's place for such things, which lives as long as the server trusts the
     /// session) and served again while it is the same day there, before its `validUntil`,
     /// and the campus's current key signed it. A gray badge is never served from `kept`
@@ -285,7 +297,22 @@ public struct BadgeService: Sendable {
         if let stored = member.attestation {
             color = BadgeColor(rawValue: stored.color) ?? .yellow
             (reason, validUntil) = (stored.reason, stored.validUntil)
-        } else if let gray = keptBadge, gray.shared.key.color == .gray, gray.isFor(campus: campus.id, date: date, kid: key.kid),
+        }
+        if let health = member.health {
+            // The record weighed against the answers: what the campus's rule decides.
+            let answered = member.attestation.map { _ in BadgeDecision(color: color, reason: reason, validUntil: validUntil) }
+            let endOfDay = campus.nextWindow(after: now)
+            let decided =
+                await decideHealth?(health, answered, campus, now)
+                ?? HealthInput(answered: answered, health: health, date: date, endOfDay: endOfDay, timeZone: campus.zone).standardDecision
+            if let decided, decided.color != .gray {
+                (color, reason) = (decided.color, String(decided.reason.prefix(500)))
+                validUntil =
+                    decided.validUntil.timeIntervalSince1970.isFinite && decided.validUntil > now
+                    ? min(decided.validUntil, endOfDay) : endOfDay
+            }
+        } else if member.attestation == nil, let gray = keptBadge, gray.shared.key.color == .gray,
+            gray.isFor(campus: campus.id, date: date, kid: key.kid),
             gray.shared.key.validUntil == validUntil
         {
             // Still not submitted, as the database says: the gray token signed before.
@@ -298,7 +325,9 @@ public struct BadgeService: Sendable {
         let badge = Badge(
             color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key),
             submitted: member.attestation != nil)
-        if let kept {
+        // A badge weighed against a health record is not kept: the record may change within
+        // the day (a result, a release), and a member with one reads it every time.
+        if let kept, member.health == nil {
             let shared = sharedParts.shared(
                 .init(campus: campus.id, date: date, color: color, validUntil: validUntil, reason: reason, kid: key.kid), exp: claims.exp)
             kept.keep(Kept(shared: shared, badge: badge, claims: claims))
@@ -309,14 +338,15 @@ public struct BadgeService: Sendable {
     static func members(_ client: PostgresClient, day: BadgeDay, users: [UserID]) async throws -> [UserID: Member] {
         let rows = try await client.query(
             """
-            SELECT u.id, u.pseudonym, a.color, a.reason, a.valid_until
+            SELECT u.id, u.pseudonym, u.health, a.color, a.reason, a.valid_until
             FROM users u
             LEFT JOIN attestations a ON a.campus_id = u.campus_id AND a.user_id = u.id AND a.local_date = \(day.date)
             WHERE u.campus_id = \(day.campus) AND u.id = ANY(\(users.map(\.rawValue)))
             """, campus: day.campus.rawValue)
         var members: [UserID: Member] = [:]
         for row in rows {
-            var member = Member(pseudonym: try row.decode("pseudonym"))
+            var member = Member(
+                pseudonym: try row.decode("pseudonym"), health: HealthStatus.stored(try row.decode("health", as: PostgresJSON?.self)))
             if let color = try row.decode("color", as: String?.self) {
                 member.attestation = (color, try row.decode("reason"), try row.decode("valid_until"))
             }

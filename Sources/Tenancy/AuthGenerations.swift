@@ -87,3 +87,14 @@ public final class AuthGenerations: Service, Sendable {
         try await connection.query("UPDATE campuses SET auth_generation = auth_generation + 1 WHERE id = \(campus)")
     }
 }
+
+extension AuthGenerations {
+    /// Moves this server's copy of the campus's generation on after a committed `bump`, so
+    /// that what this server keeps is verified again at once rather than after the next poll
+    /// (the poll then reads the database's own value).
+    public func advance(_ campus: CampusID) {
+        state.withLock { state in
+            if let generation = state.generations[campus] { state.generations[campus] = generation + 1 }
+        }
+    }
+}

@@ -10,7 +10,8 @@ struct TableOwnershipTests {
     static let owners: [String: [String]] = [
         "Tenancy": ["campuses", "campus_plugins", "audit_log"],
         "Community": ["testing_locations", "community_regions", "community_days", "member_places"],
-        "Identity": ["users", "member_changes", "sessions", "campus_oidc_issuers", "id_token_uses", "sign_in_nonces"],
+        "Identity": ["users", "member_changes", "sessions", "campus_oidc_issuers", "id_token_uses", "sign_in_nonces", "machine_tokens"],
+        "Records": ["test_results", "isolations"],
         "Surveys": [
             "questionnaires", "attestations", "daily_stats", "daily_answer_counts", "purge_state", "badge_keys", "badge_subject_keys",
             "door_counts",
@@ -36,6 +37,9 @@ struct TableOwnershipTests {
         "Tenancy": ["users"],
         // A badge and the follow-ups name their member; the dashboard's lists too.
         "Surveys": ["users"],
+        // Results are matched to members by email, and each member's health status is kept on
+        // their row (users.health, like roles) so that a session's read carries it.
+        "Records": ["users"],
         // Who a day's reminders go to is Surveys' to say (ReminderAudience.unattested), which
         // reads attestations and splices Identity's active members.
     ]

@@ -25,6 +25,7 @@ struct KeyRotationTests {
     static let hashColumns: Set<String> = [
         "sessions.token_hash", "id_token_uses.token_id", "sign_in_nonces.nonce_hash", "journal_shares.token_hash",
         "attestations.idempotency_digest", "journal_audio_chunks.sealed", "push_subscriptions.endpoint_hash",
+        "machine_tokens.token_hash",
     ]
 
     /// Two keys in files, as an operator keeps them.

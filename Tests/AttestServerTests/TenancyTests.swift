@@ -31,6 +31,8 @@ struct TenancyTests {
         let (southStaffUser, southStaff) = try await server.user(
             "s-staff@example.edu", at: south, roles: [.screener, .healthOfficer, .admin])
         let (southMemberUser, southMember) = try await server.user("s-member@example.edu", at: south)
+        // Laboratories' tokens: a machine's, good for sending results at its own campus only.
+        let northLab = try await RecordsTests.labToken(server, north), southLab = try await RecordsTests.labToken(server, south)
         let knownMarkers: Set<String> = [
             "south", "s-staff@example.edu", "s-member@example.edu", south.id.rawValue.uuidString.lowercased(),
             southStaffUser.id.rawValue.uuidString.lowercased(), southMemberUser.id.rawValue.uuidString.lowercased(),
@@ -125,13 +127,19 @@ struct TenancyTests {
                         body = #"{"token": "\#(southBadge)"}"#
                     } else if template.hasSuffix("/badges/scan") {
                         (photo, type) = (southBadgePhoto, "image/png")
+                    } else if template.hasSuffix("/lab/results") {
+                        body = RecordsTests.observation(specimen: "S-south", email: "s-member@example.edu", detected: true)
                     } else {
                         body = #"{"idToken": "not.a.token"}"#
                     }
                 }
                 let name = "\(method) \(template)"
-                // No token, and south's token: 401 wherever a session is needed.
-                for (who, token) in [("no token", nil), ("south's token", southStaff)] as [(String, String?)] {
+                // A laboratory's route opens with a laboratory's token only.
+                let lab = template.hasSuffix("/lab/results")
+                // No token, south's token, and elsewhere north's own laboratory's: 401 wherever a session is needed.
+                let others: [(String, String?)] =
+                    [("no token", nil), ("south's token", lab ? southLab : southStaff)] + (lab ? [] : [("north's lab token", northLab)])
+                for (who, token) in others {
                     let reply = try await api.send(
                         method, atNorth + query, template: template, token: token, json: body, bytes: photo, contentType: type)
                     check(reply, "\(name) with \(who)") { secured ? $0 == 401 : $0 < 500 }
@@ -146,8 +154,12 @@ struct TenancyTests {
                 // North's own staff: answered (signing in refuses the made-up ID token with 401;
                 // signing out ends the session: it goes last).
                 if template.hasSuffix("/sessions/current") { continue }
+                if lab {
+                    let staffReply = try await api.send(method, atNorth, template: template, token: staff, json: body)
+                    check(staffReply, "\(name) with north's staff") { $0 == 401 }
+                }
                 let ownReply = try await api.send(
-                    method, atNorth + query, template: template, token: staff, json: body, bytes: photo, contentType: type)
+                    method, atNorth + query, template: template, token: lab ? northLab : staff, json: body, bytes: photo, contentType: type)
                 let refusesMadeUpToken = template.hasSuffix("/sessions")
                 check(ownReply, "\(name) with north's own token") {
                     // South's member's entry or episode is nobody's at north (a body that is wrong anyway is refused first).

@@ -33,7 +33,9 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-ROLES = ["member", "screener", "health_officer", "admin"]
+ROLES = ["member", "screener", "health_officer", "admin", "lab"]
+# The laboratory's token opens one operation; its run tries that one alone.
+LAB_RESULTS = "/v1/campuses/{campus}/lab/results"
 # Schemathesis's command through this Python, whether or not pip put `st` on the PATH.
 ST = [sys.executable, "-c", "import sys; from schemathesis.cli import schemathesis; sys.argv[0] = 'st'; sys.exit(schemathesis())"]
 
@@ -80,6 +82,7 @@ def start_dev(attest, base, port):
         start_new_session=True)
     deadline = time.monotonic() + 120
     emails = {}
+    lab_token = None
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit("attest dev exited with %d:\n%s" % (process.returncode, open(log.name).read()[-3000:]))
@@ -90,11 +93,16 @@ def start_dev(attest, base, port):
                 emails[match.group(1)] = match.group(2)
             elif match and match.group(1) == "member":
                 emails["second member"] = match.group(2)
-        if all(role in emails for role in ROLES + ["second member"]):
+            lab = re.match(r"^Laboratory token \(.*\): (\S+)$", line)
+            if lab:
+                lab_token = lab.group(1)
+        if all(role in emails for role in ROLES + ["second member"] if role != "lab") and lab_token:
             try:
                 with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port, timeout=5) as answer:
                     if answer.status == 200:
-                        return process, {role: demo_sign_in(port, email) for role, email in emails.items()}
+                        tokens = {role: demo_sign_in(port, email) for role, email in emails.items()}
+                        tokens["lab"] = lab_token
+                        return process, tokens
             except OSError:
                 pass
         time.sleep(0.5)
@@ -114,8 +122,8 @@ def run_role(role, token, port, options, reports, only_sign_out=False):
         *ST, "--config-file", os.path.join(HERE, "schemathesis.toml"), "run", "http://127.0.0.1:%d/openapi.yaml" % port,
         "--header", "Authorization: Bearer " + token,
         "--checks", "all",
-        # The sign-out run tries one operation alone: no links to follow from it.
-        "--phases", "examples,coverage,fuzzing" + ("" if only_sign_out else ",stateful"),
+        # The sign-out and laboratory runs try one operation alone: no links to follow from it.
+        "--phases", "examples,coverage,fuzzing" + ("" if only_sign_out or role == "lab" else ",stateful"),
         "--seed", str(options.seed),
         "--max-examples", str(options.examples),
         "--generation-deterministic",
@@ -128,7 +136,10 @@ def run_role(role, token, port, options, reports, only_sign_out=False):
     ]
     if options.max_time:
         command += ["--max-time", str(options.max_time)]
-    command += ["--include-path" if only_sign_out else "--exclude-path", SIGN_OUT]
+    if role == "lab":
+        command += ["--include-path", LAB_RESULTS]
+    else:
+        command += ["--include-path" if only_sign_out else "--exclude-path", SIGN_OUT]
     started = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, cwd=reports)
     seconds = time.monotonic() - started
@@ -149,7 +160,20 @@ def successes(reports, role):
 
 
 def check_token(port, role, token):
-    """GET …/me with the token must answer 200 before a run relies on it."""
+    """GET …/me with the token must answer 200 before a run relies on it (the laboratory's:
+    an empty Bundle at …/lab/results, refused as invalid, not as unauthorized)."""
+    if role == "lab":
+        request = urllib.request.Request(
+            "http://127.0.0.1:%d/v1/campuses/demo/lab/results" % port, data=b'{"resourceType": "Bundle", "entry": []}',
+            headers={"Authorization": "Bearer " + token, "Content-Type": "application/fhir+json"})
+        try:
+            urllib.request.urlopen(request, timeout=10)
+            status = 200
+        except urllib.error.HTTPError as error:
+            status = error.code
+        if status != 422:
+            raise SystemExit("the laboratory's token does not work: an empty Bundle answered %d, not 422" % status)
+        return
     request = urllib.request.Request("http://127.0.0.1:%d/v1/campuses/demo/me" % port, headers={"Authorization": "Bearer " + token})
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:

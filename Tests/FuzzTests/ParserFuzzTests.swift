@@ -11,6 +11,7 @@ import Logging
 import Testing
 
 @testable import Identity
+@testable import Records
 @testable import Surveys
 @testable import Tenancy
 
@@ -229,6 +230,54 @@ struct ParserFuzzTests {
             }
         }
         #expect(outcomes.records > 100 && outcomes.locations > 50 && outcomes.users > 50, "\(outcomes)")
+    }
+
+    // MARK: Health records
+
+    static let recordSeeds: [[UInt8]] = [
+        """
+        {"resourceType": "Observation", "status": "final", "code": {"coding": [{"system": "http://loinc.org", "code": "94500-6"}]},
+         "subject": {"identifier": {"system": "mailto", "value": "a@example.edu"}}, "specimen": {"identifier": {"value": "S-1"}},
+         "effectiveDateTime": "2026-11-20T09:30:00.5-05:00", "issued": "2026-11-20T15:00:00Z",
+         "valueCodeableConcept": {"coding": [{"system": "http://snomed.info/sct", "code": "260373001"}]}}
+        """,
+        """
+        {"resourceType": "Bundle", "entry": [{"resource": {"resourceType": "Observation", "status": "corrected",
+         "code": {"coding": [{"system": "http://loinc.org", "code": "94558-4"}]}, "valueString": "not detected",
+         "subject": {"identifier": {"system": "mailto", "value": "mailto:B@Example.edu"}}, "specimen": {"identifier": {"value": "S-2"}},
+         "effectiveDateTime": "2026-11-20", "issued": "2026-11-21T00:00:00+14:00"}}]}
+        """,
+        "specimen_id,member,collected_at,resulted_at,test_code,result\nS-1,a@example.edu,2026-11-20,2026-11-20T15:00:00Z,94500-6,detected\r\n",
+    ].map { Array($0.utf8) }
+
+    /// FHIR Observations and Bundles, the results file and FHIR's times: each input gives
+    /// results with every element as promised, or problems naming elements, never both and
+    /// never a trap (a date in year 0, a leap second, an offset of 23:59, a fraction of 40 digits).
+    @Test func labResultsAreReadOrRefusedNamingTheElement() throws {
+        let zone = try #require(TimeZone(identifier: "America/New_York"))
+        var outcomes = (fhir: 0, csv: 0, refused: 0)
+        func valid(_ result: LabResult) -> Bool {
+            LabResult.acceptedTests[result.testCode] != nil && LabResult.email(result.subject) == result.subject
+                && (1...200).contains(result.specimenID.utf8.count) && result.collectedAt.timeIntervalSince1970.isFinite
+                && result.resultedAt.timeIntervalSince1970.isFinite
+        }
+        for input in Fuzz.inputs(seeds: Self.recordSeeds, count: Fuzz.cases(5_000)) {
+            if let json = try? JSONValue(parsing: input) {
+                let (results, problems) = FHIRObservations.parse(json, zone: zone)
+                #expect(results.allSatisfy(valid))
+                #expect(
+                    problems.allSatisfy { $0.field.hasPrefix("Observation") || $0.field.hasPrefix("Bundle") || $0.field == "resourceType" })
+                if problems.isEmpty, !results.isEmpty { outcomes.fhir += 1 } else { outcomes.refused += 1 }
+            }
+            let (rows, problems) = ResultsCSV.parse(Data(input), zone: zone)
+            #expect(problems.isEmpty || rows.isEmpty, "a file with a problem gives no result")
+            #expect(rows.allSatisfy(valid))
+            #expect(problems.allSatisfy { $0.field.hasPrefix("line ") || $0.field == "file" })
+            if problems.isEmpty, !rows.isEmpty { outcomes.csv += 1 }
+            let text = String(decoding: input.prefix(40), as: UTF8.self)
+            if let instant = FHIRTime.parse(text, zone: zone) { #expect(instant.timeIntervalSince1970.isFinite) }
+        }
+        #expect(outcomes.fhir > 10 && outcomes.csv > 10 && outcomes.refused > 100, "\(outcomes)")
     }
 
     static let communitySeeds: [[UInt8]] = [

@@ -40,4 +40,7 @@ SELECT create_distributed_table('member_profiles', 'campus_id', colocate_with =>
 SELECT create_distributed_table('member_notifications', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('push_keys', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('push_subscriptions', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('machine_tokens', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('test_results', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('isolations', 'campus_id', colocate_with => 'users');
 COMMIT;

@@ -112,8 +112,9 @@ public struct SMSGatewaySink: NotificationSink {
 }
 
 extension PluginRegistry {
-    /// Registers the example plugins under their ids: `temperature-only`, `csv-file`, `sms-gateway`.
+    /// Registers the example plugins under their ids: `temperature-only`, `recent-test`, `csv-file`, `sms-gateway`.
     public mutating func registerExamplePlugins() {
+        registerBadgeRule(id: RecentTestRule.id) { settings, _ in try RecentTestRule(settings: settings) }
         registerBadgeRule(id: TemperatureRule.id) { settings, questionnaire in
             try TemperatureRule(settings: settings, questionnaire: questionnaire)
         }

@@ -63,7 +63,7 @@ import Testing
     @Test func theRegistryBuildsItByID() throws {
         var registry = PluginRegistry()
         registry.registerExamplePlugins()
-        #expect(registry.badgeRuleIDs == ["temperature-only"])
+        #expect(registry.badgeRuleIDs == ["recent-test", "temperature-only"])
         #expect(registry.sinkIDs == ["email", "sms-gateway", "terminal", "web-push"])  // the platform's member channels too
         #expect(registry.testingLocationProviderIDs == ["csv-file", "static"])
         let rule = try registry.makeBadgeRule(id: "temperature-only", settings: .object([:]), questionnaire: Self.survey)

@@ -143,9 +143,11 @@ struct AttestationRoutes: Sendable {
             campus: campus, as: submitter, surveyVersion: version, answers: raw, idempotencyKey: key, at: now)
         switch outcome {
         case .created(let attestation):
-            return AttestationBody(attestation).created(replayed: false)
+            let shown = await services.attestations.shown(attestation, health: submitter.session.user.health, campus: campus, at: now)
+            return AttestationBody(shown).created(replayed: false)
         case .replayed(let attestation):
-            return AttestationBody(attestation).created(replayed: true)
+            let shown = await services.attestations.shown(attestation, health: submitter.session.user.health, campus: campus, at: now)
+            return AttestationBody(shown).created(replayed: true)
         case .keyReused:
             throw Problem(
                 .unprocessableContent, slug: "idempotency-key-reused", title: "Idempotency-Key used with another body",

@@ -84,6 +84,7 @@ struct DevCommand: AsyncParsableCommand {
         database.dbPoolSize = dbPoolSize
         let host = self.host
         let tokens = Mutex<[(email: String, role: Role, token: String)]>([])
+        let labToken = Mutex<String>("")
         try await migrateThenServe(
             database: database, migrateURL: nil, kek: kek,
             server: ServerConfiguration(
@@ -93,8 +94,11 @@ struct DevCommand: AsyncParsableCommand {
             logger: logger, registry: PluginSystem.registry.withDemoPlugins(),
             afterMigration: {
                 let client = try database.applicationClient(logger: logger)
-                let issued = try await withShutdown(client) { try await DemoCampus.ensure(client: client, kek: kek) }
+                let (issued, lab) = try await withShutdown(client) {
+                    (try await DemoCampus.ensure(client: client, kek: kek), try await DemoCampus.labToken(client: client))
+                }
                 tokens.withLock { $0 = issued }
+                labToken.withLock { $0 = lab }
             },
             onServerRunning: { port in
                 let base = "http://\(host):\(port)"
@@ -119,6 +123,8 @@ struct DevCommand: AsyncParsableCommand {
                         "  \(person.role.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(person.email.padding(toLength: 28, withPad: " ", startingAt: 0)) \(person.token)"
                     )
                 }
+                say("")
+                say("Laboratory token (POST \(base)/v1/campuses/\(DemoCampus.slug)/lab/results): \(labToken.withLock { $0 })")
                 say("")
                 say("Try: curl -H 'Authorization: Bearer <token>' \(base)/v1/campuses/\(DemoCampus.slug)/me")
                 say("")
@@ -237,6 +243,15 @@ enum DemoCampus {
 
     /// Creates the campus and its people when missing, and returns a fresh session token
     /// for each person (valid for the campus's session lifetime).
+    /// A fresh token of the demo laboratory, `demo-lab`: it sends results to the demo campus.
+    static func labToken(client: PostgresClient) async throws -> String {
+        let campus = try await CampusStore(client: client).require(slug: slug)
+        return try await MachineTokens(client: client).issue(
+            campus: campus, role: .lab, name: "demo-lab", lifetime: nil, actor: "attest dev"
+        )
+        .token
+    }
+
     static func ensure(client: PostgresClient, kek: KeyEncryptionKey) async throws -> [(email: String, role: Role, token: String)] {
         let campuses = CampusStore(client: client)
         let users = UserStore(client: client)

@@ -10,20 +10,42 @@ struct TokenCommand: AsyncParsableCommand {
 
     struct Issue: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Issue a session token for a user; prints the token alone on stdout. Audited.")
+            abstract: "Issue a session token for a user, or a laboratory's token; prints the token alone on stdout. Audited.",
+            discussion: """
+                `attest token issue <campus> <email>` signs a user in (tests, benchmarks, kiosks). \
+                `attest token issue <campus> --lab <name>` makes a laboratory's token: it sends results \
+                (POST /v1/campuses/<campus>/lab/results) and can read nothing; it lives a year unless --ttl says otherwise.
+                """)
         @Argument var campus: String
-        @Argument var email: String
-        @Option(help: "Lifetime, e.g. 90m, 12h, 30d. Default: the campus's session lifetime.") var ttl: String?
+        @Argument var email: String?
+        @Option(help: "Issue a laboratory's token for this name instead of a user's session.") var lab: String?
+        @Option(help: "Lifetime, e.g. 90m, 12h, 30d. Default: the campus's session lifetime (a year for --lab).") var ttl: String?
         @Flag(help: "Create the user (as a member) when missing.") var create = false
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var logging: LoggingOptions
 
         func validate() throws {
             if let ttl, CampusFormats.seconds(fromDuration: ttl) == nil { throw IdentityError.invalidTTL(ttl) }
+            switch (email, lab) {
+            case (nil, nil): throw ValidationError("Name the user's email, or --lab <name> for a laboratory's token.")
+            case (.some, .some): throw ValidationError("Give the user's email or --lab <name>, not both.")
+            default: break
+            }
+            if lab != nil, create { throw ValidationError("--create makes a user; a laboratory's token has none.") }
         }
 
         func run() async throws {
             let lifetime = ttl.flatMap(CampusFormats.seconds(fromDuration:))
+            if let lab {
+                let token = try await TenantContext.run(database: database, logging: logging) { context in
+                    let campus = try await context.campuses.require(slug: campus)
+                    return try await MachineTokens(client: context.client).issue(
+                        campus: campus, role: .lab, name: lab, lifetime: lifetime, actor: TenantContext.actor
+                    ).token
+                }
+                return say(token)
+            }
+            guard let email else { return }
             let token = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: campus)
                 var user = try await context.users.find(campus: campus.id, email: email)

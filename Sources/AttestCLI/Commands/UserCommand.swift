@@ -2,6 +2,7 @@ import ArgumentParser
 import AttestPlugins
 import Foundation
 import Identity
+import Records
 import Tenancy
 
 struct UserCommand: AsyncParsableCommand {
@@ -140,10 +141,14 @@ extension UserCommand {
             let owner = try database.ownerClient(logger: logger, maxConnections: 1)
             let outcome = try await runningService(owner) {
                 let campus = try await CampusStore(client: owner).require(slug: campus)
-                return try await UserStore(client: owner).erase(campus: campus, email: email, actor: TenantContext.actor)
+                let erased = try await UserStore(client: owner).erase(campus: campus, email: email, actor: TenantContext.actor)
+                // Their results went with their row; those still waiting under their email go too.
+                let results = try await HealthRecords(client: owner).forgetWaiting(campus: campus, subject: email)
+                return (erased.id, erased.auditEntriesRemoved, results)
             }
             say(
-                "Erased \(email) at \(campus) (user \(outcome.id)); \(outcome.auditEntriesRemoved) audit entries naming them removed, one recording the erasure kept."
+                "Erased \(email) at \(campus) (user \(outcome.0)); \(outcome.1) audit entries naming them removed, one recording the erasure kept"
+                    + (outcome.2 > 0 ? "; \(outcome.2) unmatched test results under their email deleted." : ".")
             )
         }
     }

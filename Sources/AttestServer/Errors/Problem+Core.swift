@@ -1,6 +1,7 @@
 import Hummingbird
 import Identity
 import Journal
+import Records
 import Surveys
 import Tenancy
 
@@ -66,6 +67,16 @@ extension Problem {
         case .sealingUnavailable: self.init(.serviceUnavailable, slug: "journal-unavailable", title: "Journal unavailable", detail: detail)
         case .invalid(let problems):
             self = .validation(problems.sorted { $0.key < $1.key }.map { .init(field: $0.key, message: $0.value) })
+        }
+    }
+
+    /// Records' errors: what is wrong with a result, a bundle, a file or a request about them.
+    package init(_ error: RecordsError) {
+        let detail = Problem.sentence(error)
+        switch error {
+        case .invalid(let problems): self = .validation(problems.map { .init(field: $0.field, message: $0.message) })
+        case .notFound: self.init(.notFound, slug: "not-found", title: "Not found", detail: detail)
+        case .conflict: self.init(.conflict, slug: "conflict", title: "Conflict", detail: detail)
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Identity
 import Journal
+import Records
 import Surveys
 import Tenancy
 
@@ -42,6 +43,8 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as JournalError {
             throw Problem(error)
         } catch let error as EpisodeError {
+            throw Problem(error)
+        } catch let error as RecordsError {
             throw Problem(error)
         } catch let error as MemberQuotas.Exceeded {
             throw Problem(error)

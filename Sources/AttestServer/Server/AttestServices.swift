@@ -8,6 +8,7 @@ import Identity
 import Journal
 import Logging
 import Notifications
+import Records
 import ServiceLifecycle
 import Surveys
 import Tenancy
@@ -36,6 +37,10 @@ public struct AttestServices: Sendable {
     public var writer: AttestationWriter
     public var attestations: AttestationService
     public var badges: BadgeService
+    /// Test results, isolations and each member's health status (Records).
+    public var records: HealthRecords
+    /// Laboratories' tokens.
+    public var machineTokens: MachineTokens
     /// Door checks counted per door and hour, added to the table every few seconds: a `Service`.
     public var doorCounts: DoorCounts
     public var testingLocations: TestingLocationDirectory
@@ -93,7 +98,14 @@ public struct AttestServices: Sendable {
         self.attestations = AttestationService(
             client: database, sessions: sessions, writer: writer, questionnaires: activeQuestionnaires, registry: registry, logger: logger,
             kek: kek)
-        self.badges = BadgeService(client: database, keys: BadgeKeyStore(client: database, kek: kek))
+        let attestations = self.attestations
+        self.badges = BadgeService(
+            client: database, keys: BadgeKeyStore(client: database, kek: kek),
+            decideHealth: { health, answered, campus, now in
+                await attestations.decide(health: health, answered: answered, campus: campus, at: now)
+            })
+        self.records = HealthRecords(client: database, generations: authGenerations)
+        self.machineTokens = MachineTokens(client: database)
         self.doorCounts = DoorCounts(client: database, logger: logger, clock: clock)
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger, kek: kek)

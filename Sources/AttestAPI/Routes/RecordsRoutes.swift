@@ -1,0 +1,230 @@
+import AttestPlugins
+import AttestPostgres
+import AttestServer
+import Foundation
+import Hummingbird
+import Identity
+import Records
+import Tenancy
+
+/// Health records (DESIGN §11): a laboratory's results in (`POST …/lab/results` with a `lab`
+/// token), the health officers' queue of unmatched results and their isolations and
+/// quarantines (`…/health/…`), and the member's own record (`GET …/me/records`).
+struct RecordsRoutes: Sendable {
+    let services: AttestServices
+
+    /// The largest delivery: a Bundle of `FHIRObservations.maxEntries` observations.
+    static let bodyLimit = 8 << 20
+
+    struct ReceiptBody: ResponseEncodable {
+        var received: Int
+        var matched: Int
+        var unmatched: Int
+        var corrected: Int
+        var statusesChanged: Int
+    }
+
+    struct UnmatchedItem: Encodable {
+        var id: String
+        var specimenId: String
+        var subject: String
+        var testCode: String
+        var result: String
+        var collectedAt: String
+        var resultedAt: String
+        var receivedAt: String
+    }
+
+    struct UnmatchedList: ResponseEncodable {
+        var items: [UnmatchedItem]
+    }
+
+    struct RestrictionItem: ResponseEncodable {
+        var id: String
+        var kind: String
+        var startsOn: String
+        var until: String
+        var fromResult: Bool
+        var email: String
+        var name: String
+
+        init(_ restriction: HealthRecords.Restriction) {
+            id = restriction.id.lowercasedText
+            kind = restriction.kind.rawValue
+            startsOn = restriction.startsOn.description
+            until = restriction.until.description
+            fromResult = restriction.fromResult
+            email = restriction.email
+            name = restriction.name
+        }
+    }
+
+    struct RestrictionList: ResponseEncodable {
+        var items: [RestrictionItem]
+    }
+
+    struct MemberTest: Encodable {
+        var id: String
+        var testCode: String
+        var result: String
+        var collectedAt: String
+        var resultedAt: String
+    }
+
+    struct MemberRestriction: Encodable {
+        var kind: String
+        var until: String
+    }
+
+    struct MemberRecordBody: ResponseEncodable {
+        var tests: [MemberTest]
+        /// The isolation or quarantine in force today; null when none.
+        var restriction: MemberRestriction?
+
+        enum CodingKeys: String, CodingKey { case tests, restriction }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(tests, forKey: .tests)
+            try container.encode(restriction, forKey: .restriction)  // null, not absent
+        }
+    }
+
+    static func words(_ detected: Bool) -> String { detected ? "detected" : "not detected" }
+
+    func register(campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
+        let bearer = BearerAuthentication(services: services)
+        campus.post("lab/results") { request, context -> Response in
+            try await receive(request, context, bearer: bearer)
+        }
+        signedIn.get("me/records") { request, context -> Response in
+            let (campus, user) = try JournalRoutes.member(context)
+            let query = QueryParameters(request, accepting: [])
+            guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+            let record = try await services.records.record(campus: campus, user: user)
+            let today = campus.localDate(at: services.clock())
+            let body = MemberRecordBody(
+                tests: record.tests.map {
+                    MemberTest(
+                        id: $0.id.lowercasedText, testCode: $0.code, result: Self.words($0.detected),
+                        collectedAt: PostgresDate.timestamp($0.collectedAt), resultedAt: PostgresDate.timestamp($0.resultedAt))
+                },
+                restriction: record.status.restriction(on: today).map {
+                    MemberRestriction(kind: $0.kind.rawValue, until: $0.until.description)
+                })
+            return try JournalRoutes.private(body, request, context)
+        }
+        let health = campus.group("health").add(middleware: AuthenticationMiddleware(services: services, roles: [.healthOfficer]))
+        health.get("results") { request, context -> Response in
+            let campus = try context.requireCampus(), session = try context.requireSession()
+            let query = QueryParameters(request, accepting: ["unmatched"])
+            guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+            guard query["unmatched"] == "true" else {
+                throw Problem.validation([
+                    .init(field: "unmatched", message: "must be true: this route lists the results that matched no member")
+                ])
+            }
+            let items = try await services.records.unmatched(campus: campus, actor: session.user.email)
+            let body = UnmatchedList(
+                items: items.map {
+                    UnmatchedItem(
+                        id: $0.id.lowercasedText, specimenId: $0.result.specimenID, subject: $0.result.subject,
+                        testCode: $0.result.testCode, result: Self.words($0.result.detected),
+                        collectedAt: PostgresDate.timestamp($0.result.collectedAt),
+                        resultedAt: PostgresDate.timestamp($0.result.resultedAt),
+                        receivedAt: PostgresDate.timestamp($0.receivedAt))
+                })
+            return try JournalRoutes.private(body, request, context)
+        }
+        health.post("results/:id/match") { request, context -> Response in
+            let campus = try context.requireCampus(), session = try context.requireSession()
+            let id = try Self.id(context)
+            var reader = ObjectReader(try await request.jsonObject(context: context), fields: ["email"])
+            let email = reader.text("email", required: "the email of the member this result is about")
+            try reader.finish()
+            guard let email, LabResult.email(email) != nil else {
+                throw Problem.validation([.init(field: "email", message: "must be a member's email address")])
+            }
+            try await services.records.match(campus: campus, result: id, email: email, actor: session.user.email)
+            return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
+        }
+        health.post("results/:id/dismiss") { request, context -> Response in
+            let campus = try context.requireCampus(), session = try context.requireSession()
+            try await services.records.dismiss(campus: campus, result: try Self.id(context), actor: session.user.email)
+            return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
+        }
+        health.get("isolations") { request, context -> Response in
+            let campus = try context.requireCampus(), session = try context.requireSession()
+            let query = QueryParameters(request, accepting: [])
+            guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+            let items = try await services.records.restrictions(
+                campus: campus, on: campus.localDate(at: services.clock()), actor: session.user.email)
+            return try JournalRoutes.private(RestrictionList(items: items.map(RestrictionItem.init)), request, context)
+        }
+        health.post("isolations") { request, context -> Response in
+            let campus = try context.requireCampus(), session = try context.requireSession()
+            var reader = ObjectReader(try await request.jsonObject(context: context), fields: ["email", "kind", "startsOn", "until"])
+            let email = reader.text("email", required: "the member's email")
+            let kind = reader.value(
+                "kind", required: "isolation or quarantine", wrong: "must be isolation (a case) or quarantine (a close contact)"
+            ) { value -> HealthStatus.RestrictionKind? in
+                if case .string(let text) = value { HealthStatus.RestrictionKind(rawValue: text) } else { nil }
+            }
+            let startsOn = reader.date("startsOn"), until = reader.date("until")
+            try reader.finish()
+            guard let email, let kind else { throw Problem.validation(reader.problems) }
+            let restriction = try await services.records.start(
+                campus: campus, email: email, kind: kind, startsOn: startsOn, until: until, actor: session.user.email,
+                now: services.clock())
+            var response = try JournalRoutes.private(RestrictionItem(restriction), request, context)
+            response.status = .created
+            return response
+        }
+        health.post("isolations/:id/release") { request, context -> Response in
+            let campus = try context.requireCampus(), session = try context.requireSession()
+            try await services.records.release(campus: campus, id: try Self.id(context), actor: session.user.email)
+            return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
+        }
+    }
+
+    static func id(_ context: AttestRequestContext) throws -> UUID {
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
+            throw Problem.notFound("no such record here: the id is not one this server gave")
+        }
+        return id
+    }
+
+    /// `POST …/lab/results`: a FHIR Observation or a Bundle of them, all or none.
+    private func receive(_ request: Request, _ context: AttestRequestContext, bearer: BearerAuthentication) async throws -> Response {
+        let campus = try context.requireCampus()
+        let machine = try await bearer.authenticate(
+            request, context, kept: { _ in nil },
+            read: { try await services.machineTokens.authenticate(campus: campus.id, token: $0, role: .lab) })
+        if let type = request.headers[.contentType], !Request.namesJSON(type), !Self.namesFHIRJSON(type) {
+            throw Problem(
+                .unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
+                detail: "Send the Observation or Bundle as application/fhir+json (or application/json).")
+        }
+        let buffer = try await request.collectBody(context: context, limit: Self.bodyLimit)
+        let parsed = buffer.withUnsafeReadableBytes { bytes in Result { () throws(JSONSyntaxError) in try JSONValue(parsing: bytes) } }
+        guard case .success(let json) = parsed else {
+            throw Problem(
+                .badRequest, slug: "invalid-json", title: "Invalid JSON",
+                detail: "The body is not valid JSON: send a FHIR R4 Observation or a Bundle of them.")
+        }
+        let (results, problems) = FHIRObservations.parse(json, zone: campus.zone)
+        guard problems.isEmpty else { throw RecordsError.invalid(problems) }
+        let receipt = try await services.records.receive(
+            campus: campus, results: results, source: "lab:\(machine.name)", actor: "lab:\(machine.name)")
+        return try JournalRoutes.private(
+            ReceiptBody(
+                received: receipt.received, matched: receipt.matched, unmatched: receipt.unmatched, corrected: receipt.corrected,
+                statusesChanged: receipt.statusesChanged), request, context)
+    }
+
+    /// `application/fhir+json`, with any parameters.
+    static func namesFHIRJSON(_ type: String) -> Bool {
+        type.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            == "application/fhir+json"
+    }
+}

@@ -1,0 +1,301 @@
+import AttestPlugins
+import AttestPostgres
+import Foundation
+import Identity
+import Tenancy
+
+/// Test results, isolations and quarantines, and each member's status recomputed from them
+/// (DESIGN §11). Every change recomputes the status of each member it touches in its own
+/// transaction, keeps it on the member's row (`users.health`) and, when any status changed,
+/// moves the campus's sign-in generation on, so that no server keeps serving a badge made
+/// before the change (this one drops its kept badges at once, the others within a second).
+public struct HealthRecords: Sendable {
+    let client: PostgresClient
+    let generations: AuthGenerations?
+
+    public init(client: PostgresClient, generations: AuthGenerations? = nil) {
+        (self.client, self.generations) = (client, generations)
+    }
+
+    /// What a delivery of results did.
+    public struct Receipt: Sendable, Equatable, Codable {
+        /// Results in the delivery (a specimen given twice counts once: its later result).
+        public var received: Int
+        /// Of those, the ones matched to a member.
+        public var matched: Int
+        /// The ones waiting for a health officer: no member has their subject's email.
+        public var unmatched: Int
+        /// The ones that replaced a different earlier result for the same specimen.
+        public var corrected: Int
+        /// The members whose status changed.
+        public var statusesChanged: Int
+    }
+
+    /// Stores `results` at `campus` from `source` (`lab:<name>` or `import`), all or none:
+    /// each matched to the member with its subject's email, a known specimen's earlier result
+    /// replaced (audited as a correction when it differs), and every touched member's status
+    /// recomputed.
+    public func receive(campus: Campus, results incoming: [LabResult], source: String, actor: String) async throws -> Receipt {
+        // One result per specimen: the one resulted last (the later in the delivery on a tie).
+        var bySpecimen: [String: LabResult] = [:]
+        for result in incoming {
+            if let earlier = bySpecimen[result.specimenID], earlier.resultedAt > result.resultedAt { continue }
+            bySpecimen[result.specimenID] = result
+        }
+        let results = Array(bySpecimen.values)
+        guard !results.isEmpty else { return Receipt(received: 0, matched: 0, unmatched: 0, corrected: 0, statusesChanged: 0) }
+        let policy = RecordsPolicy(campus: campus)
+        let (receipt, changed) = try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let rows = try await connection.query(
+                """
+                WITH incoming AS (
+                    SELECT * FROM unnest(\(results.map(\.specimenID)), \(results.map(\.subject)), \(results.map(\.testCode)),
+                                         \(results.map(\.detected)), \(results.map(\.collectedAt)), \(results.map(\.resultedAt)))
+                         AS i(specimen_id, subject, test_code, detected, collected_at, resulted_at)
+                ), previous AS (
+                    SELECT t.specimen_id, t.user_id, t.subject, t.test_code, t.detected, t.collected_at
+                    FROM test_results t
+                    WHERE t.campus_id = \(campus.id) AND t.specimen_id IN (SELECT specimen_id FROM incoming)
+                ), stored AS (
+                    INSERT INTO test_results AS t (campus_id, id, specimen_id, user_id, subject, test_code, detected, collected_at,
+                                                   resulted_at, source)
+                    SELECT \(campus.id), gen_random_uuid(), i.specimen_id, u.id, i.subject, i.test_code, i.detected, i.collected_at,
+                           i.resulted_at, \(source)
+                    FROM incoming i LEFT JOIN users u ON u.campus_id = \(campus.id) AND u.email = i.subject
+                    ON CONFLICT (campus_id, specimen_id) DO UPDATE SET
+                        -- A result matched by hand stays with its member while its subject is the same.
+                        user_id = CASE WHEN EXCLUDED.user_id IS NOT NULL THEN EXCLUDED.user_id
+                                       WHEN EXCLUDED.subject = t.subject THEN t.user_id END,
+                        subject = EXCLUDED.subject, test_code = EXCLUDED.test_code, detected = EXCLUDED.detected,
+                        collected_at = EXCLUDED.collected_at, resulted_at = EXCLUDED.resulted_at, source = EXCLUDED.source,
+                        received_at = now(), dismissed_at = NULL
+                    RETURNING t.id, t.specimen_id, t.user_id
+                )
+                SELECT s.id, s.specimen_id, s.user_id, p.user_id AS previous_user,
+                       p.specimen_id IS NOT NULL AND (p.subject, p.test_code, p.detected, p.collected_at)
+                           IS DISTINCT FROM (i.subject, i.test_code, i.detected, i.collected_at) AS corrected,
+                       p.detected AS previous_detected, i.detected
+                FROM stored s JOIN incoming i USING (specimen_id) LEFT JOIN previous p USING (specimen_id)
+                """)
+            var touched = Set<UUID>()
+            var matched = 0, corrected = 0
+            for row in rows {
+                let user = try row.decode("user_id", as: UUID?.self)
+                if let user {
+                    matched += 1
+                    touched.insert(user)
+                }
+                if let previous = try row.decode("previous_user", as: UUID?.self) { touched.insert(previous) }
+                if try row.decode("corrected", as: Bool.self) {
+                    corrected += 1
+                    let before = try row.decode("previous_detected", as: Bool?.self), after = try row.decode("detected", as: Bool.self)
+                    try await AuditLog.record(
+                        connection, campus: campus.id, actor: actor, action: "result.correct",
+                        target: "specimen:\(try row.decode("specimen_id", as: String.self))",
+                        details: [
+                            "result": try row.decode("id", as: UUID.self).lowercasedText, "source": source,
+                            "was": before.map(Self.words) ?? "", "now": Self.words(after),
+                        ])
+                }
+            }
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "results.receive", target: source,
+                details: [
+                    "received": "\(rows.count)", "matched": "\(matched)", "unmatched": "\(rows.count - matched)",
+                    "corrected": "\(corrected)",
+                ])
+            let changed = try await Self.recompute(connection, campus: campus, users: Array(touched), policy: policy)
+            return (
+                Receipt(
+                    received: rows.count, matched: matched, unmatched: rows.count - matched, corrected: corrected,
+                    statusesChanged: changed),
+                changed
+            )
+        }
+        if changed > 0 { generations?.advance(campus.id) }
+        return receipt
+    }
+
+    static func words(_ detected: Bool) -> String { detected ? "detected" : "not detected" }
+
+    /// Recomputes the status of `users` at `campus` from their whole record, inside the
+    /// caller's transaction; writes the ones that changed and, when any did, moves the
+    /// campus's sign-in generation on. Returns how many changed.
+    static func recompute(_ connection: PostgresConnection, campus: Campus, users: [UUID], policy: RecordsPolicy) async throws -> Int {
+        guard !users.isEmpty else { return 0 }
+        let rows = try await connection.query(
+            """
+            SELECT 'r' AS kind, t.user_id, t.specimen_id, t.test_code, t.detected, t.collected_at, t.resulted_at,
+                   t.released_at IS NOT NULL AS released, NULL::text AS restriction, NULL::date AS ends_on, NULL::jsonb AS health
+            FROM test_results t
+            WHERE t.campus_id = \(campus.id) AND t.user_id = ANY(\(users)) AND t.dismissed_at IS NULL
+            UNION ALL
+            SELECT 'i', s.user_id, NULL, NULL, NULL, NULL, NULL, NULL, s.kind, s.ends_on, NULL
+            FROM isolations s
+            WHERE s.campus_id = \(campus.id) AND s.user_id = ANY(\(users)) AND s.released_at IS NULL
+            UNION ALL
+            SELECT 'u', u.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, u.health
+            FROM users u
+            WHERE u.campus_id = \(campus.id) AND u.id = ANY(\(users))
+            """)
+        var results: [UUID: [HealthStatusComputation.Result]] = [:]
+        var isolations: [UUID: [HealthStatusComputation.Isolation]] = [:]
+        var stored: [UUID: HealthStatus?] = [:]
+        for row in rows {
+            let user = try row.decode("user_id", as: UUID.self)
+            switch try row.decode("kind", as: String.self) {
+            case "r":
+                results[user, default: []].append(
+                    .init(
+                        specimenID: try row.decode("specimen_id"), code: try row.decode("test_code"), detected: try row.decode("detected"),
+                        collectedAt: try row.decode("collected_at"), resultedAt: try row.decode("resulted_at"),
+                        released: try row.decode("released")))
+            case "i":
+                let kind = HealthStatus.RestrictionKind(rawValue: try row.decode("restriction")) ?? .isolation
+                isolations[user, default: []].append(.init(kind: kind, until: try row.decode("ends_on")))
+            default:
+                stored[user] = HealthStatus.stored(try row.decode("health", as: PostgresJSON?.self))
+            }
+        }
+        var ids: [UUID] = [], statuses: [String] = []  // "": no record
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        for (user, before) in stored {
+            let status = HealthStatusComputation.status(
+                results: results[user] ?? [], isolations: isolations[user] ?? [], policy: policy, zone: campus.zone)
+            guard status != before else { continue }
+            ids.append(user)
+            statuses.append(try status.map { String(decoding: try encoder.encode($0), as: UTF8.self) } ?? "")
+        }
+        guard !ids.isEmpty else { return 0 }
+        try await connection.query(
+            """
+            UPDATE users u SET health = NULLIF(c.health, '')::jsonb
+            FROM unnest(\(ids), \(statuses)) AS c(id, health)
+            WHERE u.campus_id = \(campus.id) AND u.id = c.id
+            """)
+        try await AuthGenerations.bump(connection, campus: campus.id)
+        return ids.count
+    }
+
+    /// Recomputes every status at `campus` whose record could have changed without a new
+    /// entry: after the campus's policy changed. Returns how many changed.
+    public func recomputeAll(campus: Campus) async throws -> Int {
+        let policy = RecordsPolicy(campus: campus)
+        let changed = try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let rows = try await connection.query(
+                """
+                SELECT id FROM users WHERE campus_id = \(campus.id) AND health IS NOT NULL
+                UNION SELECT user_id FROM test_results WHERE campus_id = \(campus.id) AND user_id IS NOT NULL
+                UNION SELECT user_id FROM isolations WHERE campus_id = \(campus.id)
+                """)
+            return try await Self.recompute(connection, campus: campus, users: try rows.map { try $0.decode("id") }, policy: policy)
+        }
+        if changed > 0 { generations?.advance(campus.id) }
+        return changed
+    }
+
+    /// A result waiting for a health officer (it matched no member).
+    public struct Unmatched: Sendable, Equatable {
+        public var id: UUID
+        /// As received, its subject the identifier nobody matched.
+        public var result: LabResult
+        public var receivedAt: Date
+    }
+
+    /// The results no member matched and no one dismissed, oldest first, at most `limit`;
+    /// the read is audited (each names a person).
+    public func unmatched(campus: Campus, actor: String, limit: Int = 500) async throws -> [Unmatched] {
+        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let rows = try await connection.query(
+                """
+                SELECT id, specimen_id, subject, test_code, detected, collected_at, resulted_at, received_at
+                FROM test_results
+                WHERE campus_id = \(campus.id) AND user_id IS NULL AND dismissed_at IS NULL
+                ORDER BY received_at, specimen_id LIMIT \(limit)
+                """)
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "results.unmatched.read", target: "",
+                details: ["count": "\(rows.count)"])
+            return try rows.map { row in
+                Unmatched(
+                    id: try row.decode("id"),
+                    result: LabResult(
+                        specimenID: try row.decode("specimen_id"), subject: try row.decode("subject"),
+                        testCode: try row.decode("test_code"),
+                        detected: try row.decode("detected"), collectedAt: try row.decode("collected_at"),
+                        resultedAt: try row.decode("resulted_at")),
+                    receivedAt: try row.decode("received_at"))
+            }
+        }
+    }
+
+    /// Gives an unmatched result to the member with `email`, audited; their status follows.
+    public func match(campus: Campus, result: UUID, email: String, actor: String) async throws {
+        let policy = RecordsPolicy(campus: campus)
+        let changed = try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let rows = try await connection.query(
+                """
+                WITH member AS (SELECT id FROM users WHERE campus_id = \(campus.id) AND email = \(email.lowercased()))
+                UPDATE test_results t SET user_id = (SELECT id FROM member)
+                WHERE t.campus_id = \(campus.id) AND t.id = \(result) AND t.user_id IS NULL AND t.dismissed_at IS NULL
+                  AND EXISTS (SELECT 1 FROM member)
+                RETURNING t.user_id, t.specimen_id
+                """)
+            guard let row = rows.first else {
+                throw try await Self.whyNot(connection, campus: campus, result: result, email: email)
+            }
+            let user: UUID = try row.decode("user_id")
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "result.match", target: email.lowercased(),
+                details: ["result": result.lowercasedText, "specimen": try row.decode("specimen_id")])
+            return try await Self.recompute(connection, campus: campus, users: [user], policy: policy)
+        }
+        if changed > 0 { generations?.advance(campus.id) }
+    }
+
+    /// Why `match` found nothing to change.
+    static func whyNot(_ connection: PostgresConnection, campus: Campus, result: UUID, email: String) async throws -> RecordsError {
+        let rows = try await connection.query(
+            """
+            SELECT (SELECT user_id IS NOT NULL OR dismissed_at IS NOT NULL FROM test_results
+                    WHERE campus_id = \(campus.id) AND id = \(result)) AS settled,
+                   EXISTS (SELECT 1 FROM users WHERE campus_id = \(campus.id) AND email = \(email.lowercased())) AS member
+            """)
+        let settled = try rows.first?.decode("settled", as: Bool?.self)
+        guard let settled else { return .notFound("no such test result at this campus: the id is not one GET …/health/results gave") }
+        if settled { return .conflict("this result is no longer waiting: it was matched or dismissed already") }
+        return .notFound("no member of this campus has the email \(email): check it, or add them with `attest user add`")
+    }
+
+    /// Sets an unmatched result aside (a member of another campus, a test sent by mistake), audited.
+    public func dismiss(campus: Campus, result: UUID, actor: String) async throws {
+        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE test_results SET dismissed_at = now()
+                WHERE campus_id = \(campus.id) AND id = \(result) AND user_id IS NULL AND dismissed_at IS NULL
+                RETURNING specimen_id
+                """)
+            guard let row = rows.first else {
+                let exists = try await connection.query("SELECT 1 FROM test_results WHERE campus_id = \(campus.id) AND id = \(result)")
+                throw exists.isEmpty
+                    ? RecordsError.notFound("no such test result at this campus: the id is not one GET …/health/results gave")
+                    : RecordsError.conflict("this result is no longer waiting: it was matched or dismissed already")
+            }
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "result.dismiss",
+                target: "specimen:\(try row.decode("specimen_id") as String)",
+                details: ["result": result.lowercasedText])
+        }
+    }
+
+    /// Deletes the results waiting under `subject` (an erased member's email): their matched
+    /// ones went with their row. Returns how many.
+    public func forgetWaiting(campus: Campus, subject: String) async throws -> Int {
+        try await client.query(
+            "DELETE FROM test_results WHERE campus_id = \(campus.id) AND user_id IS NULL AND subject = \(subject.lowercased())",
+            campus: campus.id.rawValue
+        ).affectedRows
+    }
+}

@@ -1,0 +1,88 @@
+import AttestPlugins
+import Foundation
+import Tenancy
+
+/// A campus's policy for records (`attest campus set <slug> settings`, members
+/// `isolationDays` and `quarantineDays`): how long an isolation after a positive result and a
+/// quarantine started by hand last, in days after the day they start (collection for a result).
+public struct RecordsPolicy: Sendable, Equatable {
+    public var isolationDays: Int
+    public var quarantineDays: Int
+
+    public init(isolationDays: Int = 10, quarantineDays: Int = 7) {
+        (self.isolationDays, self.quarantineDays) = (isolationDays, quarantineDays)
+    }
+
+    /// The days allowed for either: 0 to 60.
+    public static let days = 0...60
+
+    /// The campus's policy: its settings' values where they are whole numbers of days 0 to
+    /// 60, the defaults (10 and 7) otherwise.
+    public init(campus: Campus) {
+        self.init()
+        guard case .object(let settings) = campus.settings.bytes.withUnsafeBytes({ try? JSONValue(parsing: $0) }) ?? .null else { return }
+        func days(_ key: String) -> Int? {
+            guard case .number(let value)? = settings[key], value.rounded() == value, Double(Self.days.lowerBound) <= value,
+                value <= Double(Self.days.upperBound)
+            else { return nil }
+            return Int(value)
+        }
+        if let days = days("isolationDays") { isolationDays = days }
+        if let days = days("quarantineDays") { quarantineDays = days }
+    }
+}
+
+/// A member's status from their whole record, and nothing else: the same record gives the
+/// same status whatever order it arrived in.
+public enum HealthStatusComputation {
+    /// A result as the record keeps it.
+    public struct Result: Sendable, Equatable {
+        public var specimenID: String
+        public var code: String
+        public var detected: Bool
+        public var collectedAt: Date
+        public var resultedAt: Date
+        /// A health officer ended its isolation early.
+        public var released: Bool
+
+        public init(specimenID: String, code: String, detected: Bool, collectedAt: Date, resultedAt: Date, released: Bool) {
+            (self.specimenID, self.code, self.detected, self.collectedAt, self.resultedAt, self.released) = (
+                specimenID, code, detected, collectedAt, resultedAt, released
+            )
+        }
+    }
+
+    /// An isolation or quarantine started by hand and not released.
+    public struct Isolation: Sendable, Equatable {
+        public var kind: HealthStatus.RestrictionKind
+        public var until: LocalDate
+
+        public init(kind: HealthStatus.RestrictionKind, until: LocalDate) { (self.kind, self.until) = (kind, until) }
+    }
+
+    /// The last day of the isolation a positive result collected at `collected` starts.
+    public static func isolationEnd(collected: Date, policy: RecordsPolicy, zone: TimeZone) -> LocalDate {
+        LocalDate(collected, in: zone).adding(days: policy.isolationDays)
+    }
+
+    /// nil when there is no record at all (no result, no isolation).
+    public static func status(results: [Result], isolations: [Isolation], policy: RecordsPolicy, zone: TimeZone) -> HealthStatus? {
+        guard !results.isEmpty || !isolations.isEmpty else { return nil }
+        var status = HealthStatus()
+        let latest = results.max { a, b in
+            (a.collectedAt, a.resultedAt, a.specimenID) < (b.collectedAt, b.resultedAt, b.specimenID)
+        }
+        status.latestTest = latest.map {
+            HealthStatus.Test(code: $0.code, detected: $0.detected, collected: $0.collectedAt, resulted: $0.resultedAt)
+        }
+        var restrictions = isolations.map { HealthStatus.Restriction(kind: $0.kind, until: $0.until) }
+        for result in results where result.detected && !result.released {
+            restrictions.append(.init(kind: .isolation, until: isolationEnd(collected: result.collectedAt, policy: policy, zone: zone)))
+        }
+        // The one ending last; an isolation before a quarantine ending the same day.
+        status.restriction = restrictions.max { a, b in
+            (a.until, a.kind == .isolation ? 1 : 0) < (b.until, b.kind == .isolation ? 1 : 0)
+        }
+        return status
+    }
+}

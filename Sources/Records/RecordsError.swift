@@ -1,0 +1,29 @@
+import AttestPlugins
+
+/// Why a use case of Records (results, isolations) could not do what was asked: the module's
+/// one error vocabulary. Each description says what went wrong and how to mend it.
+public enum RecordsError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What was sent cannot be read; every problem, by the element or field it concerns
+    /// (`Observation.code`, `Bundle.entry[2].resource.issued`, `line 4: collected_at`).
+    case invalid([Problem])
+    /// No such result, isolation or member at this campus.
+    case notFound(String)
+    /// The request conflicts with the record as it is (a result already matched).
+    case conflict(String)
+
+    /// One thing wrong with what was sent.
+    public struct Problem: Sendable, Equatable, CustomStringConvertible {
+        public var field: String
+        public var message: String
+        public init(_ field: String, _ message: String) { (self.field, self.message) = (field, message) }
+        public var description: String { "\(field): \(message)" }
+    }
+
+    public var description: String {
+        switch self {
+        case .invalid(let problems): problems.prefix(20).map(\.description).joined(separator: "; ")
+        case .notFound(let what): what
+        case .conflict(let what): what
+        }
+    }
+}

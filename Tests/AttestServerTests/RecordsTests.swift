@@ -1,0 +1,551 @@
+import AttestPlugins
+import AttestPluginsTesting
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import HTTPTypes
+import Identity
+import Records
+import Surveys
+import Tenancy
+import Testing
+
+/// Health records (DESIGN §11): a laboratory's FHIR results through `POST …/lab/results`, the
+/// badge they set within the request, corrections, the health officers' queue and isolations.
+@Suite("Health records")
+struct RecordsTests {
+    static let lab = "/v1/campuses/{campus}/lab/results"
+    static let badge = "/v1/campuses/{campus}/me/badge"
+    static let records = "/v1/campuses/{campus}/me/records"
+    static let unmatched = "/v1/campuses/{campus}/health/results"
+    static let match = "/v1/campuses/{campus}/health/results/{id}/match"
+    static let dismiss = "/v1/campuses/{campus}/health/results/{id}/dismiss"
+    static let isolations = "/v1/campuses/{campus}/health/isolations"
+    static let release = "/v1/campuses/{campus}/health/isolations/{id}/release"
+
+    /// A FHIR R4 Observation of a SARS-CoV-2 PCR result.
+    static func observation(
+        specimen: String, email: String, detected: Bool, collected: String = "2026-11-20T09:30:00-05:00",
+        issued: String = "2026-11-20T15:00:00Z", code: String = "94500-6"
+    ) -> String {
+        """
+        {"resourceType": "Observation", "status": "final",
+         "code": {"coding": [{"system": "http://loinc.org", "code": "\(code)"}]},
+         "subject": {"identifier": {"system": "mailto", "value": "\(email)"}},
+         "specimen": {"identifier": {"value": "\(specimen)"}},
+         "effectiveDateTime": "\(collected)", "issued": "\(issued)",
+         "valueCodeableConcept": {"coding": [{"system": "http://snomed.info/sct",
+           "code": "\(detected ? LabResult.detectedCode : LabResult.notDetectedCode)"}]}}
+        """
+    }
+
+    static func bundle(_ observations: [String]) -> String {
+        #"{"resourceType": "Bundle", "type": "collection", "entry": ["#
+            + observations.map { #"{"resource": \#($0)}"# }.joined(separator: ",") + "]}"
+    }
+
+    static func labToken(_ server: TestServer, _ campus: Campus, name: String = "state-lab") async throws -> String {
+        try await MachineTokens(client: server.pool).issue(campus: campus, role: .lab, name: name, lifetime: nil, actor: "test").token
+    }
+
+    @Test func aPositiveResultTurnsTheBadgeRedWithinTheRequestAndItsCorrectionGivesTheAnswersColourBack() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let (_, member) = try await server.user("alice@example.edu", at: campus)
+        let (_, other) = try await server.user("bob@example.edu", at: campus)
+        let lab = try await Self.labToken(server, campus)
+        // As `serve` does every second: the campus's sign-in generation, which a record's change moves on.
+        try await server.services.authGenerations.refresh()
+        try await server.run { api in
+            let submitted = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: BadgeTests.submitPath, token: member,
+                json: AttestationTests.body(AttestationTests.healthy))
+            #expect(submitted.status == 201)
+            let green = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badge, token: member)
+            #expect(green.json["color"] as? String == "green")
+
+            let positive = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab,
+                json: Self.observation(specimen: "S-1", email: "Alice@Example.edu", detected: true), contentType: "application/fhir+json")
+            #expect(positive.status == 200, "\(positive.body)")
+            #expect(positive.json["matched"] as? Int == 1 && positive.json["statusesChanged"] as? Int == 1)
+            // The badge the member's very next read gets: red, the record named.
+            let red = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badge, token: member)
+            #expect(red.json["color"] as? String == "red", "\(red.body)")
+            #expect(red.json["reason"] as? String == "Isolation until 30 Nov", "collected 20 Nov, 10 days: \(red.body)")
+            let claims = try BadgeTests.payload(of: try #require(red.json["token"] as? String))
+            #expect(claims["color"] as? String == "red", "the signed token says red too, for the door")
+            // Someone else's badge is untouched.
+            let bobs = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badge, token: other)
+            #expect(bobs.json["color"] as? String == "gray")
+            let record = try await api.send(.get, "/v1/campuses/north/me/records", template: Self.records, token: member)
+            #expect(record.status == 200 && record.headers[.cacheControl] == "private, no-store")
+            let tests = try #require(record.json["tests"] as? [[String: Any]])
+            #expect(tests.count == 1 && tests.first?["result"] as? String == "detected" && tests.first?["testCode"] as? String == "94500-6")
+            #expect((record.json["restriction"] as? [String: Any])?["until"] as? String == "2026-11-30")
+
+            // The laboratory corrects the same specimen: not detected. The answers' colour again.
+            let corrected = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab,
+                json: Self.bundle([Self.observation(specimen: "S-1", email: "alice@example.edu", detected: false)]))
+            #expect(corrected.json["corrected"] as? Int == 1 && corrected.json["received"] as? Int == 1, "\(corrected.body)")
+            let back = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badge, token: member)
+            #expect(back.json["color"] as? String == "green", "\(back.body)")
+            let after = try await api.send(.get, "/v1/campuses/north/me/records", template: Self.records, token: member)
+            #expect(after.json["restriction"] is NSNull)
+            #expect((after.json["tests"] as? [[String: Any]])?.first?["result"] as? String == "not detected")
+            // Sent again unchanged, it is no correction.
+            let same = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab,
+                json: Self.observation(specimen: "S-1", email: "alice@example.edu", detected: false))
+            #expect(same.json["corrected"] as? Int == 0 && same.json["statusesChanged"] as? Int == 0)
+            let audit = try await AuditLog(client: server.pool).entries(campus: campus.id)
+            let corrections = audit.filter { $0.action == "result.correct" }
+            #expect(
+                corrections.count == 1 && corrections.first?.details["was"] == "detected"
+                    && corrections.first?.details["now"] == "not detected")
+            #expect(corrections.first?.actor == "lab:state-lab" && corrections.first?.target == "specimen:S-1")
+        }
+    }
+
+    @Test func aMemberInIsolationIsRedWithoutAnsweringAndSubmittingShowsTheIsolationToo() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let (_, member) = try await server.user("alice@example.edu", at: campus)
+        let lab = try await Self.labToken(server, campus)
+        // As `serve` does every second: the campus's sign-in generation, which a record's change moves on.
+        try await server.services.authGenerations.refresh()
+        try await server.run { api in
+            let sent = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab,
+                json: Self.observation(specimen: "S-9", email: "alice@example.edu", detected: true, collected: "2026-11-18"))
+            #expect(sent.status == 200)
+            let red = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badge, token: member)
+            #expect(red.json["color"] as? String == "red" && red.json["reason"] as? String == "Isolation until 28 Nov", "\(red.body)")
+            let submitted = try await api.send(
+                .post, "/v1/campuses/north/attestations", template: BadgeTests.submitPath, token: member,
+                json: AttestationTests.body(AttestationTests.healthy))
+            let shown = try #require(submitted.json["badge"] as? [String: Any])
+            #expect(shown["color"] as? String == "red" && shown["reason"] as? String == "Isolation until 28 Nov", "\(submitted.body)")
+            // After the isolation's last day, the answers decide again.
+            clock.advance(by: 9 * 86_400)
+            let later = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badge, token: member)
+            #expect(later.json["color"] as? String == "gray", "\(later.body)")
+        }
+    }
+
+    @Test func badResourcesAreRefusedWholeNamingTheElement() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        _ = try await server.user("alice@example.edu", at: campus)
+        let lab = try await Self.labToken(server, campus)
+        let good = Self.observation(specimen: "S-1", email: "alice@example.edu", detected: true)
+        let cases: [(String, [String])] = [
+            (good.replacingOccurrences(of: "94500-6", with: "12345-6"), ["Observation.code"]),
+            (good.replacingOccurrences(of: "http://loinc.org", with: "http://example.org"), ["Observation.code"]),
+            (good.replacingOccurrences(of: LabResult.detectedCode, with: "10828004"), ["Observation.valueCodeableConcept"]),
+            (good.replacingOccurrences(of: #""status": "final""#, with: #""status": "preliminary""#), ["Observation.status"]),
+            (good.replacingOccurrences(of: "2026-11-20T15:00:00Z", with: "yesterday"), ["Observation.issued"]),
+            (good.replacingOccurrences(of: "2026-11-20T09:30:00-05:00", with: "2026-11-20T09:30:00"), ["Observation.effectiveDateTime"]),
+            (
+                good.replacingOccurrences(of: #""system": "mailto""#, with: #""system": "urn:oid:1.2.3""#),
+                ["Observation.subject.identifier.system"]
+            ),
+            (good.replacingOccurrences(of: "alice@example.edu", with: "alice"), ["Observation.subject.identifier.value"]),
+            (
+                good.replacingOccurrences(of: #""specimen": {"identifier": {"value": "S-1"}},"#, with: ""),
+                ["Observation.specimen.identifier"]
+            ),
+            (#"{"resourceType": "Patient"}"#, ["resourceType"]),
+            (#"{"resourceType": "Bundle", "entry": []}"#, ["Bundle.entry"]),
+            (
+                Self.bundle([good, good.replacingOccurrences(of: "94500-6", with: "1-1"), #"{"resourceType": "Patient"}"#]),
+                ["Bundle.entry[1].resource.code", "Bundle.entry[2].resource.resourceType"]
+            ),
+        ]
+        // As `serve` does every second: the campus's sign-in generation, which a record's change moves on.
+        try await server.services.authGenerations.refresh()
+        try await server.run { api in
+            for (body, fields) in cases {
+                let refused = try await api.send(.post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab, json: body)
+                #expect(refused.status == 422 && refused.problem.fields == fields, "\(fields): \(refused.body)")
+            }
+            let notJSON = try await api.send(.post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab, json: "{")
+            #expect(notJSON.status == 400)
+            let xml = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab, json: "<Observation/>",
+                contentType: "application/fhir+xml")
+            #expect(xml.status == 415)
+            let stored: Int = try await server.pool.query("SELECT count(*) AS n FROM test_results", campus: campus.id.rawValue)[0].decode(
+                "n")
+            #expect(stored == 0, "a bundle with one bad observation stores none of them")
+        }
+    }
+
+    @Test func aLabTokenSendsResultsAndOpensNothingElseAndNoOtherTokenSendsResults() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let south = try await server.campus("south")
+        let (_, member) = try await server.user("alice@example.edu", at: campus)
+        let (_, officer) = try await server.user("ho@example.edu", at: campus, roles: [.healthOfficer, .admin])
+        let lab = try await Self.labToken(server, campus)
+        let southLab = try await Self.labToken(server, south)
+        let body = Self.observation(specimen: "S-1", email: "alice@example.edu", detected: true)
+        // As `serve` does every second: the campus's sign-in generation, which a record's change moves on.
+        try await server.services.authGenerations.refresh()
+        try await server.run { api in
+            for path in ["/v1/campuses/north/me/badge", "/v1/campuses/north/me/records", "/v1/campuses/north/survey"] {
+                let refused = try await api.send(.get, path, template: path.replacingOccurrences(of: "north", with: "{campus}"), token: lab)
+                #expect(refused.status == 401, "\(path) with a lab token: \(refused.body)")
+            }
+            let list = try await api.send(.get, "/v1/campuses/north/health/results?unmatched=true", template: Self.unmatched, token: lab)
+            #expect(list.status == 401)
+            for token in [member, officer, southLab] {
+                let refused = try await api.send(.post, "/v1/campuses/north/lab/results", template: Self.lab, token: token, json: body)
+                #expect(refused.status == 401, "\(refused.body)")
+            }
+            // North's laboratory at south: unknown there.
+            let elsewhere = try await api.send(.post, "/v1/campuses/south/lab/results", template: Self.lab, token: lab, json: body)
+            #expect(elsewhere.status == 401)
+            _ = try await MachineTokens(client: server.pool).revoke(campus: campus, role: .lab, name: "state-lab", actor: "test")
+            let revoked = try await api.send(.post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab, json: body)
+            #expect(revoked.status == 401)
+            // A member and a screener do not reach the health officers' routes.
+            let asMember = try await api.send(
+                .get, "/v1/campuses/north/health/isolations", template: Self.isolations, token: member)
+            #expect(asMember.status == 403)
+        }
+    }
+
+    @Test func unmatchedResultsWaitForAHealthOfficerWhoMatchesOrDismissesThem() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let south = try await server.campus("south")
+        let (_, member) = try await server.user("alice@example.edu", at: campus)
+        let (_, officer) = try await server.user("ho@example.edu", at: campus, roles: [.healthOfficer])
+        let (_, southOfficer) = try await server.user("ho@example.edu", at: south, roles: [.healthOfficer])
+        let lab = try await Self.labToken(server, campus)
+        // As `serve` does every second: the campus's sign-in generation, which a record's change moves on.
+        try await server.services.authGenerations.refresh()
+        try await server.run { api in
+            let sent = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab,
+                json: Self.bundle([
+                    Self.observation(specimen: "S-1", email: "alice.typo@example.edu", detected: true),
+                    Self.observation(specimen: "S-2", email: "stranger@elsewhere.org", detected: false),
+                ]))
+            #expect(sent.json["unmatched"] as? Int == 2 && sent.json["matched"] as? Int == 0)
+            let list = try await api.send(
+                .get, "/v1/campuses/north/health/results?unmatched=true", template: Self.unmatched, token: officer)
+            let items = try #require(list.json["items"] as? [[String: Any]])
+            #expect(items.count == 2 && list.headers[.cacheControl] == "private, no-store")
+            let typo = try #require(items.first { $0["specimenId"] as? String == "S-1" }?["id"] as? String)
+            let stranger = try #require(items.first { $0["specimenId"] as? String == "S-2" }?["id"] as? String)
+            // South's health officer sees none of north's queue and cannot act on it.
+            let southList = try await api.send(
+                .get, "/v1/campuses/south/health/results?unmatched=true", template: Self.unmatched, token: southOfficer)
+            #expect((southList.json["items"] as? [Any])?.isEmpty == true)
+            let southMatch = try await api.send(
+                .post, "/v1/campuses/south/health/results/\(typo)/match", template: Self.match, token: southOfficer,
+                json: #"{"email": "ho@example.edu"}"#)
+            #expect(southMatch.status == 404)
+
+            let nobody = try await api.send(
+                .post, "/v1/campuses/north/health/results/\(typo)/match", template: Self.match, token: officer,
+                json: #"{"email": "nobody@example.edu"}"#)
+            #expect(nobody.status == 404 && nobody.problem.detail.contains("nobody@example.edu"))
+            let matched = try await api.send(
+                .post, "/v1/campuses/north/health/results/\(typo)/match", template: Self.match, token: officer,
+                json: #"{"email": "alice@example.edu"}"#)
+            #expect(matched.status == 204, "\(matched.body)")
+            let red = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badge, token: member)
+            #expect(red.json["color"] as? String == "red")
+            let twice = try await api.send(
+                .post, "/v1/campuses/north/health/results/\(typo)/match", template: Self.match, token: officer,
+                json: #"{"email": "alice@example.edu"}"#)
+            #expect(twice.status == 409)
+            let dismissed = try await api.send(
+                .post, "/v1/campuses/north/health/results/\(stranger)/dismiss", template: Self.dismiss, token: officer)
+            #expect(dismissed.status == 204)
+            let empty = try await api.send(
+                .get, "/v1/campuses/north/health/results?unmatched=true", template: Self.unmatched, token: officer)
+            #expect((empty.json["items"] as? [Any])?.isEmpty == true)
+            let noQuery = try await api.send(.get, "/v1/campuses/north/health/results", template: Self.unmatched, token: officer)
+            #expect(noQuery.status == 422 && noQuery.problem.fields == ["unmatched"])
+            let actions = try await AuditLog(client: server.pool).entries(campus: campus.id).map(\.action)
+            for action in ["results.receive", "results.unmatched.read", "result.match", "result.dismiss"] {
+                #expect(actions.contains(action), "\(action) audited: \(actions)")
+            }
+        }
+    }
+
+    @Test func healthOfficersStartListAndReleaseIsolationsAndQuarantines() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let (_, member) = try await server.user("alice@example.edu", at: campus)
+        let (_, contact) = try await server.user("bob@example.edu", at: campus)
+        let (_, officer) = try await server.user("ho@example.edu", at: campus, roles: [.healthOfficer])
+        let lab = try await Self.labToken(server, campus)
+        // As `serve` does every second: the campus's sign-in generation, which a record's change moves on.
+        try await server.services.authGenerations.refresh()
+        try await server.run { api in
+            let quarantine = try await api.send(
+                .post, "/v1/campuses/north/health/isolations", template: Self.isolations, token: officer,
+                json: #"{"email": "bob@example.edu", "kind": "quarantine"}"#)
+            #expect(quarantine.status == 201 && quarantine.json["until"] as? String == "2026-11-27", "\(quarantine.body)")
+            let red = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badge, token: contact)
+            #expect(red.json["color"] as? String == "red" && red.json["reason"] as? String == "Quarantine until 27 Nov")
+            _ = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab,
+                json: Self.observation(specimen: "S-1", email: "alice@example.edu", detected: true))
+            let list = try await api.send(.get, "/v1/campuses/north/health/isolations", template: Self.isolations, token: officer)
+            let items = try #require(list.json["items"] as? [[String: Any]])
+            #expect(items.map { $0["email"] as? String } == ["bob@example.edu", "alice@example.edu"], "soonest ending first: \(list.body)")
+            #expect(items.map { $0["fromResult"] as? Bool } == [false, true])
+
+            for (body, field) in [
+                (#"{"email": "bob@example.edu", "kind": "curfew"}"#, "kind"),
+                (#"{"email": "bob@example.edu", "kind": "isolation", "startsOn": "2026-11-20", "until": "2026-11-19"}"#, "until"),
+                (#"{"email": "bob@example.edu", "kind": "isolation", "until": "2027-06-01"}"#, "until"),
+                (#"{"kind": "isolation"}"#, "email"),
+            ] {
+                let refused = try await api.send(
+                    .post, "/v1/campuses/north/health/isolations", template: Self.isolations, token: officer, json: body)
+                #expect(refused.status == 422 && refused.problem.fields == [field], "\(body): \(refused.body)")
+            }
+            let nobody = try await api.send(
+                .post, "/v1/campuses/north/health/isolations", template: Self.isolations, token: officer,
+                json: #"{"email": "nobody@example.edu", "kind": "isolation"}"#)
+            #expect(nobody.status == 404)
+
+            for item in items {
+                let id = try #require(item["id"] as? String)
+                let released = try await api.send(
+                    .post, "/v1/campuses/north/health/isolations/\(id)/release", template: Self.release, token: officer)
+                #expect(released.status == 204, "\(released.body)")
+                let again = try await api.send(
+                    .post, "/v1/campuses/north/health/isolations/\(id)/release", template: Self.release, token: officer)
+                #expect(again.status == 404)
+            }
+            for token in [member, contact] {
+                let gray = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badge, token: token)
+                #expect(gray.json["color"] as? String == "gray", "released: \(gray.body)")
+            }
+            let actions = try await AuditLog(client: server.pool).entries(campus: campus.id).map(\.action)
+            for action in ["quarantine.start", "isolations.read", "quarantine.release", "isolation.release"] {
+                #expect(actions.contains(action), "\(action) audited: \(actions)")
+            }
+        }
+    }
+
+    /// The stored status is always the one the whole record gives: random histories of
+    /// results, corrections, late results, matches, isolations and releases, replayed in
+    /// random orders, each step checked against a model of the record kept here.
+    @Test(arguments: 1...6) func theStoredStatusAlwaysEqualsTheStatusRecomputedFromTheWholeRecord(seed: UInt64) async throws {
+        var random = SeededGenerator(seed: seed)
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let records = HealthRecords(client: server.pool)
+        let emails = ["a@example.edu", "b@example.edu", "c@example.edu"]
+        var users: [String: UserID] = [:]
+        for email in emails { users[email] = try await server.user(email, at: campus).user.id }
+        let policy = RecordsPolicy()
+        // The model: results by specimen (the subject they were sent with, whom they belong to),
+        // isolations by id.
+        struct Kept {
+            var result: LabResult
+            var owner: String?
+            var released: Bool
+            var dismissed: Bool
+        }
+        var kept: [String: Kept] = [:]
+        var isolations: [UUID: (email: String, kind: HealthStatus.RestrictionKind, until: LocalDate, released: Bool)] = [:]
+        let base = try #require(FHIRTime.parse("2026-11-01T12:00:00Z", zone: .gmt))
+        for _ in 0..<40 {
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<6:
+                // A delivery of 1 to 4 results: new specimens, corrections, late results, subjects nobody has.
+                var delivery: [LabResult] = []
+                for _ in 0..<Int.random(in: 1...4, using: &random) {
+                    let specimen = "S-\(Int.random(in: 1...8, using: &random))"
+                    let subject = Bool.random(using: &random) ? "stranger@example.edu" : emails.randomElement(using: &random)!
+                    let collected = base.addingTimeInterval(Double(Int.random(in: 0...25, using: &random)) * 86_400)
+                    delivery.append(
+                        LabResult(
+                            specimenID: specimen, subject: subject, testCode: "94500-6", detected: Bool.random(using: &random),
+                            collectedAt: collected,
+                            resultedAt: collected.addingTimeInterval(Double(Int.random(in: 1...200, using: &random)) * 3600)))
+                }
+                _ = try await records.receive(campus: campus, results: delivery, source: "test", actor: "test")
+                var last: [String: LabResult] = [:]
+                for result in delivery where (last[result.specimenID]?.resultedAt ?? .distantPast) <= result.resultedAt {
+                    last[result.specimenID] = result
+                }
+                for (specimen, result) in last {
+                    let earlier = kept[specimen]
+                    let owner: String? =
+                        emails.contains(result.subject)
+                        ? result.subject : (earlier?.result.subject == result.subject ? earlier?.owner : nil)
+                    kept[specimen] = Kept(result: result, owner: owner, released: earlier?.released ?? false, dismissed: false)
+                }
+            case 6:
+                // A health officer matches a waiting result.
+                guard let (specimen, waiting) = kept.first(where: { $0.value.owner == nil && !$0.value.dismissed }) else { continue }
+                let email = emails.randomElement(using: &random)!
+                let id: UUID = try await server.pool.query(
+                    "SELECT id FROM test_results WHERE campus_id = \(campus.id) AND specimen_id = \(specimen)", campus: campus.id.rawValue)[
+                        0
+                    ]
+                    .decode("id")
+                try await records.match(campus: campus, result: id, email: email, actor: "test")
+                kept[specimen] = Kept(result: waiting.result, owner: email, released: waiting.released, dismissed: false)
+            case 7:
+                let email = emails.randomElement(using: &random)!
+                let kind: HealthStatus.RestrictionKind = Bool.random(using: &random) ? .isolation : .quarantine
+                let start = LocalDate(base, in: campus.zone).adding(days: Int.random(in: 0...20, using: &random))
+                let until = start.adding(days: Int.random(in: 0...12, using: &random))
+                let made = try await records.start(
+                    campus: campus, email: email, kind: kind, startsOn: start, until: until, actor: "test", now: clock.read())
+                isolations[made.id] = (email, kind, until, false)
+            default:
+                // A release: of an isolation by hand, or of a positive result's.
+                if Bool.random(using: &random), let (id, isolation) = isolations.first(where: { !$0.value.released }) {
+                    try await records.release(campus: campus, id: id, actor: "test")
+                    isolations[id] = (isolation.email, isolation.kind, isolation.until, true)
+                } else if let (specimen, found) = kept.first(where: {
+                    $0.value.owner != nil && $0.value.result.detected && !$0.value.released
+                }) {
+                    let id: UUID = try await server.pool.query(
+                        "SELECT id FROM test_results WHERE campus_id = \(campus.id) AND specimen_id = \(specimen)",
+                        campus: campus.id.rawValue)[
+                            0
+                        ].decode("id")
+                    try await records.release(campus: campus, id: id, actor: "test")
+                    kept[specimen] = Kept(result: found.result, owner: found.owner, released: true, dismissed: false)
+                }
+            }
+            // Each member's stored status against the model's, computed here from scratch.
+            for email in emails {
+                let mine = kept.values.filter { $0.owner == email }
+                var expected: HealthStatus? = nil
+                let handIsolations = isolations.values.filter { $0.email == email && !$0.released }
+                if !mine.isEmpty || !handIsolations.isEmpty {
+                    var status = HealthStatus()
+                    if let latest = mine.map(\.result).sorted(by: {
+                        ($0.collectedAt, $0.resultedAt, $0.specimenID) > ($1.collectedAt, $1.resultedAt, $1.specimenID)
+                    }).first {
+                        status.latestTest = .init(
+                            code: latest.testCode, detected: latest.detected, collected: latest.collectedAt, resulted: latest.resultedAt)
+                    }
+                    var ends: [(LocalDate, Int, HealthStatus.RestrictionKind)] = handIsolations.map {
+                        ($0.until, $0.kind == .isolation ? 1 : 0, $0.kind)
+                    }
+                    for kept in mine where kept.result.detected && !kept.released {
+                        ends.append((LocalDate(kept.result.collectedAt, in: campus.zone).adding(days: policy.isolationDays), 1, .isolation))
+                    }
+                    if let last = ends.sorted(by: { ($0.0, $0.1) > ($1.0, $1.1) }).first {
+                        status.restriction = .init(kind: last.2, until: last.0)
+                    }
+                    expected = status
+                }
+                let row = try await server.pool.query(
+                    "SELECT health FROM users WHERE campus_id = \(campus.id) AND id = \(users[email]!)", campus: campus.id.rawValue)
+                let stored = HealthStatus.stored(try row[0].decode("health", as: PostgresJSON?.self))
+                #expect(stored == expected, "seed \(seed), \(email)")
+            }
+        }
+        // And recomputing everything from scratch changes nothing.
+        #expect(try await records.recomputeAll(campus: campus) == 0)
+        await server.pool.shutdown()
+    }
+
+    @Test func resultsCSVIsReadStrictlyAndNamesEachProblemByLineAndColumn() throws {
+        let zone = try #require(TimeZone(identifier: "America/New_York"))
+        let good = """
+            specimen_id,member,collected_at,resulted_at,test_code,result
+            S-1,Alice@Example.edu,2021-05-01T09:30:00-04:00,2021-05-02T08:00:00Z,94500-6,not detected
+            "S-2, second",bob@example.edu,2021-05-01,2021-05-02T08:00:00.250Z,94558-4,POSITIVE\r
+            S-3,carol@example.edu,2021-05-01T09:30:00Z,2021-05-02T08:00:00+02:00,95209-3,260373001
+
+            """
+        let (results, problems) = ResultsCSV.parse(Data(good.utf8), zone: zone)
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(results.map(\.specimenID) == ["S-1", "S-2, second", "S-3"])
+        #expect(results.map(\.subject) == ["alice@example.edu", "bob@example.edu", "carol@example.edu"])
+        #expect(results.map(\.detected) == [false, true, true])
+        #expect(results[0].collectedAt == Date(timeIntervalSince1970: 1_619_875_800))
+        #expect(results[1].collectedAt == Date(timeIntervalSince1970: 1_619_841_600), "a date alone: midnight in the campus's zone")
+        #expect(results[1].resultedAt == Date(timeIntervalSince1970: 1_619_942_400.25))
+        #expect(results[2].resultedAt == Date(timeIntervalSince1970: 1_619_935_200))
+
+        let bad = """
+            specimen_id,member,collected_at,resulted_at,test_code,result
+            S-1,alice,2021-02-30,2021-05-02T08:00:00Z,94500-6,maybe
+            S-2,bob@example.edu,2021-05-01
+            S-3,carol@example.edu,2021-05-01T09:30,2021-05-02T25:00:00Z,1-1,detected
+            """
+        let refused = ResultsCSV.parse(Data(bad.utf8), zone: zone)
+        #expect(refused.results.isEmpty)
+        #expect(
+            refused.problems.map(\.field) == [
+                "line 2: member", "line 2: collected_at", "line 2: result", "line 3", "line 4: collected_at", "line 4: resulted_at",
+                "line 4: test_code",
+            ])
+        #expect(ResultsCSV.parse(Data("a,b\n".utf8), zone: zone).problems.map(\.field) == ["line 1"])
+        #expect(ResultsCSV.parse(Data(), zone: zone).problems.map(\.field) == ["file"])
+        #expect(ResultsCSV.parse(Data("\"unclosed".utf8), zone: zone).problems.first?.field == "line 1")
+    }
+
+    @Test func attestResultsImportStoresAFileAllOrNoneAndTokenIssueMakesALabToken() async throws {
+        let cli = try await AdminCLITests.cli()
+        #expect(
+            try await cli.run("campus", "create", "north", "--name", "North", "--timezone", "UTC", "--email-domain", "example.edu").status
+                == 0)
+        #expect(try await cli.run("user", "add", "north", "alice@example.edu").status == 0)
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-results-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appending(path: "results.csv")
+        try Data(
+            """
+            specimen_id,member,collected_at,resulted_at,test_code,result
+            S-1,alice@example.edu,2026-11-20T09:30:00Z,2026-11-20T15:00:00Z,94500-6,detected
+            S-2,stranger@example.org,2026-11-20,2026-11-20T15:00:00Z,94500-6,not detected
+
+            """.utf8
+        ).write(to: file)
+        let imported = try await cli.run("results", "import", "north", file.path, "--json")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let outcome = try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [String: Int]
+        #expect(outcome == ["received": 2, "matched": 1, "unmatched": 1, "corrected": 0, "statusesChanged": 1])
+
+        try Data("specimen_id,member,collected_at,resulted_at,test_code,result\nS-1,alice@example.edu,x,y,94500-6,detected\n".utf8)
+            .write(to: file)
+        let refused = try await cli.run("results", "import", "north", file.path)
+        #expect(refused.status == 1 && refused.stderr.contains("line 2: collected_at") && refused.stderr.contains("nothing was stored"))
+
+        // Erasing a member takes their results with them, those still waiting under their email too.
+        #expect(try await cli.run("user", "add", "north", "stranger@example.edu").status == 0)
+        try Data(
+            "specimen_id,member,collected_at,resulted_at,test_code,result\nS-3,carol@example.edu,2026-11-20,2026-11-21,94500-6,detected\n"
+                .utf8
+        ).write(to: file)
+        #expect(try await cli.run("results", "import", "north", file.path).status == 0)
+        #expect(try await cli.run("user", "add", "north", "carol@example.edu").status == 0)
+        let owner = TestDatabase.client(database: cli.database, role: nil, maxConnections: 1)
+        func specimens() async throws -> [String] {
+            try await owner.query("SELECT specimen_id FROM test_results ORDER BY specimen_id").map { try $0.decode("specimen_id") }
+        }
+        #expect(try await specimens() == ["S-1", "S-2", "S-3"])
+        #expect(try await cli.run("user", "erase", "north", "alice@example.edu", "--yes").status == 0)
+        let erased = try await cli.run("user", "erase", "north", "carol@example.edu", "--yes")
+        #expect(erased.status == 0 && erased.stdout.contains("1 unmatched test results"), "\(erased.stdout)")
+        #expect(try await specimens() == ["S-2"])
+        await owner.shutdown()
+
+        let token = try await cli.run("token", "issue", "north", "--lab", "county-lab")
+        #expect(token.status == 0 && SessionStore.isWellFormed(token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let neither = try await cli.run("token", "issue", "north")
+        #expect(neither.status != 0 && neither.stderr.contains("or --lab <name>"), "\(neither.stderr)")
+    }
+}
