@@ -591,6 +591,28 @@ CREATE TABLE IF NOT EXISTS test_results (
 CREATE INDEX IF NOT EXISTS test_results_by_member ON test_results (campus_id, user_id) WHERE user_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS test_results_unmatched ON test_results (campus_id, received_at)
     WHERE user_id IS NULL AND dismissed_at IS NULL;
+-- Exemptions a member asked for (medical, religious, other), with their note sealed under
+-- the key-encryption key, and a health officer's decision: approved until a day, or denied.
+CREATE TABLE IF NOT EXISTS exemptions (
+    campus_id     uuid NOT NULL,
+    user_id       uuid NOT NULL,
+    id            uuid NOT NULL,
+    kind          text NOT NULL CHECK (kind IN ('medical', 'religious', 'other')),
+    note          bytea NOT NULL,
+    requested_at  timestamptz NOT NULL DEFAULT now(),
+    status        text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'denied')),
+    expires_on    date,
+    reason        text NOT NULL DEFAULT '' CHECK (length(reason) <= 500),
+    decided_by    text,
+    decided_at    timestamptz,
+    PRIMARY KEY (campus_id, user_id, id),
+    UNIQUE (campus_id, id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE,
+    CHECK ((status = 'approved') = (expires_on IS NOT NULL)),
+    CHECK ((status = 'pending') = (decided_at IS NULL))
+);
+CREATE INDEX IF NOT EXISTS exemptions_pending ON exemptions (campus_id, requested_at) WHERE status = 'pending';
+CREATE UNIQUE INDEX IF NOT EXISTS exemptions_one_pending ON exemptions (campus_id, user_id) WHERE status = 'pending';
 -- Isolations and quarantines a health officer started by hand (a positive result's isolation
 -- is its result's: test_results.released_at ends it early).
 CREATE TABLE IF NOT EXISTS isolations (
@@ -632,7 +654,7 @@ BEGIN
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
         'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings',
         'door_counts', 'member_places', 'member_profiles', 'member_notifications', 'push_keys', 'push_subscriptions',
-        'machine_tokens', 'test_results', 'isolations'
+        'machine_tokens', 'test_results', 'isolations', 'exemptions'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);

@@ -1,4 +1,4 @@
--- health records: laboratories' tokens, test results, isolations and each member's status
+-- health records: laboratories' tokens, test results, exemptions, isolations and each member's status
 -- Each member's health status as last recomputed from their whole record (null: no record),
 -- kept on the row like roles, so that reading a session's member reads no other table.
 ALTER TABLE users ADD COLUMN IF NOT EXISTS health jsonb;
@@ -39,6 +39,28 @@ CREATE TABLE IF NOT EXISTS test_results (
 CREATE INDEX IF NOT EXISTS test_results_by_member ON test_results (campus_id, user_id) WHERE user_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS test_results_unmatched ON test_results (campus_id, received_at)
     WHERE user_id IS NULL AND dismissed_at IS NULL;
+-- Exemptions a member asked for (medical, religious, other), with their note sealed under
+-- the key-encryption key, and a health officer's decision: approved until a day, or denied.
+CREATE TABLE IF NOT EXISTS exemptions (
+    campus_id     uuid NOT NULL,
+    user_id       uuid NOT NULL,
+    id            uuid NOT NULL,
+    kind          text NOT NULL CHECK (kind IN ('medical', 'religious', 'other')),
+    note          bytea NOT NULL,
+    requested_at  timestamptz NOT NULL DEFAULT now(),
+    status        text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'denied')),
+    expires_on    date,
+    reason        text NOT NULL DEFAULT '' CHECK (length(reason) <= 500),
+    decided_by    text,
+    decided_at    timestamptz,
+    PRIMARY KEY (campus_id, user_id, id),
+    UNIQUE (campus_id, id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE,
+    CHECK ((status = 'approved') = (expires_on IS NOT NULL)),
+    CHECK ((status = 'pending') = (decided_at IS NULL))
+);
+CREATE INDEX IF NOT EXISTS exemptions_pending ON exemptions (campus_id, requested_at) WHERE status = 'pending';
+CREATE UNIQUE INDEX IF NOT EXISTS exemptions_one_pending ON exemptions (campus_id, user_id) WHERE status = 'pending';
 -- Isolations and quarantines a health officer started by hand (a positive result's isolation
 -- is its result's: test_results.released_at ends it early).
 CREATE TABLE IF NOT EXISTS isolations (
@@ -59,7 +81,7 @@ DO $$
 DECLARE
     tenant_table text;
 BEGIN
-    FOREACH tenant_table IN ARRAY ARRAY['machine_tokens', 'test_results', 'isolations'] LOOP
+    FOREACH tenant_table IN ARRAY ARRAY['machine_tokens', 'test_results', 'isolations', 'exemptions'] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('DROP POLICY IF EXISTS campus_isolation ON %I', tenant_table);

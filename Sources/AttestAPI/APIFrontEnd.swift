@@ -19,7 +19,6 @@ package struct APIFrontEnd: FrontEnd {
         CommunityRoutes(services: services).register(on: signedIn)
         NotificationRoutes(services: services).register(on: signedIn)
         PushRoutes(services: services).register(on: signedIn)
-        RecordsRoutes(services: services).register(campus: campus, signedIn: signedIn)
         // A member's own private data: never with an operator's session, counted per member.
         let ownData = signedIn.group().add(middleware: OwnDataMiddleware(limiters: services.limiters))
         JournalRoutes(services: services).register(on: ownData)
@@ -29,5 +28,6 @@ package struct APIFrontEnd: FrontEnd {
         ProfileRoutes(services: services).register(on: ownData)
         ShareRoutes(services: services).register(campus: campus, signedIn: ownData)
         StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
+        RecordsRoutes(services: services).register(campus: campus, signedIn: signedIn, ownData: ownData)
     }
 }

@@ -1,6 +1,7 @@
 import Identity
 import Journal
 import Notifications
+import Records
 import Surveys
 import Tenancy
 
@@ -11,4 +12,5 @@ enum SealedColumns {
     static let all: [SealedColumn] =
         BadgeKeyStore.sealedColumns + OIDCIssuerStore.sealedColumns + CampusPluginStore.sealedColumns + JournalStore.sealedColumns
         + EpisodeStore.sealedColumns + ProfileStore.sealedColumns + PushKeyStore.sealedColumns + PushSubscriptionStore.sealedColumns
+        + HealthRecords.sealedColumns
 }

@@ -38,14 +38,37 @@ public struct HealthStatus: Sendable, Equatable, Codable {
         public init(kind: RestrictionKind, until: LocalDate) { (self.kind, self.until) = (kind, until) }
     }
 
+    /// Why a member is exempt.
+    public enum ExemptionKind: String, Sendable, Equatable, Codable, CaseIterable {
+        case medical
+        case religious
+        case other
+    }
+
+    /// An exemption a health officer approved, until `expires`, inclusive (campus-local).
+    public struct Exemption: Sendable, Equatable, Codable {
+        public var kind: ExemptionKind
+        public var expires: LocalDate
+
+        public init(kind: ExemptionKind, expires: LocalDate) { (self.kind, self.expires) = (kind, expires) }
+    }
+
     /// The most recently collected test (the latest resulted of those collected the same day).
     public var latestTest: Test?
     /// Of the isolations and quarantines not released, the one that ends last (an isolation
     /// before a quarantine ending the same day).
     public var restriction: Restriction?
+    /// Of the approved exemptions, the one that expires last.
+    public var exemption: Exemption?
 
-    public init(latestTest: Test? = nil, restriction: Restriction? = nil) {
-        (self.latestTest, self.restriction) = (latestTest, restriction)
+    public init(latestTest: Test? = nil, restriction: Restriction? = nil, exemption: Exemption? = nil) {
+        (self.latestTest, self.restriction, self.exemption) = (latestTest, restriction, exemption)
+    }
+
+    /// The exemption in force on `date`, if any.
+    public func exemption(on date: LocalDate) -> Exemption? {
+        guard let exemption, date <= exemption.expires else { return nil }
+        return exemption
     }
 
     /// No record at all.

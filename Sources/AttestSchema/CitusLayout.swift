@@ -17,7 +17,7 @@ public enum CitusLayout {
         "member_changes", "purge_state", "testing_locations", "notification_outbox", "reminder_runs", "audit_log",
         "journal_entries", "journal_audio", "journal_audio_chunks", "episodes", "journal_shares", "journal_share_openings",
         "member_settings", "door_counts", "member_places", "member_profiles", "member_notifications", "push_keys", "push_subscriptions",
-        "machine_tokens", "test_results", "isolations",
+        "machine_tokens", "test_results", "isolations", "exemptions",
     ]
 
     /// The script: the extension's settings, reference tables, then distributed tables.

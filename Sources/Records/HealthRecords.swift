@@ -12,9 +12,11 @@ import Tenancy
 public struct HealthRecords: Sendable {
     let client: PostgresClient
     let generations: AuthGenerations?
+    /// Seals and opens exemptions' notes; without it they cannot be written or read.
+    let kek: KeyEncryptionKey?
 
-    public init(client: PostgresClient, generations: AuthGenerations? = nil) {
-        (self.client, self.generations) = (client, generations)
+    public init(client: PostgresClient, generations: AuthGenerations? = nil, kek: KeyEncryptionKey? = nil) {
+        (self.client, self.generations, self.kek) = (client, generations, kek)
     }
 
     /// What a delivery of results did.
@@ -134,12 +136,17 @@ public struct HealthRecords: Sendable {
             FROM isolations s
             WHERE s.campus_id = \(campus.id) AND s.user_id = ANY(\(users)) AND s.released_at IS NULL
             UNION ALL
+            SELECT 'e', e.user_id, NULL, NULL, NULL, NULL, NULL, NULL, e.kind, e.expires_on, NULL
+            FROM exemptions e
+            WHERE e.campus_id = \(campus.id) AND e.user_id = ANY(\(users)) AND e.status = 'approved'
+            UNION ALL
             SELECT 'u', u.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, u.health
             FROM users u
             WHERE u.campus_id = \(campus.id) AND u.id = ANY(\(users))
             """)
         var results: [UUID: [HealthStatusComputation.Result]] = [:]
         var isolations: [UUID: [HealthStatusComputation.Isolation]] = [:]
+        var exemptions: [UUID: [HealthStatus.Exemption]] = [:]
         var stored: [UUID: HealthStatus?] = [:]
         for row in rows {
             let user = try row.decode("user_id", as: UUID.self)
@@ -153,6 +160,9 @@ public struct HealthRecords: Sendable {
             case "i":
                 let kind = HealthStatus.RestrictionKind(rawValue: try row.decode("restriction")) ?? .isolation
                 isolations[user, default: []].append(.init(kind: kind, until: try row.decode("ends_on")))
+            case "e":
+                let kind = HealthStatus.ExemptionKind(rawValue: try row.decode("restriction")) ?? .other
+                exemptions[user, default: []].append(.init(kind: kind, expires: try row.decode("ends_on")))
             default:
                 stored[user] = HealthStatus.stored(try row.decode("health", as: PostgresJSON?.self))
             }
@@ -162,7 +172,8 @@ public struct HealthRecords: Sendable {
         encoder.outputFormatting = .sortedKeys
         for (user, before) in stored {
             let status = HealthStatusComputation.status(
-                results: results[user] ?? [], isolations: isolations[user] ?? [], policy: policy, zone: campus.zone)
+                results: results[user] ?? [], isolations: isolations[user] ?? [], exemptions: exemptions[user] ?? [], policy: policy,
+                zone: campus.zone)
             guard status != before else { continue }
             ids.append(user)
             statuses.append(try status.map { String(decoding: try encoder.encode($0), as: UTF8.self) } ?? "")
@@ -188,6 +199,7 @@ public struct HealthRecords: Sendable {
                 SELECT id FROM users WHERE campus_id = \(campus.id) AND health IS NOT NULL
                 UNION SELECT user_id FROM test_results WHERE campus_id = \(campus.id) AND user_id IS NOT NULL
                 UNION SELECT user_id FROM isolations WHERE campus_id = \(campus.id)
+                UNION SELECT user_id FROM exemptions WHERE campus_id = \(campus.id) AND status = 'approved'
                 """)
             return try await Self.recompute(connection, campus: campus, users: try rows.map { try $0.decode("id") }, policy: policy)
         }

@@ -65,9 +65,11 @@ public enum HealthStatusComputation {
         LocalDate(collected, in: zone).adding(days: policy.isolationDays)
     }
 
-    /// nil when there is no record at all (no result, no isolation).
-    public static func status(results: [Result], isolations: [Isolation], policy: RecordsPolicy, zone: TimeZone) -> HealthStatus? {
-        guard !results.isEmpty || !isolations.isEmpty else { return nil }
+    /// nil when there is no record at all (no result, no isolation, no approved exemption).
+    public static func status(
+        results: [Result], isolations: [Isolation], exemptions: [HealthStatus.Exemption] = [], policy: RecordsPolicy, zone: TimeZone
+    ) -> HealthStatus? {
+        guard !results.isEmpty || !isolations.isEmpty || !exemptions.isEmpty else { return nil }
         var status = HealthStatus()
         let latest = results.max { a, b in
             (a.collectedAt, a.resultedAt, a.specimenID) < (b.collectedAt, b.resultedAt, b.specimenID)
@@ -83,6 +85,7 @@ public enum HealthStatusComputation {
         status.restriction = restrictions.max { a, b in
             (a.until, a.kind == .isolation ? 1 : 0) < (b.until, b.kind == .isolation ? 1 : 0)
         }
+        status.exemption = exemptions.max { a, b in (a.expires, a.kind.rawValue) < (b.expires, b.kind.rawValue) }
         return status
     }
 }

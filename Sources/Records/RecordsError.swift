@@ -10,6 +10,8 @@ public enum RecordsError: Error, Sendable, Equatable, CustomStringConvertible {
     case notFound(String)
     /// The request conflicts with the record as it is (a result already matched).
     case conflict(String)
+    /// The server holds no key-encryption key, so exemptions' notes can be neither sealed nor opened.
+    case sealingUnavailable
 
     /// One thing wrong with what was sent.
     public struct Problem: Sendable, Equatable, CustomStringConvertible {
@@ -24,6 +26,8 @@ public enum RecordsError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalid(let problems): problems.prefix(20).map(\.description).joined(separator: "; ")
         case .notFound(let what): what
         case .conflict(let what): what
+        case .sealingUnavailable:
+            "exemptions cannot be kept or read on this server: it was started without a key-encryption key (--kek-file)"
         }
     }
 }

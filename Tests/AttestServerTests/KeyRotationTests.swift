@@ -8,6 +8,7 @@ import HTTPTypes
 import Identity
 import Journal
 import Notifications
+import Records
 import Synchronization
 import Testing
 
@@ -134,6 +135,9 @@ struct KeyRotationTests {
             try await ProfileStore(client: server.pool, kek: kek).set(
                 campus: north.id, user: member.id, profile: HealthProfile(birthYear: 1990 + index, heightCm: 170, weightKg: 60),
                 now: now)
+            // An exemption's note.
+            _ = try await HealthRecords(client: server.pool, kek: kek).requestExemption(
+                campus: north, user: member.id, kind: .medical, note: "exemption note of m\(index)", actor: "test", now: now)
             // A browser's push subscription, sealed whole.
             _ = try await PushSubscriptionStore(client: server.pool, kek: kek).add(
                 campus: north.id, user: member.id, Self.subscription(index))
@@ -163,6 +167,8 @@ struct KeyRotationTests {
             #expect(
                 try await ProfileStore(client: services.pool, kek: services.kek).profile(campus: north.id, user: member).birthYear == 1990
                     + index)
+            let exemptions = try await HealthRecords(client: services.pool, kek: services.kek).exemptions(campus: north, user: member)
+            #expect(exemptions.map(\.note) == ["exemption note of m\(index)"])
             let browsers = try await PushSubscriptionStore(client: services.pool, kek: services.kek).list(campus: north.id, user: member)
             #expect(browsers.map(\.subscription.endpoint.absoluteString) == ["https://push.example.net/send/\(index)"])
         }
@@ -210,8 +216,8 @@ struct KeyRotationTests {
         #expect(try await rotation.wait(timeout: .seconds(60)) == 0, "\(rotation.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(rotation.stdout.utf8)) as? [String: Any]
         // Two badge keys, the subject key, the client secret, the webhook's, two entries, a recording, two episodes, two profiles,
-        // the push key and two browsers' subscriptions.
-        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 15, "\(rotation.stdout)")
+        // the push key, two browsers' subscriptions and two exemptions' notes.
+        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 17, "\(rotation.stdout)")
         #expect(try await Self.envelopes(under: keys.old, database: server.database).values.allSatisfy { $0 == 0 })
         #expect(try await Self.envelopes(under: keys.new, database: server.database) == before)
 

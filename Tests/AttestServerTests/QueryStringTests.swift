@@ -21,7 +21,7 @@ struct QueryStringTests {
     static let samples = [
         "from": "2026-11-20", "to": "2026-11-20", "date": "2026-11-20", "color": "red", "limit": "5", "cursor": "2026-11-21",
         "lat": "40.7", "lon": "-73.9", "region": "99001", "search": "alpha", "format": "json",
-        "profile": "true", "unmatched": "true",
+        "profile": "true", "unmatched": "true", "status": "pending",
     ]
     /// Where a route's parameter takes another form than `samples` gives.
     static let routeSamples = [

@@ -22,6 +22,9 @@ struct RecordsTests {
     static let dismiss = "/v1/campuses/{campus}/health/results/{id}/dismiss"
     static let isolations = "/v1/campuses/{campus}/health/isolations"
     static let release = "/v1/campuses/{campus}/health/isolations/{id}/release"
+    static let myExemptions = "/v1/campuses/{campus}/me/exemptions"
+    static let exemptions = "/v1/campuses/{campus}/health/exemptions"
+    static let exemption = "/v1/campuses/{campus}/health/exemptions/{id}"
 
     /// A FHIR R4 Observation of a SARS-CoV-2 PCR result.
     static func observation(
@@ -338,6 +341,94 @@ struct RecordsTests {
         }
     }
 
+    @Test func aMemberAsksForAnExemptionAHealthOfficerDecidesAndTheMemberSeesTheDecision() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let south = try await server.campus("south")
+        let (_, member) = try await server.user("alice@example.edu", at: campus)
+        let (_, other) = try await server.user("bob@example.edu", at: campus)
+        let (_, officer) = try await server.user("ho@example.edu", at: campus, roles: [.healthOfficer])
+        let (_, southOfficer) = try await server.user("ho@example.edu", at: south, roles: [.healthOfficer])
+        try await server.services.authGenerations.refresh()
+        try await server.run { api in
+            let asked = try await api.send(
+                .post, "/v1/campuses/north/me/exemptions", template: Self.myExemptions, token: member,
+                json: #"{"kind": "medical", "note": "allergic to a vaccine component; letter from Dr. Ortiz"}"#)
+            #expect(asked.status == 201 && asked.json["status"] as? String == "pending" && asked.json["expires"] is NSNull, "\(asked.body)")
+            let id = try #require(asked.json["id"] as? String)
+            let again = try await api.send(
+                .post, "/v1/campuses/north/me/exemptions", template: Self.myExemptions, token: member,
+                json: #"{"kind": "other", "note": "again"}"#)
+            #expect(again.status == 409)
+            for (body, field) in [(#"{"kind": "vegan", "note": "x"}"#, "kind"), (#"{"kind": "other", "note": "  "}"#, "note")] {
+                let refused = try await api.send(
+                    .post, "/v1/campuses/north/me/exemptions", template: Self.myExemptions, token: other, json: body)
+                #expect(refused.status == 422 && refused.problem.fields == [field], "\(refused.body)")
+            }
+            clock.advance(by: 60)
+            let denied = try await api.send(
+                .post, "/v1/campuses/north/me/exemptions", template: Self.myExemptions, token: other,
+                json: #"{"kind": "religious", "note": "a letter from my congregation"}"#)
+            let deniedID = try #require(denied.json["id"] as? String)
+
+            let waiting = try await api.send(.get, "/v1/campuses/north/health/exemptions", template: Self.exemptions, token: officer)
+            let items = try #require(waiting.json["items"] as? [[String: Any]])
+            #expect(items.map { $0["email"] as? String } == ["alice@example.edu", "bob@example.edu"])
+            #expect(items.first?["note"] as? String == "allergic to a vaccine component; letter from Dr. Ortiz")
+            let asMember = try await api.send(.get, "/v1/campuses/north/health/exemptions", template: Self.exemptions, token: member)
+            #expect(asMember.status == 403)
+            let southList = try await api.send(.get, "/v1/campuses/south/health/exemptions", template: Self.exemptions, token: southOfficer)
+            #expect((southList.json["items"] as? [Any])?.isEmpty == true)
+            let southDecides = try await api.send(
+                .patch, "/v1/campuses/south/health/exemptions/\(id)", template: Self.exemption, token: southOfficer,
+                json: #"{"decision": "approved", "expires": "2027-06-30"}"#)
+            #expect(southDecides.status == 404)
+
+            for (body, field) in [
+                (#"{"decision": "approved"}"#, "expires"), (#"{"decision": "maybe"}"#, "decision"),
+                (#"{"decision": "approved", "expires": "2026-11-19"}"#, "expires"),
+                (#"{"decision": "approved", "expires": "2030-01-01"}"#, "expires"),
+            ] {
+                let refused = try await api.send(
+                    .patch, "/v1/campuses/north/health/exemptions/\(id)", template: Self.exemption, token: officer, json: body)
+                #expect(refused.status == 422 && refused.problem.fields == [field], "\(body): \(refused.body)")
+            }
+            let approved = try await api.send(
+                .patch, "/v1/campuses/north/health/exemptions/\(id)", template: Self.exemption, token: officer,
+                json: #"{"decision": "approved", "expires": "2027-06-30", "reason": "letter received"}"#)
+            #expect(approved.status == 204, "\(approved.body)")
+            let twice = try await api.send(
+                .patch, "/v1/campuses/north/health/exemptions/\(id)", template: Self.exemption, token: officer,
+                json: #"{"decision": "denied"}"#)
+            #expect(twice.status == 409)
+            let no = try await api.send(
+                .patch, "/v1/campuses/north/health/exemptions/\(deniedID)", template: Self.exemption, token: officer,
+                json: #"{"decision": "denied", "reason": "send the letter to the health office"}"#)
+            #expect(no.status == 204)
+
+            // Each member sees their decision, and the approved one is in their record.
+            let mine = try await api.send(.get, "/v1/campuses/north/me/exemptions", template: Self.myExemptions, token: member)
+            let decided = try #require((mine.json["items"] as? [[String: Any]])?.first)
+            #expect(decided["status"] as? String == "approved" && decided["expires"] as? String == "2027-06-30")
+            #expect(decided["reason"] as? String == "letter received" && decided["email"] == nil)
+            let record = try await api.send(.get, "/v1/campuses/north/me/records", template: Self.records, token: member)
+            #expect((record.json["exemption"] as? [String: Any])?["expires"] as? String == "2027-06-30", "\(record.body)")
+            let bobs = try await api.send(.get, "/v1/campuses/north/me/exemptions", template: Self.myExemptions, token: other)
+            #expect((bobs.json["items"] as? [[String: Any]])?.first?["status"] as? String == "denied")
+            let bobsRecord = try await api.send(.get, "/v1/campuses/north/me/records", template: Self.records, token: other)
+            #expect(bobsRecord.json["exemption"] is NSNull)
+
+            let actions = try await AuditLog(client: server.pool).entries(campus: campus.id).map(\.action)
+            for action in ["exemption.request", "exemptions.read", "exemption.approve", "exemption.deny"] {
+                #expect(actions.contains(action), "\(action) audited: \(actions)")
+            }
+            // The note is sealed at rest.
+            let stored: Data = try await server.pool.query(
+                "SELECT note FROM exemptions WHERE campus_id = \(campus.id) LIMIT 1", campus: campus.id.rawValue)[0].decode("note")
+            #expect(!String(decoding: stored, as: UTF8.self).contains("letter"))
+        }
+    }
+
     /// The stored status is always the one the whole record gives: random histories of
     /// results, corrections, late results, matches, isolations and releases, replayed in
     /// random orders, each step checked against a model of the record kept here.
@@ -345,7 +436,7 @@ struct RecordsTests {
         var random = SeededGenerator(seed: seed)
         let clock = try TestClock("2026-11-20T16:00:00Z")
         let (server, campus) = try await AttestationTests.setUp(clock: clock)
-        let records = HealthRecords(client: server.pool)
+        let records = HealthRecords(client: server.pool, kek: TestServer.kek)
         let emails = ["a@example.edu", "b@example.edu", "c@example.edu"]
         var users: [String: UserID] = [:]
         for email in emails { users[email] = try await server.user(email, at: campus).user.id }
@@ -360,9 +451,10 @@ struct RecordsTests {
         }
         var kept: [String: Kept] = [:]
         var isolations: [UUID: (email: String, kind: HealthStatus.RestrictionKind, until: LocalDate, released: Bool)] = [:]
+        var approved: [(email: String, exemption: HealthStatus.Exemption)] = []
         let base = try #require(FHIRTime.parse("2026-11-01T12:00:00Z", zone: .gmt))
         for _ in 0..<40 {
-            switch Int.random(in: 0..<10, using: &random) {
+            switch Int.random(in: 0..<11, using: &random) {
             case 0..<6:
                 // A delivery of 1 to 4 results: new specimens, corrections, late results, subjects nobody has.
                 var delivery: [LabResult] = []
@@ -399,6 +491,17 @@ struct RecordsTests {
                     .decode("id")
                 try await records.match(campus: campus, result: id, email: email, actor: "test")
                 kept[specimen] = Kept(result: waiting.result, owner: email, released: waiting.released, dismissed: false)
+            case 10:
+                // An exemption asked for and decided: approved until a day, or denied.
+                let email = emails.randomElement(using: &random)!
+                let kind = HealthStatus.ExemptionKind.allCases.randomElement(using: &random)!
+                let asked = try await records.requestExemption(
+                    campus: campus, user: users[email]!, kind: kind, note: "n", actor: "test", now: clock.read())
+                let approve = Bool.random(using: &random)
+                let expires = campus.localDate(at: clock.read()).adding(days: Int.random(in: 0...300, using: &random))
+                try await records.decideExemption(
+                    campus: campus, id: asked.id, approve: approve, expires: expires, reason: "", actor: "test", now: clock.read())
+                if approve { approved.append((email, .init(kind: kind, expires: expires))) }
             case 7:
                 let email = emails.randomElement(using: &random)!
                 let kind: HealthStatus.RestrictionKind = Bool.random(using: &random) ? .isolation : .quarantine
@@ -429,7 +532,8 @@ struct RecordsTests {
                 let mine = kept.values.filter { $0.owner == email }
                 var expected: HealthStatus? = nil
                 let handIsolations = isolations.values.filter { $0.email == email && !$0.released }
-                if !mine.isEmpty || !handIsolations.isEmpty {
+                let exemptions = approved.filter { $0.email == email }.map(\.exemption)
+                if !mine.isEmpty || !handIsolations.isEmpty || !exemptions.isEmpty {
                     var status = HealthStatus()
                     if let latest = mine.map(\.result).sorted(by: {
                         ($0.collectedAt, $0.resultedAt, $0.specimenID) > ($1.collectedAt, $1.resultedAt, $1.specimenID)
@@ -446,6 +550,7 @@ struct RecordsTests {
                     if let last = ends.sorted(by: { ($0.0, $0.1) > ($1.0, $1.1) }).first {
                         status.restriction = .init(kind: last.2, until: last.0)
                     }
+                    status.exemption = exemptions.sorted { ($0.expires, $0.kind.rawValue) > ($1.expires, $1.kind.rawValue) }.first
                     expected = status
                 }
                 let row = try await server.pool.query(

@@ -43,4 +43,5 @@ SELECT create_distributed_table('push_subscriptions', 'campus_id', colocate_with
 SELECT create_distributed_table('machine_tokens', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('test_results', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('isolations', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('exemptions', 'campus_id', colocate_with => 'users');
 COMMIT;

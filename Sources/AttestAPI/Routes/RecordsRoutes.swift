@@ -76,23 +76,106 @@ struct RecordsRoutes: Sendable {
         var until: String
     }
 
+    struct MemberExemption: Encodable {
+        var kind: String
+        var expires: String
+    }
+
     struct MemberRecordBody: ResponseEncodable {
         var tests: [MemberTest]
         /// The isolation or quarantine in force today; null when none.
         var restriction: MemberRestriction?
+        /// The approved exemption in force today; null when none.
+        var exemption: MemberExemption?
 
-        enum CodingKeys: String, CodingKey { case tests, restriction }
+        enum CodingKeys: String, CodingKey { case tests, restriction, exemption }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(tests, forKey: .tests)
             try container.encode(restriction, forKey: .restriction)  // null, not absent
+            try container.encode(exemption, forKey: .exemption)
         }
     }
 
     static func words(_ detected: Bool) -> String { detected ? "detected" : "not detected" }
 
-    func register(campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
+    struct ExemptionItem: ResponseEncodable {
+        var id: String
+        var kind: String
+        var note: String
+        var status: String
+        var requestedAt: String
+        var expires: String?
+        var reason: String
+        var decidedAt: String?
+        /// Whose: in the health officers' list only.
+        var email: String?
+        var name: String?
+
+        init(_ exemption: HealthRecords.Exemption, withMember: Bool) {
+            id = exemption.id.lowercasedText
+            kind = exemption.kind.rawValue
+            note = exemption.note
+            status = exemption.status.rawValue
+            requestedAt = PostgresDate.timestamp(exemption.requestedAt)
+            expires = exemption.expires?.description
+            reason = exemption.reason
+            decidedAt = exemption.decidedAt.map(PostgresDate.timestamp)
+            (email, name) = withMember ? (exemption.email, exemption.name) : (nil, nil)
+        }
+
+        enum CodingKeys: String, CodingKey { case id, kind, note, status, requestedAt, expires, reason, decidedAt, email, name }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(kind, forKey: .kind)
+            try container.encode(note, forKey: .note)
+            try container.encode(status, forKey: .status)
+            try container.encode(requestedAt, forKey: .requestedAt)
+            try container.encode(expires, forKey: .expires)  // null until approved
+            try container.encode(reason, forKey: .reason)
+            try container.encode(decidedAt, forKey: .decidedAt)  // null while pending
+            try container.encodeIfPresent(email, forKey: .email)
+            try container.encodeIfPresent(name, forKey: .name)
+        }
+    }
+
+    struct ExemptionList: ResponseEncodable {
+        var items: [ExemptionItem]
+    }
+
+    func register(
+        campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>, ownData: RouterGroup<AttestRequestContext>
+    ) {
+        ownData.get("me/exemptions") { request, context -> Response in
+            let (campus, user) = try JournalRoutes.member(context)
+            let query = QueryParameters(request, accepting: [])
+            guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+            let items = try await services.records.exemptions(campus: campus, user: user)
+            return try JournalRoutes.private(ExemptionList(items: items.map { ExemptionItem($0, withMember: false) }), request, context)
+        }
+        ownData.post("me/exemptions") { request, context -> Response in
+            let (campus, user) = try JournalRoutes.member(context)
+            var reader = ObjectReader(try await request.jsonObject(context: context), fields: ["kind", "note"])
+            let kind = reader.value("kind", required: "medical, religious or other", wrong: "must be medical, religious or other") {
+                value -> HealthStatus.ExemptionKind? in
+                if case .string(let text) = value { HealthStatus.ExemptionKind(rawValue: text) } else { nil }
+            }
+            let note = reader.text("note", required: "what the health officers should know, in a few words")
+            if let note, note.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty || note.count > HealthRecords.maxNote {
+                reader.problem("note", "must hold 1 to \(HealthRecords.maxNote) characters")
+            }
+            try reader.finish()
+            guard let kind, let note else { throw Problem.validation(reader.problems) }
+            let made = try await services.records.requestExemption(
+                campus: campus, user: user, kind: kind, note: note, actor: "user:" + (try context.requireSession().user.email),
+                now: services.clock())
+            var response = try JournalRoutes.private(ExemptionItem(made, withMember: false), request, context)
+            response.status = .created
+            return response
+        }
         let bearer = BearerAuthentication(services: services)
         campus.post("lab/results") { request, context -> Response in
             try await receive(request, context, bearer: bearer)
@@ -111,6 +194,9 @@ struct RecordsRoutes: Sendable {
                 },
                 restriction: record.status.restriction(on: today).map {
                     MemberRestriction(kind: $0.kind.rawValue, until: $0.until.description)
+                },
+                exemption: record.status.exemption(on: today).map {
+                    MemberExemption(kind: $0.kind.rawValue, expires: $0.expires.description)
                 })
             return try JournalRoutes.private(body, request, context)
         }
@@ -179,6 +265,42 @@ struct RecordsRoutes: Sendable {
             var response = try JournalRoutes.private(RestrictionItem(restriction), request, context)
             response.status = .created
             return response
+        }
+        health.get("exemptions") { request, context -> Response in
+            let campus = try context.requireCampus(), session = try context.requireSession()
+            let query = QueryParameters(request, accepting: ["status"])
+            guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
+            guard let status = HealthRecords.Exemption.Status(rawValue: query["status"] ?? "pending") else {
+                throw Problem.validation([.init(field: "status", message: "must be pending, approved or denied")])
+            }
+            let items = try await services.records.exemptions(campus: campus, status: status, actor: session.user.email)
+            return try JournalRoutes.private(ExemptionList(items: items.map { ExemptionItem($0, withMember: true) }), request, context)
+        }
+        health.patch("exemptions/:id") { request, context -> Response in
+            let campus = try context.requireCampus(), session = try context.requireSession()
+            let id = try Self.id(context)
+            var reader = ObjectReader(try await request.jsonObject(context: context), fields: ["decision", "expires", "reason"])
+            let approve = reader.value("decision", required: "approved or denied", wrong: "must be approved or denied") { value -> Bool? in
+                switch value {
+                case .string("approved"): true
+                case .string("denied"): false
+                default: nil
+                }
+            }
+            let expires = reader.date("expires")
+            let reason = reader.text("reason") ?? ""
+            if reason.count > HealthRecords.maxReason {
+                reader.problem("reason", "must hold at most \(HealthRecords.maxReason) characters")
+            }
+            if approve == true, expires == nil, !reader.has("expires") {
+                reader.problem("expires", "is required to approve: the last day the exemption holds")
+            }
+            try reader.finish()
+            guard let approve else { throw Problem.validation(reader.problems) }
+            try await services.records.decideExemption(
+                campus: campus, id: id, approve: approve, expires: approve ? expires : nil, reason: reason, actor: session.user.email,
+                now: services.clock())
+            return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
         }
         health.post("isolations/:id/release") { request, context -> Response in
             let campus = try context.requireCampus(), session = try context.requireSession()

@@ -104,7 +104,7 @@ public struct AttestServices: Sendable {
             decideHealth: { health, answered, campus, now in
                 await attestations.decide(health: health, answered: answered, campus: campus, at: now)
             })
-        self.records = HealthRecords(client: database, generations: authGenerations)
+        self.records = HealthRecords(client: database, generations: authGenerations, kek: kek)
         self.machineTokens = MachineTokens(client: database)
         self.doorCounts = DoorCounts(client: database, logger: logger, clock: clock)
         self.testingLocations = TestingLocationDirectory(
