@@ -22,6 +22,23 @@ import Foundation
 /// `equals`, `in` (a list), `gte`, `lte`. A rule with `lastsDays: N` also matches when the
 /// member's answers on any of the previous N-1 days matched it (so "red for 10 days after a
 /// positive test" is one rule); N is at most 15, since a rule is given the previous 14 days.
+///
+/// `health` (optional) is a second table, on the member's health record (DESIGN §11), tried
+/// in order after the answers' badge is known, the first match kept:
+///
+/// ```json
+/// "health": [
+///   {"when": {"record": "positive-test"}, "color": "red", "reason": "Positive test: stay home"},
+///   {"when": {"all": [{"record": "not-exempt"}, {"testOlderThanDays": 7}]}, "color": "yellow",
+///    "reason": "Weekly test due: get tested to keep a green badge"}
+/// ]
+/// ```
+///
+/// A health condition is `all`/`any` as above, `{"record": R}` with R one of `isolated`,
+/// `quarantined`, `exempt`, `not-exempt`, `positive-test`, `no-test` (on the day decided), or
+/// `{"testOlderThanDays": N}` (1 to 365: no negative test collected in the last N days). A
+/// matching rule's colour is shown when it is worse than the answers' (for a member who has not
+/// answered, only a red one is); an isolation or quarantine is red whatever the table says.
 public struct StandardBadgeRule: BadgeRule {
     public static let id = "standard"
 
@@ -67,7 +84,49 @@ public struct StandardBadgeRule: BadgeRule {
         var lastsDays: Int
     }
 
+    /// A condition on the member's health record.
+    indirect enum HealthCondition: Sendable, Equatable {
+        case all([HealthCondition])
+        case any([HealthCondition])
+        case record(String)
+        case testOlderThan(days: Int)
+
+        static let records: Set<String> = ["isolated", "quarantined", "exempt", "not-exempt", "positive-test", "no-test"]
+
+        var size: Int {
+            switch self {
+            case .all(let conditions), .any(let conditions): 1 + conditions.reduce(0) { $0 + $1.size }
+            case .record, .testOlderThan: 1
+            }
+        }
+
+        func matches(_ input: HealthInput) -> Bool {
+            let health = input.health
+            switch self {
+            case .all(let conditions): return conditions.allSatisfy { $0.matches(input) }
+            case .any(let conditions): return conditions.contains { $0.matches(input) }
+            case .record("isolated"): return health.restriction(on: input.date)?.kind == .isolation
+            case .record("quarantined"): return health.restriction(on: input.date)?.kind == .quarantine
+            case .record("exempt"): return health.exemption(on: input.date) != nil
+            case .record("not-exempt"): return health.exemption(on: input.date) == nil
+            case .record("positive-test"): return health.latestTest?.detected == true
+            case .record("no-test"): return health.latestTest == nil
+            case .record: return false
+            case .testOlderThan(let days):
+                guard let test = health.latestTest, !test.detected else { return true }
+                return LocalDate(test.collected, in: input.timeZone).days(until: input.date) > days
+            }
+        }
+    }
+
+    struct HealthRule: Sendable, Equatable {
+        var when: HealthCondition
+        var color: BadgeColor
+        var reason: String
+    }
+
     let rules: [Rule]
+    let healthRules: [HealthRule]
     let fallback: (color: BadgeColor, reason: String)
     public let version: String
     /// Only rules with `lastsDays` look back, and only at their own questions over their own
@@ -83,7 +142,15 @@ public struct StandardBadgeRule: BadgeRule {
             throw PluginSettingsError("the standard rule's settings need \"rules\": a list of {when, color, reason}")
         }
         rules = try list.enumerated().map { index, item in try Self.rule(item, at: "rules[\(index)]", questionnaire) }
-        let size = rules.reduce(0) { $0 + $1.when.size }
+        if let health = object["health"] {
+            guard case .array(let items) = health else {
+                throw PluginSettingsError("health must be a list of {when, color, reason} on the member's health record")
+            }
+            healthRules = try items.enumerated().map { index, item in try Self.healthRule(item, at: "health[\(index)]") }
+        } else {
+            healthRules = []
+        }
+        let size = rules.reduce(0) { $0 + $1.when.size } + healthRules.reduce(0) { $0 + $1.when.size }
         guard size <= Self.maxConditions else {
             throw PluginSettingsError(
                 "the table has \(size) conditions (each all/any, predicate and value of an in list counts); the standard rule "
@@ -159,6 +226,16 @@ public struct StandardBadgeRule: BadgeRule {
         return BadgeDecision(color: fallback.color, reason: fallback.reason, validUntil: input.endOfDay)
     }
 
+    /// The platform's default (an isolation or quarantine is red), then the `health` table's
+    /// first match where it is worse than that.
+    public func decide(_ input: HealthInput) -> BadgeDecision? {
+        let standard = input.standardDecision
+        guard let rule = healthRules.first(where: { $0.when.matches(input) }) else { return standard }
+        let candidate = BadgeDecision(color: rule.color, reason: rule.reason, validUntil: input.endOfDay)
+        guard let standard else { return rule.color == .red ? candidate : nil }
+        return rule.color > standard.color ? candidate : standard
+    }
+
     static func matches(_ condition: Condition, _ answers: SurveyAnswers) -> Bool {
         switch condition {
         case .all(let conditions): return conditions.allSatisfy { matches($0, answers) }
@@ -201,6 +278,37 @@ public struct StandardBadgeRule: BadgeRule {
             lastsDays = Int(number)
         }
         return Rule(when: try condition(when, at: "\(path).when", questionnaire), color: color, reason: reason, lastsDays: lastsDays)
+    }
+
+    static func healthRule(_ value: JSONValue, at path: String) throws -> HealthRule {
+        guard let when = value["when"] else { throw PluginSettingsError("\(path).when is missing") }
+        let color = try Self.color(value["color"], at: "\(path).color")
+        guard case .string(let reason)? = value["reason"], !reason.isEmpty else {
+            throw PluginSettingsError("\(path).reason must be a non-empty string")
+        }
+        return HealthRule(when: try healthCondition(when, at: "\(path).when"), color: color, reason: reason)
+    }
+
+    static func healthCondition(_ value: JSONValue, at path: String) throws -> HealthCondition {
+        guard case .object(let object) = value else { throw PluginSettingsError("\(path) must be an object") }
+        if let list = object["all"] ?? object["any"] {
+            guard case .array(let items) = list, !items.isEmpty else { throw PluginSettingsError("\(path) needs a non-empty list") }
+            let key = object["all"] != nil ? "all" : "any"
+            let conditions = try items.enumerated().map { try healthCondition($1, at: "\(path).\(key)[\($0)]") }
+            return key == "all" ? .all(conditions) : .any(conditions)
+        }
+        if case .string(let record)? = object["record"] {
+            guard HealthCondition.records.contains(record) else {
+                throw PluginSettingsError("\(path).record must be one of \(HealthCondition.records.sorted().joined(separator: ", "))")
+            }
+            return .record(record)
+        }
+        if let days = object["testOlderThanDays"] {
+            guard case .number(let number) = days, number >= 1, number <= 365, number == number.rounded(), let whole = Int(exactly: number)
+            else { throw PluginSettingsError("\(path).testOlderThanDays must be a whole number of days from 1 to 365") }
+            return .testOlderThan(days: whole)
+        }
+        throw PluginSettingsError("\(path) needs \"all\", \"any\", \"record\" or \"testOlderThanDays\"")
     }
 
     static func color(_ value: JSONValue?, at path: String) throws -> BadgeColor {

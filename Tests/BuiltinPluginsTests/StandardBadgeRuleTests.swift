@@ -228,3 +228,85 @@ struct BadgeRuleConformanceTests {
         #expect(problems(.throwing).contains("threw"))
     }
 }
+
+extension StandardBadgeRuleTests {
+    // MARK: The health table
+
+    static let weekly: JSONValue = .object([
+        "rules": .array([]),
+        "health": .array([
+            .object(["when": .object(["record": .string("positive-test")]), "color": .string("red"), "reason": .string("Positive test")]),
+            .object([
+                "when": .object(["all": .array([.object(["record": .string("not-exempt")]), .object(["testOlderThanDays": .number(7)])])]),
+                "color": .string("yellow"), "reason": .string("Weekly test due"),
+            ]),
+        ]),
+    ])
+
+    static func health(_ answered: BadgeColor?, _ status: HealthStatus) -> HealthInput {
+        HealthInput(
+            answered: answered.map { BadgeDecision(color: $0, reason: "answers", validUntil: endOfDay) }, health: status, date: today,
+            endOfDay: endOfDay, timeZone: .gmt)
+    }
+
+    static func tested(daysAgo: Int, detected: Bool = false) -> HealthStatus.Test {
+        let collected = today.adding(days: -daysAgo).start(in: .gmt).addingTimeInterval(3600)
+        return .init(code: "94500-6", detected: detected, collected: collected, resulted: collected)
+    }
+
+    @Test func theHealthTableWorsensTheAnswersBadgeAndNeverImprovesIt() throws {
+        let rule = try StandardBadgeRule(settings: Self.weekly, questionnaire: Self.questionnaire)
+        let recent = HealthStatus(latestTest: Self.tested(daysAgo: 7))
+        let old = HealthStatus(latestTest: Self.tested(daysAgo: 8))
+        #expect(rule.decide(Self.health(.green, recent))?.reason == "answers", "a negative test 7 days ago is recent enough")
+        #expect(rule.decide(Self.health(.green, old))?.reason == "Weekly test due")
+        #expect(rule.decide(Self.health(.green, .none))?.color == .yellow, "no test at all is overdue")
+        #expect(rule.decide(Self.health(.red, old))?.reason == "answers", "a worse answer stays")
+        #expect(rule.decide(Self.health(nil, old)) == nil, "not answered: gray, unless the record is red")
+        let positive = HealthStatus(latestTest: Self.tested(daysAgo: 1, detected: true))
+        #expect(rule.decide(Self.health(nil, positive))?.reason == "Positive test")
+        // Exempt until today: no weekly test asked; from tomorrow it is.
+        var exempt = old
+        exempt.exemption = .init(kind: .medical, expires: Self.today)
+        #expect(rule.decide(Self.health(.green, exempt))?.color == .green)
+        // An isolation is red whatever the table says.
+        let isolated = HealthStatus(latestTest: Self.tested(daysAgo: 1), restriction: .init(kind: .isolation, until: Self.today))
+        #expect(rule.decide(Self.health(.green, isolated))?.reason == "Isolation until 21 Nov")
+        // Without a health table, only the platform's default applies.
+        let plain = try StandardBadgeRule(settings: .null, questionnaire: Self.questionnaire)
+        #expect(plain.decide(Self.health(.green, old))?.reason == "answers")
+        #expect(plain.decide(Self.health(nil, isolated))?.color == .red)
+        #expect(try StandardBadgeRule(settings: Self.weekly, questionnaire: Self.questionnaire).version != plain.version)
+    }
+
+    @Test func aHealthTableThatCannotBeReadIsRefusedNamingThePlace() throws {
+        let cases: [(JSONValue, String)] = [
+            (.string("weekly"), "health must be a list"),
+            (.array([.object(["color": .string("red"), "reason": .string("r")])]), "health[0].when is missing"),
+            (
+                .array([.object(["when": .object(["record": .string("sad")]), "color": .string("red"), "reason": .string("r")])]),
+                "health[0].when.record must be one of"
+            ),
+            (
+                .array([.object(["when": .object(["testOlderThanDays": .number(0)]), "color": .string("red"), "reason": .string("r")])]),
+                "testOlderThanDays must be a whole number"
+            ),
+            (
+                .array([.object(["when": .object(["record": .string("exempt")]), "color": .string("gray"), "reason": .string("r")])]),
+                "health[0].color"
+            ),
+            (
+                .array([.object(["when": .object(["any": .array([])]), "color": .string("red"), "reason": .string("r")])]),
+                "health[0].when needs a non-empty list"
+            ),
+        ]
+        for (health, message) in cases {
+            let settings: JSONValue = .object(["rules": .array([]), "health": health])
+            #expect {
+                try StandardBadgeRule(settings: settings, questionnaire: Self.questionnaire)
+            } throws: { error in
+                (error as? PluginSettingsError)?.message.contains(message) == true
+            }
+        }
+    }
+}
