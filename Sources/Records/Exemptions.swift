@@ -124,7 +124,7 @@ extension HealthRecords {
             }
         }
         let policy = RecordsPolicy(campus: campus)
-        let changed = try await client.withTransaction(campus: campus.id.rawValue) { connection in
+        let changed = try await changingRecords(of: campus) { connection in
             let rows = try await connection.query(
                 """
                 UPDATE exemptions SET status = \(approve ? "approved" : "denied"), expires_on = \(approve ? expires : nil),

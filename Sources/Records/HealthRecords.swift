@@ -44,10 +44,11 @@ public struct HealthRecords: Sendable {
             if let earlier = bySpecimen[result.specimenID], earlier.resultedAt > result.resultedAt { continue }
             bySpecimen[result.specimenID] = result
         }
-        let results = Array(bySpecimen.values)
+        // In specimen order: two deliveries naming the same specimens take their rows in one order.
+        let results = bySpecimen.values.sorted { $0.specimenID < $1.specimenID }
         guard !results.isEmpty else { return Receipt(received: 0, matched: 0, unmatched: 0, corrected: 0, statusesChanged: 0) }
         let policy = RecordsPolicy(campus: campus)
-        let (receipt, changed) = try await client.withTransaction(campus: campus.id.rawValue) { connection in
+        let (receipt, changed) = try await changingRecords(of: campus) { connection in
             let rows = try await connection.query(
                 """
                 WITH incoming AS (
@@ -119,6 +120,22 @@ public struct HealthRecords: Sendable {
     }
 
     static func words(_ detected: Bool) -> String { detected ? "detected" : "not detected" }
+
+    /// A transaction that changes a campus's records and recomputes statuses: it first takes
+    /// the campus's records lock (a transaction-level advisory lock), so that two changes for
+    /// one member never recompute from two snapshots that each miss the other's rows (under
+    /// READ COMMITTED, the second recomputes after the first committed and sees it all).
+    func changingRecords<Result: Sendable>(
+        of campus: Campus, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockClass), hashtext(\(campus.id.rawValue.lowercasedText)))")
+            return try await body(connection)
+        }
+    }
+
+    /// The advisory locks' first key: "rec" (records); the second is the campus's hash.
+    static let lockClass: Int32 = 0x72_6563
 
     /// Recomputes the status of `users` at `campus` from their whole record, inside the
     /// caller's transaction; writes the ones that changed and, when any did, moves the
@@ -193,7 +210,7 @@ public struct HealthRecords: Sendable {
     /// entry: after the campus's policy changed. Returns how many changed.
     public func recomputeAll(campus: Campus) async throws -> Int {
         let policy = RecordsPolicy(campus: campus)
-        let changed = try await client.withTransaction(campus: campus.id.rawValue) { connection in
+        let changed = try await changingRecords(of: campus) { connection in
             let rows = try await connection.query(
                 """
                 SELECT id FROM users WHERE campus_id = \(campus.id) AND health IS NOT NULL
@@ -245,7 +262,7 @@ public struct HealthRecords: Sendable {
     /// Gives an unmatched result to the member with `email`, audited; their status follows.
     public func match(campus: Campus, result: UUID, email: String, actor: String) async throws {
         let policy = RecordsPolicy(campus: campus)
-        let changed = try await client.withTransaction(campus: campus.id.rawValue) { connection in
+        let changed = try await changingRecords(of: campus) { connection in
             let rows = try await connection.query(
                 """
                 WITH member AS (SELECT id FROM users WHERE campus_id = \(campus.id) AND email = \(email.lowercased()))

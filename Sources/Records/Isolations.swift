@@ -35,7 +35,7 @@ extension HealthRecords {
         if abs(campus.localDate(at: now).days(until: start)) > 366 { problems.append(.init("startsOn", "must be within a year of today")) }
         guard problems.isEmpty else { throw RecordsError.invalid(problems) }
         let id = UUID()
-        let (restriction, changed) = try await client.withTransaction(campus: campus.id.rawValue) { connection in
+        let (restriction, changed) = try await changingRecords(of: campus) { connection in
             let rows = try await connection.query(
                 """
                 INSERT INTO isolations (campus_id, user_id, id, kind, starts_on, ends_on, started_by)
@@ -104,7 +104,7 @@ extension HealthRecords {
     /// one a positive result started (the result's id).
     public func release(campus: Campus, id: UUID, actor: String) async throws {
         let policy = RecordsPolicy(campus: campus)
-        let changed = try await client.withTransaction(campus: campus.id.rawValue) { connection in
+        let changed = try await changingRecords(of: campus) { connection in
             let rows = try await connection.query(
                 """
                 WITH hand AS (

@@ -429,6 +429,38 @@ struct RecordsTests {
         }
     }
 
+    /// Deliveries for one member at once: each recomputes after the one before committed
+    /// (the campus's records lock), so none leaves a status that misses another's result.
+    @Test func concurrentDeliveriesForOneMemberLeaveTheStatusTheWholeRecordGives() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let alice = try await server.user("alice@example.edu", at: campus).user
+        let records = HealthRecords(client: server.pool)
+        let base = try #require(FHIRTime.parse("2026-11-01T12:00:00Z", zone: .gmt))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<16 {
+                group.addTask {
+                    let collected = base.addingTimeInterval(Double(index) * 86_400)
+                    _ = try await records.receive(
+                        campus: campus,
+                        results: [
+                            LabResult(
+                                specimenID: "C-\(index)", subject: "alice@example.edu", testCode: "94500-6", detected: index % 5 == 0,
+                                collectedAt: collected, resultedAt: collected.addingTimeInterval(3600))
+                        ], source: "test", actor: "test")
+                }
+            }
+            try await group.waitForAll()
+        }
+        let row = try await server.pool.query(
+            "SELECT health FROM users WHERE campus_id = \(campus.id) AND id = \(alice.id)", campus: campus.id.rawValue)
+        let stored = try #require(HealthStatus.stored(try row[0].decode("health", as: PostgresJSON?.self)))
+        #expect(stored.latestTest?.collected == base.addingTimeInterval(15 * 86_400), "the latest of all 16")
+        #expect(stored.restriction?.until == LocalDate("2026-11-26"), "the last positive (collected on the 16th) plus 10 days")
+        #expect(try await records.recomputeAll(campus: campus) == 0)
+        await server.pool.shutdown()
+    }
+
     /// The stored status is always the one the whole record gives: random histories of
     /// results, corrections, late results, matches, isolations and releases, replayed in
     /// random orders, each step checked against a model of the record kept here.
