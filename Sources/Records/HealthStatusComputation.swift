@@ -22,10 +22,8 @@ public struct RecordsPolicy: Sendable, Equatable {
         self.init()
         guard case .object(let settings) = campus.settings.bytes.withUnsafeBytes({ try? JSONValue(parsing: $0) }) ?? .null else { return }
         func days(_ key: String) -> Int? {
-            guard case .number(let value)? = settings[key], value.rounded() == value, Double(Self.days.lowerBound) <= value,
-                value <= Double(Self.days.upperBound)
-            else { return nil }
-            return Int(value)
+            guard case .number(let value)? = settings[key], let days = Int(exactly: value), Self.days.contains(days) else { return nil }
+            return days
         }
         if let days = days("isolationDays") { isolationDays = days }
         if let days = days("quarantineDays") { quarantineDays = days }

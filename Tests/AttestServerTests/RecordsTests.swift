@@ -461,6 +461,39 @@ struct RecordsTests {
         await server.pool.shutdown()
     }
 
+    /// The campus's `isolationDays` sets a positive result's isolation; changing it and
+    /// recomputing moves every status it touches.
+    @Test func theCampusPolicySetsHowLongAnIsolationLasts() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let alice = try await server.user("alice@example.edu", at: campus).user
+        let records = HealthRecords(client: server.pool)
+        let collected = try #require(FHIRTime.parse("2026-11-18T10:00:00-05:00", zone: .gmt))
+        _ = try await records.receive(
+            campus: campus,
+            results: [
+                LabResult(
+                    specimenID: "P-1", subject: "alice@example.edu", testCode: "94500-6", detected: true, collectedAt: collected,
+                    resultedAt: collected.addingTimeInterval(3600))
+            ], source: "test", actor: "test")
+        func until() async throws -> LocalDate? {
+            let row = try await server.pool.query(
+                "SELECT health FROM users WHERE campus_id = \(campus.id) AND id = \(alice.id)", campus: campus.id.rawValue)
+            return HealthStatus.stored(try row[0].decode("health", as: PostgresJSON?.self))?.restriction?.until
+        }
+        #expect(try await until() == LocalDate("2026-11-28"), "10 days by default")
+        for ignored in [#"{"isolationDays": 61}"#, #"{"isolationDays": 2.5}"#, #"{"isolationDays": "5"}"#] {
+            let changed = try await CampusStore(client: server.pool).set(slug: "north", key: "settings", value: ignored, actor: "test")
+            #expect(RecordsPolicy(campus: changed) == RecordsPolicy(), "\(ignored) is no number of days: the defaults stand")
+        }
+        let shorter = try await CampusStore(client: server.pool).set(
+            slug: "north", key: "settings", value: #"{"isolationDays": 5, "quarantineDays": 3}"#, actor: "test")
+        #expect(RecordsPolicy(campus: shorter) == RecordsPolicy(isolationDays: 5, quarantineDays: 3))
+        #expect(try await records.recomputeAll(campus: shorter) == 1)
+        #expect(try await until() == LocalDate("2026-11-23"))
+        await server.pool.shutdown()
+    }
+
     /// The stored status is always the one the whole record gives: random histories of
     /// results, corrections, late results, matches, isolations and releases, replayed in
     /// random orders, each step checked against a model of the record kept here.
