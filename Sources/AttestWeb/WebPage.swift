@@ -123,11 +123,15 @@ struct WebRenderer: Sendable {
             ("history", visit.base + "history", visit["navHistory"]), ("locations", visit.base + "locations", visit["navLocations"]),
             ("stats", visit.base + "stats", visit["navStats"]), ("community", visit.base + "community", visit["navCommunity"]),
             ("journal", visit.base + "journal", visit["navJournal"]),
-            ("episodes", visit.base + "episodes", visit["navEpisodes"]), ("settings", visit.base + "settings", visit["navSettings"]),
+            ("episodes", visit.base + "episodes", visit["navEpisodes"]), ("records", visit.base + "records", visit["navRecords"]),
+            ("settings", visit.base + "settings", visit["navSettings"]),
         ]
         if visit.has([.screener, .admin]) { items.append(("scan", visit.base + "scan", visit["navScan"])) }
         if visit.has([.admin]) { items.append(("admin", visit.base + "admin", visit["navAdmin"])) }
-        if visit.has([.healthOfficer]) { items.append(("follow-ups", visit.base + "admin/follow-ups", visit["navFollowUps"])) }
+        if visit.has([.healthOfficer]) {
+            items.append(("follow-ups", visit.base + "admin/follow-ups", visit["navFollowUps"]))
+            items.append(("health", visit.base + "health", visit["navHealth"]))
+        }
         return items.map { ["href": $0.href, "label": $0.label, "current": $0.id == current] }
     }
 

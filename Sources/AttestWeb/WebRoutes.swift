@@ -25,6 +25,7 @@ struct WebRoutes: Sendable {
         SharingPage(web: self).register(on: pages)
         CommunityPages(web: self).register(on: pages)
         SettingsPage(web: self).register(on: pages)
+        RecordsPages(web: self).register(on: pages)
         WebApp(web: self).register(on: pages)
         ScanPage(web: self).register(on: pages)
         AdminPages(web: self).register(on: pages)

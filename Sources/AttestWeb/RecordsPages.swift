@@ -1,0 +1,208 @@
+import AttestPlugins
+import AttestServer
+import Foundation
+import Hummingbird
+import Records
+import Tenancy
+
+/// Health records as pages (the API's `me/records`, `me/exemptions` and `health/…`): the
+/// member's `/c/{campus}/records` (tests, the isolation or quarantine in force, exemptions and
+/// a form to ask for one), and the health officers' `/c/{campus}/health` (results nobody
+/// matched, exemptions to decide, isolations in force with release, and a form to start one).
+struct RecordsPages: Sendable {
+    let web: WebRoutes
+    var services: AttestServices { web.services }
+
+    func register(on pages: RouterGroup<AttestRequestContext>) {
+        pages.get("records") { request, context -> Response in
+            let visit = try await web.visit(request, context)
+            let notice = request.uri.queryParameters.get("asked") == "1" ? visit["exemptionAsked"] : nil
+            return try await recordsPage(visit: visit, notice: notice)
+        }
+        pages.post("records/exemptions") { request, context -> Response in
+            let visit = try await web.visit(request, context)
+            let form = try await WebForm.read(request, context: context)
+            try web.checkCSRF(request, form: form, visit: visit)
+            let user = try visit.privateUser()
+            let kind = HealthStatus.ExemptionKind(rawValue: form["kind"] ?? "")
+            let note = (form["note"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            var errors = FormErrors()
+            if kind == nil { errors.add("kind", anchor: "exemption-kind", visit["exemptionKindError"]) }
+            if note.isEmpty || note.count > HealthRecords.maxNote {
+                errors.add("note", anchor: "exemption-note", visit["exemptionNoteError"])
+            }
+            guard let kind, errors.isEmpty else {
+                return try await recordsPage(visit: visit, note: note, errors: errors, status: .unprocessableContent)
+            }
+            do {
+                _ = try await services.records.requestExemption(
+                    campus: visit.campus, user: user.id, kind: kind, note: note, actor: "user:" + user.email, now: services.clock())
+            } catch RecordsError.conflict {
+                errors.add("kind", anchor: "exemption-kind", visit["exemptionWaiting"])
+                return try await recordsPage(visit: visit, note: note, errors: errors, status: .conflict)
+            }
+            throw WebOutcome.redirect(visit.base + "records?asked=1")
+        }
+        pages.get("health") { request, context -> Response in
+            let visit = try await web.visit(request, context, roles: [.healthOfficer])
+            let notice = request.uri.queryParameters.get("done") == "1" ? visit["healthDone"] : nil
+            return try await healthPage(visit: visit, notice: notice)
+        }
+        // Each of a health officer's actions: a form posted back to the page, then the page again.
+        func action(_ path: String, _ body: @escaping @Sendable (WebVisit, WebForm, UUID?) async throws -> Void) {
+            pages.post(RouterPath(stringLiteral: path)) { request, context -> Response in
+                let visit = try await web.visit(request, context, roles: [.healthOfficer])
+                let form = try await WebForm.read(request, context: context)
+                try web.checkCSRF(request, form: form, visit: visit)
+                let id = context.parameters.get("id").flatMap(UUID.init(uuidString:))
+                do {
+                    try await body(visit, form, id)
+                } catch let error as RecordsError {
+                    var errors = FormErrors()
+                    errors.add("action", anchor: "health-title", Self.sentence(error))
+                    let status: HTTPResponse.Status =
+                        switch error {
+                        case .notFound: .notFound
+                        case .conflict: .conflict
+                        case .sealingUnavailable: .serviceUnavailable
+                        case .invalid: .unprocessableContent
+                        }
+                    return try await healthPage(visit: visit, errors: errors, status: status)
+                }
+                throw WebOutcome.redirect(visit.base + "health?done=1")
+            }
+        }
+        let records = services.records
+        action("health/results/:id/match") { visit, form, id in
+            let email = (form["email"] ?? "").trimmingCharacters(in: .whitespaces)
+            guard LabResult.email(email) != nil else { throw RecordsError.invalid([.init("email", visit["matchEmailError"])]) }
+            try await records.match(campus: visit.campus, result: try Self.require(id), email: email, actor: try visit.signedInUser().email)
+        }
+        action("health/results/:id/dismiss") { visit, _, id in
+            try await records.dismiss(campus: visit.campus, result: try Self.require(id), actor: try visit.signedInUser().email)
+        }
+        action("health/exemptions/:id") { visit, form, id in
+            let approve = form["decision"] == "approved"
+            let expires = (form["expires"]).flatMap { LocalDate($0) }
+            guard approve || form["decision"] == "denied" else { throw RecordsError.invalid([.init("decision", visit["decisionError"])]) }
+            try await records.decideExemption(
+                campus: visit.campus, id: try Self.require(id), approve: approve, expires: expires,
+                reason: String((form["reason"] ?? "").prefix(HealthRecords.maxReason)), actor: try visit.signedInUser().email,
+                now: services.clock())
+        }
+        action("health/isolations") { visit, form, _ in
+            guard let kind = HealthStatus.RestrictionKind(rawValue: form["kind"] ?? "") else {
+                throw RecordsError.invalid([.init("kind", visit["isolationKindError"])])
+            }
+            let until = (form["until"] ?? "").isEmpty ? nil : form["until"].flatMap { LocalDate($0) }
+            if !(form["until"] ?? "").isEmpty, until == nil { throw RecordsError.invalid([.init("until", visit["untilError"])]) }
+            _ = try await records.start(
+                campus: visit.campus, email: (form["email"] ?? "").trimmingCharacters(in: .whitespaces), kind: kind, startsOn: nil,
+                until: until, actor: try visit.signedInUser().email, now: services.clock())
+        }
+        action("health/isolations/:id/release") { visit, _, id in
+            try await records.release(campus: visit.campus, id: try Self.require(id), actor: try visit.signedInUser().email)
+        }
+    }
+
+    /// The path's id, or the page's 404 for one that is no id.
+    static func require(_ id: UUID?) throws -> UUID {
+        guard let id else { throw RecordsError.notFound("no such record here") }
+        return id
+    }
+
+    static func sentence(_ error: RecordsError) -> String {
+        let text = error.description
+        guard let first = text.first else { return text }
+        return first.uppercased() + text.dropFirst() + (text.hasSuffix(".") ? "" : ".")
+    }
+
+    private func recordsPage(
+        visit: WebVisit, notice: String? = nil, note: String = "", errors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        let user = try visit.privateUser()
+        let campus = visit.campus, today = campus.localDate(at: services.clock())
+        let record = try await services.records.record(campus: campus, user: user.id)
+        let exemptions = try await services.records.exemptions(campus: campus, user: user.id)
+        var data: [String: Any] = [
+            "hasTests": !record.tests.isEmpty,
+            "tests": record.tests.map { test -> [String: Any] in
+                [
+                    "collected": WebFormat.dateTime(test.collectedAt, campus: campus, language: visit.language),
+                    "name": LabResult.acceptedTests[test.code] ?? test.code,
+                    "result": visit[test.detected ? "resultDetected" : "resultNotDetected"], "detected": test.detected,
+                ]
+            },
+            "exemptions": exemptions.map { exemption -> [String: Any] in
+                let kind = visit["exemptionKind_" + exemption.kind.rawValue]
+                let text: String
+                switch exemption.status {
+                case .pending: text = visit.format("exemptionPending", kind)
+                case .approved:
+                    text = visit.format(
+                        "exemptionApproved", kind,
+                        exemption.expires.map { WebFormat.date($0, campus: campus, language: visit.language) } ?? "")
+                case .denied: text = visit.format("exemptionDenied", kind)
+                }
+                return ["text": text, "reason": exemption.reason]
+            },
+            "kinds": HealthStatus.ExemptionKind.allCases.map { ["value": $0.rawValue, "label": visit["exemptionKind_" + $0.rawValue]] },
+            "note": errors.field("note", value: note), "kindError": errors["kind"] ?? "",
+            "canAsk": !exemptions.contains { $0.status == .pending },
+        ]
+        if let restriction = record.status.restriction(on: today) {
+            data["restriction"] = visit.format(
+                restriction.kind == .isolation ? "isolationUntil" : "quarantineUntil",
+                WebFormat.date(restriction.until, campus: campus, language: visit.language))
+        }
+        if let notice { data["notice"] = notice }
+        errors.summary(into: &data)
+        return try web.renderer.render(
+            .init(
+                template: "records", title: errors.title(visit["recordsTitle"], visit: visit), data: data.droppingEmptyText(),
+                status: status, current: "records"), visit: visit)
+    }
+
+    private func healthPage(
+        visit: WebVisit, notice: String? = nil, errors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        let campus = visit.campus, actor = try visit.signedInUser().email, now = services.clock()
+        let unmatched = try await services.records.unmatched(campus: campus, actor: actor)
+        let exemptions = try await services.records.exemptions(campus: campus, status: .pending, actor: actor)
+        let restrictions = try await services.records.restrictions(campus: campus, on: campus.localDate(at: now), actor: actor)
+        var data: [String: Any] = [
+            "hasUnmatched": !unmatched.isEmpty,
+            "unmatched": unmatched.map { item -> [String: Any] in
+                [
+                    "id": item.id.lowercasedText, "specimen": item.result.specimenID, "subject": item.result.subject,
+                    "test": LabResult.acceptedTests[item.result.testCode] ?? item.result.testCode,
+                    "result": visit[item.result.detected ? "resultDetected" : "resultNotDetected"],
+                    "collected": WebFormat.dateTime(item.result.collectedAt, campus: campus, language: visit.language),
+                ]
+            },
+            "hasExemptions": !exemptions.isEmpty,
+            "exemptions": exemptions.map { item -> [String: Any] in
+                [
+                    "id": item.id.lowercasedText, "name": item.name, "email": item.email,
+                    "kind": visit["exemptionKind_" + item.kind.rawValue],
+                    "note": item.note, "requested": WebFormat.dateTime(item.requestedAt, campus: campus, language: visit.language),
+                ]
+            },
+            "hasRestrictions": !restrictions.isEmpty,
+            "restrictions": restrictions.map { item -> [String: Any] in
+                [
+                    "id": item.id.lowercasedText, "name": item.name, "email": item.email,
+                    "kind": visit[item.kind == .isolation ? "isolationWord" : "quarantineWord"],
+                    "until": WebFormat.date(item.until, campus: campus, language: visit.language),
+                    "source": visit[item.fromResult ? "fromResult" : "byHand"],
+                ]
+            },
+        ]
+        if let notice { data["notice"] = notice }
+        errors.summary(into: &data)
+        return try web.renderer.render(
+            .init(
+                template: "health", title: errors.title(visit["healthTitle"], visit: visit), data: data, status: status, wide: true,
+                current: "health"), visit: visit)
+    }
+}

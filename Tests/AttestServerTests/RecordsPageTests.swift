@@ -1,0 +1,105 @@
+import AttestPlugins
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import Identity
+import Records
+import Tenancy
+import Testing
+
+/// The health-record pages over HTTP: the member's `/c/{campus}/records` and the health
+/// officers' `/c/{campus}/health`, each action a form posted back with its CSRF token.
+@Suite("Health-record pages")
+struct RecordsPageTests {
+    @Test func aMemberAsksForAnExemptionAndAHealthOfficerMatchesApprovesAndReleasesOnTheirPage() async throws {
+        let (server, campus) = try await WebPageTests.setUp()
+        let lab = try await RecordsTests.labToken(server, campus)
+        try await server.services.authGenerations.refresh()
+        try await server.run { api in
+            // A positive result for Ana, and one nobody matches.
+            let sent = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: RecordsTests.lab, token: lab,
+                json: RecordsTests.bundle([
+                    RecordsTests.observation(specimen: "S-1", email: "ana@example.edu", detected: true, collected: "2026-11-20"),
+                    RecordsTests.observation(specimen: "S-2", email: "ana.typo@example.edu", detected: false),
+                ]))
+            #expect(sent.status == 200)
+
+            let ana = WebClient(api.client)
+            try await ana.demoSignIn(campus: "north", email: "ana@example.edu")
+            let record = try await ana.get("/c/north/records")
+            #expect(record.status == 200, "\(record.body)")
+            #expect(record.body.contains("Isolation until") && record.body.contains("Detected (positive)"))
+            #expect(record.body.contains("SARS-CoV-2 RNA Resp Ql NAA+probe"))
+            let csrf = try #require(record.csrf)
+            // A note without words is refused, and nothing is asked.
+            let empty = try await ana.post("/c/north/records/exemptions", form: [("csrf", csrf), ("kind", "medical"), ("note", "  ")])
+            #expect(empty.status == 422 && empty.body.contains("Write a note of 1 to 2,000 characters."))
+            let asked = try await ana.post(
+                "/c/north/records/exemptions", form: [("csrf", csrf), ("kind", "medical"), ("note", "a letter from my doctor")])
+            #expect(asked.status == 303 && asked.location == "/c/north/records?asked=1")
+            let waiting = try await ana.get("/c/north/records?asked=1")
+            #expect(waiting.body.contains("Medical exemption: waiting for the health office."))
+            #expect(!waiting.body.contains("name=\"note\""), "one request waits at a time: no form until it is decided")
+            let forged = try await ana.post("/c/north/records/exemptions", form: [("csrf", "x"), ("kind", "other"), ("note", "n")])
+            #expect(forged.status == 403)
+
+            // Ana is no health officer.
+            #expect(try await ana.get("/c/north/health").status == 403)
+
+            let hana = WebClient(api.client)
+            try await hana.demoSignIn(campus: "north", email: "hana@example.edu")
+            let office = try await hana.get("/c/north/health")
+            #expect(office.status == 200 && office.body.contains("ana.typo@example.edu") && office.body.contains("a letter from my doctor"))
+            #expect(office.body.contains("ana@example.edu") && office.body.contains("A positive result"), "Ana's isolation listed")
+            let token = try #require(office.csrf)
+            let ids = RecordsPageTests.ids(in: office.body)
+            let result = try #require(ids.first { office.body.contains("health/results/\($0)/match") })
+            let exemption = try #require(ids.first { office.body.contains("health/exemptions/\($0)\"") })
+            let isolation = try #require(ids.first { office.body.contains("health/isolations/\($0)/release") })
+
+            let nobody = try await hana.post(
+                "/c/north/health/results/\(result)/match", form: [("csrf", token), ("email", "zed@example.edu")])
+            #expect(nobody.status == 404 && nobody.body.contains("No member of this campus has the email zed@example.edu"))
+            let matched = try await hana.post(
+                "/c/north/health/results/\(result)/match", form: [("csrf", token), ("email", "ana@example.edu")])
+            #expect(matched.status == 303 && matched.location == "/c/north/health?done=1")
+            let approved = try await hana.post(
+                "/c/north/health/exemptions/\(exemption)", form: [("csrf", token), ("decision", "approved"), ("expires", "2027-06-30")])
+            #expect(approved.status == 303)
+            let released = try await hana.post("/c/north/health/isolations/\(isolation)/release", form: [("csrf", token)])
+            #expect(released.status == 303)
+            let started = try await hana.post(
+                "/c/north/health/isolations", form: [("csrf", token), ("email", "sam@example.edu"), ("kind", "quarantine"), ("until", "")])
+            #expect(started.status == 303)
+            let after = try await hana.get("/c/north/health")
+            #expect(after.body.contains("Every result found its member.") && after.body.contains("No request is waiting."))
+            #expect(after.body.contains("sam@example.edu") && !after.body.contains("A positive result"))
+
+            let later = try await ana.get("/c/north/records")
+            #expect(!later.body.contains("Isolation until"), "released")
+            #expect(later.body.contains("Medical exemption: approved until"))
+            #expect(later.body.contains("Not detected (negative)"), "the matched result is hers now")
+            let actions = try await AuditLog(client: server.pool).entries(campus: campus.id).map(\.action)
+            for action in [
+                "exemption.request", "results.unmatched.read", "exemptions.read", "isolations.read", "result.match",
+                "exemption.approve", "isolation.release", "quarantine.start",
+            ] {
+                #expect(actions.contains(action), "\(action) audited")
+            }
+        }
+    }
+
+    /// The UUIDs a page names, in order.
+    static func ids(in body: String) -> [String] {
+        let pattern = try? NSRegularExpression(pattern: "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+        let range = NSRange(body.startIndex..., in: body)
+        var seen: [String] = []
+        for match in pattern?.matches(in: body, range: range) ?? [] {
+            guard let found = Range(match.range, in: body) else { continue }
+            let id = String(body[found])
+            if !seen.contains(id) { seen.append(id) }
+        }
+        return seen
+    }
+}
