@@ -846,6 +846,24 @@ class AdminAndHealthOfficer(unittest.TestCase):
         finally:
             d.quit()
 
+    def test_health_office_and_the_members_record(self):
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['officer'], '/health')
+            headings = [h.text for h in d.find_elements(By.CSS_SELECTOR, 'main h2')]
+            self.assertEqual(headings, ['Results that match no member', 'Exemptions to decide', 'Isolations and quarantines'])
+            self.assertTrue(d.find_element(By.ID, 'isolation-email').is_displayed())
+            check_both_languages(d, 'health')
+        finally:
+            d.quit()
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['member'], '/records')
+            self.assertTrue(d.find_element(By.ID, 'exemption-note').is_displayed())
+            check_both_languages(d, 'records')
+        finally:
+            d.quit()
+
 
 if __name__ == '__main__':
     with open(sys.argv[1]) as handle:
