@@ -59,7 +59,7 @@ struct RecordsPages: Sendable {
                     try await body(visit, form, id)
                 } catch let error as RecordsError {
                     var errors = FormErrors()
-                    errors.add("action", anchor: "health-title", Self.sentence(error))
+                    errors.add("action", anchor: "health-title", Problem.sentence(error))
                     let status: HTTPResponse.Status =
                         switch error {
                         case .notFound: .notFound
@@ -109,12 +109,6 @@ struct RecordsPages: Sendable {
     static func require(_ id: UUID?) throws -> UUID {
         guard let id else { throw RecordsError.notFound("no such record here") }
         return id
-    }
-
-    static func sentence(_ error: RecordsError) -> String {
-        let text = error.description
-        guard let first = text.first else { return text }
-        return first.uppercased() + text.dropFirst() + (text.hasSuffix(".") ? "" : ".")
     }
 
     private func recordsPage(

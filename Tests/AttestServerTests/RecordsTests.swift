@@ -715,6 +715,8 @@ struct RecordsTests {
 
         let token = try await cli.run("token", "issue", "north", "--lab", "county-lab")
         #expect(token.status == 0 && SessionStore.isWellFormed(token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let unnamed = try await cli.run("token", "issue", "north", "--lab", " ")
+        #expect(unnamed.status != 0 && unnamed.stderr.contains("--lab names the laboratory"), "\(unnamed.stderr)")
         let neither = try await cli.run("token", "issue", "north")
         #expect(neither.status != 0 && neither.stderr.contains("or --lab <name>"), "\(neither.stderr)")
     }

@@ -32,6 +32,14 @@ struct TokenCommand: AsyncParsableCommand {
             default: break
             }
             if lab != nil, create { throw ValidationError("--create makes a user; a laboratory's token has none.") }
+            if let lab {
+                let name = lab.trimmingCharacters(in: .whitespaces)
+                guard (1...100).contains(name.utf8.count),
+                    !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                else {
+                    throw ValidationError("--lab names the laboratory: 1 to 100 bytes without control characters, e.g. --lab state-lab.")
+                }
+            }
         }
 
         func run() async throws {
