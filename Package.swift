@@ -34,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         // Hummingbird's own dependency: its HTTP parts, for a handler in the connection's pipeline.
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
@@ -169,10 +170,15 @@ let package = Package(
         .target(
             name: "Records",
             dependencies: [
-                "AttestFoundation", "AttestPlugins", "AttestPostgres", "Tenancy", "Identity",
+                "AttestFoundation", "AttestPlugins", "AttestPostgres", "Tenancy", "Identity", "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+                // The VCI Directory snapshot's signing certificate.
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // zlib, for SMART Health Cards' raw DEFLATE payloads (Debian: zlib1g-dev).
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         // Built-in plugins use the plugin API only (and swift-crypto for webhook signatures).
         .target(
             name: "BuiltinPlugins",
@@ -314,7 +320,7 @@ let package = Package(
                 "Tenancy", "Surveys",
                 "AttestPlugins",
                 "BuiltinPlugins",
-                "Notifications", "AttestPluginHTTP", "AttestPluginsTesting", "Journal", "Records",
+                "Notifications", "AttestPluginHTTP", "AttestPluginsTesting", "Journal", "Records", "CZlib",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -119,6 +119,8 @@ CREATE TABLE IF NOT EXISTS users (
     -- The member's health status as last recomputed from their whole record (null: no
     -- record; Records, DESIGN §11), kept on the row like roles.
     health        jsonb,
+    -- Compared with a SMART Health Card's birth date under `shc-identity` (DESIGN §11).
+    birth_date    date,
     PRIMARY KEY (campus_id, id),
     UNIQUE (campus_id, email),
     UNIQUE (campus_id, pseudonym),
@@ -643,6 +645,41 @@ CREATE TABLE IF NOT EXISTS audit_log (
 );
 CREATE INDEX IF NOT EXISTS audit_log_by_time ON audit_log (campus_id, at);
 
+-- SMART Health Cards (DESIGN §11).
+-- The VCI Directory's issuers, shared by every campus (`attest shc directory import`): each
+-- issuer's public keys and revocation lists as the signed snapshot gives them.
+CREATE TABLE IF NOT EXISTS shc_directory (
+    iss            text PRIMARY KEY CHECK (length(iss) BETWEEN 1 AND 500),
+    canonical_iss  text CHECK (length(canonical_iss) BETWEEN 1 AND 500),
+    name           text NOT NULL CHECK (length(name) BETWEEN 1 AND 300),
+    jwks           jsonb NOT NULL,
+    crls           jsonb NOT NULL DEFAULT '[]',
+    imported_at    timestamptz NOT NULL DEFAULT now()
+);
+GRANT SELECT ON shc_directory TO attest_app;
+-- A campus's own trusted issuers (`attest shc issuer add`): a pilot's, a test's.
+CREATE TABLE IF NOT EXISTS shc_issuers (
+    campus_id  uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    iss        text NOT NULL CHECK (length(iss) BETWEEN 1 AND 500),
+    name       text NOT NULL CHECK (length(name) BETWEEN 1 AND 300),
+    jwks       jsonb NOT NULL,
+    crls       jsonb NOT NULL DEFAULT '[]',
+    added_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, iss)
+);
+-- Each COVID-19 dose a member's verified card gave: its CVX code, the day, the issuer and
+-- when the card was verified. Never the card itself.
+CREATE TABLE IF NOT EXISTS vaccinations (
+    campus_id    uuid NOT NULL,
+    user_id      uuid NOT NULL,
+    cvx          text NOT NULL CHECK (cvx ~ '^[0-9]{1,3}$'),
+    given_on     date NOT NULL,
+    issuer       text NOT NULL CHECK (length(issuer) BETWEEN 1 AND 500),
+    verified_at  timestamptz NOT NULL,
+    PRIMARY KEY (campus_id, user_id, given_on, cvx),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+
 -- Row-level security: the second wall behind the application's own scoping.
 DO $$
 DECLARE
@@ -654,7 +691,7 @@ BEGIN
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
         'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings',
         'door_counts', 'member_places', 'member_profiles', 'member_notifications', 'push_keys', 'push_subscriptions',
-        'machine_tokens', 'test_results', 'isolations', 'exemptions'
+        'machine_tokens', 'test_results', 'isolations', 'exemptions', 'shc_issuers', 'vaccinations'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);

@@ -14,7 +14,8 @@ public struct AttestCommand: AsyncParsableCommand {
         version: attestVersion,
         subcommands: [
             ServeCommand.self, DevCommand.self, MigrateCommand.self, CampusCommand.self, UserCommand.self,
-            RoleCommand.self, TokenCommand.self, ResultsCommand.self, AuditCommand.self, KeysCommand.self, SurveyCommand.self,
+            RoleCommand.self, TokenCommand.self, ResultsCommand.self, SHCCommand.self, AuditCommand.self, KeysCommand.self,
+            SurveyCommand.self,
             PluginCommand.self,
             OutboxCommand.self, LocationsCommand.self,
             ReportCommand.self, PurgeCommand.self, CitusCommand.self, CommunityCommand.self, NotifyCommand.self, PushCommand.self,

@@ -53,6 +53,23 @@ public struct HealthStatus: Sendable, Equatable, Codable {
         public init(kind: ExemptionKind, expires: LocalDate) { (self.kind, self.expires) = (kind, expires) }
     }
 
+    /// A member's COVID-19 vaccination as their verified SMART Health Cards give it.
+    public struct Vaccination: Sendable, Equatable, Codable {
+        /// Doses, counted by the day they were given.
+        public var doses: Int
+        public var lastDose: LocalDate
+        /// The day of the dose that completed the primary series (a single-dose vaccine, or a
+        /// second dose); nil while incomplete.
+        public var completed: LocalDate?
+
+        public init(doses: Int, lastDose: LocalDate, completed: LocalDate?) {
+            (self.doses, self.lastDose, self.completed) = (doses, lastDose, completed)
+        }
+
+        /// Days after the completing dose before a member counts as fully vaccinated.
+        public static let protectionDays = 14
+    }
+
     /// The most recently collected test (the latest resulted of those collected the same day).
     public var latestTest: Test?
     /// Of the isolations and quarantines not released, the one that ends last (an isolation
@@ -60,9 +77,17 @@ public struct HealthStatus: Sendable, Equatable, Codable {
     public var restriction: Restriction?
     /// Of the approved exemptions, the one that expires last.
     public var exemption: Exemption?
+    /// Nil when no card gave a dose.
+    public var vaccination: Vaccination?
 
-    public init(latestTest: Test? = nil, restriction: Restriction? = nil, exemption: Exemption? = nil) {
-        (self.latestTest, self.restriction, self.exemption) = (latestTest, restriction, exemption)
+    public init(latestTest: Test? = nil, restriction: Restriction? = nil, exemption: Exemption? = nil, vaccination: Vaccination? = nil) {
+        (self.latestTest, self.restriction, self.exemption, self.vaccination) = (latestTest, restriction, exemption, vaccination)
+    }
+
+    /// Fully vaccinated on `date`: the series completed at least `protectionDays` before.
+    public func vaccinated(on date: LocalDate) -> Bool {
+        guard let completed = vaccination?.completed else { return false }
+        return completed.adding(days: Vaccination.protectionDays) <= date
     }
 
     /// The exemption in force on `date`, if any.

@@ -8,7 +8,7 @@ import AttestPostgres
 /// and checks the order against the foreign keys in the catalog).
 public enum CitusLayout {
     /// Shared by every campus: reference tables.
-    public static let referenceTables = ["campuses", "schema_migrations", "community_regions", "community_days"]
+    public static let referenceTables = ["campuses", "schema_migrations", "community_regions", "community_days", "shc_directory"]
 
     /// Every tenant table, in an order where each table's foreign-key targets come first.
     public static let distributedTables = [
@@ -17,7 +17,7 @@ public enum CitusLayout {
         "member_changes", "purge_state", "testing_locations", "notification_outbox", "reminder_runs", "audit_log",
         "journal_entries", "journal_audio", "journal_audio_chunks", "episodes", "journal_shares", "journal_share_openings",
         "member_settings", "door_counts", "member_places", "member_profiles", "member_notifications", "push_keys", "push_subscriptions",
-        "machine_tokens", "test_results", "isolations", "exemptions",
+        "machine_tokens", "test_results", "isolations", "exemptions", "shc_issuers", "vaccinations",
     ]
 
     /// The script: the extension's settings, reference tables, then distributed tables.

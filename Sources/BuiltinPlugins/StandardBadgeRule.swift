@@ -35,7 +35,8 @@ import Foundation
 /// ```
 ///
 /// A health condition is `all`/`any` as above, `{"record": R}` with R one of `isolated`,
-/// `quarantined`, `exempt`, `not-exempt`, `positive-test`, `no-test` (on the day decided), or
+/// `quarantined`, `exempt`, `not-exempt`, `positive-test`, `no-test`, `vaccinated` (the series
+/// completed 14 days or more before), `not-vaccinated` (on the day decided), or
 /// `{"testOlderThanDays": N}` (1 to 365: no negative test collected in the last N days). A
 /// matching rule's colour is shown when it is worse than the answers' (for a member who has not
 /// answered, only a red one is); an isolation or quarantine is red whatever the table says.
@@ -91,7 +92,9 @@ public struct StandardBadgeRule: BadgeRule {
         case record(String)
         case testOlderThan(days: Int)
 
-        static let records: Set<String> = ["isolated", "quarantined", "exempt", "not-exempt", "positive-test", "no-test"]
+        static let records: Set<String> = [
+            "isolated", "quarantined", "exempt", "not-exempt", "positive-test", "no-test", "vaccinated", "not-vaccinated",
+        ]
 
         var size: Int {
             switch self {
@@ -111,6 +114,8 @@ public struct StandardBadgeRule: BadgeRule {
             case .record("not-exempt"): return health.exemption(on: input.date) == nil
             case .record("positive-test"): return health.latestTest?.detected == true
             case .record("no-test"): return health.latestTest == nil
+            case .record("vaccinated"): return health.vaccinated(on: input.date)
+            case .record("not-vaccinated"): return !health.vaccinated(on: input.date)
             case .record: return false
             case .testOlderThan(let days):
                 guard let test = health.latestTest, !test.detected else { return true }

@@ -278,9 +278,11 @@ public struct UserStore: Sendable {
                             try await AuditLog.record(
                                 connection, campus: campus.id, actor: "user:\(identity.email)", action: "user.onboard",
                                 target: identity.email, details: ["issuer": identity.issuer])
+                            try await Self.keepBirthDate(connection, campus: campus.id, user: user.id, identity: identity)
                             return user
                         }
                     }
+                    try await Self.keepBirthDate(connection, campus: campus.id, user: userID, identity: identity)
                     let rows = try await connection.query(
                         "SELECT \(Self.columns) FROM users u WHERE u.campus_id = \(campus.id) AND u.id = \(userID)")
                     return try Self.user(from: rows[0])
@@ -290,6 +292,34 @@ public struct UserStore: Sendable {
             }
         }
         throw IdentityError.userExists(identity.email)
+    }
+
+    /// Keeps the identity provider's `birthdate` claim, when it sent one (a SMART Health
+    /// Card's birth date is compared with it).
+    static func keepBirthDate(_ connection: PostgresConnection, campus: CampusID, user: UserID, identity: VerifiedIdentity) async throws {
+        guard let birthDate = identity.birthDate else { return }
+        try await connection.query(
+            """
+            UPDATE users SET birth_date = \(birthDate)
+            WHERE campus_id = \(campus) AND id = \(user) AND birth_date IS DISTINCT FROM \(birthDate)
+            """)
+    }
+
+    /// Sets or clears a member's birth date (`attest user birth-date`), audited; false when
+    /// no member has `email`.
+    public func setBirthDate(campus: Campus, email: String, birthDate: LocalDate?, actor: String) async throws -> Bool {
+        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE users SET birth_date = \(birthDate)
+                WHERE campus_id = \(campus.id) AND email = \(email.lowercased()) RETURNING id
+                """)
+            guard !rows.isEmpty else { return false }
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: birthDate == nil ? "user.birth-date.clear" : "user.birth-date.set",
+                target: email.lowercased(), details: [:])
+            return true
+        }
     }
 
     // MARK: Helpers

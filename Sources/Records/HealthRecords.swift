@@ -157,6 +157,10 @@ public struct HealthRecords: Sendable {
             FROM exemptions e
             WHERE e.campus_id = \(campus.id) AND e.user_id = ANY(\(users)) AND e.status = 'approved'
             UNION ALL
+            SELECT 'v', v.user_id, NULL, v.cvx, NULL, NULL, NULL, NULL, NULL, v.given_on, NULL
+            FROM vaccinations v
+            WHERE v.campus_id = \(campus.id) AND v.user_id = ANY(\(users))
+            UNION ALL
             SELECT 'u', u.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, u.health
             FROM users u
             WHERE u.campus_id = \(campus.id) AND u.id = ANY(\(users))
@@ -164,6 +168,7 @@ public struct HealthRecords: Sendable {
         var results: [UUID: [HealthStatusComputation.Result]] = [:]
         var isolations: [UUID: [HealthStatusComputation.Isolation]] = [:]
         var exemptions: [UUID: [HealthStatus.Exemption]] = [:]
+        var doses: [UUID: [SmartHealthCards.Dose]] = [:]
         var stored: [UUID: HealthStatus?] = [:]
         for row in rows {
             let user = try row.decode("user_id", as: UUID.self)
@@ -180,6 +185,8 @@ public struct HealthRecords: Sendable {
             case "e":
                 let kind = HealthStatus.ExemptionKind(rawValue: try row.decode("restriction")) ?? .other
                 exemptions[user, default: []].append(.init(kind: kind, expires: try row.decode("ends_on")))
+            case "v":
+                doses[user, default: []].append(.init(cvx: try row.decode("test_code"), date: try row.decode("ends_on")))
             default:
                 stored[user] = HealthStatus.stored(try row.decode("health", as: PostgresJSON?.self))
             }
@@ -189,7 +196,9 @@ public struct HealthRecords: Sendable {
         encoder.outputFormatting = .sortedKeys
         for (user, before) in stored {
             let status = HealthStatusComputation.status(
-                results: results[user] ?? [], isolations: isolations[user] ?? [], exemptions: exemptions[user] ?? [], policy: policy,
+                results: results[user] ?? [], isolations: isolations[user] ?? [], exemptions: exemptions[user] ?? [],
+                doses: doses[user] ?? [],
+                policy: policy,
                 zone: campus.zone)
             guard status != before else { continue }
             ids.append(user)
@@ -217,6 +226,7 @@ public struct HealthRecords: Sendable {
                 UNION SELECT user_id FROM test_results WHERE campus_id = \(campus.id) AND user_id IS NOT NULL
                 UNION SELECT user_id FROM isolations WHERE campus_id = \(campus.id)
                 UNION SELECT user_id FROM exemptions WHERE campus_id = \(campus.id) AND status = 'approved'
+                UNION SELECT user_id FROM vaccinations WHERE campus_id = \(campus.id)
                 """)
             return try await Self.recompute(connection, campus: campus, users: try rows.map { try $0.decode("id") }, policy: policy)
         }

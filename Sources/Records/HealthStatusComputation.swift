@@ -3,14 +3,17 @@ import Foundation
 import Tenancy
 
 /// A campus's policy for records (`attest campus set <slug> settings`, members
-/// `isolationDays` and `quarantineDays`): how long an isolation after a positive result and a
-/// quarantine started by hand last, in days after the day they start (collection for a result).
+/// `isolationDays`, `quarantineDays` and `shc-identity`): how long an isolation after a positive
+/// result and a quarantine started by hand last, in days after the day they start (collection
+/// for a result), and how a SMART Health Card's person is compared with the member.
 public struct RecordsPolicy: Sendable, Equatable {
     public var isolationDays: Int
     public var quarantineDays: Int
+    /// How a SMART Health Card's person is compared with the member (`shc-identity`).
+    public var shcIdentity: SmartHealthCards.IdentityCheck
 
-    public init(isolationDays: Int = 10, quarantineDays: Int = 7) {
-        (self.isolationDays, self.quarantineDays) = (isolationDays, quarantineDays)
+    public init(isolationDays: Int = 10, quarantineDays: Int = 7, shcIdentity: SmartHealthCards.IdentityCheck = .lenient) {
+        (self.isolationDays, self.quarantineDays, self.shcIdentity) = (isolationDays, quarantineDays, shcIdentity)
     }
 
     /// The days allowed for either: 0 to 60.
@@ -27,6 +30,9 @@ public struct RecordsPolicy: Sendable, Equatable {
         }
         if let days = days("isolationDays") { isolationDays = days }
         if let days = days("quarantineDays") { quarantineDays = days }
+        if case .string(let check)? = settings["shc-identity"], let check = SmartHealthCards.IdentityCheck(rawValue: check) {
+            shcIdentity = check
+        }
     }
 }
 
@@ -63,12 +69,14 @@ public enum HealthStatusComputation {
         LocalDate(collected, in: zone).adding(days: policy.isolationDays)
     }
 
-    /// nil when there is no record at all (no result, no isolation, no approved exemption).
+    /// nil when there is no record at all (no result, no isolation, no approved exemption, no dose).
     public static func status(
-        results: [Result], isolations: [Isolation], exemptions: [HealthStatus.Exemption] = [], policy: RecordsPolicy, zone: TimeZone
+        results: [Result], isolations: [Isolation], exemptions: [HealthStatus.Exemption] = [], doses: [SmartHealthCards.Dose] = [],
+        policy: RecordsPolicy, zone: TimeZone
     ) -> HealthStatus? {
-        guard !results.isEmpty || !isolations.isEmpty || !exemptions.isEmpty else { return nil }
+        guard !results.isEmpty || !isolations.isEmpty || !exemptions.isEmpty || !doses.isEmpty else { return nil }
         var status = HealthStatus()
+        status.vaccination = vaccination(doses)
         let latest = results.max { a, b in
             (a.collectedAt, a.resultedAt, a.specimenID) < (b.collectedAt, b.resultedAt, b.specimenID)
         }
@@ -85,5 +93,20 @@ public enum HealthStatusComputation {
         }
         status.exemption = exemptions.max { a, b in (a.expires, a.kind.rawValue) < (b.expires, b.kind.rawValue) }
         return status
+    }
+
+    /// The vaccination `doses` give: doses counted by day (two codes given the same day are
+    /// one dose), the series complete on the day of a single-dose vaccine's dose
+    /// (`SmartHealthCards.singleDose`) or of the second dose, whichever comes first.
+    public static func vaccination(_ doses: [SmartHealthCards.Dose]) -> HealthStatus.Vaccination? {
+        let sorted = doses.sorted { ($0.date, $0.cvx) < ($1.date, $1.cvx) }
+        guard let last = sorted.last else { return nil }
+        var days: [LocalDate] = []
+        var completed: LocalDate?
+        for dose in sorted {
+            if days.last != dose.date { days.append(dose.date) }
+            if completed == nil, SmartHealthCards.singleDose.contains(dose.cvx) || days.count >= 2 { completed = dose.date }
+        }
+        return HealthStatus.Vaccination(doses: days.count, lastDose: last.date, completed: completed)
     }
 }

@@ -144,6 +144,8 @@ extension HealthRecords {
         }
         public var tests: [Test]
         public var status: HealthStatus
+        /// The doses the member's cards gave, by date.
+        public var doses: [KeptDose]
     }
 
     public func record(campus: Campus, user: UserID, limit: Int = 100) async throws -> MemberRecord {
@@ -167,6 +169,6 @@ extension HealthRecords {
             }
         }
         tests.sort { ($0.collectedAt, $0.resultedAt) > ($1.collectedAt, $1.resultedAt) }
-        return MemberRecord(tests: Array(tests.prefix(limit)), status: status)
+        return MemberRecord(tests: Array(tests.prefix(limit)), status: status, doses: try await doses(campus: campus, user: user))
     }
 }

@@ -12,7 +12,7 @@ import Testing
 /// `campuses` and `schema_migrations` are the shared (reference) tables.
 @Suite("Citus readiness")
 struct CitusReadinessTests {
-    static let shared: Set<String> = ["campuses", "schema_migrations", "community_regions", "community_days"]
+    static let shared: Set<String> = ["campuses", "schema_migrations", "community_regions", "community_days", "shc_directory"]
 
     @Test func theSchemaFollowsCitussRulesForDistributedTables() async throws {
         let name = try await TestDatabase.create()

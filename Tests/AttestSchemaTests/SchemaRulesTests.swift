@@ -7,7 +7,7 @@ import Testing
 /// The schema's own rules (DESIGN §2), checked against the catalog of a migrated database.
 @Suite("Schema rules")
 struct SchemaRulesTests {
-    static let referenceTables: Set<String> = ["campuses", "schema_migrations", "community_regions", "community_days"]
+    static let referenceTables: Set<String> = ["campuses", "schema_migrations", "community_regions", "community_days", "shc_directory"]
     /// A member's own tables: a second, restrictive policy admits only the member a transaction names.
     static let ownerReadTables: Set<String> = ["notification_outbox", "badge_keys", "badge_subject_keys", "campus_plugins"]
     static let memberTables: Set<String> = [

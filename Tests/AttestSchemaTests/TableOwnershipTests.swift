@@ -11,7 +11,7 @@ struct TableOwnershipTests {
         "Tenancy": ["campuses", "campus_plugins", "audit_log"],
         "Community": ["testing_locations", "community_regions", "community_days", "member_places"],
         "Identity": ["users", "member_changes", "sessions", "campus_oidc_issuers", "id_token_uses", "sign_in_nonces", "machine_tokens"],
-        "Records": ["test_results", "isolations", "exemptions"],
+        "Records": ["test_results", "isolations", "exemptions", "shc_directory", "shc_issuers", "vaccinations"],
         "Surveys": [
             "questionnaires", "attestations", "daily_stats", "daily_answer_counts", "purge_state", "badge_keys", "badge_subject_keys",
             "door_counts",

@@ -8,6 +8,7 @@ SELECT create_reference_table('campuses');
 SELECT create_reference_table('schema_migrations');
 SELECT create_reference_table('community_regions');
 SELECT create_reference_table('community_days');
+SELECT create_reference_table('shc_directory');
 -- Tenant tables: sharded by campus, co-located with users, foreign-key targets first.
 SELECT create_distributed_table('users', 'campus_id');
 SELECT create_distributed_table('questionnaires', 'campus_id', colocate_with => 'users');
@@ -44,4 +45,6 @@ SELECT create_distributed_table('machine_tokens', 'campus_id', colocate_with => 
 SELECT create_distributed_table('test_results', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('isolations', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('exemptions', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('shc_issuers', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('vaccinations', 'campus_id', colocate_with => 'users');
 COMMIT;

@@ -87,15 +87,27 @@ struct RecordsRoutes: Sendable {
         var restriction: MemberRestriction?
         /// The approved exemption in force today; null when none.
         var exemption: MemberExemption?
+        /// The doses the member's cards gave, and the vaccination they make (null: none).
+        var doses: [KeptDoseItem]
+        var vaccination: VaccinationBody?
 
-        enum CodingKeys: String, CodingKey { case tests, restriction, exemption }
+        enum CodingKeys: String, CodingKey { case tests, restriction, exemption, doses, vaccination }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(tests, forKey: .tests)
             try container.encode(restriction, forKey: .restriction)  // null, not absent
             try container.encode(exemption, forKey: .exemption)
+            try container.encode(doses, forKey: .doses)
+            try container.encode(vaccination, forKey: .vaccination)
         }
+    }
+
+    struct KeptDoseItem: Encodable {
+        var cvx: String
+        var date: String
+        var issuer: String
+        var verifiedAt: String
     }
 
     static func words(_ detected: Bool) -> String { detected ? "detected" : "not detected" }
@@ -176,6 +188,21 @@ struct RecordsRoutes: Sendable {
             response.status = .created
             return response
         }
+        ownData.post("me/vaccinations") { request, context -> Response in
+            let (campus, _) = try JournalRoutes.member(context)
+            let session = try context.requireSession()
+            let cards = try await Self.cards(request, context)
+            let presented = try await services.records.presentCards(
+                campus: campus, user: session.user, cards: cards, actor: "user:" + session.user.email, now: services.clock())
+            let status = try await services.records.record(campus: campus, user: session.user.id, limit: 0).status
+            var response = try JournalRoutes.private(
+                PresentedBody(
+                    issuers: presented.issuers, doses: presented.doses.map { DoseItem(cvx: $0.cvx, date: $0.date.description) },
+                    vaccination: VaccinationBody(status.vaccination, today: campus.localDate(at: services.clock()))),
+                request, context)
+            response.status = .created
+            return response
+        }
         let bearer = BearerAuthentication(services: services)
         campus.post("lab/results") { request, context -> Response in
             try await receive(request, context, bearer: bearer)
@@ -197,7 +224,13 @@ struct RecordsRoutes: Sendable {
                 },
                 exemption: record.status.exemption(on: today).map {
                     MemberExemption(kind: $0.kind.rawValue, expires: $0.expires.description)
-                })
+                },
+                doses: record.doses.map {
+                    KeptDoseItem(
+                        cvx: $0.dose.cvx, date: $0.dose.date.description, issuer: $0.issuer,
+                        verifiedAt: PostgresDate.timestamp($0.verifiedAt))
+                },
+                vaccination: VaccinationBody(record.status.vaccination, today: today))
             return try JournalRoutes.private(body, request, context)
         }
         let health = campus.group("health").add(middleware: AuthenticationMiddleware(services: services, roles: [.healthOfficer]))
@@ -342,6 +375,86 @@ struct RecordsRoutes: Sendable {
             ReceiptBody(
                 received: receipt.received, matched: receipt.matched, unmatched: receipt.unmatched, corrected: receipt.corrected,
                 statusesChanged: receipt.statusesChanged), request, context)
+    }
+
+    /// The largest card presentation: a file of `SmartHealthCards.maxCards` cards.
+    static let cardsLimit = 256 << 10
+
+    /// The cards' JWS of `POST …/me/vaccinations`: `{"shc": "shc:/…"}`, `{"shc": ["shc:/1/2/…", …]}`,
+    /// `{"verifiableCredential": [JWS…]}`, or a `.smart-health-card` file as
+    /// `application/smart-health-card`.
+    static func cards(_ request: Request, _ context: AttestRequestContext) async throws -> [String] {
+        if let type = request.headers[.contentType],
+            type.split(separator: ";", maxSplits: 1).first.map({ $0.trimmingCharacters(in: .whitespaces).lowercased() })
+                == "application/smart-health-card"
+        {
+            let buffer = try await request.collectBody(context: context, limit: cardsLimit)
+            return try SmartHealthCards.jws(file: buffer.readableBytesView)
+        }
+        let object = try await request.jsonObject(context: context, limit: cardsLimit)
+        var reader = ObjectReader(object, fields: ["shc", "verifiableCredential"])
+        try reader.finish()
+        switch (object["shc"], object["verifiableCredential"]) {
+        case (.string(let text)?, nil): return [try SmartHealthCards.jws(qr: [text])]
+        case (.array(let chunks)?, nil):
+            let texts = chunks.compactMap { if case .string(let text) = $0 { text } else { nil } }
+            guard texts.count == chunks.count, !texts.isEmpty else {
+                throw Problem.validation([.init(field: "shc", message: "must be a card's QR text, or a list of its chunks' texts")])
+            }
+            return [try SmartHealthCards.jws(qr: texts)]
+        case (nil, .some(let credentials)):
+            return try SmartHealthCards.jws(credentials: credentials)
+        case (nil, nil):
+            throw Problem.validation([
+                .init(
+                    field: "shc",
+                    message: "is required: a card's QR text (shc:/…), or give verifiableCredential from a .smart-health-card file")
+            ])
+        default:
+            throw Problem.validation([
+                .init(
+                    field: "shc",
+                    message: "must be a card's QR text (shc:/…) or a list of its chunks; give either shc or verifiableCredential")
+            ])
+        }
+    }
+
+    struct DoseItem: Encodable {
+        var cvx: String
+        var date: String
+    }
+
+    struct VaccinationBody: Encodable {
+        var doses: Int
+        var lastDose: String
+        /// The day the series was completed; null while incomplete.
+        var completed: String?
+        /// Completed at least 14 days ago.
+        var fullyVaccinated: Bool
+
+        init?(_ vaccination: HealthStatus.Vaccination?, today: LocalDate) {
+            guard let vaccination else { return nil }
+            doses = vaccination.doses
+            lastDose = vaccination.lastDose.description
+            completed = vaccination.completed?.description
+            fullyVaccinated = HealthStatus(vaccination: vaccination).vaccinated(on: today)
+        }
+
+        enum CodingKeys: String, CodingKey { case doses, lastDose, completed, fullyVaccinated }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(doses, forKey: .doses)
+            try container.encode(lastDose, forKey: .lastDose)
+            try container.encode(completed, forKey: .completed)  // null, not absent
+            try container.encode(fullyVaccinated, forKey: .fullyVaccinated)
+        }
+    }
+
+    struct PresentedBody: ResponseEncodable {
+        var issuers: [String]
+        var doses: [DoseItem]
+        var vaccination: VaccinationBody?
     }
 
     /// `application/fhir+json`, with any parameters.

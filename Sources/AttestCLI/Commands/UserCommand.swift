@@ -8,7 +8,7 @@ import Tenancy
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user", abstract: "Add, import, list, deactivate, reactivate and erase a campus's users.",
-        subcommands: [Add.self, Import.self, List.self, Deactivate.self, Reactivate.self, Erase.self])
+        subcommands: [Add.self, Import.self, List.self, Deactivate.self, Reactivate.self, Erase.self, BirthDate.self])
 
     /// `deactivate` and `reactivate`.
     static func setActive(
@@ -37,6 +37,41 @@ extension UserCommand {
                 return try await context.users.add(campus: campus, email: email, displayName: name, actor: TenantContext.actor)
             }
             if json { printJSONObject(user.jsonObject) } else { say("Added \(user.email) to \(campus).") }
+        }
+    }
+
+    struct BirthDate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "birth-date",
+            abstract: "Record a member's birth date (or clear it with `none`), compared with their SMART Health Cards'. Audited.",
+            discussion: """
+                Members whose identity provider sends the OpenID Connect birthdate claim get it at sign-in; this \
+                sets it for the others. A campus with shc-identity strict refuses cards of members whose birth \
+                date it does not know.
+                """)
+        @Argument var campus: String
+        @Argument var email: String
+        @Argument(help: "YYYY-MM-DD, or none.") var date: String
+
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func validate() throws {
+            guard date == "none" || VerifiedIdentity.birthDate(date) != nil else {
+                throw ValidationError("the date must be YYYY-MM-DD (from 1900), or none to clear it; got \"\(date)\"")
+            }
+        }
+
+        func run() async throws {
+            let birthDate = VerifiedIdentity.birthDate(date)
+            let found = try await TenantContext.run(database: database, logging: logging) { context in
+                let campus = try await context.campuses.require(slug: campus)
+                return try await context.users.setBirthDate(campus: campus, email: email, birthDate: birthDate, actor: TenantContext.actor)
+            }
+            guard found else {
+                throw CLIError("no member of \(campus) has the email \(email): check it, or add them with `attest user add`")
+            }
+            say(birthDate == nil ? "Cleared \(email)'s birth date." : "Recorded \(email)'s birth date.")
         }
     }
 

@@ -81,6 +81,21 @@ extension Problem {
         }
     }
 
+    /// Why a SMART Health Card was refused: 422, its type `…/problems/shc-<refusal>`.
+    package init(_ refused: SmartHealthCards.Refused) {
+        let title =
+            switch refused.refusal {
+            case .notACard: "Not a SMART Health Card"
+            case .unknownIssuer: "Issuer not trusted"
+            case .badSignature: "Signature does not verify"
+            case .notYetValid: "Card not yet valid"
+            case .revoked: "Card revoked"
+            case .anotherPerson: "Card of another person"
+            case .noVaccination: "No vaccination on the card"
+            }
+        self.init(.unprocessableContent, slug: "shc-" + refused.refusal.rawValue, title: title, detail: Problem.sentence(refused.detail))
+    }
+
     /// The episodes' errors.
     package init(_ error: EpisodeError) {
         let detail = Problem.sentence(error)

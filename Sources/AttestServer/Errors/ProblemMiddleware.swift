@@ -46,6 +46,8 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             throw Problem(error)
         } catch let error as RecordsError {
             throw Problem(error)
+        } catch let error as SmartHealthCards.Refused {
+            throw Problem(error)
         } catch let error as MemberQuotas.Exceeded {
             throw Problem(error)
         } catch let error as PostgresError where error.isTransient {

@@ -1,4 +1,5 @@
 import AttestFoundation
+import AttestPlugins
 import Crypto
 import Foundation
 import JWTKit
@@ -14,15 +15,19 @@ public struct VerifiedIdentity: Sendable, Equatable {
     public var name: String?
     /// Google's hosted domain (`hd`), when present.
     public var hostedDomain: String?
+    /// The `birthdate` claim when it is a whole date (OpenID Connect Core §5.1 allows a year
+    /// alone, or `0000` for one withheld: those are not kept).
+    public var birthDate: LocalDate?
     /// What names this one token (SHA-256 of the issuer and its `jti`, or of the whole token
     /// when it has none), and its expiry: a token signs in once (`SignInGuard`).
     public var tokenID: Data
     public var expiresAt: Date
 
     public init(
-        issuer: String, subject: String, email: String, name: String? = nil, hostedDomain: String? = nil,
+        issuer: String, subject: String, email: String, name: String? = nil, hostedDomain: String? = nil, birthDate: LocalDate? = nil,
         tokenID: Data = Data(count: 32), expiresAt: Date = .distantFuture
     ) {
+        self.birthDate = birthDate
         self.issuer = issuer
         self.subject = subject
         self.email = email
@@ -30,6 +35,12 @@ public struct VerifiedIdentity: Sendable, Equatable {
         self.hostedDomain = hostedDomain
         self.tokenID = tokenID
         self.expiresAt = expiresAt
+    }
+
+    /// A `birthdate` claim as kept: a whole `YYYY-MM-DD` date from 1900 on, else nil.
+    public static func birthDate(_ claim: String) -> LocalDate? {
+        guard claim.utf8.count == 10, let date = LocalDate(claim), date.year >= 1900, date.description == claim else { return nil }
+        return date
     }
 
     /// The longest display name kept, in Unicode scalars (PostgreSQL counts characters so).
@@ -83,6 +94,7 @@ public struct IDTokenVerifier: Sendable {
         var email_verified: Flag?
         var name: String?
         var hd: String?
+        var birthdate: String?
         var jti: String?
         var nonce: String?
 
@@ -179,7 +191,7 @@ public struct IDTokenVerifier: Sendable {
         let tokenID = Data(SHA256.hash(data: Data((claims.jti.map { "\(issuer.issuer)\n\($0)" } ?? idToken).utf8)))
         return VerifiedIdentity(
             issuer: issuer.issuer, subject: claims.sub, email: email, name: claims.name.flatMap(VerifiedIdentity.displayName),
-            hostedDomain: claims.hd, tokenID: tokenID,
+            hostedDomain: claims.hd, birthDate: claims.birthdate.flatMap(VerifiedIdentity.birthDate), tokenID: tokenID,
             expiresAt: Date(timeIntervalSince1970: min(claims.exp + leeway, 4_102_444_800)))
     }
 

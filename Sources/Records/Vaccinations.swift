@@ -1,0 +1,132 @@
+import AttestFoundation
+import AttestPlugins
+import AttestPostgres
+import Crypto
+import Foundation
+import Identity
+import Tenancy
+
+extension HealthRecords {
+    /// What a member's card did.
+    public struct Presented: Sendable, Equatable {
+        /// The issuers of the cards, as the campus trusts them.
+        public var issuers: [String]
+        /// The COVID-19 doses the cards gave, by date.
+        public var doses: [SmartHealthCards.Dose]
+    }
+
+    /// Verifies a member's SMART Health Cards (JWS, from `SmartHealthCards.jws(qr:)` or
+    /// `jws(file:)`) and keeps their doses, all or none: each card's issuer must be one the
+    /// campus trusts (its own, then the directory's), its signature, date and revocation good,
+    /// and its person the member under the campus's `shc-identity`. Keeps the CVX codes,
+    /// the days, the issuer and when; never the card. Audited; the member's status follows.
+    public func presentCards(campus: Campus, user: User, cards: [String], actor: String, now: Date) async throws -> Presented {
+        let opened = try cards.map { card throws(SmartHealthCards.Refused) in try SmartHealthCards.open(card) }
+        let issuers = try await trustedIssuers(campus: campus, iss: Set(opened.map(\.issuer)))
+        let policy = RecordsPolicy(campus: campus)
+        let birthDate = try await client.query(
+            "SELECT birth_date FROM users WHERE campus_id = \(campus.id) AND id = \(user.id)", campus: campus.id.rawValue
+        ).first?.decode("birth_date", as: LocalDate?.self)
+        var verified: [SmartHealthCards.Card] = []
+        for card in opened {
+            guard let issuer = issuers[card.issuer] else {
+                throw SmartHealthCards.Refused(
+                    .unknownIssuer,
+                    "the card's issuer (\(card.issuer)) is not one this campus trusts: ask the health office, who can add it")
+            }
+            let card = try SmartHealthCards.verify(card, issuer: issuer, now: now)
+            try SmartHealthCards.check(card, member: user.displayName, birthDate: birthDate, identity: policy.shcIdentity)
+            verified.append(card)
+        }
+        let doses = verified.flatMap { card in card.doses.map { (dose: $0, issuer: card.issuer) } }
+        let changed = try await changingRecords(of: campus) { connection in
+            try await connection.query(
+                """
+                INSERT INTO vaccinations (campus_id, user_id, cvx, given_on, issuer, verified_at)
+                SELECT \(campus.id), \(user.id), d.cvx, d.given_on, d.issuer, \(now)
+                FROM unnest(\(doses.map(\.dose.cvx)), \(doses.map(\.dose.date.description))::date[], \(doses.map(\.issuer)))
+                     AS d(cvx, given_on, issuer)
+                ON CONFLICT (campus_id, user_id, given_on, cvx) DO UPDATE SET issuer = EXCLUDED.issuer, verified_at = EXCLUDED.verified_at
+                """)
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "vaccination.verify", target: user.email,
+                details: ["issuers": Set(verified.map(\.issuer)).sorted().joined(separator: " "), "doses": "\(doses.count)"])
+            return try await Self.recompute(connection, campus: campus, users: [user.id.rawValue], policy: policy)
+        }
+        if changed > 0 { generations?.advance(campus.id) }
+        let sortedDoses = Set(doses.map(\.dose)).sorted { ($0.date, $0.cvx) < ($1.date, $1.cvx) }
+        return Presented(issuers: Set(verified.map(\.issuer)).sorted(), doses: sortedDoses)
+    }
+
+    /// A member's doses, as kept.
+    public struct KeptDose: Sendable, Equatable {
+        public var dose: SmartHealthCards.Dose
+        public var issuer: String
+        public var verifiedAt: Date
+    }
+
+    /// The doses kept for a member, by date.
+    public func doses(campus: Campus, user: UserID) async throws -> [KeptDose] {
+        try await client.query(
+            """
+            SELECT cvx, given_on, issuer, verified_at FROM vaccinations
+            WHERE campus_id = \(campus.id) AND user_id = \(user) ORDER BY given_on, cvx
+            """, campus: campus.id.rawValue
+        ).map { row in
+            KeptDose(
+                dose: .init(cvx: try row.decode("cvx"), date: try row.decode("given_on")), issuer: try row.decode("issuer"),
+                verifiedAt: try row.decode("verified_at"))
+        }
+    }
+
+    /// The issuers with these `iss` the campus trusts: its own first, then the directory's.
+    func trustedIssuers(campus: Campus, iss: Set<String>) async throws -> [String: TrustedIssuer] {
+        let names = Array(iss)
+        let rows = try await client.query(
+            """
+            SELECT iss, NULL::text AS canonical_iss, name, jwks, crls, 0 AS rank FROM shc_issuers
+            WHERE campus_id = \(campus.id) AND iss = ANY(\(names))
+            UNION ALL
+            SELECT iss, canonical_iss, name, jwks, crls, 1 FROM shc_directory WHERE iss = ANY(\(names))
+            ORDER BY rank DESC
+            """, campus: campus.id.rawValue)
+        var issuers: [String: TrustedIssuer] = [:]
+        for row in rows {
+            let jwks = try row.decode("jwks", as: PostgresJSON.self), crls = try row.decode("crls", as: PostgresJSON.self)
+            guard let jwks = try? JSONValue(parsing: jwks.bytes), let keys = try? TrustedIssuer.keys(jwks: jwks) else { continue }
+            let lists: [JSONValue] = if case .array(let lists)? = try? JSONValue(parsing: crls.bytes) { lists } else { [] }
+            let iss: String = try row.decode("iss")
+            issuers[iss] = TrustedIssuer(
+                iss: iss, canonical: try row.decode("canonical_iss"), name: try row.decode("name"), keys: keys,
+                revocations: TrustedIssuer.revocations(crls: lists))
+        }
+        return issuers
+    }
+
+    /// Trusts `iss` at `campus` with the keys of `jwks` and the revocation lists `crls`
+    /// (`attest shc issuer add`), audited; replaces what the campus had for it.
+    public func addIssuer(campus: Campus, iss: String, name: String, jwks: JSONValue, crls: [JSONValue], actor: String) async throws -> Int
+    {
+        guard let url = URL(string: iss), url.scheme == "https" || url.host == "localhost" || url.host == "127.0.0.1",
+            iss.utf8.count <= 500, !iss.hasSuffix("/")
+        else {
+            throw RecordsError.invalid([.init("iss", "an issuer is its https URL, without a trailing slash, as cards name it in iss")])
+        }
+        let keys = try TrustedIssuer.keys(jwks: jwks)
+        let stored = JSONValue.object(["keys": jwks["keys"] ?? .array([])])
+        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            try await connection.query(
+                """
+                INSERT INTO shc_issuers (campus_id, iss, name, jwks, crls)
+                VALUES (\(campus.id), \(iss), \(name), \(try PostgresJSON(encoding: stored)),
+                        \(try PostgresJSON(encoding: JSONValue.array(crls))))
+                ON CONFLICT (campus_id, iss) DO UPDATE SET name = EXCLUDED.name, jwks = EXCLUDED.jwks, crls = EXCLUDED.crls,
+                    added_at = now()
+                """)
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "shc.issuer.add", target: iss,
+                details: ["keys": "\(keys.count)", "revocationLists": "\(crls.count)"])
+        }
+        return keys.count
+    }
+}

@@ -1,0 +1,177 @@
+import AttestPlugins
+import AttestPluginsTesting
+import AttestPostgres
+import AttestTestSupport
+import Foundation
+import Identity
+import Records
+import Tenancy
+import Testing
+
+/// Vaccination by SMART Health Card through `POST …/me/vaccinations` (DESIGN §11): the
+/// campus's trusted issuers, its `shc-identity`, every way of presenting a card, what is kept.
+@Suite("Vaccinations")
+struct VaccinationTests {
+    static let present = "/v1/campuses/{campus}/me/vaccinations"
+    static let records = "/v1/campuses/{campus}/me/records"
+
+    static func trustExampleIssuer(_ server: TestServer, _ campus: Campus) async throws {
+        let jwks = try JSONValue(parsing: Array(try Cards.file("example-issuer-jwks.json")))
+        _ = try await HealthRecords(client: server.pool).addIssuer(
+            campus: campus, iss: Cards.iss, name: "SMART example issuer", jwks: jwks, crls: [], actor: "test")
+    }
+
+    @discardableResult
+    static func setIdentity(_ check: String, at slug: String, _ server: TestServer) async throws -> Campus {
+        try await CampusStore(client: server.pool).set(slug: slug, key: "settings", value: #"{"shc-identity": "\#(check)"}"#, actor: "test")
+    }
+
+    /// A member named as a card names them.
+    static func member(_ server: TestServer, _ campus: Campus, name: String = "Alice Member") async throws -> (User, String) {
+        let user = try await UserStore(client: server.pool).add(
+            campus: campus, email: "alice@example.edu", displayName: name, actor: "test")
+        return (user, try await SessionStore(client: server.pool).issue(campus: campus, user: user.id).token)
+    }
+
+    static func body(_ shc: String) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: ["shc": shc]), as: UTF8.self)
+    }
+
+    @Test func theExampleCardWithItsIssuerTrustedAndIdentityOffGivesTheVaccinationAndKeepsOnlyTheDoses() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let (member, token) = try await server.user("alice@example.edu", at: campus)
+        try await Self.trustExampleIssuer(server, campus)
+        try await Self.setIdentity("off", at: "north", server)
+        let example = try Cards.text("example-00.qr.txt")
+        try await server.run { api in
+            let presented = try await api.send(
+                .post, "/v1/campuses/north/me/vaccinations", template: Self.present, token: token, json: Self.body(example))
+            #expect(presented.status == 201, "\(presented.body)")
+            #expect(presented.json["issuers"] as? [String] == [Cards.iss])
+            let doses = presented.json["doses"] as? [[String: Any]] ?? []
+            #expect(
+                doses.map { $0["date"] as? String } == ["2021-01-01", "2021-01-29"] && doses.allSatisfy { $0["cvx"] as? String == "207" })
+            let vaccination = presented.json["vaccination"] as? [String: Any] ?? [:]
+            #expect(vaccination["completed"] as? String == "2021-01-29" && vaccination["fullyVaccinated"] as? Bool == true)
+            let record = try await api.send(.get, "/v1/campuses/north/me/records", template: Self.records, token: token)
+            #expect(record.status == 200)
+            #expect((record.json["doses"] as? [[String: Any]])?.map { $0["issuer"] as? String } == [Cards.iss, Cards.iss])
+            #expect((record.json["vaccination"] as? [String: Any])?["doses"] as? Int == 2)
+            // The same card again changes nothing but when it was verified.
+            let again = try await api.send(
+                .post, "/v1/campuses/north/me/vaccinations", template: Self.present, token: token, json: Self.body(example))
+            #expect(again.status == 201)
+            let kept = try await server.pool.query(
+                "SELECT cvx, given_on::text AS day, issuer FROM vaccinations WHERE campus_id = \(campus.id) ORDER BY given_on",
+                campus: campus.id.rawValue)
+            #expect(try kept.map { try $0.decode("day", as: String.self) } == ["2021-01-01", "2021-01-29"])
+            let status = try await server.pool.query(
+                "SELECT health FROM users WHERE campus_id = \(campus.id) AND id = \(member.id)", campus: campus.id.rawValue)
+            let health = HealthStatus.stored(try status[0].decode("health", as: PostgresJSON?.self))
+            #expect(health?.vaccination?.completed == LocalDate(year: 2021, month: 1, day: 29))
+            // Audited, without the card: nothing of its text, name or birth date anywhere in the log.
+            let audit = try await server.pool.query(
+                "SELECT action, details::text AS details FROM audit_log WHERE campus_id = \(campus.id) AND action = 'vaccination.verify'",
+                campus: campus.id.rawValue)
+            #expect(audit.count == 2)
+            for row in audit {
+                let details: String = try row.decode("details")
+                #expect(!details.contains("Anyperson") && !details.contains("1951") && !details.contains("eyJ"))
+            }
+        }
+        await server.pool.shutdown()
+    }
+
+    @Test func everyWayOfPresentingACardAndEveryRefusalAsANamedProblemWithNothingKept() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let south = try await server.campus("south", timeZone: "America/Chicago")
+        let (member, token) = try await Self.member(server, campus)
+        let southToken = try await server.user("alice@example.edu", at: south).token
+        _ = try await UserStore(client: server.pool).setBirthDate(
+            campus: campus, email: member.email, birthDate: LocalDate(year: 1990, month: 4, day: 2), actor: "test")
+        try await Self.trustExampleIssuer(server, campus)
+        try await Self.setIdentity("strict", at: "north", server)
+        let mine = try Cards.jws(family: "Member", given: ["Alice"], birthDate: "1990-04-02")
+        try await server.run { api in
+            func present(_ json: String, token: String = token, campus: String = "north") async throws -> (Int, String, String) {
+                let reply = try await api.send(
+                    .post, "/v1/campuses/\(campus)/me/vaccinations", template: Self.present, token: token, json: json)
+                return (reply.status, reply.problem.type, reply.body)
+            }
+            // Refusals, each named; nothing kept after any.
+            let example = try Cards.text("example-00.qr.txt")
+            let refusals: [(String, String)] = [
+                (Self.body(example), "shc-another-person"),
+                (Self.body("shc:/1234"), "shc-not-a-card"),
+                (Self.body("hello"), "shc-not-a-card"),
+                (Self.body(Cards.qr(try Cards.jws(birthDate: "1990-04-03"))), "shc-another-person"),
+                (Self.body(Cards.qr(try Cards.jws(nbf: 1_900_000_000))), "shc-not-yet-valid"),
+                (Self.body(Cards.qr(try Cards.jws(iss: "https://issuer.example.org"))), "shc-unknown-issuer"),
+                (Self.body(Cards.qr(try Cards.jws(key: .init()))), "shc-bad-signature"),
+                (Self.body(Cards.qr(try Cards.jws(doses: [("88", "2021-10-01")]))), "shc-no-vaccination"),
+            ]
+            for (json, type) in refusals {
+                let (status, problem, body) = try await present(json)
+                #expect(status == 422 && problem.hasSuffix("/" + type), "\(type): \(body)")
+            }
+            for json in [#"{}"#, #"{"shc": 5}"#, #"{"shc": []}"#, #"{"shc": "shc:/56", "verifiableCredential": ["x"]}"#, #"{"card": "x"}"#]
+            {
+                let (status, problem, body) = try await present(json)
+                #expect(status == 422 && problem.hasSuffix("/validation"), "\(json): \(body)")
+            }
+            // The campus's issuer is not another campus's: south trusts nobody.
+            let (southStatus, southProblem, _) = try await present(Self.body(Cards.qr(mine)), token: southToken, campus: "south")
+            #expect(southStatus == 422 && southProblem.hasSuffix("/shc-unknown-issuer"))
+            let none = try await server.pool.query("SELECT count(*) AS n FROM vaccinations", campus: campus.id.rawValue)
+            #expect(try none[0].decode("n", as: Int.self) == 0)
+
+            // Accepted: one QR text, chunks in any order, a file's credentials, the file itself.
+            let (status, _, body) = try await present(Self.body(Cards.qr(mine)))
+            #expect(status == 201, "\(body)")
+            let chunks = Cards.chunks(try Cards.jws(doses: [("212", "2021-05-05")]), 3)
+            let chunked = String(
+                decoding: try JSONSerialization.data(withJSONObject: ["shc": [chunks[1], chunks[2], chunks[0]]]), as: UTF8.self)
+            let (chunkedStatus, _, chunkedBody) = try await present(chunked)
+            #expect(chunkedStatus == 201, "\(chunkedBody)")
+            let file = #"{"verifiableCredential": ["\#(try Cards.jws(doses: [("208", "2021-12-01")]))"]}"#
+            let (fileStatus, _, fileBody) = try await present(file)
+            #expect(fileStatus == 201, "\(fileBody)")
+            let raw = try await api.send(
+                .post, "/v1/campuses/north/me/vaccinations", template: Self.present, token: token, json: file,
+                contentType: "application/smart-health-card")
+            #expect(raw.status == 201, "\(raw.body)")
+            let record = try await api.send(.get, "/v1/campuses/north/me/records", template: Self.records, token: token)
+            #expect((record.json["doses"] as? [[String: Any]])?.count == 4)
+            #expect((record.json["vaccination"] as? [String: Any])?["completed"] as? String == "2021-03-22")
+        }
+        await server.pool.shutdown()
+    }
+
+    @Test func aDirectoryIssuerIsTrustedByEveryCampusUnderItsCanonicalName() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, created) = try await AttestationTests.setUp(clock: clock)
+        let (member, _) = try await server.user("alice@example.edu", at: created)
+        let campus = try await Self.setIdentity("off", at: "north", server)
+        let jwks = try JSONValue(parsing: Array(try Cards.file("example-issuer-jwks.json")))
+        let owner = TestDatabase.client(database: server.database, role: nil, maxConnections: 1)
+        try await SHCDirectory.replace(
+            [
+                .init(
+                    iss: "https://alias.example.org/shc", canonical: "https://canonical.example.org/shc", name: "Alias", jwks: jwks,
+                    crls: [], keyCount: 3)
+            ], client: owner)
+        let records = HealthRecords(client: server.pool)
+        let presented = try await records.presentCards(
+            campus: campus, user: member, cards: [try Cards.jws(iss: "https://alias.example.org/shc")], actor: "test",
+            now: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(presented.issuers == ["https://canonical.example.org/shc"])
+        // The servers' own login may only read the directory.
+        await #expect(throws: PostgresError.self) {
+            try await SHCDirectory.replace([], client: server.pool)
+        }
+        await owner.shutdown()
+        await server.pool.shutdown()
+    }
+}
