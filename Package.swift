@@ -276,6 +276,13 @@ let package = Package(
             path: "Benchmarks/Push"
         ),
 
+        // Benchmarks/records' SMART Health Card half: a card's whole verification against bare ES256.
+        .executableTarget(
+            name: "attest-bench-shc",
+            dependencies: ["Records", "AttestPlugins", "AttestFoundation", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Benchmarks/SHC"
+        ),
+
         // Build tool: turns schema.sql into a Swift string so the binary carries its schema.
         .executableTarget(name: "EmbedSQL", path: "Sources/EmbedSQL"),
         .plugin(name: "EmbedSchemaPlugin", capability: .buildTool(), dependencies: ["EmbedSQL", "EmbedFiles"]),

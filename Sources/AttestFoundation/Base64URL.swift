@@ -64,23 +64,41 @@ public enum Base64URL {
         return written
     }
 
-    public static func decode(_ text: Substring) -> Data? {
-        let characters = text.utf8
+    public static func decode(_ text: Substring) -> Data? { decodeBytes(text.utf8).map { Data($0) } }
+
+    /// The bytes of base64url `characters` (UTF-8), strictly; nil for anything else. Into an
+    /// array first: appending to `Data` byte by byte costs several times the decoding.
+    public static func decodeBytes(_ characters: some Collection<UInt8>) -> [UInt8]? {
+        if let decoded = characters.withContiguousStorageIfAvailable({ decode(buffer: $0) }) { return decoded }
+        return Array(characters).withUnsafeBufferPointer { decode(buffer: $0) }
+    }
+
+    /// The decoding itself, over contiguous bytes: a generic collection's iterator, unspecialised
+    /// across modules, costs several times the work.
+    static func decode(buffer characters: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard characters.count % 4 != 1 else { return nil }
-        var output = Data(capacity: characters.count * 3 / 4)
-        var bits: UInt32 = 0, pending = 0
-        for character in characters {
-            let value = values[Int(character)]
-            guard value != 0xFF else { return nil }
-            bits = bits << 6 | UInt32(value)
-            pending += 6
-            if pending >= 8 {
-                pending -= 8
-                output.append(UInt8(truncatingIfNeeded: bits >> UInt32(pending)))
+        var failed = false
+        let output = [UInt8](unsafeUninitializedCapacity: characters.count * 3 / 4) { output, written in
+            values.withUnsafeBufferPointer { values in
+                var bits: UInt32 = 0, pending = 0
+                for character in characters {
+                    let value = values[Int(character)]
+                    guard value != 0xFF else {
+                        failed = true
+                        return
+                    }
+                    bits = bits << 6 | UInt32(value)
+                    pending += 6
+                    if pending >= 8 {
+                        pending -= 8
+                        output[written] = UInt8(truncatingIfNeeded: bits >> UInt32(pending))
+                        written += 1
+                    }
+                }
+                if bits & (1 << UInt32(pending) - 1) != 0 { failed = true }
             }
         }
-        guard bits & (1 << UInt32(pending) - 1) == 0 else { return nil }
-        return output
+        return failed ? nil : output
     }
 }
 

@@ -16,7 +16,9 @@ struct RecordsPages: Sendable {
     func register(on pages: RouterGroup<AttestRequestContext>) {
         pages.get("records") { request, context -> Response in
             let visit = try await web.visit(request, context)
-            let notice = request.uri.queryParameters.get("asked") == "1" ? visit["exemptionAsked"] : nil
+            let query = request.uri.queryParameters
+            let notice =
+                query.get("asked") == "1" ? visit["exemptionAsked"] : query.get("card") == "1" ? visit["cardVerified"] : nil
             return try await recordsPage(visit: visit, notice: notice)
         }
         pages.post("records/exemptions") { request, context -> Response in
@@ -42,6 +44,40 @@ struct RecordsPages: Sendable {
                 return try await recordsPage(visit: visit, note: note, errors: errors, status: .conflict)
             }
             throw WebOutcome.redirect(visit.base + "records?asked=1")
+        }
+        pages.post("records/vaccinations") { request, context -> Response in
+            let visit = try await web.visit(request, context)
+            let form = try await WebForm.read(request, context: context, limit: Self.cardFormLimit)
+            try web.checkCSRF(request, form: form, visit: visit)
+            let user = try visit.privateUser()
+            let pasted = (form["shc"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            var errors = FormErrors()
+            func refuse(_ message: String) async throws -> Response {
+                errors.add("shc", anchor: "shc-text", message)
+                return try await recordsPage(visit: visit, shc: pasted, errors: errors, status: .unprocessableContent)
+            }
+            let cards: [String]
+            do {
+                if let file = form.files.first {
+                    switch try await Self.cardTexts(file.body) {
+                    case .cards(let found): cards = found
+                    case .qr(let text): cards = [try SmartHealthCards.jws(qr: [text])]
+                    case .noCode: return try await refuse(visit["shcNoCode"])
+                    case .notAnImage: return try await refuse(visit["shcNotImage"])
+                    }
+                } else if !pasted.isEmpty {
+                    // One text a line: a whole card, or each of its chunks. A "\r\n" is one Character: split on scalars.
+                    let lines = pasted.unicodeScalars.split { $0 == "\n" || $0 == "\r" }.map { String(String.UnicodeScalarView($0)) }
+                    cards = [try SmartHealthCards.jws(qr: lines.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty })]
+                } else {
+                    return try await refuse(visit["shcMissing"])
+                }
+                _ = try await services.records.presentCards(
+                    campus: visit.campus, user: user, cards: cards, actor: "user:" + user.email, now: services.clock())
+            } catch let refused as SmartHealthCards.Refused {
+                return try await refuse(visit["shcRefused_" + refused.refusal.rawValue])
+            }
+            throw WebOutcome.redirect(visit.base + "records?card=1")
         }
         pages.get("health") { request, context -> Response in
             let visit = try await web.visit(request, context, roles: [.healthOfficer])
@@ -105,6 +141,28 @@ struct RecordsPages: Sendable {
         }
     }
 
+    /// A photo of a QR code, or a `.smart-health-card` file.
+    static let cardFormLimit = 12 << 20
+
+    enum CardFile {
+        case cards([String])
+        case qr(String)
+        case noCode
+        case notAnImage
+    }
+
+    /// What a chosen file holds: a `.smart-health-card` file's cards (JSON), or the QR code of a
+    /// photo, read on the scanner's threads.
+    static func cardTexts(_ body: Data) async throws(SmartHealthCards.Refused) -> CardFile {
+        let first = body.first { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }
+        if first == UInt8(ascii: "{") { return .cards(try SmartHealthCards.jws(file: body)) }
+        switch await BadgeImage.scan(ByteBuffer(bytes: body)) {
+        case .found(let text): return .qr(text)
+        case .notAnImage: return .notAnImage
+        default: return .noCode
+        }
+    }
+
     /// The path's id, or the page's 404 for one that is no id.
     static func require(_ id: UUID?) throws -> UUID {
         guard let id else { throw RecordsError.notFound("no such record here") }
@@ -112,7 +170,8 @@ struct RecordsPages: Sendable {
     }
 
     private func recordsPage(
-        visit: WebVisit, notice: String? = nil, note: String = "", errors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok
+        visit: WebVisit, notice: String? = nil, note: String = "", shc: String = "", errors: FormErrors = FormErrors(),
+        status: HTTPResponse.Status = .ok
     ) async throws -> Response {
         let user = try visit.privateUser()
         let campus = visit.campus, today = campus.localDate(at: services.clock())
@@ -142,6 +201,14 @@ struct RecordsPages: Sendable {
             },
             "kinds": HealthStatus.ExemptionKind.allCases.map { ["value": $0.rawValue, "label": visit["exemptionKind_" + $0.rawValue]] },
             "note": errors.field("note", value: note), "kindError": errors["kind"] ?? "",
+            "shc": errors.field("shc", value: shc),
+            "hasDoses": !record.doses.isEmpty,
+            "doses": record.doses.map { kept -> [String: Any] in
+                [
+                    "date": WebFormat.date(kept.dose.date, campus: campus, language: visit.language),
+                    "vaccine": Self.vaccines[kept.dose.cvx] ?? visit.format("cvxOther", kept.dose.cvx), "issuer": kept.issuer,
+                ]
+            },
             "canAsk": !exemptions.contains { $0.status == .pending },
         ]
         if let restriction = record.status.restriction(on: today) {
@@ -149,13 +216,29 @@ struct RecordsPages: Sendable {
                 restriction.kind == .isolation ? "isolationUntil" : "quarantineUntil",
                 WebFormat.date(restriction.until, campus: campus, language: visit.language))
         }
+        if let vaccination = record.status.vaccination {
+            data["vaccination"] =
+                if let completed = vaccination.completed {
+                    visit.format("vaccinationComplete", WebFormat.date(completed, campus: campus, language: visit.language))
+                } else {
+                    visit.format("vaccinationIncomplete", "\(vaccination.doses)")
+                }
+        }
         if let notice { data["notice"] = notice }
         errors.summary(into: &data)
         return try web.renderer.render(
             .init(
                 template: "records", title: errors.title(visit["recordsTitle"], visit: visit), data: data.droppingEmptyText(),
-                status: status, current: "records"), visit: visit)
+                status: status, scripts: ["shc.js"], current: "records"), visit: visit)
     }
+
+    /// The makers' names of the common COVID-19 vaccines' CVX codes (CDC's CVX table); others
+    /// are shown by their code.
+    static let vaccines = [
+        "207": "Moderna", "208": "Pfizer-BioNTech", "210": "AstraZeneca", "211": "Novavax", "212": "Janssen (J&J)",
+        "217": "Pfizer-BioNTech", "218": "Pfizer-BioNTech", "219": "Pfizer-BioNTech", "221": "Moderna", "510": "Sinopharm",
+        "511": "CoronaVac (Sinovac)",
+    ]
 
     private func healthPage(
         visit: WebVisit, notice: String? = nil, errors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok

@@ -66,11 +66,17 @@ public enum SmartHealthCards {
 
     /// A QR text's digits and, for a chunk, its place: `shc:/N/M/digits` or `shc:/digits`.
     static func numeric(_ text: String) throws(Refused) -> (chunk: (index: Int, total: Int)?, digits: Substring)? {
-        let text = Substring(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        guard text.utf8.count > 5, text.utf8.prefix(5).map({ $0 | 0x20 }) == Array("shc:/".utf8) else {
+        // ASCII white space trimmed byte by byte (a pasted "\r\n" too); Foundation's trimming
+        // costs more than the rest of reading a card.
+        let bytes = text.utf8
+        let isSpace = { (byte: UInt8) in byte == 0x20 || (0x09...0x0D).contains(byte) }
+        let start = bytes.firstIndex { !isSpace($0) } ?? bytes.endIndex
+        let end = bytes.lastIndex { !isSpace($0) }.map { bytes.index(after: $0) } ?? start
+        let trimmed = bytes[start..<max(start, end)]
+        guard trimmed.count > 5, trimmed.prefix(5).map({ $0 | 0x20 }) == Array("shc:/".utf8) else {
             throw Refused(.notACard, "this is not a SMART Health Card's QR text: it should start with shc:/")
         }
-        let rest = text.utf8.dropFirst(5)
+        let rest = trimmed.dropFirst(5)
         let fields = rest.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         switch fields.count {
         case 1: return (nil, Substring(rest))
@@ -142,10 +148,8 @@ public enum SmartHealthCards {
         let bytes = Array(jws.utf8)
         guard bytes.count <= maxJWS else { throw Refused(.notACard, "a card is at most \(maxJWS) characters; this is \(bytes.count)") }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = Base64URL.decode(Substring(decoding: parts[0], as: UTF8.self)),
-            let compressed = Base64URL.decode(Substring(decoding: parts[1], as: UTF8.self)),
-            let signature = Base64URL.decode(Substring(decoding: parts[2], as: UTF8.self)),
-            let headerJSON = try? JSONValue(parsing: header)
+        guard parts.count == 3, let header = Base64URL.decodeBytes(parts[0]), let compressed = Base64URL.decodeBytes(parts[1]),
+            let signature = Base64URL.decodeBytes(parts[2]), let headerJSON = try? JSONValue(parsing: header)
         else { throw Refused(.notACard, "a card is a JWS: three base64url parts joined by dots") }
         guard case .string("ES256")? = headerJSON["alg"] else {
             throw Refused(.badSignature, "a card is signed with ES256; this one's header names another algorithm")
@@ -153,15 +157,15 @@ public enum SmartHealthCards {
         guard case .string(let kid)? = headerJSON["kid"], !kid.isEmpty else { throw Refused(.notACard, "the card's header has no kid") }
         let payloadBytes: [UInt8]
         switch headerJSON["zip"] {
-        case .string("DEF")?: payloadBytes = try inflate(Array(compressed))
-        case nil: payloadBytes = Array(compressed)
+        case .string("DEF")?: payloadBytes = try inflate(compressed)
+        case nil: payloadBytes = compressed
         default: throw Refused(.notACard, "a card's payload is compressed with DEF (raw DEFLATE) or not at all")
         }
         guard let payload = try? JSONValue(parsing: payloadBytes), case .string(let issuer)? = payload["iss"], !issuer.isEmpty else {
             throw Refused(.notACard, "the card's payload is not JSON with its issuer, iss")
         }
         let signingInput = Array(bytes[..<(parts[0].count + 1 + parts[1].count)])
-        return Opened(kid: kid, issuer: issuer, payload: payload, signingInput: signingInput, signature: Array(signature))
+        return Opened(kid: kid, issuer: issuer, payload: payload, signingInput: signingInput, signature: signature)
     }
 
     /// Raw DEFLATE (RFC 1951) inflated with zlib, refused past `maxPayload`.

@@ -5,6 +5,7 @@ import Community
 import Foundation
 import Hummingbird
 import Identity
+import Records
 import Surveys
 import Tenancy
 import Testing
@@ -134,6 +135,26 @@ struct BrowserTests {
         let (stranger, _) = try await server.user("stranger@example.edu", at: south)
         let otherCampus = try await server.services.badges.today(campus: south, user: stranger.id, now: now).token
 
+        // SMART Health Cards: the example issuer trusted at north (which compares the card's
+        // person strictly with the member's name and birth date, both from the identity
+        // provider's claims) and at west (which does not compare: the specification's example
+        // card is John B. Anyperson's).
+        let exampleJWKS = try JSONValue(parsing: Array(try Cards.file("example-issuer-jwks.json")))
+        let west = try await server.campus("west")
+        _ = try await QuestionnaireStore(client: server.pool).publish(campus: west, draft: WebSurvey.draft, actor: "test")
+        try await OIDCIssuerStore(client: server.pool).add(
+            campus: west,
+            OIDCIssuer(
+                issuer: provider.issuer, audiences: [], jwksURL: provider.jwksURL, label: "Test IdP", clientID: provider.webClientID),
+            actor: "test", clientSecret: provider.webClientSecret, kek: TestServer.kek)
+        for (slug, campus, identity) in [("north", north, "strict"), ("west", west, "off")] {
+            _ = try await HealthRecords(client: server.pool).addIssuer(
+                campus: campus, iss: Cards.iss, name: "SMART example issuer", jwks: exampleJWKS, crls: [], actor: "test")
+            _ = try await CampusStore(client: server.pool).set(
+                slug: slug, key: "settings", value: #"{"shc-identity": "\#(identity)"}"#, actor: "test")
+        }
+        provider.setProfile(email: "vera@example.edu", name: "Vera Card", birthdate: "1990-04-02")
+
         let screenshots = Self.root.appending(path: ".build/screenshots").path
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
         let config: [String: Any] = [
@@ -142,7 +163,8 @@ struct BrowserTests {
             "admin": "ada@example.edu",
             "officer": "hana@example.edu", "screener": "sam@example.edu",
             "adminToken": adminToken, "goodToken": good, "expiredToken": expired, "forgedToken": forged, "otherCampusToken": otherCampus,
-            "redToken": red,
+            "redToken": red, "shcCampus": "west", "shcMember": "vic@example.edu", "shcPhotoMember": "quinn@example.edu",
+            "shcStrictMember": "vera@example.edu",
             "screenshots": screenshots,
         ]
         let configPath = FileManager.default.temporaryDirectory.appending(path: "attest-browser-\(UUID().uuidString.prefix(8)).json").path

@@ -500,9 +500,13 @@ struct RecordsTests {
     @Test(arguments: 1...6) func theStoredStatusAlwaysEqualsTheStatusRecomputedFromTheWholeRecord(seed: UInt64) async throws {
         var random = SeededGenerator(seed: seed)
         let clock = try TestClock("2026-11-20T16:00:00Z")
-        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let (server, created) = try await AttestationTests.setUp(clock: clock)
         let records = HealthRecords(client: server.pool, kek: TestServer.kek)
         let emails = ["a@example.edu", "b@example.edu", "c@example.edu"]
+        // Cards too: the example issuer trusted, names not compared (members are named by their email here).
+        try await VaccinationTests.trustExampleIssuer(server, created)
+        let campus = try await VaccinationTests.setIdentity("off", at: created.slug, server)
+        var doses: [String: Set<SmartHealthCards.Dose>] = [:]
         var users: [String: UserID] = [:]
         for email in emails { users[email] = try await server.user(email, at: campus).user.id }
         let policy = RecordsPolicy()
@@ -519,7 +523,20 @@ struct RecordsTests {
         var approved: [(email: String, exemption: HealthStatus.Exemption)] = []
         let base = try #require(FHIRTime.parse("2026-11-01T12:00:00Z", zone: .gmt))
         for _ in 0..<40 {
-            switch Int.random(in: 0..<11, using: &random) {
+            switch Int.random(in: 0..<12, using: &random) {
+            case 11:
+                // A card of one or two doses, some the member presented before.
+                let email = emails.randomElement(using: &random)!
+                let given = (0..<Int.random(in: 1...2, using: &random)).map { _ in
+                    (
+                        ["207", "208", "212"].randomElement(using: &random)!,
+                        "2021-0\(Int.random(in: 1...3, using: &random))-1\(Int.random(in: 0...2, using: &random))"
+                    )
+                }
+                let user = try #require(try await UserStore(client: server.pool).find(campus: campus.id, email: email))
+                _ = try await records.presentCards(
+                    campus: campus, user: user, cards: [try Cards.jws(doses: given)], actor: "test", now: clock.read())
+                for (cvx, day) in given { doses[email, default: []].insert(.init(cvx: cvx, date: LocalDate(day)!)) }
             case 0..<6:
                 // A delivery of 1 to 4 results: new specimens, corrections, late results, subjects nobody has.
                 var delivery: [LabResult] = []
@@ -598,7 +615,8 @@ struct RecordsTests {
                 var expected: HealthStatus? = nil
                 let handIsolations = isolations.values.filter { $0.email == email && !$0.released }
                 let exemptions = approved.filter { $0.email == email }.map(\.exemption)
-                if !mine.isEmpty || !handIsolations.isEmpty || !exemptions.isEmpty {
+                let given = doses[email] ?? []
+                if !mine.isEmpty || !handIsolations.isEmpty || !exemptions.isEmpty || !given.isEmpty {
                     var status = HealthStatus()
                     if let latest = mine.map(\.result).sorted(by: {
                         ($0.collectedAt, $0.resultedAt, $0.specimenID) > ($1.collectedAt, $1.resultedAt, $1.specimenID)
@@ -616,6 +634,14 @@ struct RecordsTests {
                         status.restriction = .init(kind: last.2, until: last.0)
                     }
                     status.exemption = exemptions.sorted { ($0.expires, $0.kind.rawValue) > ($1.expires, $1.kind.rawValue) }.first
+                    if let last = given.map(\.date).max() {
+                        // Complete on the first single-dose vaccine's day or the second day with a dose.
+                        let days = Set(given.map(\.date)).sorted()
+                        let single = given.filter { $0.cvx == "212" }.map(\.date).min()
+                        let second = days.count >= 2 ? days[1] : nil
+                        let completed = [single, second].compactMap { $0 }.min()
+                        status.vaccination = .init(doses: days.count, lastDose: last, completed: completed)
+                    }
                     expected = status
                 }
                 let row = try await server.pool.query(

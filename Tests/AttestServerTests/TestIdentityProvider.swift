@@ -30,6 +30,7 @@ final class TestIdentityProvider: Sendable {
         var hd: String?
         var jti: String?
         var nonce: String?
+        var birthdate: String? = nil
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
@@ -61,6 +62,10 @@ final class TestIdentityProvider: Sendable {
         var clientID: String
     }
     let grants = Mutex<[String: Grant]>([:])
+    /// The name and `birthdate` claim the web flow gives a person (their email and none otherwise).
+    let profiles = Mutex<[String: (name: String, birthdate: String?)]>([:])
+
+    func setProfile(email: String, name: String, birthdate: String?) { profiles.withLock { $0[email] = (name, birthdate) } }
     /// The `/authorize` requests received, as query dictionaries (what the server sent).
     let authorizeRequests = Mutex<[[String: String]]>([])
     /// Token requests refused, with why.
@@ -173,7 +178,10 @@ final class TestIdentityProvider: Sendable {
         guard let verifier = fields["code_verifier"], Data(SHA256.hash(data: Data(verifier.utf8))).base64URL == grant.challenge else {
             return refuse("PKCE verifier does not match")
         }
-        let idToken = try await sign(claims(email: grant.email, name: grant.email, audience: [webClientID], nonce: grant.nonce), kid: "web")
+        let profile = profiles.withLock { $0[grant.email] }
+        var granted = claims(email: grant.email, name: profile?.name ?? grant.email, audience: [webClientID], nonce: grant.nonce)
+        granted.birthdate = profile?.birthdate
+        let idToken = try await sign(granted, kid: "web")
         let body = try JSONSerialization.data(withJSONObject: [
             "id_token": idToken, "token_type": "Bearer", "access_token": "unused", "expires_in": 600,
         ])

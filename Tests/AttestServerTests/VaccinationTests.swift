@@ -175,3 +175,68 @@ struct VaccinationTests {
         await server.pool.shutdown()
     }
 }
+
+extension VaccinationTests {
+    @Test func attestSHCImportsTheSignedDirectoryAndAddsACampusIssuerAndErasureTakesTheDoses() async throws {
+        let cli = try await AdminCLITests.cli()
+        #expect(try await cli.run("campus", "create", "north", "--name", "North", "--timezone", "UTC").status == 0)
+        #expect(try await cli.run("user", "add", "north", "alice@example.edu", "--name", "Alice Member").status == 0)
+        let fixtures = Cards.directory.path
+        let imported = try await cli.run(
+            "shc", "directory", "import", fixtures + "/vci_snapshot.json", "--signature", fixtures + "/vci_snapshot.sig",
+            "--certificate", fixtures + "/vci_snapshot.crt")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(
+            imported.stdout.contains("Imported 650 issuers and 961 keys from the VCI Directory (signature verified)."), "\(imported.stdout)"
+        )
+        let owner = TestDatabase.client(database: cli.database, role: nil, maxConnections: 1)
+        func count(_ table: String) async throws -> Int {
+            try await owner.query("SELECT count(*) AS n FROM \(identifier: table)")[0].decode("n")
+        }
+        #expect(try await count("shc_directory") == 650)
+        // A snapshot changed by a byte, or signed by something else: refused, the directory as it was.
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-shc-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var changed = try Cards.file("vci_snapshot.json")
+        changed[100] ^= 0x20
+        try changed.write(to: directory.appending(path: "changed.json"))
+        let refused = try await cli.run(
+            "shc", "directory", "import", directory.appending(path: "changed.json").path, "--signature", fixtures + "/vci_snapshot.sig",
+            "--certificate", fixtures + "/vci_snapshot.crt")
+        AdminCLITests.expectFailure(refused, "the signature does not verify")
+        AdminCLITests.expectFailure(
+            try await cli.run(
+                "shc", "directory", "import", fixtures + "/vci_snapshot.json", "--signature", fixtures + "/vci_snapshot.sig",
+                "--certificate", fixtures + "/example-issuer-jwks.json"),
+            "not an X.509 certificate")
+        #expect(try await count("shc_directory") == 650)
+
+        // The example issuer at one campus; a JWKS without a usable key, and an iss that is no URL, refused.
+        let added = try await cli.run("shc", "issuer", "add", "north", Cards.iss, "--jwks-file", fixtures + "/example-issuer-jwks.json")
+        #expect(added.status == 0 && added.stdout.contains("north trusts \(Cards.iss) with 2 keys"), "[\(added.stdout)] [\(added.stderr)]")
+        try Data(#"{"keys": [{"kty": "RSA", "kid": "r", "n": "x", "e": "AQAB"}]}"#.utf8).write(to: directory.appending(path: "rsa.json"))
+        AdminCLITests.expectFailure(
+            try await cli.run(
+                "shc", "issuer", "add", "north", "https://rsa.example.org", "--jwks-file", directory.appending(path: "rsa.json").path),
+            "holds no ES256 key")
+        AdminCLITests.expectFailure(
+            try await cli.run("shc", "issuer", "add", "north", "issuer", "--jwks-file", fixtures + "/example-issuer-jwks.json"),
+            "https URL")
+
+        // A birth date recorded by hand, then a card under strict, then erasure takes the doses.
+        AdminCLITests.expectFailure(try await cli.run("user", "birth-date", "north", "alice@example.edu", "1990-13-01"), "YYYY-MM-DD")
+        AdminCLITests.expectFailure(try await cli.run("user", "birth-date", "north", "nobody@example.edu", "1990-04-02"), "no member")
+        #expect(try await cli.run("user", "birth-date", "north", "alice@example.edu", "1990-04-02").status == 0)
+        let campus = try await CampusStore(client: owner).set(
+            slug: "north", key: "settings", value: #"{"shc-identity": "strict"}"#, actor: "test")
+        let alice = try #require(try await UserStore(client: owner).find(campus: campus.id, email: "alice@example.edu"))
+        let presented = try await HealthRecords(client: owner).presentCards(
+            campus: campus, user: alice, cards: [try Cards.jws()], actor: "test", now: Date())
+        #expect(presented.doses.count == 2)
+        #expect(try await count("vaccinations") == 2)
+        #expect(try await cli.run("user", "erase", "north", "alice@example.edu", "--yes").status == 0)
+        #expect(try await count("vaccinations") == 0)
+        await owner.shutdown()
+    }
+}

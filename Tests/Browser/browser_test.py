@@ -20,13 +20,15 @@ import tempfile
 import time
 import unittest
 import urllib.error
+import zlib
 import urllib.request
 
 from axe_selenium_python import Axe
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 from PIL import Image
+import qrcode
 from pyzbar import pyzbar
 from selenium import webdriver
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, WebDriverException
@@ -67,8 +69,8 @@ def make_driver(javascript=True, media=False, camera=None):
     return driver
 
 
-def url(path):
-    return CONFIG['base'] + '/c/' + CONFIG['campus'] + path
+def url(path, campus=None):
+    return CONFIG['base'] + '/c/' + (campus or CONFIG['campus']) + path
 
 
 def wait_for(driver, condition, seconds=10):
@@ -84,9 +86,9 @@ def b64url(text):
     return base64.urlsafe_b64decode(text + '=' * (-len(text) % 4))
 
 
-def sign_in(driver, email, path='/'):
+def sign_in(driver, email, path='/', campus=None):
     """The whole redirect flow: the campus page, its sign-in page, the provider, and back."""
-    driver.get(url(path))
+    driver.get(url(path, campus))
     wait_for(driver, lambda d: '/signin' in d.current_url)
     driver.find_element(By.PARTIAL_LINK_TEXT, 'Test IdP').click()
     wait_for(driver, lambda d: d.find_elements(By.ID, 'login_hint'))
@@ -861,6 +863,97 @@ class AdminAndHealthOfficer(unittest.TestCase):
             sign_in(d, CONFIG['member'], '/records')
             self.assertTrue(d.find_element(By.ID, 'exemption-note').is_displayed())
             check_both_languages(d, 'records')
+        finally:
+            d.quit()
+
+
+SHC_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'SmartHealthCards')
+
+
+def shc_card(family, given, birth_date, doses):
+    """A SMART Health Card's QR text, made here with Python's zlib and cryptography (not the
+    server's code) and signed with the specification's example issuer's published test key."""
+    with open(os.path.join(SHC_FIXTURES, 'example-issuer-jwks.private.json')) as handle:
+        jwk = json.load(handle)['keys'][0]
+    entries = [{'fullUrl': 'resource:0', 'resource': {'resourceType': 'Patient', 'name': [{'family': family, 'given': given}],
+                                                       'birthDate': birth_date}}]
+    for index, (cvx, day) in enumerate(doses):
+        entries.append({'fullUrl': 'resource:%d' % (index + 1), 'resource': {
+            'resourceType': 'Immunization', 'status': 'completed', 'occurrenceDateTime': day,
+            'vaccineCode': {'coding': [{'system': 'http://hl7.org/fhir/sid/cvx', 'code': cvx}]},
+            'patient': {'reference': 'resource:0'}}})
+    payload = {'iss': 'https://spec.smarthealth.cards/examples/issuer', 'nbf': time.time() - 60,
+               'vc': {'type': ['https://smarthealth.cards#health-card', 'https://smarthealth.cards#immunization'],
+                      'credentialSubject': {'fhirVersion': '4.0.1',
+                                            'fhirBundle': {'resourceType': 'Bundle', 'type': 'collection', 'entry': entries}}}}
+    deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = deflater.compress(json.dumps(payload, separators=(',', ':')).encode()) + deflater.flush()
+    enc = lambda data: base64.urlsafe_b64encode(data).rstrip(b'=').decode()
+    signing_input = enc(json.dumps({'zip': 'DEF', 'alg': 'ES256', 'kid': jwk['kid']}, separators=(',', ':')).encode()) + '.' + enc(body)
+    key = ec.derive_private_key(int.from_bytes(b64url(jwk['d']), 'big'), ec.SECP256R1())
+    r, s = decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
+    jws = signing_input + '.' + enc(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))
+    return 'shc:/' + ''.join('%02d' % (ord(c) - 45) for c in jws)
+
+
+class VaccinationCards(unittest.TestCase):
+    """A member presents SMART Health Cards on their record page: the specification's example
+    card pasted, and as a photo of its QR code (at west, which does not compare the card's
+    person); a card made here for the member by name and birth date (at north, strict), and
+    one of another birth date refused with the reason beside the field."""
+
+    def present_text(self, d, text):
+        field = d.find_element(By.ID, 'shc-text')
+        # The QR text is 1,200 digits and more: set at once, as a paste does.
+        d.execute_script('arguments[0].value = arguments[1];', field, text)
+        d.find_element(By.CSS_SELECTOR, '#card-form button[type="submit"]').click()
+
+    def doses(self, d):
+        return [[cell.text for cell in row.find_elements(By.TAG_NAME, 'td')] for row in d.find_elements(By.CSS_SELECTOR, '#doses tbody tr')]
+
+    def test_cards_pasted_photographed_and_refused(self):
+        with open(os.path.join(SHC_FIXTURES, 'example-00.qr.txt')) as handle:
+            example = handle.read().strip()
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['shcMember'], '/records', campus=CONFIG['shcCampus'])
+            self.assertIn('not presented', d.find_element(By.TAG_NAME, 'main').text)
+            self.present_text(d, example)
+            wait_for(d, lambda d: 'card=1' in d.current_url)
+            self.assertIn('verified', d.find_element(By.CSS_SELECTOR, '[role="status"]').text)
+            self.assertEqual(self.doses(d), [['Fri, Jan 1, 2021', 'Moderna', 'https://spec.smarthealth.cards/examples/issuer'],
+                                             ['Fri, Jan 29, 2021', 'Moderna', 'https://spec.smarthealth.cards/examples/issuer']])
+            self.assertEqual(d.find_element(By.ID, 'vaccination').text, 'Vaccination complete on Fri, Jan 29, 2021.')
+            check_both_languages(d, 'records-vaccination')
+        finally:
+            d.quit()
+        # The same card as a photo of its QR code (drawn by Python's qrcode), read by the server.
+        photo = os.path.join(tempfile.mkdtemp(), 'card.png')
+        code = qrcode.QRCode(error_correction=qrcode.constants.ERROR_CORRECT_L, box_size=4, border=4)
+        code.add_data(example)
+        code.make(fit=True)
+        code.make_image().save(photo)
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['shcPhotoMember'], '/records', campus=CONFIG['shcCampus'])
+            d.find_element(By.ID, 'shc-file').send_keys(photo)
+            d.find_element(By.CSS_SELECTOR, '#card-form button[type="submit"]').click()
+            wait_for(d, lambda d: 'card=1' in d.current_url)
+            self.assertEqual(len(self.doses(d)), 2)
+        finally:
+            d.quit()
+        # North compares strictly: the member's name and birth date came from the identity provider.
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['shcStrictMember'], '/records')
+            self.present_text(d, shc_card('Card', ['Vera'], '1990-04-03', [('208', '2021-04-01'), ('208', '2021-04-22')]))
+            error = wait_for(d, lambda d: d.find_element(By.ID, 'shc-text-error'))
+            self.assertIn('another person', error.text)
+            self.assertEqual(d.find_element(By.ID, 'shc-text').get_attribute('aria-invalid'), 'true')
+            self.assertFalse(d.find_elements(By.CSS_SELECTOR, '#doses tbody tr'))
+            self.present_text(d, shc_card('Card', ['Vera'], '1990-04-02', [('208', '2021-04-01'), ('208', '2021-04-22')]))
+            wait_for(d, lambda d: 'card=1' in d.current_url)
+            self.assertEqual([row[0] for row in self.doses(d)], ['Thu, Apr 1, 2021', 'Thu, Apr 22, 2021'])
         finally:
             d.quit()
 

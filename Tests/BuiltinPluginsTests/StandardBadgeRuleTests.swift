@@ -279,6 +279,38 @@ extension StandardBadgeRuleTests {
         #expect(try StandardBadgeRule(settings: Self.weekly, questionnaire: Self.questionnaire).version != plain.version)
     }
 
+    /// A campus that asks the unvaccinated and unexempt for a weekly test: vaccinated means the
+    /// series completed 14 days or more before the day decided.
+    @Test func theVaccinatedAreSparedTheWeeklyTestFromTheFourteenthDayAfterTheirLastDose() throws {
+        let settings: JSONValue = .object([
+            "rules": .array([]),
+            "health": .array([
+                .object([
+                    "when": .object([
+                        "all": .array([
+                            .object(["record": .string("not-vaccinated")]), .object(["record": .string("not-exempt")]),
+                            .object(["testOlderThanDays": .number(7)]),
+                        ])
+                    ]),
+                    "color": .string("yellow"), "reason": .string("Weekly test due"),
+                ]),
+                .object(["when": .object(["record": .string("vaccinated")]), "color": .string("green"), "reason": .string("never worse")]),
+            ]),
+        ])
+        let rule = try StandardBadgeRule(settings: settings, questionnaire: Self.questionnaire)
+        func status(completedDaysAgo: Int?) -> HealthStatus {
+            guard let days = completedDaysAgo else { return HealthStatus(latestTest: Self.tested(daysAgo: 10)) }
+            let day = Self.today.adding(days: -days)
+            return HealthStatus(latestTest: Self.tested(daysAgo: 10), vaccination: .init(doses: 2, lastDose: day, completed: day))
+        }
+        #expect(rule.decide(Self.health(.green, status(completedDaysAgo: nil)))?.reason == "Weekly test due")
+        #expect(rule.decide(Self.health(.green, status(completedDaysAgo: 13)))?.reason == "Weekly test due", "not yet protected")
+        #expect(rule.decide(Self.health(.green, status(completedDaysAgo: 14)))?.reason == "answers")
+        var incomplete = status(completedDaysAgo: 30)
+        incomplete.vaccination?.completed = nil
+        #expect(rule.decide(Self.health(.green, incomplete))?.reason == "Weekly test due", "one dose of two")
+    }
+
     @Test func aHealthTableThatCannotBeReadIsRefusedNamingThePlace() throws {
         let cases: [(JSONValue, String)] = [
             (.string("weekly"), "health must be a list"),

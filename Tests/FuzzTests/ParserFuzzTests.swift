@@ -280,6 +280,42 @@ struct ParserFuzzTests {
         #expect(outcomes.fhir > 10 && outcomes.csv > 10 && outcomes.refused > 100, "\(outcomes)")
     }
 
+    /// SMART Health Cards: the specification's example card as QR text, as a file, and its JWS.
+    static let cardFixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appending(path: "SmartHealthCards")
+
+    /// A card's QR text, a `.smart-health-card` file or a JWS: a verified card with doses, or a
+    /// `SmartHealthCards.Refused`; never a trap (digits past 77, a chunk 0 of 0, a payload
+    /// that is not DEFLATE or inflates past the bound, a JWS of two parts).
+    @Test func smartHealthCardsAreVerifiedOrRefusedWithAReason() throws {
+        let qr = String(decoding: try Data(contentsOf: Self.cardFixtures.appending(path: "example-00.qr.txt")), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let jwks = try JSONValue(parsing: Array(try Data(contentsOf: Self.cardFixtures.appending(path: "example-issuer-jwks.json"))))
+        let issuer = TrustedIssuer(
+            iss: "https://spec.smarthealth.cards/examples/issuer", name: "example", keys: try TrustedIssuer.keys(jwks: jwks))
+        let jws = try SmartHealthCards.jws(qr: [qr])
+        let seeds = [qr, #"{"verifiableCredential": ["\#(jws)"]}"#, jws, "shc:/1/2/5676\nshc:/2/2/2909"].map { Array($0.utf8) }
+        var outcomes = (verified: 0, refused: 0)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        for input in Fuzz.inputs(seeds: seeds, count: Fuzz.cases(3_000)) {
+            let text = String(decoding: input, as: UTF8.self)
+            var candidates: [String] = []
+            do { candidates.append(try SmartHealthCards.jws(qr: text.split(separator: "\n").map(String.init))) } catch {
+                outcomes.refused += 1
+            }
+            do { candidates += try SmartHealthCards.jws(file: input) } catch { outcomes.refused += 1 }
+            candidates.append(text)
+            for candidate in candidates {
+                do {
+                    let card = try SmartHealthCards.verify(SmartHealthCards.open(candidate), issuer: issuer, now: now)
+                    #expect(!card.doses.isEmpty && card.doses.allSatisfy { SmartHealthCards.covidVaccines.contains($0.cvx) })
+                    outcomes.verified += 1
+                } catch { outcomes.refused += 1 }
+            }
+        }
+        #expect(outcomes.verified > 0 && outcomes.refused > 1_000, "\(outcomes)")
+    }
+
     static let communitySeeds: [[UInt8]] = [
         "date,county,state,fips,cases,deaths\n2026-10-01,Alpha,Testland,99001,100,1\n2026-10-02,Alpha,Testland,99001,90,\n",
         "date,county,state,fips,cases,deaths\r\n2026-10-01,\"Beta, North\",Testland,,5,0\r\n2026-10-01,Unknown,Testland,,1,0\r\n",

@@ -56,13 +56,10 @@ extension UserCommand {
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var logging: LoggingOptions
 
-        func validate() throws {
-            guard date == "none" || VerifiedIdentity.birthDate(date) != nil else {
-                throw ValidationError("the date must be YYYY-MM-DD (from 1900), or none to clear it; got \"\(date)\"")
-            }
-        }
-
         func run() async throws {
+            guard date == "none" || VerifiedIdentity.birthDate(date) != nil else {
+                throw CLIError("the date must be YYYY-MM-DD (from 1900), or none to clear it; got \"\(date)\"")
+            }
             let birthDate = VerifiedIdentity.birthDate(date)
             let found = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: campus)
