@@ -121,6 +121,9 @@ CREATE TABLE IF NOT EXISTS users (
     health        jsonb,
     -- Compared with a SMART Health Card's birth date under `shc-identity` (DESIGN §11).
     birth_date    date,
+    -- The campus's own id of the member (a student or employee number): a laboratory may name
+    -- them by it (DESIGN §11).
+    member_id     text CHECK (length(member_id) BETWEEN 1 AND 100),
     PRIMARY KEY (campus_id, id),
     UNIQUE (campus_id, email),
     UNIQUE (campus_id, pseudonym),
@@ -644,6 +647,8 @@ CREATE TABLE IF NOT EXISTS audit_log (
     PRIMARY KEY (campus_id, id)
 );
 CREATE INDEX IF NOT EXISTS audit_log_by_time ON audit_log (campus_id, at);
+
+CREATE UNIQUE INDEX IF NOT EXISTS users_member_id ON users (campus_id, member_id) WHERE member_id IS NOT NULL;
 
 -- SMART Health Cards (DESIGN §11).
 -- The VCI Directory's issuers, shared by every campus (`attest shc directory import`): each

@@ -1,7 +1,10 @@
--- SMART Health Cards: trusted issuers, the doses members' cards gave, members' birth dates
+-- SMART Health Cards and campus ids: trusted issuers, the doses members' cards gave, members' birth dates and campus ids
 -- A member's birth date, when the campus knows it (the identity provider's `birthdate` claim,
 -- `attest user add --birth-date`): compared with a card's under `shc-identity`.
 ALTER TABLE users ADD COLUMN IF NOT EXISTS birth_date date;
+-- A member's campus id (a student or employee number), by which a laboratory may name them.
+ALTER TABLE users ADD COLUMN IF NOT EXISTS member_id text CHECK (length(member_id) BETWEEN 1 AND 100);
+CREATE UNIQUE INDEX IF NOT EXISTS users_member_id ON users (campus_id, member_id) WHERE member_id IS NOT NULL;
 -- The VCI Directory's issuers, shared by every campus (`attest shc directory import`): each
 -- issuer's public keys and revocation lists as the signed snapshot gives them.
 CREATE TABLE IF NOT EXISTS shc_directory (

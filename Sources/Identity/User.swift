@@ -31,6 +31,8 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
     case invalidEmail(String)
     case emailDomainNotAllowed(email: String, allowed: [String])
     case userExists(String)
+    /// Another member of the campus has this campus id.
+    case memberIDTaken(String)
     case userNotFound(String)
     case unknownRole(String)
     case memberRoleIsPermanent
@@ -108,6 +110,8 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
                 + "use an address there, or add the domain with `attest campus set <campus> email-domains …`"
         case .userExists(let email):
             "a user with email \(email) already exists at this campus"
+        case .memberIDTaken(let id):
+            "another member of this campus has the campus id \(id): check it, or clear theirs first"
         case .userNotFound(let email):
             "no user with email \(email) at this campus: add them with `attest user add`, or check `attest user list`"
         case .unknownRole(let role):

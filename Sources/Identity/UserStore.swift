@@ -38,19 +38,34 @@ public struct UserStore: Sendable {
 
     // MARK: Writing
 
-    /// Adds a member (fails if the email is taken).
-    public func add(campus: Campus, email rawEmail: String, displayName: String, actor: String) async throws -> User {
+    /// Adds a member (fails if the email, or the campus id `memberID`, is taken).
+    public func add(campus: Campus, email rawEmail: String, displayName: String, memberID: String? = nil, actor: String) async throws
+        -> User
+    {
         let email = try Self.checkedEmail(rawEmail, campus: campus)
         guard Self.isStorableName(displayName) else { throw IdentityError.invalidDisplayName }
         do {
             return try await client.withTransaction(campus: campus.id.rawValue) { connection in
                 let user = try await Self.insert(connection, campus: campus.id, email: email, displayName: displayName)
                 try await AuditLog.record(connection, campus: campus.id, actor: actor, action: "user.add", target: email)
+                if let memberID {
+                    try await connection.query(
+                        "UPDATE users SET member_id = \(memberID) WHERE campus_id = \(campus.id) AND id = \(user.id)")
+                }
                 return user
             }
         } catch let error as PostgresError where error.isUniqueViolation {
+            if let memberID, try await self.memberIDTaken(campus: campus, memberID: memberID) {
+                throw IdentityError.memberIDTaken(memberID)
+            }
             throw IdentityError.userExists(email)
         }
+    }
+
+    func memberIDTaken(campus: Campus, memberID: String) async throws -> Bool {
+        try await !client.query(
+            "SELECT 1 FROM users WHERE campus_id = \(campus.id) AND member_id = \(memberID)", campus: campus.id.rawValue
+        ).isEmpty
     }
 
     /// Grants `role`; false when the user had it already (nothing recorded then).
@@ -303,6 +318,13 @@ public struct UserStore: Sendable {
             UPDATE users SET birth_date = \(birthDate)
             WHERE campus_id = \(campus) AND id = \(user) AND birth_date IS DISTINCT FROM \(birthDate)
             """)
+    }
+
+    /// A member's campus id, nil when they have none (or no member has `email`).
+    public func memberID(campus: Campus, email: String) async throws -> String? {
+        try await client.query(
+            "SELECT member_id FROM users WHERE campus_id = \(campus.id) AND email = \(email.lowercased())", campus: campus.id.rawValue
+        ).first?.decode("member_id", as: String?.self)
     }
 
     /// Sets or clears a member's birth date (`attest user birth-date`), audited; false when

@@ -62,9 +62,12 @@ public struct HealthRecords: Sendable {
                 ), stored AS (
                     INSERT INTO test_results AS t (campus_id, id, specimen_id, user_id, subject, test_code, detected, collected_at,
                                                    resulted_at, source)
-                    SELECT \(campus.id), gen_random_uuid(), i.specimen_id, u.id, i.subject, i.test_code, i.detected, i.collected_at,
-                           i.resulted_at, \(source)
-                    FROM incoming i LEFT JOIN users u ON u.campus_id = \(campus.id) AND u.email = i.subject
+                    SELECT \(campus.id), gen_random_uuid(), i.specimen_id, coalesce(u.id, n.id), i.subject, i.test_code, i.detected,
+                           i.collected_at, i.resulted_at, \(source)
+                    FROM incoming i
+                    LEFT JOIN users u ON u.campus_id = \(campus.id) AND u.email = i.subject
+                    -- A subject `id:…` is the member's campus id.
+                    LEFT JOIN users n ON n.campus_id = \(campus.id) AND i.subject LIKE 'id:%' AND n.member_id = substr(i.subject, 4)
                     ON CONFLICT (campus_id, specimen_id) DO UPDATE SET
                         -- A result matched by hand stays with its member while its subject is the same.
                         user_id = CASE WHEN EXCLUDED.user_id IS NOT NULL THEN EXCLUDED.user_id
@@ -329,11 +332,12 @@ public struct HealthRecords: Sendable {
         }
     }
 
-    /// Deletes the results waiting under `subject` (an erased member's email): their matched
-    /// ones went with their row. Returns how many.
-    public func forgetWaiting(campus: Campus, subject: String) async throws -> Int {
-        try await client.query(
-            "DELETE FROM test_results WHERE campus_id = \(campus.id) AND user_id IS NULL AND subject = \(subject.lowercased())",
+    /// Deletes the results waiting under `subject` (an erased member's email) or `memberID`
+    /// (their campus id): their matched ones went with their row. Returns how many.
+    public func forgetWaiting(campus: Campus, subject: String, memberID: String? = nil) async throws -> Int {
+        let subjects = [subject.lowercased()] + (memberID.map { [LabResult.memberIDPrefix + $0] } ?? [])
+        return try await client.query(
+            "DELETE FROM test_results WHERE campus_id = \(campus.id) AND user_id IS NULL AND subject = ANY(\(subjects))",
             campus: campus.id.rawValue
         ).affectedRows
     }

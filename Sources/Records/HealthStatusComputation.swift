@@ -11,6 +11,9 @@ public struct RecordsPolicy: Sendable, Equatable {
     public var quarantineDays: Int
     /// How a SMART Health Card's person is compared with the member (`shc-identity`).
     public var shcIdentity: SmartHealthCards.IdentityCheck
+    /// The FHIR identifier system of the campus's own ids (`memberIdSystem`): a laboratory
+    /// names a member by it instead of their email.
+    public var memberIDSystem: String?
 
     public init(isolationDays: Int = 10, quarantineDays: Int = 7, shcIdentity: SmartHealthCards.IdentityCheck = .lenient) {
         (self.isolationDays, self.quarantineDays, self.shcIdentity) = (isolationDays, quarantineDays, shcIdentity)
@@ -33,6 +36,7 @@ public struct RecordsPolicy: Sendable, Equatable {
         if case .string(let check)? = settings["shc-identity"], let check = SmartHealthCards.IdentityCheck(rawValue: check) {
             shcIdentity = check
         }
+        if case .string(let system)? = settings["memberIdSystem"], (1...300).contains(system.utf8.count) { memberIDSystem = system }
     }
 }
 

@@ -5,7 +5,8 @@ import Foundation
 public struct LabResult: Sendable, Equatable {
     /// The specimen's identifier: a later result for the same specimen is a correction.
     public var specimenID: String
-    /// Whom it is about, as the laboratory named them: an email address, lowercased.
+    /// Whom it is about, as the laboratory named them: an email address, lowercased, or
+    /// `id:` and the member's campus id (`LabResult.memberIDPrefix`).
     public var subject: String
     /// The LOINC code of the test (one of `LabResult.acceptedTests`).
     public var testCode: String
@@ -63,6 +64,22 @@ public struct LabResult: Sendable, Equatable {
             bytes.last != UInt8(ascii: "@")
         else { return nil }
         return value.lowercased()
+    }
+
+    /// A subject named by the campus's own id (a student or employee number): `id:` and it.
+    public static let memberIDPrefix = "id:"
+
+    /// A campus id as a subject: `id:` and 1 to 100 bytes without spaces or control
+    /// characters; nil otherwise.
+    public static func memberID(_ text: String) -> String? {
+        let bytes = text.utf8
+        guard (1...100).contains(bytes.count), !bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else { return nil }
+        return memberIDPrefix + text
+    }
+
+    /// A CSV's `member`: an email address (it has an `@`), else the member's campus id.
+    public static func member(_ text: String) -> String? {
+        text.utf8.contains(UInt8(ascii: "@")) ? email(text) : memberID(text)
     }
 
     /// A specimen identifier: 1 to 200 bytes, no control characters.
@@ -131,23 +148,25 @@ public enum FHIRObservations {
     /// The most observations one request may carry.
     public static let maxEntries = 5_000
 
-    public static func parse(_ json: JSONValue, zone: TimeZone) -> (results: [LabResult], problems: [RecordsError.Problem]) {
+    public static func parse(_ json: JSONValue, zone: TimeZone, memberIDSystem: String? = nil) -> (
+        results: [LabResult], problems: [RecordsError.Problem]
+    ) {
         guard case .object(let resource) = json else {
             return ([], [.init("resourceType", "the body must be a FHIR Observation or a Bundle of them (a JSON object)")])
         }
         switch resource["resourceType"] {
         case .string("Observation"):
             var problems: [RecordsError.Problem] = []
-            let result = observation(resource, at: "Observation", zone: zone, problems: &problems)
+            let result = observation(resource, at: "Observation", zone: zone, memberIDSystem: memberIDSystem, problems: &problems)
             return (result.map { [$0] } ?? [], problems)
         case .string("Bundle"):
-            return bundle(resource, zone: zone)
+            return bundle(resource, zone: zone, memberIDSystem: memberIDSystem)
         default:
             return ([], [.init("resourceType", "must be \"Observation\" or \"Bundle\"")])
         }
     }
 
-    static func bundle(_ bundle: [String: JSONValue], zone: TimeZone) -> ([LabResult], [RecordsError.Problem]) {
+    static func bundle(_ bundle: [String: JSONValue], zone: TimeZone, memberIDSystem: String?) -> ([LabResult], [RecordsError.Problem]) {
         guard case .array(let entries)? = bundle["entry"], !entries.isEmpty else {
             return ([], [.init("Bundle.entry", "is required: an array of entries, each with an Observation as its resource")])
         }
@@ -166,7 +185,9 @@ public enum FHIRObservations {
                 problems.append(.init("\(place).resourceType", "must be \"Observation\""))
                 continue
             }
-            if let result = observation(resource, at: place, zone: zone, problems: &problems) { results.append(result) }
+            if let result = observation(resource, at: place, zone: zone, memberIDSystem: memberIDSystem, problems: &problems) {
+                results.append(result)
+            }
         }
         return (results, problems)
     }
@@ -174,7 +195,7 @@ public enum FHIRObservations {
     static let acceptedStatuses: Set<String> = ["final", "amended", "corrected"]
 
     static func observation(
-        _ resource: [String: JSONValue], at place: String, zone: TimeZone, problems: inout [RecordsError.Problem]
+        _ resource: [String: JSONValue], at place: String, zone: TimeZone, memberIDSystem: String?, problems: inout [RecordsError.Problem]
     ) -> LabResult? {
         let before = problems.count
         func problem(_ element: String, _ message: String) { problems.append(.init("\(place).\(element)", message)) }
@@ -245,8 +266,14 @@ public enum FHIRObservations {
             if system == "mailto" || system == "urn:ietf:rfc:3986" || system == "email" {
                 subject = string(identifier["value"]).flatMap(LabResult.email)
                 if subject == nil { problem("subject.identifier.value", "must be the member's email address") }
+            } else if let memberIDSystem, system == memberIDSystem {
+                subject = string(identifier["value"]).flatMap(LabResult.memberID)
+                if subject == nil { problem("subject.identifier.value", "must be the member's campus id: 1 to 100 characters, no spaces") }
             } else {
-                problem("subject.identifier.system", "must be mailto, with the member's email address as the value")
+                problem(
+                    "subject.identifier.system",
+                    memberIDSystem.map { "must be mailto (the member's email) or \($0) (the member's campus id)" }
+                        ?? "must be mailto, with the member's email address as the value")
             }
         } else {
             problem("subject.identifier", "is required: {\"system\": \"mailto\", \"value\": the member's email}")

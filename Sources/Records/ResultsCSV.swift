@@ -6,7 +6,7 @@ import Foundation
 ///     specimen_id,member,collected_at,resulted_at,test_code,result
 ///     S-1001,alice@example.edu,2021-05-01T09:30:00-04:00,2021-05-02T08:00:00Z,94500-6,not detected
 ///
-/// `member` is the member's email; the times are ISO 8601 with an offset, or dates (the start
+/// `member` is the member's email, or their campus id (anything without an `@`); the times are ISO 8601 with an offset, or dates (the start
 /// of that day in the campus's zone); `test_code` one of `LabResult.acceptedTests`; `result`
 /// detected, not detected, positive, negative or their SNOMED CT codes. Every problem is
 /// named by line and column, and a file with any is refused whole.
@@ -38,8 +38,8 @@ public enum ResultsCSV {
                 func problem(_ column: Int, _ message: String) { problems.append(.init("line \(line): \(header[column])", message)) }
                 let specimen = LabResult.specimen(fields[0])
                 if specimen == nil { problem(0, "must be 1 to 200 characters without control characters") }
-                let member = LabResult.email(fields[1])
-                if member == nil { problem(1, "must be the member's email address") }
+                let member = LabResult.member(fields[1])
+                if member == nil { problem(1, "must be the member's email address or campus id (1 to 100 characters, no spaces)") }
                 let collected = FHIRTime.parse(fields[2], zone: zone), resulted = FHIRTime.parse(fields[3], zone: zone)
                 if collected == nil { problem(2, "must be a date or a date and time with its offset (2021-05-01T09:30:00Z)") }
                 if resulted == nil { problem(3, "must be a date or a date and time with its offset (2021-05-02T08:00:00Z)") }

@@ -655,6 +655,72 @@ struct RecordsTests {
         await server.pool.shutdown()
     }
 
+    /// A laboratory may name a member by the campus's own id (a student number) instead of
+    /// their email: in FHIR under the campus's `memberIdSystem`, in a CSV as a `member` without `@`.
+    @Test func resultsNamingTheCampusIdMatchTheMemberWithIt() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, _) = try await AttestationTests.setUp(clock: clock)
+        let system = "https://id.example.edu/student"
+        let campus = try await CampusStore(client: server.pool).set(
+            slug: "north", key: "settings", value: #"{"memberIdSystem": "\#(system)"}"#, actor: "test")
+        let users = UserStore(client: server.pool)
+        let alice = try await users.add(
+            campus: campus, email: "alice@example.edu", displayName: "Alice", memberID: "2026-0042", actor: "test")
+        await #expect(throws: IdentityError.memberIDTaken("2026-0042")) {
+            try await users.add(campus: campus, email: "bob@example.edu", displayName: "Bob", memberID: "2026-0042", actor: "test")
+        }
+        let lab = try await Self.labToken(server, campus)
+        @Sendable func observation(specimen: String, system: String, value: String) -> String {
+            Self.observation(specimen: specimen, email: "x@example.edu", detected: true)
+                .replacingOccurrences(
+                    of: #""system": "mailto", "value": "x@example.edu""#, with: #""system": "\#(system)", "value": "\#(value)""#)
+        }
+        try await server.run { api in
+            let sent = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab,
+                json: Self.bundle([
+                    observation(specimen: "ID-1", system: system, value: "2026-0042"),
+                    observation(specimen: "ID-2", system: system, value: "2026-9999"),
+                ]), contentType: "application/fhir+json")
+            #expect(sent.status == 200, "\(sent.body)")
+            #expect(sent.json["matched"] as? Int == 1 && sent.json["unmatched"] as? Int == 1)
+            let other = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab,
+                json: observation(specimen: "ID-3", system: "https://id.other.edu", value: "2026-0042"),
+                contentType: "application/fhir+json")
+            #expect(other.status == 422 && other.problem.fields == ["Observation.subject.identifier.system"])
+            #expect(other.body.contains(system), "the refusal names the campus's system: \(other.body)")
+            try await Self.checkCampusIDResults(server, campus, alice)
+        }
+    }
+
+    static func checkCampusIDResults(_ server: TestServer, _ campus: Campus, _ alice: User) async throws {
+        let owner = try await server.pool.query(
+            "SELECT specimen_id, user_id, subject FROM test_results WHERE campus_id = \(campus.id) ORDER BY specimen_id",
+            campus: campus.id.rawValue)
+        #expect(try owner.map { try $0.decode("subject", as: String.self) } == ["id:2026-0042", "id:2026-9999"])
+        #expect(try owner[0].decode("user_id", as: UUID?.self) == alice.id.rawValue && owner[1].decode("user_id", as: UUID?.self) == nil)
+        // A CSV's member without an @ is a campus id.
+        let (rows, problems) = ResultsCSV.parse(
+            Data(
+                "specimen_id,member,collected_at,resulted_at,test_code,result\nC-1,2026-0042,2026-11-19,2026-11-20,94500-6,negative\nC-2,a b,2026-11-19,2026-11-20,94500-6,negative\n"
+                    .utf8),
+            zone: campus.zone)
+        #expect(rows.isEmpty && problems.map(\.field) == ["line 3: member"])
+        let good = ResultsCSV.parse(
+            Data(
+                "specimen_id,member,collected_at,resulted_at,test_code,result\nC-1,2026-0042,2026-11-19,2026-11-20,94500-6,negative\n".utf8),
+            zone: campus.zone)
+        #expect(good.results.map(\.subject) == ["id:2026-0042"])
+        let receipt = try await HealthRecords(client: server.pool).receive(
+            campus: campus, results: good.results, source: "import", actor: "test")
+        #expect(receipt.matched == 1)
+        // Erasing a member forgets the results still waiting under their campus id too.
+        #expect(
+            try await HealthRecords(client: server.pool).forgetWaiting(campus: campus, subject: "nobody@example.edu", memberID: "2026-9999")
+                == 1)
+    }
+
     @Test func resultsCSVIsReadStrictlyAndNamesEachProblemByLineAndColumn() throws {
         let zone = try #require(TimeZone(identifier: "America/New_York"))
         let good = """
@@ -676,7 +742,7 @@ struct RecordsTests {
 
         let bad = """
             specimen_id,member,collected_at,resulted_at,test_code,result
-            S-1,alice,2021-02-30,2021-05-02T08:00:00Z,94500-6,maybe
+            S-1,alice smith,2021-02-30,2021-05-02T08:00:00Z,94500-6,maybe
             S-2,bob@example.edu,2021-05-01
             S-3,carol@example.edu,2021-05-01T09:30,2021-05-02T25:00:00Z,1-1,detected
             """

@@ -257,7 +257,9 @@ struct ParserFuzzTests {
         let zone = try #require(TimeZone(identifier: "America/New_York"))
         var outcomes = (fhir: 0, csv: 0, refused: 0)
         func valid(_ result: LabResult) -> Bool {
-            LabResult.acceptedTests[result.testCode] != nil && LabResult.email(result.subject) == result.subject
+            LabResult.acceptedTests[result.testCode] != nil
+                && (LabResult.email(result.subject) == result.subject
+                    || LabResult.memberID(String(result.subject.dropFirst(LabResult.memberIDPrefix.count))) == result.subject)
                 && (1...200).contains(result.specimenID.utf8.count) && result.collectedAt.timeIntervalSince1970.isFinite
                 && result.resultedAt.timeIntervalSince1970.isFinite
         }

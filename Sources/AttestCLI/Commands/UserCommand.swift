@@ -27,14 +27,20 @@ extension UserCommand {
         @Argument var campus: String
         @Argument var email: String
         @Option(help: "Display name.") var name = ""
+        @Option(help: "The member's campus id (a student or employee number), which laboratories may name them by.")
+        var memberId: String?
         @Flag(help: "Print JSON.") var json = false
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
+            if let memberId, LabResult.memberID(memberId) == nil {
+                throw CLIError("--member-id must be 1 to 100 characters without spaces, got \"\(memberId)\"")
+            }
             let user = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: campus)
-                return try await context.users.add(campus: campus, email: email, displayName: name, actor: TenantContext.actor)
+                return try await context.users.add(
+                    campus: campus, email: email, displayName: name, memberID: memberId, actor: TenantContext.actor)
             }
             if json { printJSONObject(user.jsonObject) } else { say("Added \(user.email) to \(campus).") }
         }
@@ -173,9 +179,10 @@ extension UserCommand {
             let owner = try database.ownerClient(logger: logger, maxConnections: 1)
             let outcome = try await runningService(owner) {
                 let campus = try await CampusStore(client: owner).require(slug: campus)
+                let memberID = try await UserStore(client: owner).memberID(campus: campus, email: email)
                 let erased = try await UserStore(client: owner).erase(campus: campus, email: email, actor: TenantContext.actor)
-                // Their results went with their row; those still waiting under their email go too.
-                let results = try await HealthRecords(client: owner).forgetWaiting(campus: campus, subject: email)
+                // Their results went with their row; those still waiting under their email or campus id go too.
+                let results = try await HealthRecords(client: owner).forgetWaiting(campus: campus, subject: email, memberID: memberID)
                 return (erased.id, erased.auditEntriesRemoved, results)
             }
             say(

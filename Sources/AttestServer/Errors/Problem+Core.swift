@@ -39,7 +39,7 @@ extension Problem {
             self = .unauthorized(Self.sentence(error), error: "invalid_token")
         case _ where error.refusesSignIn:
             self = .unauthorized("Sign-in refused: \(error).", error: "invalid_token")
-        case .userExists:
+        case .userExists, .memberIDTaken:
             self.init(.conflict, slug: "conflict", title: "Conflict", detail: Self.sentence(error))
         case .userNotFound, .notConfigured, .noWebClient:
             self = .notFound(Self.sentence(error))
