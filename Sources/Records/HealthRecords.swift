@@ -342,3 +342,67 @@ public struct HealthRecords: Sendable {
         ).affectedRows
     }
 }
+
+/// Retention of health records (the campus's `retention-days`, as for answers), once a day:
+/// what can no longer weigh on a badge and is older than the cutoff is deleted. A result
+/// collected before the cutoff goes unless it is its member's latest (the status's latest
+/// test) or its isolation could still be in force (collected within the policy's longest
+/// isolation, 60 days, before the cutoff); results nobody matched or that were dismissed go
+/// when received before the cutoff; isolations and quarantines that ended before it; exemptions
+/// denied, or approved and expired, before it. Vaccination doses are kept until the member is
+/// erased: a series completed years ago still counts. Statuses are recomputed for the members
+/// touched (the restriction they keep may be an older, also ended, one).
+public struct RecordsUpkeep: DailyUpkeep {
+    let records: HealthRecords
+
+    public init(records: HealthRecords) { self.records = records }
+
+    public var name: String { "health records" }
+
+    public func run(campus: Campus, now: Date) async throws -> [String: Int] {
+        let cutoff = campus.localDate(at: now).adding(days: -campus.retentionDays)
+        return try await records.purge(campus: campus, before: cutoff)
+    }
+}
+
+extension HealthRecords {
+    /// Deletes what `RecordsUpkeep` says, before `cutoff` (campus-local), in one transaction
+    /// under the records lock; returns the counts.
+    public func purge(campus: Campus, before cutoff: LocalDate) async throws -> [String: Int] {
+        let policy = RecordsPolicy(campus: campus)
+        let cutoffStart = cutoff.start(in: campus.zone)
+        let isolationBound = cutoff.adding(days: -RecordsPolicy.days.upperBound).start(in: campus.zone)
+        let (counts, changed) = try await changingRecords(of: campus) { connection in
+            let results = try await connection.query(
+                """
+                DELETE FROM test_results t
+                WHERE t.campus_id = \(campus.id)
+                  AND ((t.user_id IS NULL AND t.received_at < \(cutoffStart))
+                       OR (t.user_id IS NOT NULL AND t.collected_at < \(isolationBound)
+                           AND EXISTS (SELECT 1 FROM test_results n
+                                       WHERE n.campus_id = t.campus_id AND n.user_id = t.user_id AND n.dismissed_at IS NULL
+                                         AND (n.collected_at, n.resulted_at, n.specimen_id) > (t.collected_at, t.resulted_at, t.specimen_id))))
+                RETURNING t.user_id
+                """)
+            let isolations = try await connection.query(
+                "DELETE FROM isolations WHERE campus_id = \(campus.id) AND ends_on < \(cutoff) RETURNING user_id")
+            let exemptions = try await connection.query(
+                """
+                DELETE FROM exemptions WHERE campus_id = \(campus.id)
+                  AND ((status = 'denied' AND decided_at < \(cutoffStart)) OR (status = 'approved' AND expires_on < \(cutoff)))
+                RETURNING user_id
+                """)
+            var touched = Set<UUID>()
+            for rows in [results, isolations, exemptions] {
+                for row in rows { if let user = try row.decode("user_id", as: UUID?.self) { touched.insert(user) } }
+            }
+            let changed = try await Self.recompute(connection, campus: campus, users: Array(touched), policy: policy)
+            return (
+                ["test_results_purged": results.count, "isolations_purged": isolations.count, "exemptions_purged": exemptions.count],
+                changed
+            )
+        }
+        if changed > 0 { generations?.advance(campus.id) }
+        return counts
+    }
+}

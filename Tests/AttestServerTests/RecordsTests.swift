@@ -721,6 +721,80 @@ struct RecordsTests {
                 == 1)
     }
 
+    /// Retention: what can no longer weigh on a badge and is older than the campus's
+    /// retention goes; each member's latest test, an isolation that may still hold, pending
+    /// exemptions and vaccination doses stay, and no status changes but by that.
+    @Test func theDailyUpkeepPurgesHealthRecordsPastRetentionButNeverWhatSetsAStatus() async throws {
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, created) = try await AttestationTests.setUp(clock: clock)
+        let campus = try await CampusStore(client: server.pool).set(slug: "north", key: "retention-days", value: "30", actor: "test")
+        let alice = try await server.user("alice@example.edu", at: campus).user
+        let bob = try await server.user("bob@example.edu", at: campus).user
+        let records = HealthRecords(client: server.pool, kek: TestServer.kek)
+        func result(_ specimen: String, _ subject: String, _ day: String, detected: Bool = false) throws -> LabResult {
+            let collected = try #require(FHIRTime.parse(day + "T10:00:00Z", zone: .gmt))
+            return LabResult(
+                specimenID: specimen, subject: subject, testCode: "94500-6", detected: detected, collectedAt: collected,
+                resultedAt: collected.addingTimeInterval(3600))
+        }
+        _ = try await records.receive(
+            campus: campus,
+            results: [
+                try result("A-old", "alice@example.edu", "2026-06-01"),
+                try result("A-old-positive", "alice@example.edu", "2026-07-01", detected: true),
+                try result("A-recent", "alice@example.edu", "2026-09-01"), try result("A-latest", "alice@example.edu", "2026-11-10"),
+                try result("B-only", "bob@example.edu", "2026-05-01"), try result("X-waiting", "nobody@example.edu", "2026-11-01"),
+                try result("X-new", "nobody2@example.edu", "2026-11-19"),
+            ], source: "test", actor: "test")
+        _ = try await records.start(
+            campus: campus, email: "bob@example.edu", kind: .quarantine, startsOn: LocalDate("2026-09-20"), until: LocalDate("2026-10-01"),
+            actor: "test", now: clock.read())
+        _ = try await records.start(
+            campus: campus, email: "bob@example.edu", kind: .quarantine, startsOn: LocalDate("2026-11-18"), until: LocalDate("2026-11-25"),
+            actor: "test", now: clock.read())
+        let denied = try await records.requestExemption(
+            campus: campus, user: alice.id, kind: .other, note: "n", actor: "test", now: clock.read())
+        try await records.decideExemption(
+            campus: campus, id: denied.id, approve: false, expires: nil, reason: "", actor: "test", now: clock.read())
+        let pending = try await records.requestExemption(
+            campus: campus, user: bob.id, kind: .medical, note: "n", actor: "test", now: clock.read())
+        // As if the waiting result and the denial were old.
+        try await server.pool.query(
+            "UPDATE test_results SET received_at = '2026-10-01T00:00:00Z' WHERE campus_id = \(campus.id) AND specimen_id = 'X-waiting'",
+            campus: campus.id.rawValue)
+        try await server.pool.query(
+            "UPDATE exemptions SET decided_at = '2026-09-01T00:00:00Z' WHERE campus_id = \(campus.id) AND id = \(denied.id)",
+            campus: campus.id.rawValue)
+        try await VaccinationTests.trustExampleIssuer(server, campus)
+        let open = try await VaccinationTests.setIdentity("off", at: "north", server)
+        _ = try await records.presentCards(campus: open, user: alice, cards: [try Cards.jws()], actor: "test", now: clock.read())
+        func statuses() async throws -> [HealthStatus?] {
+            try await server.pool.query(
+                "SELECT health FROM users WHERE campus_id = \(campus.id) ORDER BY email", campus: campus.id.rawValue
+            ).map { HealthStatus.stored(try $0.decode("health", as: PostgresJSON?.self)) }
+        }
+        let before = try await statuses()
+
+        let counts = try await RecordsUpkeep(records: records).run(campus: open, now: clock.read())
+        #expect(counts == ["test_results_purged": 3, "isolations_purged": 1, "exemptions_purged": 1], "\(counts)")
+        let left = try await server.pool.query(
+            "SELECT specimen_id FROM test_results WHERE campus_id = \(campus.id) ORDER BY specimen_id", campus: campus.id.rawValue)
+        #expect(try left.map { try $0.decode("specimen_id", as: String.self) } == ["A-latest", "A-recent", "B-only", "X-new"])
+        let exemptions = try await records.exemptions(campus: campus, user: bob.id)
+        #expect(exemptions.map(\.id) == [pending.id])
+        let doses = try await records.doses(campus: campus, user: alice.id)
+        #expect(doses.count == 2)
+        // Alice's old positive result isolated her until 11 Jul: gone, her status keeps what still counts.
+        let after = try await statuses()
+        #expect(after[0]?.latestTest == before[0]?.latestTest && after[0]?.vaccination == before[0]?.vaccination)
+        #expect(after[0]?.restriction == nil && before[0]?.restriction?.until == LocalDate("2026-07-11"))
+        #expect(after[1] == before[1], "Bob's quarantine in force and his only test stay")
+        #expect(try await records.recomputeAll(campus: open) == 0)
+        #expect(try await RecordsUpkeep(records: records).run(campus: open, now: clock.read()).values.reduce(0, +) == 0)
+        _ = created
+        await server.pool.shutdown()
+    }
+
     @Test func resultsCSVIsReadStrictlyAndNamesEachProblemByLineAndColumn() throws {
         let zone = try #require(TimeZone(identifier: "America/New_York"))
         let good = """

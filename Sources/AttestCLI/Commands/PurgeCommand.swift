@@ -2,16 +2,18 @@ import ArgumentParser
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Records
 import Surveys
 import Tenancy
 
 struct PurgeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "purge",
-        abstract: "Remove attestation answers older than each campus's retention (rollups and badges stay).",
+        abstract: "Remove attestation answers and health records older than each campus's retention (rollups and badges stay).",
         discussion: """
             Answers of campus-local dates before today minus the campus's retention-days are set to \
             null, a day per transaction, oldest first; a purge that stops resumes where it stopped. \
+            Health records that can no longer weigh on a badge go too (see the README's Health records). \
             Every server also does this once a day per campus.
             """)
 
@@ -30,24 +32,32 @@ struct PurgeCommand: AsyncParsableCommand {
             } else {
                 campuses = try await context.campuses.list()
             }
-            var outcomes: [RetentionPurger.Outcome] = []
+            var outcomes: [(RetentionPurger.Outcome, [String: Int])] = []
             for found in campuses {
-                outcomes.append(
-                    try await RetentionPurger(client: context.client).purge(
-                        campus: found, now: Date(), dryRun: dryRun, actor: TenantContext.actor))
+                let answers = try await RetentionPurger(client: context.client).purge(
+                    campus: found, now: Date(), dryRun: dryRun, actor: TenantContext.actor)
+                let records =
+                    dryRun ? [:] : try await RecordsUpkeep(records: HealthRecords(client: context.client)).run(campus: found, now: Date())
+                outcomes.append((answers, records))
             }
             return outcomes
         }
         if json {
             return printJSONObject(
-                outcomes.map { ["campus": $0.campus, "before": $0.cutoff.description, "attestations": $0.purged, "dryRun": $0.dryRun] })
+                outcomes.map { outcome, records -> [String: Any] in
+                    [
+                        "campus": outcome.campus, "before": outcome.cutoff.description, "attestations": outcome.purged,
+                        "dryRun": outcome.dryRun, "healthRecords": records,
+                    ]
+                })
         }
-        for outcome in outcomes {
+        for (outcome, records) in outcomes {
             let what = "\(outcome.purged) attestation\(outcome.purged == 1 ? "" : "s")"
             say(
                 outcome.dryRun
                     ? "\(outcome.campus): would remove the answers of \(what) from before \(outcome.cutoff)."
-                    : "\(outcome.campus): removed the answers of \(what) from before \(outcome.cutoff).")
+                    : "\(outcome.campus): removed the answers of \(what) from before \(outcome.cutoff)"
+                        + "; \(records.values.reduce(0, +)) health records that no longer weigh on a badge.")
         }
     }
 }
