@@ -242,7 +242,9 @@ public enum SmartHealthCards {
         guard case .number(let nbf)? = payload["nbf"], nbf.isFinite else { throw Refused(.notACard, "the card has no nbf, its date") }
         let notBefore = Date(timeIntervalSince1970: nbf)
         guard notBefore <= now.addingTimeInterval(60) else {
-            throw Refused(.notYetValid, "the card is valid only from \(notBefore.formatted(.iso8601)): present it then")
+            // A date past 2100 is not worth formatting (nor safe to, at 1e300 seconds).
+            let from = nbf < 4_102_444_800 ? notBefore.formatted(.iso8601) : "a date past 2100"
+            throw Refused(.notYetValid, "the card is valid only from \(from): present it then")
         }
         let vc = payload["vc"]
         if case .string(let rid)? = vc?["rid"], let revoked = issuer.revocations[opened.kid]?[rid] {

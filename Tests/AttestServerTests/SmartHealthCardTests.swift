@@ -213,6 +213,7 @@ struct SmartHealthCardTests {
         // Not yet valid.
         #expect(refusal { try verify(try Cards.jws(nbf: Self.now.timeIntervalSince1970 + 3_600)) } == .notYetValid)
         #expect(refusal { try verify(try Cards.jws(nbf: Self.now.timeIntervalSince1970 + 30)) } == nil, "a minute's skew")
+        #expect(refusal { try verify(try Cards.jws(nbf: 1e300)) } == .notYetValid)
         // Revoked: by rid, or by rid before a time.
         let revoked = try Cards.exampleIssuer(revocations: [Cards.kid: ["r1": nil, "r2": Date(timeIntervalSince1970: 1_750_000_000)]])
         #expect(refusal { try verify(try Cards.jws(rid: "r1"), issuer: revoked) } == .revoked)
