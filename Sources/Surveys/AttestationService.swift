@@ -389,27 +389,7 @@ public struct AttestationService: Sendable {
             return ("unavailable", "", review)
         }
         let rule = configured.rule
-        let outcome: Result<BadgeDecision, any Error>?
-        if rule.evaluatesInline {
-            // A rule that cannot block runs here; past the budget it is still "needs review".
-            let clock = ContinuousClock(), start = clock.now
-            let result = Result { try rule.evaluate(input) }
-            outcome = clock.now - start > ruleBudget ? nil : result
-        } else {
-            let verdict = FirstOutcome<Result<BadgeDecision, any Error>?>()
-            outcome = await withCheckedContinuation { continuation in
-                verdict.set(continuation)
-                Self.blockingRules.submit { state in
-                    guard case .active = state else { return verdict.finish(nil) }
-                    verdict.finish(Result { try rule.evaluate(input) })
-                }
-                verdict.setTimer(
-                    Task {
-                        try await Task.sleep(for: ruleBudget)
-                        verdict.finish(nil)
-                    })
-            }
-        }
+        let outcome = await withinBudget(inline: rule.evaluatesInline) { try rule.evaluate(input) }
         switch outcome {
         case .success(let decision)? where decision.color != .gray && PostgresDate.holds(decision.validUntil):
             return (configured.id, rule.version, decision)
@@ -432,6 +412,33 @@ public struct AttestationService: Sendable {
             writer.metrics.ruleOverran.increment()
         }
         return (configured.id, rule.version, review)
+    }
+
+    /// `work` (a rule's `evaluate` or `decide`) within the rule budget; nil when it overran. A
+    /// rule that cannot block runs here (past the budget it still counts as an overrun); any
+    /// other on `blockingRules`, answered by the budget's timer when it is late.
+    func withinBudget<Value: Sendable>(
+        inline: Bool, _ work: @escaping @Sendable () throws -> Value
+    ) async -> Result<Value, any Error>? {
+        if inline {
+            let clock = ContinuousClock(), start = clock.now
+            let result = Result { try work() }
+            return clock.now - start > ruleBudget ? nil : result
+        }
+        let verdict = FirstOutcome<Result<Value, any Error>?>()
+        let budget = ruleBudget
+        return await withCheckedContinuation { continuation in
+            verdict.set(continuation)
+            Self.blockingRules.submit { state in
+                guard case .active = state else { return verdict.finish(nil) }
+                verdict.finish(Result { try work() })
+            }
+            verdict.setTimer(
+                Task {
+                    try await Task.sleep(for: budget)
+                    verdict.finish(nil)
+                })
+        }
     }
 
     /// The campus's configured rule (`campus_plugins`, kind badge-rule), else `standard` with
@@ -457,7 +464,17 @@ public struct AttestationService: Sendable {
         guard let questionnaire = try? await questionnaires.active(campus: campus.id),
             let configured = try? await rule(for: campus, questionnaire: questionnaire)
         else { return input.standardDecision }
-        guard var decision = configured.rule.decide(input) else { return nil }
+        let rule = configured.rule
+        // Within the same budget as `evaluate`: past it, the platform's default (red while an
+        // isolation or quarantine lasts), so a slow rule never holds a badge read or hides a record.
+        guard case .success(let decided)? = await withinBudget(inline: rule.evaluatesInline, { rule.decide(input) }) else {
+            logger.error(
+                "badge rule's decide overran its budget",
+                metadata: ["campus": "\(campus.slug)", "rule": "\(configured.id)", "budget": "\(ruleBudget)"])
+            writer.metrics.ruleOverran.increment()
+            return input.standardDecision
+        }
+        guard var decision = decided else { return nil }
         if !decision.validUntil.timeIntervalSince1970.isFinite || decision.validUntil > endOfDay { decision.validUntil = endOfDay }
         return decision
     }

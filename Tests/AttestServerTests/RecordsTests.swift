@@ -795,6 +795,42 @@ struct RecordsTests {
         await server.pool.shutdown()
     }
 
+    /// A rule whose `decide` is slow: the badge it would weigh.
+    struct SlowDecide: BadgeRule {
+        var version: String { "slow-decide-1" }
+        func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
+            BadgeDecision(color: .green, reason: "answers", validUntil: input.endOfDay)
+        }
+        func decide(_ input: HealthInput) -> BadgeDecision? {
+            Thread.sleep(forTimeInterval: 0.5)
+            return BadgeDecision(color: .green, reason: "slow", validUntil: input.endOfDay)
+        }
+    }
+
+    /// `decide` runs within the rule budget, as `evaluate` does: past it the badge is the
+    /// platform's default (red while an isolation lasts), counted as an overrun.
+    @Test func aSlowDecideGivesThePlatformsDefaultWithinTheBudget() async throws {
+        var registry = PluginRegistry.builtin
+        registry.registerBadgeRule(id: "slow-decide") { _, _ in SlowDecide() }
+        let clock = try TestClock("2026-11-20T16:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock, registry: registry)
+        try await server.pool.query(
+            "INSERT INTO campus_plugins (campus_id, kind, plugin_id) VALUES (\(campus.id), 'badge-rule', 'slow-decide')",
+            campus: campus.id.rawValue)
+        let (_, member) = try await server.user("alice@example.edu", at: campus)
+        _ = try await HealthRecords(client: server.pool).start(
+            campus: campus, email: "alice@example.edu", kind: .quarantine, startsOn: nil, until: LocalDate("2026-11-25"), actor: "test",
+            now: clock.read())
+        try await server.run { api in
+            // Red and the platform's reason, not the rule's late green: the budget answered.
+            let badge = try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badge, token: member)
+            #expect(
+                badge.json["color"] as? String == "red" && badge.json["reason"] as? String == "Quarantine until 25 Nov", "\(badge.body)")
+            let metrics = try await api.send(.get, "/metrics", template: "/metrics").body
+            #expect(metric(metrics, #"attest_badge_rule_failures_total{reason="overran"}"#) == 1)
+        }
+    }
+
     @Test func resultsCSVIsReadStrictlyAndNamesEachProblemByLineAndColumn() throws {
         let zone = try #require(TimeZone(identifier: "America/New_York"))
         let good = """
