@@ -112,6 +112,9 @@ extension HealthRecords {
         else {
             throw RecordsError.invalid([.init("iss", "an issuer is its https URL, without a trailing slash, as cards name it in iss")])
         }
+        guard (1...300).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw RecordsError.invalid([.init("name", "a name of 1 to 300 characters without control characters")])
+        }
         let keys = try TrustedIssuer.keys(jwks: jwks)
         let stored = JSONValue.object(["keys": jwks["keys"] ?? .array([])])
         try await client.withTransaction(campus: campus.id.rawValue) { connection in

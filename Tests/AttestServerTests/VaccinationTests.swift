@@ -223,6 +223,11 @@ extension VaccinationTests {
         AdminCLITests.expectFailure(
             try await cli.run("shc", "issuer", "add", "north", "issuer", "--jwks-file", fixtures + "/example-issuer-jwks.json"),
             "https URL")
+        AdminCLITests.expectFailure(
+            try await cli.run(
+                "shc", "issuer", "add", "north", Cards.iss, "--jwks-file", fixtures + "/example-issuer-jwks.json", "--name",
+                String(repeating: "n", count: 301)),
+            "1 to 300 characters")
 
         // A birth date recorded by hand, then a card under strict, then erasure takes the doses.
         AdminCLITests.expectFailure(try await cli.run("user", "birth-date", "north", "alice@example.edu", "1990-13-01"), "YYYY-MM-DD")
