@@ -27,7 +27,9 @@ let jws = try SmartHealthCards.jws(qr: [qr])
 let parts = jws.split(separator: ".")
 let signingInput = Data(jws.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
 let signatureText = parts[2]
-let key = issuer.keys["3Kfdg-XwP-7gXyywtUfUADwBumDOPKMQx-iELL11W9s"]!
+guard let key = issuer.keys["3Kfdg-XwP-7gXyywtUfUADwBumDOPKMQx-iELL11W9s"] else {
+    fatalError("Tests/SmartHealthCards/example-issuer-jwks.json lacks the key that signs card 00: run from the repository's root")
+}
 
 func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
