@@ -348,9 +348,10 @@ public enum SmartHealthCards {
 
     /// A name's words, case and accents folded, punctuation dropped ("O'Brien-Núñez" → obrien, nunez).
     static func words(_ name: String) -> [String] {
-        name.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil).lowercased()
+        // Split on scalars, not Characters: a space followed by a combining mark is one Character.
+        name.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil).lowercased().unicodeScalars
             .split { $0 == " " || $0 == "-" || $0 == "\t" }
-            .map { String($0.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }) }
+            .map { String(String.UnicodeScalarView($0.filter { CharacterSet.alphanumerics.contains($0) })) }
             .filter { !$0.isEmpty }
     }
 }

@@ -13,6 +13,8 @@ extension HealthRecords {
         public var issuers: [String]
         /// The COVID-19 doses the cards gave, by date.
         public var doses: [SmartHealthCards.Dose]
+        /// The member's vaccination from all their doses, as recomputed in the same transaction.
+        public var vaccination: HealthStatus.Vaccination?
     }
 
     /// Verifies a member's SMART Health Cards (JWS, from `SmartHealthCards.jws(qr:)` or
@@ -39,7 +41,7 @@ extension HealthRecords {
             verified.append(card)
         }
         let doses = verified.flatMap { card in card.doses.map { (dose: $0, issuer: card.issuer) } }
-        let changed = try await changingRecords(of: campus) { connection in
+        let (changed, vaccination) = try await changingRecords(of: campus) { connection in
             try await connection.query(
                 """
                 INSERT INTO vaccinations (campus_id, user_id, cvx, given_on, issuer, verified_at)
@@ -51,11 +53,13 @@ extension HealthRecords {
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: "vaccination.verify", target: user.email,
                 details: ["issuers": Set(verified.map(\.issuer)).sorted().joined(separator: " "), "doses": "\(doses.count)"])
-            return try await Self.recompute(connection, campus: campus, users: [user.id.rawValue], policy: policy)
+            let changed = try await Self.recompute(connection, campus: campus, users: [user.id.rawValue], policy: policy)
+            let stored = try await connection.query("SELECT health FROM users WHERE campus_id = \(campus.id) AND id = \(user.id)")
+            return (changed, HealthStatus.stored(try stored.first?.decode("health", as: PostgresJSON?.self))?.vaccination)
         }
         if changed > 0 { generations?.advance(campus.id) }
         let sortedDoses = Set(doses.map(\.dose)).sorted { ($0.date, $0.cvx) < ($1.date, $1.cvx) }
-        return Presented(issuers: Set(verified.map(\.issuer)).sorted(), doses: sortedDoses)
+        return Presented(issuers: Set(verified.map(\.issuer)).sorted(), doses: sortedDoses, vaccination: vaccination)
     }
 
     /// A member's doses, as kept.

@@ -194,11 +194,10 @@ struct RecordsRoutes: Sendable {
             let cards = try await Self.cards(request, context)
             let presented = try await services.records.presentCards(
                 campus: campus, user: session.user, cards: cards, actor: "user:" + session.user.email, now: services.clock())
-            let status = try await services.records.record(campus: campus, user: session.user.id, limit: 0).status
             var response = try JournalRoutes.private(
                 PresentedBody(
                     issuers: presented.issuers, doses: presented.doses.map { DoseItem(cvx: $0.cvx, date: $0.date.description) },
-                    vaccination: VaccinationBody(status.vaccination, today: campus.localDate(at: services.clock()))),
+                    vaccination: VaccinationBody(presented.vaccination, today: campus.localDate(at: services.clock()))),
                 request, context)
             response.status = .created
             return response
