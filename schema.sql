@@ -124,6 +124,20 @@ CREATE TABLE IF NOT EXISTS users (
     -- The campus's own id of the member (a student or employee number): a laboratory may name
     -- them by it (DESIGN §11).
     member_id     text CHECK (length(member_id) BETWEEN 1 AND 100),
+    -- What the directory says of the user (SCIM, DESIGN §3): its userName (null: the email),
+    -- externalId, and the other attributes of its SCIM representation it sent (name, emails,
+    -- the enterprise extension's employeeNumber and department); whether the directory
+    -- created or updated the user (`provisioning: scim-only` admits no one else), and when
+    -- the directory last changed it.
+    user_name     text CHECK (length(user_name) BETWEEN 1 AND 300),
+    external_id   text CHECK (length(external_id) BETWEEN 1 AND 300),
+    directory     jsonb,
+    provisioned   boolean NOT NULL DEFAULT false,
+    modified_at   timestamptz,
+    -- Roles held only because of directory groups (taken away when the groups no longer give
+    -- them), and the groups the identity provider's `groups` claim named at the last sign-in.
+    directory_roles text[] NOT NULL DEFAULT '{}',
+    claimed_groups  text[] NOT NULL DEFAULT '{}',
     PRIMARY KEY (campus_id, id),
     UNIQUE (campus_id, email),
     UNIQUE (campus_id, pseudonym),
@@ -559,12 +573,12 @@ CREATE TABLE IF NOT EXISTS push_subscriptions (
 );
 
 -- Health records (DESIGN §11).
--- A machine's bearer token at one campus (a laboratory's): no user stands behind it, so it
+-- A machine's bearer token at one campus (a laboratory's, or the directory's provisioner): no user stands behind it, so it
 -- opens no member route; only its SHA-256 is kept.
 CREATE TABLE IF NOT EXISTS machine_tokens (
     campus_id   uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
     token_hash  bytea NOT NULL CHECK (length(token_hash) = 32),
-    role        text NOT NULL CHECK (role IN ('lab')),
+    role        text NOT NULL CHECK (role IN ('lab', 'provisioner')),
     name        text NOT NULL CHECK (length(name) BETWEEN 1 AND 100),
     created_at  timestamptz NOT NULL DEFAULT now(),
     expires_at  timestamptz NOT NULL,
@@ -685,6 +699,38 @@ CREATE TABLE IF NOT EXISTS vaccinations (
     FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
 );
 
+-- Provisioning from the university's directory (SCIM 2.0, DESIGN §3).
+CREATE UNIQUE INDEX IF NOT EXISTS users_user_name ON users (campus_id, lower(coalesce(user_name, email)));
+CREATE INDEX IF NOT EXISTS users_external_id ON users (campus_id, external_id) WHERE external_id IS NOT NULL;
+-- The directory's groups at one campus, and their members.
+CREATE TABLE IF NOT EXISTS directory_groups (
+    campus_id     uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    id            uuid NOT NULL,
+    display_name  text NOT NULL CHECK (length(display_name) BETWEEN 1 AND 300),
+    external_id   text CHECK (length(external_id) BETWEEN 1 AND 300),
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    modified_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (campus_id, id)
+);
+CREATE INDEX IF NOT EXISTS directory_groups_by_name ON directory_groups (campus_id, lower(display_name));
+CREATE TABLE IF NOT EXISTS directory_group_members (
+    campus_id  uuid NOT NULL,
+    group_id   uuid NOT NULL,
+    user_id    uuid NOT NULL,
+    PRIMARY KEY (campus_id, group_id, user_id),
+    FOREIGN KEY (campus_id, group_id) REFERENCES directory_groups (campus_id, id) ON DELETE CASCADE,
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS directory_group_members_by_user ON directory_group_members (campus_id, user_id);
+-- Which role a directory group gives (`attest campus roles map`): the group by displayName or
+-- externalId (a SCIM group's, or a name in the `groups` claim).
+CREATE TABLE IF NOT EXISTS role_mappings (
+    campus_id  uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    group_key  text NOT NULL CHECK (length(group_key) BETWEEN 1 AND 300),
+    role       text NOT NULL CHECK (role IN ('screener', 'health_officer', 'admin')),
+    PRIMARY KEY (campus_id, group_key, role)
+);
+
 -- Row-level security: the second wall behind the application's own scoping.
 DO $$
 DECLARE
@@ -696,7 +742,8 @@ BEGIN
         'notification_outbox', 'reminder_runs', 'member_changes', 'purge_state', 'audit_log',
         'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings',
         'door_counts', 'member_places', 'member_profiles', 'member_notifications', 'push_keys', 'push_subscriptions',
-        'machine_tokens', 'test_results', 'isolations', 'exemptions', 'shc_issuers', 'vaccinations'
+        'machine_tokens', 'test_results', 'isolations', 'exemptions', 'shc_issuers', 'vaccinations',
+        'directory_groups', 'directory_group_members', 'role_mappings'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);
@@ -854,6 +901,22 @@ CREATE OR REPLACE FUNCTION attest_sealing_census(kek_ids text[], secret_words te
     $$;
 REVOKE ALL ON FUNCTION attest_outbox_due(), attest_schedule_due(text, timestamptz, integer), attest_sealing_census(text[], text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION attest_outbox_due(), attest_schedule_due(text, timestamptz, integer), attest_sealing_census(text[], text[]) TO attest_app;
+-- The fifth door: erasing a user from the directory (SCIM DELETE under `scim-delete: erase`)
+-- takes the audit entries naming them, as `attest user erase` does, though the log is
+-- append-only for the application: only the current campus's rows (row-level security), only
+-- entries naming that email.
+CREATE OR REPLACE FUNCTION attest_forget_audited(wanted_campus uuid, wanted_email text) RETURNS bigint
+    LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp
+    AS $$
+    WITH gone AS (
+        DELETE FROM audit_log
+        WHERE campus_id = wanted_campus AND (target = wanted_email OR actor = 'user:' || wanted_email)
+        RETURNING 1
+    )
+    SELECT count(*) FROM gone
+    $$;
+REVOKE ALL ON FUNCTION attest_forget_audited(uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION attest_forget_audited(uuid, text) TO attest_app;
 -- Those doors read across campuses as the schema's owner, whom the forced row-level security
 -- would show one campus at a time: the owner (and only it) may read every row of the tables
 -- they read. It could lift the forcing itself; the application's role still sees one campus.

@@ -8,6 +8,7 @@ package struct APIFrontEnd: FrontEnd {
 
     package func register(on router: Router<AttestRequestContext>, services: AttestServices, configuration: ServerConfiguration) {
         OpenAPIRoute().register(on: router)
+        SCIMRoutes(services: services, origin: configuration.web.origin).register(on: router)
         let campus = router.group("v1/campuses/:campus").add(middleware: CampusMiddleware(directory: services.campuses))
         SessionRoutes(services: services).register(on: campus)
         UnsubscribeRoutes(services: services).register(on: campus)

@@ -3,13 +3,16 @@ import AttestPostgres
 import Foundation
 import Tenancy
 
-/// Bearer tokens of machines at one campus: a laboratory sending results (`lab`). No user
+/// Bearer tokens of machines at one campus: a laboratory sending results (`lab`), the
+/// university's directory provisioning users and groups (`provisioner`). No user
 /// stands behind one, so it opens no member's route, and a machine route opens with nothing
 /// else: each role has its own routes. Only the token's SHA-256 is kept.
 public struct MachineTokens: Sendable {
     public enum Role: String, Sendable, CaseIterable {
         /// Sends test results (`POST …/lab/results`) and reads nothing.
         case lab
+        /// The university's identity provider: the SCIM routes (`/scim/v2/campuses/{campus}/`) and nothing else.
+        case provisioner
     }
 
     /// A machine a token stands for.

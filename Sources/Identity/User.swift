@@ -39,6 +39,8 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
     case invalidDisplayName
     case importFailed(line: Int, reason: String)
     case invalidTTL(String)
+    /// A directory group's name or externalId that cannot be mapped (empty, or too long).
+    case invalidGroupName(String)
 
     // MARK: Issuers
     case invalidURL(field: String, value: String)
@@ -69,6 +71,8 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
     case identityConflict
     /// An operator deactivated the account (`attest user deactivate`).
     case deactivated
+    /// The campus admits only users its directory provisioned (`provisioning: scim-only`).
+    case notProvisioned
     /// The issuer has no web client (client ID and secret) for the browser sign-in.
     case noWebClient(String)
     /// The issuer's discovery document or token endpoint failed; what went wrong.
@@ -83,7 +87,7 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .noIssuer, .malformed, .unsupportedAlgorithm, .issuerNotAccepted, .unknownKey, .badSignature, .wrongAudience, .expired,
             .notYetValid, .issuedInTheFuture, .emailMissing, .emailNotVerified, .domainNotAllowed, .noDomainAllowed, .nonceMismatch,
-            .replayed, .keysUnavailable, .identityConflict, .deactivated, .providerFailed, .signInAbandoned:
+            .replayed, .keysUnavailable, .identityConflict, .deactivated, .notProvisioned, .providerFailed, .signInAbandoned:
             true
         default: false
         }
@@ -122,6 +126,8 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
             "the display name must be at most 200 characters, without control characters (line breaks, tabs, NUL)"
         case .importFailed(let line, let reason):
             "line \(line): \(reason); nothing was imported"
+        case .invalidGroupName(let name):
+            "\"\(name)\" is not a group's name: give its displayName or externalId, 1 to 300 characters"
         case .invalidTTL(let text):
             "invalid --ttl \"\(text)\": use a duration such as 90m, 12h or 30d (at most 366d)"
         case .invalidURL(let field, let value):
@@ -150,6 +156,9 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
         case .keysUnavailable: "the issuer's signing keys cannot be fetched right now; retry shortly"
         case .identityConflict: "this email address is already linked to another sign-in identity at this campus"
         case .deactivated: "this account is deactivated at this campus: ask the campus's IT team to reactivate it"
+        case .notProvisioned:
+            "this campus admits only people its university directory provisioned, and the directory has not provisioned you: "
+                + "ask the campus's IT team to add you to the directory's Campus Attest application"
         case .noWebClient(let issuer):
             "issuer \(issuer) has no web client for the browser sign-in: add it again with --client-id and --client-secret-file"
         case .providerFailed(let reason): "the sign-in provider could not be used: \(reason)"

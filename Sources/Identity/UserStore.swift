@@ -87,15 +87,20 @@ public struct UserStore: Sendable {
             let userID = try await Self.locked(connection, campus: campus.id, email: email).id
             let changed: PostgresRows
             if grant {
+                // A role only a directory group gave becomes the operator's: no group takes it away now.
                 changed = try await connection.query(
                     """
-                    UPDATE users SET roles = roles || \(role.rawValue)::text
-                    WHERE campus_id = \(campus.id) AND id = \(userID) AND NOT \(role.rawValue)::text = ANY(roles)
+                    UPDATE users SET
+                        roles = CASE WHEN \(role.rawValue)::text = ANY(roles) THEN roles ELSE roles || \(role.rawValue)::text END,
+                        directory_roles = array_remove(directory_roles, \(role.rawValue)::text)
+                    WHERE campus_id = \(campus.id) AND id = \(userID)
+                      AND (NOT \(role.rawValue)::text = ANY(roles) OR \(role.rawValue)::text = ANY(directory_roles))
                     """)
             } else {
                 changed = try await connection.query(
                     """
-                    UPDATE users SET roles = array_remove(roles, \(role.rawValue)::text)
+                    UPDATE users SET roles = array_remove(roles, \(role.rawValue)::text),
+                        directory_roles = array_remove(directory_roles, \(role.rawValue)::text)
                     WHERE campus_id = \(campus.id) AND id = \(userID) AND \(role.rawValue)::text = ANY(roles)
                     """)
             }
@@ -181,20 +186,28 @@ public struct UserStore: Sendable {
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
             let (id, wasActive) = try await Self.locked(connection, campus: campus.id, email: email)
             guard wasActive != active else { return (false, 0) }
-            try await connection.query("UPDATE users SET active = \(active) WHERE campus_id = \(campus.id) AND id = \(id)")
-            var revoked = 0
-            if !active {
-                revoked = try await connection.query(
-                    "UPDATE sessions SET revoked_at = \(now) WHERE campus_id = \(campus.id) AND user_id = \(id) AND revoked_at IS NULL"
-                ).affectedRows
-            }
-            try await Self.countMemberChange(connection, campus: campus, change: active ? 1 : -1, at: now)
+            let revoked = try await Self.changeActive(connection, campus: campus, id: id, active: active, at: now)
             try await AuthGenerations.bump(connection, campus: campus.id)
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: active ? "user.reactivate" : "user.deactivate", target: email,
                 details: active ? [:] : ["sessionsRevoked": "\(revoked)"])
             return (true, revoked)
         }
+    }
+
+    /// Turns the user `id` (locked by the caller, and not already so) active or not; a
+    /// deactivation revokes every session. Returns how many sessions it revoked. The caller
+    /// moves the campus's sign-in generation on and audits.
+    static func changeActive(_ connection: PostgresConnection, campus: Campus, id: UserID, active: Bool, at now: Date) async throws -> Int {
+        try await connection.query("UPDATE users SET active = \(active) WHERE campus_id = \(campus.id) AND id = \(id)")
+        var revoked = 0
+        if !active {
+            revoked = try await connection.query(
+                "UPDATE sessions SET revoked_at = \(now) WHERE campus_id = \(campus.id) AND user_id = \(id) AND revoked_at IS NULL"
+            ).affectedRows
+        }
+        try await countMemberChange(connection, campus: campus, change: active ? 1 : -1, at: now)
+        return revoked
     }
 
     /// Erases the user `email`: their row, and with it every row of theirs (attestations,
@@ -253,17 +266,19 @@ public struct UserStore: Sendable {
     /// (verified) email to a user an operator added, else created with the member role.
     /// Later sign-ins keep the display name current.
     public func onboard(campus: Campus, identity: VerifiedIdentity) async throws -> User {
+        let scimOnly = DirectoryPolicy(campus: campus).provisioning == .scimOnly
         for attempt in 1...2 {
             do {
                 return try await client.withTransaction(campus: campus.id.rawValue) { connection in
                     let bySubject = try await connection.query(
                         """
-                        SELECT id, display_name, active FROM users
+                        SELECT id, display_name, active, provisioned FROM users
                         WHERE campus_id = \(campus.id) AND oidc_issuer = \(identity.issuer) AND oidc_subject = \(identity.subject)
                         """)
                     let userID: UserID
                     if let row = bySubject.first {
                         guard try row.decode("active", as: Bool.self) else { throw IdentityError.deactivated }
+                        if scimOnly, try !row.decode("provisioned", as: Bool.self) { throw IdentityError.notProvisioned }
                         userID = try row.decode("id")
                         if let name = identity.name, try row.decode("display_name", as: String.self) != name {
                             try await connection.query(
@@ -272,9 +287,11 @@ public struct UserStore: Sendable {
                         }
                     } else {
                         let byEmail = try await connection.query(
-                            "SELECT id, oidc_subject, active FROM users WHERE campus_id = \(campus.id) AND email = \(identity.email)")
+                            "SELECT id, oidc_subject, active, provisioned FROM users WHERE campus_id = \(campus.id) AND email = \(identity.email)"
+                        )
                         if let row = byEmail.first {
                             guard try row.decode("active", as: Bool.self) else { throw IdentityError.deactivated }
+                            if scimOnly, try !row.decode("provisioned", as: Bool.self) { throw IdentityError.notProvisioned }
                             guard try row.decode("oidc_subject", as: String?.self) == nil else {
                                 throw IdentityError.identityConflict
                             }
@@ -287,6 +304,7 @@ public struct UserStore: Sendable {
                                 """)
                             try await AuthGenerations.bump(connection, campus: campus.id)
                         } else {
+                            if scimOnly { throw IdentityError.notProvisioned }
                             let user = try await Self.insert(
                                 connection, campus: campus.id, email: identity.email, displayName: identity.name ?? "",
                                 issuer: identity.issuer, subject: identity.subject)
@@ -294,10 +312,15 @@ public struct UserStore: Sendable {
                                 connection, campus: campus.id, actor: "user:\(identity.email)", action: "user.onboard",
                                 target: identity.email, details: ["issuer": identity.issuer])
                             try await Self.keepBirthDate(connection, campus: campus.id, user: user.id, identity: identity)
-                            return user
+                            guard let groups = identity.groups, !groups.isEmpty else { return user }
+                            userID = user.id
                         }
                     }
                     try await Self.keepBirthDate(connection, campus: campus.id, user: userID, identity: identity)
+                    if let groups = identity.groups {
+                        try await Directory.claimGroups(
+                            connection, campus: campus.id, user: userID, groups: groups, actor: "user:\(identity.email)")
+                    }
                     let rows = try await connection.query(
                         "SELECT \(Self.columns) FROM users u WHERE u.campus_id = \(campus.id) AND u.id = \(userID)")
                     return try Self.user(from: rows[0])

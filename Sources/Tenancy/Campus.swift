@@ -110,6 +110,12 @@ public enum CampusSetting: String, CaseIterable, Sendable {
     case settings
     /// The home region of community data: an id of the campus's provider, `none` to clear.
     case region
+    /// What a directory's SCIM DELETE does: `deactivate` (the default) or `erase`.
+    case scimDelete = "scim-delete"
+    /// Who may sign in: `open` (anyone the issuers admit; the default) or `scim-only` (users the directory provisioned).
+    case provisioning
+    /// The ID token claim naming the user's groups (`groups` by default).
+    case groupsClaim = "groups-claim"
 }
 
 extension CampusID: PostgresCodable {

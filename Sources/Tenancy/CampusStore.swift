@@ -123,6 +123,22 @@ public struct CampusStore: Sendable {
                 throw invalid("a JSON object such as {\"key\": \"value\"}")
             }
             return "settings = \(PostgresJSON(value))"
+        case .scimDelete, .provisioning, .groupsClaim:
+            let allowed: [String]
+            switch setting {
+            case .scimDelete: allowed = ["deactivate", "erase"]
+            case .provisioning: allowed = ["open", "scim-only"]
+            default: allowed = []
+            }
+            if allowed.isEmpty {
+                guard (1...100).contains(value.utf8.count),
+                    value.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 && $0.value < 127 })
+                else { throw invalid("a claim name such as groups or roles (1 to 100 printable ASCII characters)") }
+            } else {
+                guard allowed.contains(value) else { throw invalid(allowed.joined(separator: " or ")) }
+            }
+            // Kept among the campus's settings, beside the others there.
+            return "settings = settings || jsonb_build_object(\(setting.rawValue)::text, \(value)::text)"
         case .region:
             if value == "none" || value.isEmpty { return "community_region = NULL" }
             guard CommunityRegion.isValidID(value) else {

@@ -58,7 +58,7 @@ struct OrdinaryOwnerTests {
             WHERE r.rolname = \(Self.owner) GROUP BY r.rolsuper, r.rolbypassrls
             """)
         #expect(try role.first?.decode("rolsuper", as: Bool.self) == false && role.first?.decode("rolbypassrls", as: Bool.self) == false)
-        #expect(try role.first?.decode("functions", as: Int.self) == 7)
+        #expect(try role.first?.decode("functions", as: Int.self) == 8)
 
         let server = try await TestServer.make(database: database)
         let north = try await server.campus("north")
@@ -104,6 +104,12 @@ struct OrdinaryOwnerTests {
         }
         #expect(try await census(TestServer.kek.id) == 0)
         #expect(try await census("another") == 2)
+        // attest_forget_audited: a directory's erasure takes the audit entries naming the user.
+        let erasing = try await CampusStore(client: server.pool).set(slug: "south", key: "scim-delete", value: "erase", actor: "test")
+        let (leaver, _) = try await server.user("leaver@example.edu", at: erasing)
+        try await Directory(client: server.pool).deleteUser(
+            campus: erasing, id: leaver.id.rawValue, ifMatch: nil, actor: "scim:test", base: "")
+        #expect(try await !AuditLog(client: server.pool).entries(campus: erasing.id).contains { $0.target == "leaver@example.edu" })
         // The application's role itself still sees no campus's rows without naming one.
         let seen = try await server.pool.query("SELECT count(*)::int AS n FROM notification_outbox")
         #expect(try seen[0].decode("n", as: Int.self) == 0)
@@ -124,7 +130,7 @@ struct OrdinaryOwnerTests {
             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.prosecdef ORDER BY p.proname
             """)
         await client.shutdown()
-        #expect(rows.count == 7)
+        #expect(rows.count == 8)
         for row in rows {
             let name: String = try row.decode("proname"), config: String = try row.decode("config")
             let path = config.split(separator: ";").first { $0.hasPrefix("search_path=") }

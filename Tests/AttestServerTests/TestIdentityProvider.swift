@@ -31,6 +31,7 @@ final class TestIdentityProvider: Sendable {
         var jti: String?
         var nonce: String?
         var birthdate: String? = nil
+        var groups: [String]? = nil
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 

@@ -47,4 +47,7 @@ SELECT create_distributed_table('isolations', 'campus_id', colocate_with => 'use
 SELECT create_distributed_table('exemptions', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('shc_issuers', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('vaccinations', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('directory_groups', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('directory_group_members', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('role_mappings', 'campus_id', colocate_with => 'users');
 COMMIT;

@@ -8,7 +8,7 @@ struct CampusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "campus",
         abstract: "Create, inspect and change campuses and their sign-in providers.",
-        subcommands: [Create.self, List.self, Show.self, Set.self, RotateBadgeKey.self, OIDC.self]
+        subcommands: [Create.self, List.self, Show.self, Set.self, RotateBadgeKey.self, OIDC.self, Roles.self]
     )
 }
 
@@ -135,6 +135,73 @@ extension CampusCommand {
             say(
                 "New badge key \(kid) for \(slug)"
                     + (retired.isEmpty ? "." : "; retired \(retired.joined(separator: ", ")) (verifies for two more days)."))
+        }
+    }
+
+    struct Roles: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Roles that follow directory groups: a SCIM group's displayName or externalId, or a name in the groups claim.",
+            discussion: """
+                attest campus roles map SLUG "Health Office" health_officer: members of the group get the role (SCIM membership \
+                at once; the OIDC groups claim at their next sign-in), and lose it when they leave the group, unless an operator \
+                granted it by hand. Every change is audited with its source (scim, oidc or mapping).
+                """,
+            subcommands: [Map.self, Unmap.self, List.self])
+
+        struct Map: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Give a role to a directory group's members.")
+            @Argument var slug: String
+            @Argument(help: "The group's displayName or externalId (or a name the groups claim gives).") var group: String
+            @Argument(help: "screener, health_officer or admin.") var role: String
+            @OptionGroup var database: DatabaseOptions
+            @OptionGroup var logging: LoggingOptions
+
+            func run() async throws { try await Roles.change(slug, group, role, map: true, database: database, logging: logging) }
+        }
+
+        struct Unmap: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Stop a directory group giving a role.")
+            @Argument var slug: String
+            @Argument var group: String
+            @Argument(help: "screener, health_officer or admin.") var role: String
+            @OptionGroup var database: DatabaseOptions
+            @OptionGroup var logging: LoggingOptions
+
+            func run() async throws { try await Roles.change(slug, group, role, map: false, database: database, logging: logging) }
+        }
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "The campus's group-to-role mappings.")
+            @Argument var slug: String
+            @Flag(help: "Print JSON.") var json = false
+            @OptionGroup var database: DatabaseOptions
+            @OptionGroup var logging: LoggingOptions
+
+            func run() async throws {
+                let mappings = try await TenantContext.run(database: database, logging: logging) { context in
+                    try await Directory(client: context.client).roleMappings(campus: try await context.campuses.require(slug: slug))
+                }
+                if json { return printJSONObject(mappings.map { ["group": $0.group, "role": $0.role.rawValue] }) }
+                if mappings.isEmpty { return say("No group gives a role at \(slug): add one with `attest campus roles map`.") }
+                for mapping in mappings { say("\(mapping.group)\t\(mapping.role.rawValue)") }
+            }
+        }
+
+        static func change(_ slug: String, _ group: String, _ role: String, map: Bool, database: DatabaseOptions, logging: LoggingOptions)
+            async throws
+        {
+            guard let parsed = Role(parsing: role) else { throw IdentityError.unknownRole(role) }
+            let changed = try await TenantContext.run(database: database, logging: logging) { context in
+                try await Directory(client: context.client).setRoleMapping(
+                    campus: try await context.campuses.require(slug: slug), group: group, role: parsed, map: map, actor: TenantContext.actor
+                )
+            }
+            switch (map, changed) {
+            case (true, true): say("Members of \(group) at \(slug) are now \(parsed.rawValue).")
+            case (true, false): say("\(group) gives \(parsed.rawValue) at \(slug) already.")
+            case (false, true): say("\(group) no longer gives \(parsed.rawValue) at \(slug).")
+            case (false, false): say("\(group) did not give \(parsed.rawValue) at \(slug).")
+            }
         }
     }
 

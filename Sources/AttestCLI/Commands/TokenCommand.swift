@@ -10,15 +10,19 @@ struct TokenCommand: AsyncParsableCommand {
 
     struct Issue: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Issue a session token for a user, or a laboratory's token; prints the token alone on stdout. Audited.",
+            abstract: "Issue a session token for a user, or a machine's token; prints the token alone on stdout. Audited.",
             discussion: """
                 `attest token issue <campus> <email>` signs a user in (tests, benchmarks, kiosks). \
                 `attest token issue <campus> --lab <name>` makes a laboratory's token: it sends results \
-                (POST /v1/campuses/<campus>/lab/results) and can read nothing; it lives a year unless --ttl says otherwise.
+                (POST /v1/campuses/<campus>/lab/results) and can read nothing. \
+                `attest token issue <campus> --provisioner <name>` makes the university directory's token for the SCIM \
+                service at /scim/v2/campuses/<campus>/ and nothing else. A machine's token lives a year unless --ttl says otherwise.
                 """)
         @Argument var campus: String
         @Argument var email: String?
         @Option(help: "Issue a laboratory's token for this name instead of a user's session.") var lab: String?
+        @Option(help: "Issue the directory's SCIM token (a provisioner) for this name instead of a user's session.") var provisioner:
+            String?
         @Option(help: "Lifetime, e.g. 90m, 12h, 30d. Default: the campus's session lifetime (a year for --lab).") var ttl: String?
         @Flag(help: "Create the user (as a member) when missing.") var create = false
         @OptionGroup var database: DatabaseOptions
@@ -26,29 +30,40 @@ struct TokenCommand: AsyncParsableCommand {
 
         func validate() throws {
             if let ttl, CampusFormats.seconds(fromDuration: ttl) == nil { throw IdentityError.invalidTTL(ttl) }
-            switch (email, lab) {
-            case (nil, nil): throw ValidationError("Name the user's email, or --lab <name> for a laboratory's token.")
-            case (.some, .some): throw ValidationError("Give the user's email or --lab <name>, not both.")
-            default: break
+            switch [email, lab, provisioner].compactMap({ $0 }).count {
+            case 0:
+                throw ValidationError(
+                    "Name the user's email, or --lab <name> for a laboratory's token, or --provisioner <name> for the directory's.")
+            case 1: break
+            default: throw ValidationError("Give one of the user's email, --lab <name> and --provisioner <name>.")
             }
-            if lab != nil, create { throw ValidationError("--create makes a user; a laboratory's token has none.") }
-            if let lab {
-                let name = lab.trimmingCharacters(in: .whitespaces)
+            if let machine = machine {
+                if create { throw ValidationError("--create makes a user; a machine's token has none.") }
+                let name = machine.name.trimmingCharacters(in: .whitespaces)
                 guard (1...100).contains(name.utf8.count),
                     !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
                 else {
-                    throw ValidationError("--lab names the laboratory: 1 to 100 bytes without control characters, e.g. --lab state-lab.")
+                    throw ValidationError(
+                        "--\(machine.role.rawValue) names the machine: 1 to 100 bytes without control characters, e.g. --\(machine.role.rawValue) entra-id."
+                    )
                 }
             }
         }
 
+        /// The machine a `--lab` or `--provisioner` names.
+        var machine: (role: MachineTokens.Role, name: String)? {
+            if let lab { return (.lab, lab) }
+            if let provisioner { return (.provisioner, provisioner) }
+            return nil
+        }
+
         func run() async throws {
             let lifetime = ttl.flatMap(CampusFormats.seconds(fromDuration:))
-            if let lab {
+            if let machine {
                 let token = try await TenantContext.run(database: database, logging: logging) { context in
                     let campus = try await context.campuses.require(slug: campus)
                     return try await MachineTokens(client: context.client).issue(
-                        campus: campus, role: .lab, name: lab, lifetime: lifetime, actor: TenantContext.actor
+                        campus: campus, role: machine.role, name: machine.name, lifetime: lifetime, actor: TenantContext.actor
                     ).token
                 }
                 return say(token)

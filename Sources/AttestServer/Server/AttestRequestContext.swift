@@ -11,6 +11,8 @@ public struct AttestRequestContext: RequestContext {
     public var campus: Campus?
     /// Set by `AuthenticationMiddleware` on routes that need a signed-in user.
     public var session: SessionStore.Session?
+    /// The machine a machine token stands for, as the audit log names it (`scim:<name>`).
+    public var machine: String?
     /// The connection's peer, taken when the request arrived (NIO forgets it once the
     /// connection closes) and written out only when a route asks: most never do.
     private let peer: SocketAddress?
@@ -59,5 +61,10 @@ public struct AttestRequestContext: RequestContext {
     public func requireSession() throws -> SessionStore.Session {
         guard let session else { throw Problem.unauthorized("Sign in first.") }
         return session
+    }
+
+    public func requireMachine() throws -> String {
+        guard let machine else { throw Problem.unauthorized("Send a machine's token as Authorization: Bearer <token>.") }
+        return machine
     }
 }

@@ -39,8 +39,10 @@ public struct AttestServices: Sendable {
     public var badges: BadgeService
     /// Test results, isolations and each member's health status (Records).
     public var records: HealthRecords
-    /// Laboratories' tokens.
+    /// Machines' tokens: laboratories', the directory's provisioner's.
     public var machineTokens: MachineTokens
+    /// The campus's users and groups as the university's directory pushes them (SCIM).
+    public var directory: Directory
     /// Door checks counted per door and hour, added to the table every few seconds: a `Service`.
     public var doorCounts: DoorCounts
     public var testingLocations: TestingLocationDirectory
@@ -106,6 +108,7 @@ public struct AttestServices: Sendable {
             })
         self.records = HealthRecords(client: database, generations: authGenerations, kek: kek)
         self.machineTokens = MachineTokens(client: database)
+        self.directory = Directory(client: database)
         self.doorCounts = DoorCounts(client: database, logger: logger, clock: clock)
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger, kek: kek)

@@ -18,6 +18,9 @@ public struct VerifiedIdentity: Sendable, Equatable {
     /// The `birthdate` claim when it is a whole date (OpenID Connect Core §5.1 allows a year
     /// alone, or `0000` for one withheld: those are not kept).
     public var birthDate: LocalDate?
+    /// The groups the campus's groups claim (`groups-claim`, `groups` by default) named: nil
+    /// when the token has no such claim (nothing is changed then), names of groups else.
+    public var groups: [String]?
     /// What names this one token (SHA-256 of the issuer and its `jti`, or of the whole token
     /// when it has none), and its expiry: a token signs in once (`SignInGuard`).
     public var tokenID: Data
@@ -25,9 +28,10 @@ public struct VerifiedIdentity: Sendable, Equatable {
 
     public init(
         issuer: String, subject: String, email: String, name: String? = nil, hostedDomain: String? = nil, birthDate: LocalDate? = nil,
-        tokenID: Data = Data(count: 32), expiresAt: Date = .distantFuture
+        groups: [String]? = nil, tokenID: Data = Data(count: 32), expiresAt: Date = .distantFuture
     ) {
         self.birthDate = birthDate
+        self.groups = groups
         self.issuer = issuer
         self.subject = subject
         self.email = email
@@ -35,6 +39,20 @@ public struct VerifiedIdentity: Sendable, Equatable {
         self.hostedDomain = hostedDomain
         self.tokenID = tokenID
         self.expiresAt = expiresAt
+    }
+
+    /// The most groups kept of a token's groups claim.
+    public static let maxGroups = 500
+
+    /// The groups claim `claim` of a verified payload: its strings (at most `maxGroups`, each
+    /// 1 to 300 characters; others ignored), nil when the payload has no such array.
+    static func claimedGroups(_ payload: Data, claim: String) -> [String]? {
+        guard case .array(let items)? = (try? JSONValue(parsing: payload))?[claim] else { return nil }
+        var groups: [String] = []
+        for case .string(let name) in items where (1...300).contains(name.unicodeScalars.count) && groups.count < maxGroups {
+            if !groups.contains(name) { groups.append(name) }
+        }
+        return groups.sorted()
     }
 
     /// A `birthdate` claim as kept: a whole `YYYY-MM-DD` date from 1900 on, else nil.
@@ -191,7 +209,8 @@ public struct IDTokenVerifier: Sendable {
         let tokenID = Data(SHA256.hash(data: Data((claims.jti.map { "\(issuer.issuer)\n\($0)" } ?? idToken).utf8)))
         return VerifiedIdentity(
             issuer: issuer.issuer, subject: claims.sub, email: email, name: claims.name.flatMap(VerifiedIdentity.displayName),
-            hostedDomain: claims.hd, birthDate: claims.birthdate.flatMap(VerifiedIdentity.birthDate), tokenID: tokenID,
+            hostedDomain: claims.hd, birthDate: claims.birthdate.flatMap(VerifiedIdentity.birthDate),
+            groups: VerifiedIdentity.claimedGroups(payloadData, claim: DirectoryPolicy(campus: campus).groupsClaim), tokenID: tokenID,
             expiresAt: Date(timeIntervalSince1970: min(claims.exp + leeway, 4_102_444_800)))
     }
 
