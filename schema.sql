@@ -134,6 +134,9 @@ CREATE TABLE IF NOT EXISTS users (
     directory     jsonb,
     provisioned   boolean NOT NULL DEFAULT false,
     modified_at   timestamptz,
+    -- When the directory deleted the user (deactivated under `scim-delete: deactivate`): gone
+    -- from the directory's view until it creates them again or an operator reactivates them.
+    deprovisioned_at timestamptz,
     -- Roles held only because of directory groups (taken away when the groups no longer give
     -- them), and the groups the identity provider's `groups` claim named at the last sign-in.
     directory_roles text[] NOT NULL DEFAULT '{}',

@@ -11,6 +11,9 @@ ALTER TABLE users ADD COLUMN IF NOT EXISTS external_id text CHECK (length(extern
 ALTER TABLE users ADD COLUMN IF NOT EXISTS directory jsonb;
 ALTER TABLE users ADD COLUMN IF NOT EXISTS provisioned boolean NOT NULL DEFAULT false;
 ALTER TABLE users ADD COLUMN IF NOT EXISTS modified_at timestamptz;
+-- When the directory deleted the user (deactivated under `scim-delete: deactivate`): gone from
+-- the directory's view until it creates them again or an operator reactivates them.
+ALTER TABLE users ADD COLUMN IF NOT EXISTS deprovisioned_at timestamptz;
 -- Roles held only because of directory groups (taken away when the groups no longer give
 -- them), and the groups the identity provider's `groups` claim named at the last sign-in.
 ALTER TABLE users ADD COLUMN IF NOT EXISTS directory_roles text[] NOT NULL DEFAULT '{}';

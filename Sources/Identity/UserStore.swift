@@ -199,7 +199,12 @@ public struct UserStore: Sendable {
     /// deactivation revokes every session. Returns how many sessions it revoked. The caller
     /// moves the campus's sign-in generation on and audits.
     static func changeActive(_ connection: PostgresConnection, campus: Campus, id: UserID, active: Bool, at now: Date) async throws -> Int {
-        try await connection.query("UPDATE users SET active = \(active) WHERE campus_id = \(campus.id) AND id = \(id)")
+        // Reactivated, a user the directory had deleted is the directory's again.
+        try await connection.query(
+            """
+            UPDATE users SET active = \(active), deprovisioned_at = CASE WHEN \(active) THEN NULL ELSE deprovisioned_at END
+            WHERE campus_id = \(campus.id) AND id = \(id)
+            """)
         var revoked = 0
         if !active {
             revoked = try await connection.query(

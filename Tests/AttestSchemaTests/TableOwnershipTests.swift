@@ -11,7 +11,8 @@ struct TableOwnershipTests {
         "Tenancy": ["campuses", "campus_plugins", "audit_log"],
         "Community": ["testing_locations", "community_regions", "community_days", "member_places"],
         "Identity": [
-            "users", "member_changes", "sessions", "campus_oidc_issuers", "id_token_uses", "sign_in_nonces", "machine_tokens", "directory_groups",
+            "users", "member_changes", "sessions", "campus_oidc_issuers", "id_token_uses", "sign_in_nonces", "machine_tokens",
+            "directory_groups",
             "directory_group_members", "role_mappings",
         ],
         "Records": ["test_results", "isolations", "exemptions", "shc_directory", "shc_issuers", "vaccinations"],

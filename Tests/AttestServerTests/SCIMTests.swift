@@ -133,7 +133,13 @@ struct SCIMTests {
             // DELETE deactivates by default; erases under scim-delete erase.
             #expect(try await Self.scim(api, .delete, "/scim/v2/campuses/north/Users/\(id)", token: token).status == 204)
             let gone = try await Self.scim(api, .get, "/scim/v2/campuses/north/Users/\(id)", token: token)
-            #expect(gone.status == 200 && gone.json["active"] as? Bool == false)
+            #expect(gone.status == 404 && gone.json["status"] as? String == "404", "gone from the directory's view: \(gone.body)")
+            let kept = try #require(try await UserStore(client: server.pool).find(campus: north.id, email: "ada.l@example.edu"))
+            #expect(try await UserStore(client: server.pool).activity(campus: north.id)[kept.id] == false, "kept, deactivated")
+            // Created again by the directory: the same user, active again.
+            let back = try await Self.scim(
+                api, .post, "/scim/v2/campuses/north/Users", token: token, json: Self.user("ada.l@example.edu", external: "E-1"))
+            #expect(back.status == 201 && back.json["id"] as? String == id && back.json["active"] as? Bool == true, "\(back.body)")
             let entries = try await AuditLog(client: server.pool).entries(campus: north.id)
             #expect(entries.contains { $0.action == "user.deactivate" && $0.actor == "scim:entra" && $0.details["source"] == "scim" })
             #expect(entries.contains { $0.action == "scim.user.create" && $0.target == "ada@example.edu" })
@@ -247,7 +253,10 @@ struct SCIMTests {
             #expect(refused.status == 400 && refused.json["scimType"] as? String == "invalidPath", "\(refused.body)")
             let unchanged = try await Self.scim(api, .get, "/scim/v2/campuses/north/Users/\(id)", token: token)
             #expect(unchanged.json["displayName"] as? String == "Ada Lovelace")
-            for body in ["{", #"{"userName": 7}"#, #"{"userName": "x"}"#, #"{"userName": "a@example.edu", "active": "maybe"}"#] {
+            for body in [
+                "{", #"{"userName": 7}"#, #"{"userName": " "}"#, #"{"userName": "a@example.edu", "active": "maybe"}"#,
+                #"{"userName": "y", "emails": [{"value": "not an address", "primary": true}]}"#,
+            ] {
                 let reply = try await Self.scim(api, .post, "/scim/v2/campuses/north/Users", token: token, json: body)
                 #expect(reply.status == 400, "\(body): \(reply.body)")
             }

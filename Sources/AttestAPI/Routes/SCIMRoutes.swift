@@ -24,6 +24,18 @@ package struct SCIMRoutes: Sendable {
             .add(middleware: SCIMErrorMiddleware())
             .add(middleware: CampusMiddleware(directory: services.campuses))
             .add(middleware: ProvisionerMiddleware(services: services))
+        // Any other path here: a SCIM 404 (RFC 7644 §3.12), not the platform's problem.
+        for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
+            scim.on("**", method: method) { request, _ -> Response in
+                throw SCIMError(
+                    status: 404,
+                    detail: "No SCIM resource here: this service has Users, Groups, Schemas, ResourceTypes and ServiceProviderConfig.")
+            }
+        }
+        scim.post(".search") { _, _ -> Response in
+            throw SCIMError(
+                status: 501, detail: "Searching several resource types at once is not supported: GET Users or Groups with a filter.")
+        }
         scim.get("ServiceProviderConfig") { request, context in
             Self.answer(
                 SCIMSchemas.serviceProviderConfig(
@@ -180,10 +192,14 @@ package struct SCIMRoutes: Sendable {
 
         init(_ request: Request, listing: Bool = true) throws {
             var seen = Set<String>()
-            for (name, value) in request.uri.queryParameters {
-                let key = String(name)
+            // Read from the raw query: a client may write a space as `+` (form encoding), so a
+            // `+` is a space and a literal one comes as %2B.
+            for pair in (request.uri.query ?? "").split(separator: "&") where !pair.isEmpty {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard let key = Self.decoded(parts[0]), let text = Self.decoded(parts.count == 2 ? parts[1] : "") else {
+                    throw SCIMError.invalidSyntax("the query string is not percent-encoded UTF-8")
+                }
                 guard seen.insert(key.lowercased()).inserted else { throw SCIMError.invalidSyntax("\(key) is given more than once") }
-                let text = String(value)
                 switch key.lowercased() {
                 case "filter" where listing:
                     do { filter = try SCIMFilter.parse(text) } catch { throw SCIMError.invalidFilter(error.message) }
@@ -199,6 +215,10 @@ package struct SCIMRoutes: Sendable {
                 default: throw SCIMError.invalidSyntax("\(key) is not a parameter here")
                 }
             }
+        }
+
+        static func decoded(_ text: Substring) -> String? {
+            text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
         }
 
         /// Whether `attribute` is returned.

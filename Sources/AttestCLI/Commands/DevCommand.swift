@@ -84,7 +84,7 @@ struct DevCommand: AsyncParsableCommand {
         database.dbPoolSize = dbPoolSize
         let host = self.host
         let tokens = Mutex<[(email: String, role: Role, token: String)]>([])
-        let labToken = Mutex<String>("")
+        let machineTokens = Mutex<(lab: String, directory: String)>(("", ""))
         try await migrateThenServe(
             database: database, migrateURL: nil, kek: kek,
             server: ServerConfiguration(
@@ -94,11 +94,15 @@ struct DevCommand: AsyncParsableCommand {
             logger: logger, registry: PluginSystem.registry.withDemoPlugins(),
             afterMigration: {
                 let client = try database.applicationClient(logger: logger)
-                let (issued, lab) = try await withShutdown(client) {
-                    (try await DemoCampus.ensure(client: client, kek: kek), try await DemoCampus.labToken(client: client))
+                let (issued, lab, directory) = try await withShutdown(client) {
+                    (
+                        try await DemoCampus.ensure(client: client, kek: kek),
+                        try await DemoCampus.machineToken(client: client, role: .lab, name: "demo-lab"),
+                        try await DemoCampus.machineToken(client: client, role: .provisioner, name: "demo-directory")
+                    )
                 }
                 tokens.withLock { $0 = issued }
-                labToken.withLock { $0 = lab }
+                machineTokens.withLock { $0 = (lab, directory) }
             },
             onServerRunning: { port in
                 let base = "http://\(host):\(port)"
@@ -124,7 +128,9 @@ struct DevCommand: AsyncParsableCommand {
                     )
                 }
                 say("")
-                say("Laboratory token (POST \(base)/v1/campuses/\(DemoCampus.slug)/lab/results): \(labToken.withLock { $0 })")
+                let machines = machineTokens.withLock { $0 }
+                say("Laboratory token (POST \(base)/v1/campuses/\(DemoCampus.slug)/lab/results): \(machines.lab)")
+                say("Directory token (SCIM at \(base)/scim/v2/campuses/\(DemoCampus.slug)/): \(machines.directory)")
                 say("")
                 say("Try: curl -H 'Authorization: Bearer <token>' \(base)/v1/campuses/\(DemoCampus.slug)/me")
                 say("")
@@ -243,13 +249,12 @@ enum DemoCampus {
 
     /// Creates the campus and its people when missing, and returns a fresh session token
     /// for each person (valid for the campus's session lifetime).
-    /// A fresh token of the demo laboratory, `demo-lab`: it sends results to the demo campus.
-    static func labToken(client: PostgresClient) async throws -> String {
+    /// A fresh token of a demo machine at the demo campus: the laboratory (`demo-lab`) sends
+    /// results, the directory (`demo-directory`) provisions over SCIM.
+    static func machineToken(client: PostgresClient, role: MachineTokens.Role, name: String) async throws -> String {
         let campus = try await CampusStore(client: client).require(slug: slug)
-        return try await MachineTokens(client: client).issue(
-            campus: campus, role: .lab, name: "demo-lab", lifetime: nil, actor: "attest dev"
-        )
-        .token
+        return try await MachineTokens(client: client).issue(campus: campus, role: role, name: name, lifetime: nil, actor: "attest dev")
+            .token
     }
 
     static func ensure(client: PostgresClient, kek: KeyEncryptionKey) async throws -> [(email: String, role: Role, token: String)] {

@@ -181,11 +181,13 @@ extension Directory {
         if !added.isEmpty {
             let known =
                 try await connection.query(
-                    "SELECT count(*) AS known FROM users WHERE campus_id = \(campus) AND id = ANY(\(added))"
+                    "SELECT count(*) AS known FROM users WHERE campus_id = \(campus) AND id = ANY(\(added)) AND deprovisioned_at IS NULL"
                 ).first?.decode("known", as: Int.self) ?? 0
             if known != added.count {
                 let found = Set(
-                    try await connection.query("SELECT id FROM users WHERE campus_id = \(campus) AND id = ANY(\(added))").map {
+                    try await connection.query(
+                        "SELECT id FROM users WHERE campus_id = \(campus) AND id = ANY(\(added)) AND deprovisioned_at IS NULL"
+                    ).map {
                         try $0.decode("id", as: UUID.self)
                     })
                 let missing = added.first { !found.contains($0) }.map(\.lowercasedText) ?? "?"

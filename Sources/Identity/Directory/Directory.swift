@@ -98,12 +98,12 @@ public struct Directory: Sendable {
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
             let total =
                 try await connection.query(
-                    "SELECT count(*) AS total FROM users u WHERE u.campus_id = \(campus.id) AND \(condition)"
+                    "SELECT count(*) AS total FROM users u WHERE u.campus_id = \(campus.id) AND u.deprovisioned_at IS NULL AND \(condition)"
                 ).first?.decode("total", as: Int.self) ?? 0
             guard count > 0 else { return Page(total: total, resources: []) }
             let rows = try await connection.query(
                 """
-                SELECT \(Self.userColumns) FROM users u WHERE u.campus_id = \(campus.id) AND \(condition)
+                SELECT \(Self.userColumns) FROM users u WHERE u.campus_id = \(campus.id) AND u.deprovisioned_at IS NULL AND \(condition)
                 ORDER BY u.created_at, u.id OFFSET \(max(0, startIndex - 1)) LIMIT \(count)
                 """)
             let users = try rows.map(UserRow.init)
@@ -127,20 +127,34 @@ public struct Directory: Sendable {
     {
         let write = try UserWrite(body, campus: campus)
         let id = UUID()
+        let email = write.email ?? Self.placeholderEmail(id)
         do {
             return try await client.withTransaction(campus: campus.id.rawValue) { connection in
+                // The directory creating again someone it deleted: the same user, back.
+                let deleted = try await connection.query(
+                    """
+                    SELECT \(Self.userColumns) FROM users u
+                    WHERE u.campus_id = \(campus.id) AND u.deprovisioned_at IS NOT NULL
+                      AND (lower(coalesce(u.user_name, u.email)) = lower(\(write.userName)) OR u.email = \(email))
+                    ORDER BY u.id LIMIT 1 FOR UPDATE
+                    """)
+                if let row = try deleted.first.map(UserRow.init) {
+                    try await connection.query(
+                        "UPDATE users SET deprovisioned_at = NULL WHERE campus_id = \(campus.id) AND id = \(row.id)")
+                    return try await Self.save(connection, campus: campus, row: row, write: write, groups: [], actor: actor, base: base)
+                }
                 try await connection.query(
                     """
                     WITH added AS (
                         INSERT INTO users (campus_id, id, email, display_name, user_name, external_id, directory, active, provisioned, modified_at)
-                        VALUES (\(campus.id), \(id), \(write.email), \(write.displayName), \(write.userName), \(write.externalID),
+                        VALUES (\(campus.id), \(id), \(email), \(write.displayName), \(write.userName), \(write.externalID),
                                 \(write.directory), \(write.active), true, \(now))
                         RETURNING campus_id, created_at, active
                     ), \(UserStore.countAddedMembers(campus: campus.id))
                     SELECT 1 FROM added
                     """)
                 try await AuditLog.record(
-                    connection, campus: campus.id, actor: actor, action: "scim.user.create", target: write.email,
+                    connection, campus: campus.id, actor: actor, action: "scim.user.create", target: email,
                     details: write.active ? [:] : ["active": "false"])
                 return Self.render(try await Self.userRow(connection, campus: campus.id, id: id, lock: false), groups: [], base: base)
             }
@@ -151,8 +165,15 @@ public struct Directory: Sendable {
 
     static func taken(_ error: PostgresError, _ write: UserWrite) -> SCIMError {
         if error.constraint == "users_user_name" { return .uniqueness("userName \(write.userName) is taken at this campus") }
-        return .uniqueness("another user of this campus has the email \(write.email) (or the userName)")
+        return .uniqueness("another user of this campus has the email \(write.email ?? "") (or the userName)")
     }
+
+    /// The address of a user the directory gave none (`emails` empty and a userName that is
+    /// not one): in the reserved `.invalid` domain (RFC 2606), so nothing is ever sent to it and
+    /// no sign-in matches it. Such a user signs in once the directory sends their address.
+    static func placeholderEmail(_ id: UUID) -> String { "\(id.lowercasedText)@directory.invalid" }
+
+    static func isPlaceholder(_ email: String) -> Bool { email.hasSuffix("@directory.invalid") }
 
     /// `PUT /Users/{id}`: every writable attribute as `body` gives it.
     public func replaceUser(campus: Campus, id: UUID, body: [String: JSONValue], ifMatch: String?, actor: String, base: String) async throws
@@ -192,33 +213,43 @@ public struct Directory: Sendable {
                 guard case .object(let document) = current.json else { throw SCIMError.invalidSyntax("unreadable user") }
                 let write = try UserWrite(try change(document), campus: campus)
                 attempted = write
-                try await connection.query(
-                    """
-                    UPDATE users SET email = \(write.email), display_name = \(write.displayName), user_name = \(write.userName),
-                        external_id = \(write.externalID), directory = \(write.directory), provisioned = true, modified_at = now()
-                    WHERE campus_id = \(campus.id) AND id = \(id)
-                    """)
-                var details: [String: String] = [:]
-                if write.email != row.email { details["previousEmail"] = row.email }
-                if write.active != row.active {
-                    let revoked = try await UserStore.changeActive(
-                        connection, campus: campus, id: UserID(id), active: write.active, at: Date())
-                    details["active"] = "\(write.active)"
-                    if !write.active { details["sessionsRevoked"] = "\(revoked)" }
-                }
-                if write.email != row.email || write.displayName != row.displayName || write.active != row.active {
-                    try await AuthGenerations.bump(connection, campus: campus.id)
-                }
-                try await AuditLog.record(
-                    connection, campus: campus.id, actor: actor,
-                    action: write.active != row.active ? (write.active ? "user.reactivate" : "user.deactivate") : "scim.user.update",
-                    target: write.email, details: details.merging(["source": "scim"]) { first, _ in first })
-                return Self.render(
-                    try await Self.userRow(connection, campus: campus.id, id: id, lock: false), groups: groups[id] ?? [], base: base)
+                return try await Self.save(
+                    connection, campus: campus, row: row, write: write, groups: groups[id] ?? [], actor: actor, base: base)
             }
         } catch let error as PostgresError where error.isUniqueViolation {
             throw attempted.map { Self.taken(error, $0) } ?? SCIMError.uniqueness("the userName or email is taken at this campus")
         }
+    }
+
+    /// Writes `write` over the user `row` (locked), audited; the user as it is now.
+    static func save(
+        _ connection: PostgresConnection, campus: Campus, row: UserRow, write: UserWrite, groups: [(UUID, String)], actor: String,
+        base: String
+    ) async throws -> Resource {
+        let id = row.id
+        // No address from the directory now: the user keeps the one they sign in with.
+        let email = write.email ?? row.email
+        try await connection.query(
+            """
+            UPDATE users SET email = \(email), display_name = \(write.displayName), user_name = \(write.userName),
+                external_id = \(write.externalID), directory = \(write.directory), provisioned = true, modified_at = now()
+            WHERE campus_id = \(campus.id) AND id = \(id)
+            """)
+        var details: [String: String] = [:]
+        if email != row.email { details["previousEmail"] = row.email }
+        if write.active != row.active {
+            let revoked = try await UserStore.changeActive(connection, campus: campus, id: UserID(id), active: write.active, at: Date())
+            details["active"] = "\(write.active)"
+            if !write.active { details["sessionsRevoked"] = "\(revoked)" }
+        }
+        if email != row.email || write.displayName != row.displayName || write.active != row.active {
+            try await AuthGenerations.bump(connection, campus: campus.id)
+        }
+        try await AuditLog.record(
+            connection, campus: campus.id, actor: actor,
+            action: write.active != row.active ? (write.active ? "user.reactivate" : "user.deactivate") : "scim.user.update",
+            target: email, details: details.merging(["source": "scim"]) { first, _ in first })
+        return render(try await userRow(connection, campus: campus.id, id: id, lock: false), groups: groups, base: base)
     }
 
     /// `DELETE /Users/{id}`: deactivates, or erases under `scim-delete: erase`.
@@ -238,8 +269,17 @@ public struct Directory: Sendable {
                 if row.active {
                     revoked = try await UserStore.changeActive(connection, campus: campus, id: UserID(id), active: false, at: Date())
                 }
+                // Gone from the directory's view, and from its groups (with the roles they gave).
                 try await connection.query(
-                    "UPDATE users SET provisioned = true, modified_at = now() WHERE campus_id = \(campus.id) AND id = \(id)")
+                    """
+                    UPDATE users SET provisioned = true, modified_at = now(), deprovisioned_at = now()
+                    WHERE campus_id = \(campus.id) AND id = \(id)
+                    """)
+                let left = try await connection.query(
+                    "DELETE FROM directory_group_members WHERE campus_id = \(campus.id) AND user_id = \(id) RETURNING group_id")
+                if !left.isEmpty {
+                    try await Self.recomputeRoles(connection, campus: campus.id, users: [id], source: "scim", actor: actor)
+                }
                 try await AuthGenerations.bump(connection, campus: campus.id)
                 try await AuditLog.record(
                     connection, campus: campus.id, actor: actor, action: "user.deactivate", target: row.email,
@@ -285,7 +325,10 @@ public struct Directory: Sendable {
 
     static func userRow(_ connection: PostgresConnection, campus: CampusID, id: UUID, lock: Bool) async throws -> UserRow {
         let rows = try await connection.query(
-            "SELECT \(userColumns) FROM users u WHERE u.campus_id = \(campus) AND u.id = \(id) \(unsafeRaw: lock ? "FOR UPDATE" : "")")
+            """
+            SELECT \(userColumns) FROM users u WHERE u.campus_id = \(campus) AND u.id = \(id) AND u.deprovisioned_at IS NULL
+            \(unsafeRaw: lock ? "FOR UPDATE" : "")
+            """)
         guard let row = rows.first else { throw SCIMError.notFound("user", id.lowercasedText) }
         return try UserRow(row)
     }
@@ -309,13 +352,19 @@ public struct Directory: Sendable {
             "schemas": .array([.string(SCIMSchemas.user)]),
             "id": .string(row.id.lowercasedText),
             "userName": .string(row.userName ?? row.email),
-            "active": .bool(row.active),
         ]
+        // Shown unless the directory left it unassigned and the user is active.
+        if row.directory?["active"] != nil || row.directory == nil || !row.active { object["active"] = .bool(row.active) }
         if let external = row.externalID { object["externalId"] = .string(external) }
         if !row.displayName.isEmpty { object["displayName"] = .string(row.displayName) }
+        // A user the directory never wrote shows their account's address as the work one; a
+        // user it wrote shows the addresses it gave (none, if it gave none).
         let directory = row.directory ?? .object([:])
-        object["emails"] =
-            directory["emails"] ?? .array([.object(["value": .string(row.email), "type": .string("work"), "primary": .bool(true)])])
+        if let emails = directory["emails"] {
+            object["emails"] = emails
+        } else if row.directory == nil, !Self.isPlaceholder(row.email) {
+            object["emails"] = .array([.object(["value": .string(row.email), "type": .string("work"), "primary": .bool(true)])])
+        }
         if let name = directory["name"] { object["name"] = name }
         if let enterprise = directory[SCIMSchemas.enterpriseUser] {
             object[SCIMSchemas.enterpriseUser] = enterprise
@@ -363,7 +412,9 @@ public struct Directory: Sendable {
     struct UserWrite {
         var userName: String
         var externalID: String?
-        var email: String
+        /// The address the directory gives (the primary email, else the first of type work,
+        /// else the first, else a userName that is one); nil when it gives none.
+        var email: String?
         var displayName: String
         var active: Bool
         var directory: PostgresJSON?
@@ -401,14 +452,18 @@ public struct Directory: Sendable {
                     throw .invalidValue("emails: the primary address (or the first) needs a value")
                 }
                 address = value
-            } else if rawName.contains("@") {
+            } else if rawName.contains("@"), UserStore.normalizedEmail(userName) != nil {
                 address = userName
             }
-            guard let address else {
-                throw .invalidValue("a user needs an email address: give emails (with one primary), or a userName that is an address")
-            }
-            do { email = try UserStore.checkedEmail(address, campus: campus) } catch {
-                throw .invalidValue("the email \(address) cannot be used at this campus: \(error)")
+            // The university's directory is trusted with its own addresses: the campus's email
+            // domains govern who may sign in (the ID token's address), not whom it provisions.
+            if let address {
+                guard let normalized = UserStore.normalizedEmail(address) else {
+                    throw .invalidValue("emails: \(address) is not an email address (name@domain)")
+                }
+                email = normalized
+            } else {
+                email = nil
             }
             var display = ""
             if case .string(let text)? = core["displayName"] {
@@ -423,8 +478,14 @@ public struct Directory: Sendable {
             }
             guard UserStore.isStorableName(display) else { throw .invalidValue("displayName must be at most 200 characters") }
             displayName = display
-            if case .bool(let flag)? = core["active"] { active = flag } else { active = true }
-            self.directory = directory.isEmpty ? nil : try? PostgresJSON(encoding: JSONValue.object(directory))
+            if case .bool(let flag)? = core["active"] {
+                active = flag
+                directory["active"] = .bool(flag)  // assigned: shown even while true
+            } else {
+                active = true
+            }
+            // Kept even empty: a user the directory wrote shows what it gave, and nothing it did not.
+            self.directory = try? PostgresJSON(encoding: JSONValue.object(directory))
         }
     }
 }

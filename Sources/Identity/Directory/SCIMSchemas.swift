@@ -96,7 +96,9 @@ public enum SCIMSchemas {
             description: "The user's email addresses: the primary one (else the first of type work, else the first) is the "
                 + "address sign-in matches and messages go to."),
         Attribute(
-            name: "active", kind: .boolean, description: "false deactivates: no sign-in, every session and link revoked, no reminders."),
+            name: "active", kind: .boolean,
+            description: "false deactivates: no sign-in, every session and link revoked, no reminders. Left out (unassigned), the "
+                + "user is active."),
         Attribute(
             name: "groups", kind: .complex, multiValued: true, mutability: "readOnly",
             subAttributes: [
