@@ -137,6 +137,9 @@ CREATE TABLE IF NOT EXISTS users (
     -- When the directory deleted the user (deactivated under `scim-delete: deactivate`): gone
     -- from the directory's view until it creates them again or an operator reactivates them.
     deprovisioned_at timestamptz,
+    -- The userName as compared (without case): a column of its own, so the comparison uses an
+    -- index under row-level security too (an index on lower(…) is not: lower() is not leakproof).
+    user_key      text GENERATED ALWAYS AS (lower(coalesce(user_name, email))) STORED,
     -- Roles held only because of directory groups (taken away when the groups no longer give
     -- them), and the groups the identity provider's `groups` claim named at the last sign-in.
     directory_roles text[] NOT NULL DEFAULT '{}',
@@ -703,8 +706,10 @@ CREATE TABLE IF NOT EXISTS vaccinations (
 );
 
 -- Provisioning from the university's directory (SCIM 2.0, DESIGN §3).
-CREATE UNIQUE INDEX IF NOT EXISTS users_user_name ON users (campus_id, lower(coalesce(user_name, email)));
+CREATE UNIQUE INDEX IF NOT EXISTS users_user_name ON users (campus_id, user_key);
 CREATE INDEX IF NOT EXISTS users_external_id ON users (campus_id, external_id) WHERE external_id IS NOT NULL;
+-- The few users a directory deleted (a creation looks for them first): found without a scan.
+CREATE INDEX IF NOT EXISTS users_deprovisioned ON users (campus_id) WHERE deprovisioned_at IS NOT NULL;
 -- The directory's groups at one campus, and their members.
 CREATE TABLE IF NOT EXISTS directory_groups (
     campus_id     uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,

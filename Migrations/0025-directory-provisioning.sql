@@ -18,8 +18,13 @@ ALTER TABLE users ADD COLUMN IF NOT EXISTS deprovisioned_at timestamptz;
 -- them), and the groups the identity provider's `groups` claim named at the last sign-in.
 ALTER TABLE users ADD COLUMN IF NOT EXISTS directory_roles text[] NOT NULL DEFAULT '{}';
 ALTER TABLE users ADD COLUMN IF NOT EXISTS claimed_groups text[] NOT NULL DEFAULT '{}';
-CREATE UNIQUE INDEX IF NOT EXISTS users_user_name ON users (campus_id, lower(coalesce(user_name, email)));
+-- The userName as compared (without case): a column of its own, so the comparison uses an index
+-- under row-level security too (an index on lower(…) is not, lower() not being leakproof).
+ALTER TABLE users ADD COLUMN IF NOT EXISTS user_key text GENERATED ALWAYS AS (lower(coalesce(user_name, email))) STORED;
+CREATE UNIQUE INDEX IF NOT EXISTS users_user_name ON users (campus_id, user_key);
 CREATE INDEX IF NOT EXISTS users_external_id ON users (campus_id, external_id) WHERE external_id IS NOT NULL;
+-- The few users a directory deleted (a creation looks for them first): found without a scan.
+CREATE INDEX IF NOT EXISTS users_deprovisioned ON users (campus_id) WHERE deprovisioned_at IS NOT NULL;
 -- The directory's groups at one campus, and their members.
 CREATE TABLE IF NOT EXISTS directory_groups (
     campus_id     uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,

@@ -291,9 +291,22 @@ public struct UserStore: Sendable {
                             try await AuthGenerations.bump(connection, campus: campus.id)
                         }
                     } else {
-                        let byEmail = try await connection.query(
-                            "SELECT id, oidc_subject, active, provisioned FROM users WHERE campus_id = \(campus.id) AND email = \(identity.email)"
-                        )
+                        var byEmail = try await connection.query(
+                            """
+                            SELECT id, oidc_subject, active, provisioned, email FROM users
+                            WHERE campus_id = \(campus.id) AND email = \(identity.email)
+                            """)
+                        if byEmail.isEmpty {
+                            // A user the directory made whose externalId is this subject (Okta
+                            // sends its user id as both), not yet linked to any sign-in.
+                            let byDirectoryID = try await connection.query(
+                                """
+                                SELECT id, oidc_subject, active, provisioned, email FROM users
+                                WHERE campus_id = \(campus.id) AND external_id = \(identity.subject) AND provisioned AND oidc_subject IS NULL
+                                LIMIT 2
+                                """)
+                            if byDirectoryID.count == 1 { byEmail = byDirectoryID }
+                        }
                         if let row = byEmail.first {
                             guard try row.decode("active", as: Bool.self) else { throw IdentityError.deactivated }
                             if scimOnly, try !row.decode("provisioned", as: Bool.self) { throw IdentityError.notProvisioned }
@@ -301,12 +314,16 @@ public struct UserStore: Sendable {
                                 throw IdentityError.identityConflict
                             }
                             userID = try row.decode("id")
+                            // A directory's user without an address takes the token's (verified) one.
+                            let email = Directory.isPlaceholder(try row.decode("email", as: String.self)) ? identity.email : nil
                             try await connection.query(
                                 """
                                 UPDATE users SET oidc_issuer = \(identity.issuer), oidc_subject = \(identity.subject),
-                                    display_name = CASE WHEN \(identity.name ?? "") = '' THEN display_name ELSE \(identity.name ?? "") END
+                                    display_name = CASE WHEN \(identity.name ?? "") = '' THEN display_name ELSE \(identity.name ?? "") END,
+                                    email = coalesce(\(email), email)
                                 WHERE campus_id = \(campus.id) AND id = \(userID)
                                 """)
+
                             try await AuthGenerations.bump(connection, campus: campus.id)
                         } else {
                             if scimOnly { throw IdentityError.notProvisioned }

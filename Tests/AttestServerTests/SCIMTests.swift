@@ -6,6 +6,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Identity
+import Notifications
 import Tenancy
 import Testing
 
@@ -129,6 +130,11 @@ struct SCIMTests {
             #expect(off.status == 200 && off.json["active"] as? Bool == false, "\(off.body)")
             try await server.services.authGenerations.refresh()
             #expect(try await api.send(.get, "/v1/campuses/north/me", template: SignInTests.me, token: existing).status == 401)
+            // Nor reminded: today's reminders go to the one active member, the directory's Ada.
+            try await CampusPluginStore(client: server.pool).enable(
+                campus: north, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+            let evening = north.startOfDay(north.localDate(at: Date())).addingTimeInterval(23 * 3_600)
+            #expect(try await Reminders(client: server.pool, audience: .unattested).run(campuses: [north], at: evening) == ["north": 1])
 
             // DELETE deactivates by default; erases under scim-delete erase.
             #expect(try await Self.scim(api, .delete, "/scim/v2/campuses/north/Users/\(id)", token: token).status == 204)
@@ -297,6 +303,13 @@ struct SCIMTests {
             let known = try await SignInTests.signIn(api, try await provider.sign(claims, kid: "es-1"))
             #expect(known.status == 201, "\(known.body)")
             #expect((known.json["user"] as? [String: Any])?["roles"] as? [String] == ["member", "screener"], "\(known.body)")
+            // A user the directory gave no address, whose externalId is the token's subject (as Okta sends it).
+            _ = try await Self.scim(
+                api, .post, "/scim/v2/campuses/north/Users", token: token,
+                json: #"{"userName": "kay", "externalId": "okta-00u1", "active": true}"#)
+            let kay = try await SignInTests.signIn(
+                api, try await provider.sign(provider.claims(email: "kay@example.edu", subject: "okta-00u1"), kid: "es-1"))
+            #expect(kay.status == 201 && (kay.json["user"] as? [String: Any])?["email"] as? String == "kay@example.edu", "\(kay.body)")
             claims.groups = []
             claims.jti = UUID().uuidString
             let later = try await SignInTests.signIn(api, try await provider.sign(claims, kid: "es-1"))

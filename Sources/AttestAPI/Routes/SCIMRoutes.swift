@@ -37,10 +37,7 @@ package struct SCIMRoutes: Sendable {
                 status: 501, detail: "Searching several resource types at once is not supported: GET Users or Groups with a filter.")
         }
         scim.get("ServiceProviderConfig") { request, context in
-            Self.answer(
-                SCIMSchemas.serviceProviderConfig(
-                    base: try base(request, context),
-                    documentation: "https://github.com/campus-attest/campus-attest/blob/main/docs/api.md#scim"))
+            Self.answer(SCIMSchemas.serviceProviderConfig(base: try base(request, context)))
         }
         scim.get("Schemas") { request, context in Self.list(SCIMSchemas.schemas(base: try base(request, context))) }
         scim.get("Schemas/:id") { request, context in

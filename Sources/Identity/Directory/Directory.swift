@@ -68,7 +68,7 @@ public struct Directory: Sendable {
             throw SCIMFilter.Invalid(message: "'\(path)' is not an attribute this service filters on")
         }
         if path.names("id") { return .text("u.id::text", caseExact: false) }
-        if path.names("userName") { return .text("coalesce(u.user_name, u.email)", caseExact: false) }
+        if path.names("userName") { return .lowered("u.user_key") }
         if path.names("externalId") { return .text("u.external_id", caseExact: true) }
         if path.names("displayName") { return .text("u.display_name", caseExact: false) }
         if path.names("active") { return .boolean("u.active") }
@@ -135,7 +135,7 @@ public struct Directory: Sendable {
                     """
                     SELECT \(Self.userColumns) FROM users u
                     WHERE u.campus_id = \(campus.id) AND u.deprovisioned_at IS NOT NULL
-                      AND (lower(coalesce(u.user_name, u.email)) = lower(\(write.userName)) OR u.email = \(email))
+                      AND (u.user_key = lower(\(write.userName)) OR u.email = \(email))
                     ORDER BY u.id LIMIT 1 FOR UPDATE
                     """)
                 if let row = try deleted.first.map(UserRow.init) {

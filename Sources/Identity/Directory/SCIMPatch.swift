@@ -203,7 +203,15 @@ public enum SCIMPatch {
         } else {
             switch kind {
             case .add:
-                for item in given where !elements.contains(item) && !sameValue(item, in: elements) { elements.append(item) }
+                // New values only, by `value` where they have one (a group's members: thousands at once).
+                var values = Set(elements.compactMap(Self.valueText))
+                for item in given {
+                    if let value = Self.valueText(item) {
+                        if values.insert(value).inserted { elements.append(item) }
+                    } else if !elements.contains(item) {
+                        elements.append(item)
+                    }
+                }
             case .replace:
                 elements = given
             case .remove:
@@ -224,11 +232,6 @@ public enum SCIMPatch {
     static func valueText(_ element: JSONValue) -> String? {
         if case .string(let text)? = SCIMFilter.member("value", of: element) { return text.lowercased() }
         return nil
-    }
-
-    static func sameValue(_ item: JSONValue, in elements: [JSONValue]) -> Bool {
-        guard let value = valueText(item) else { return false }
-        return elements.contains { valueText($0) == value }
     }
 
     static func removing(_ sub: String, from element: JSONValue) -> JSONValue {

@@ -7,6 +7,9 @@ import Foundation
 public enum SCIMColumn: Sendable {
     /// A text expression; compared without case unless `caseExact`.
     case text(SQL, caseExact: Bool)
+    /// A text expression already lower-cased (an indexed key): compared with the literal
+    /// lower-cased, so an index on it serves (row-level security keeps `lower(column)` from one).
+    case lowered(SQL)
     case boolean(SQL)
     case timestamp(SQL)
     /// A jsonb array of objects (a multi-valued complex attribute): a comparison holds when
@@ -27,7 +30,7 @@ extension SCIMFilter {
         case .not(let inner): return "NOT coalesce(\(try inner.sql(column)), false)"
         case .present(let path):
             switch try column(path) {
-            case .text(let expression, _): return "coalesce(\(expression) <> '', false)"
+            case .text(let expression, _), .lowered(let expression): return "coalesce(\(expression) <> '', false)"
             case .boolean(let expression), .timestamp(let expression): return "(\(expression) IS NOT NULL)"
             case .elements(let array):
                 guard let sub = path.subAttribute else { return "(jsonb_array_length(coalesce(\(array), '[]')) > 0)" }
@@ -52,6 +55,8 @@ extension SCIMFilter {
             switch try column(path) {
             case .text(let expression, let caseExact):
                 return try Self.compareText(expression, op, literal, caseExact: caseExact, path: path)
+            case .lowered(let expression):
+                return try Self.compareText(expression, op, literal, caseExact: false, lowered: true, path: path)
             case .boolean(let expression):
                 guard case .bool(let flag) = literal, op == .eq || op == .ne else {
                     throw Invalid(message: "'\(path)' is true or false: compare it with eq or ne and true or false")
@@ -71,7 +76,7 @@ extension SCIMFilter {
                 case .le: sign = "<="
                 default: throw Invalid(message: "'\(path)' is a date-time: compare it with eq, ne, gt, ge, lt or le")
                 }
-                return "coalesce(\(expression) \(unsafeRaw: sign) \(date), false)"
+                return "(\(expression) \(unsafeRaw: sign) \(date))"
             case .elements(let array):
                 let sub = path.subAttribute ?? "value"
                 let inner = try Self.element(SCIMPath(attribute: sub))
@@ -95,8 +100,9 @@ extension SCIMFilter {
         return .text("(e->>\(path.attribute))", caseExact: false)
     }
 
-    static func compareText(_ expression: SQL, _ op: Operator, _ literal: JSONValue, caseExact: Bool, path: SCIMPath) throws(Invalid) -> SQL
-    {
+    static func compareText(
+        _ expression: SQL, _ op: Operator, _ literal: JSONValue, caseExact: Bool, lowered: Bool = false, path: SCIMPath
+    ) throws(Invalid) -> SQL {
         let value: String
         switch literal {
         case .string(let text): value = text
@@ -113,18 +119,20 @@ extension SCIMFilter {
             }
         default: throw Invalid(message: "'\(path)' compares with a string")
         }
-        let left: SQL = caseExact ? expression : "lower(\(expression))"
+        let left: SQL = caseExact || lowered ? expression : "lower(\(expression))"
         let right: SQL = caseExact ? "\(value)::text" : "lower(\(value)::text)"
         switch op {
-        case .eq: return "coalesce(\(left) = \(right), false)"
+        // Plain comparisons (null is no match), so `userName eq` and `externalId eq` use their
+        // indexes; `not` turns a null into false itself.
+        case .eq: return "(\(left) = \(right))"
         case .ne: return "coalesce(\(left) <> \(right), true)"
-        case .co: return "coalesce(strpos(\(left), \(right)) > 0, false)"
-        case .sw: return "coalesce(starts_with(\(left), \(right)), false)"
-        case .ew: return "coalesce(right(\(left), length(\(right))) = \(right), false)"
-        case .gt: return "coalesce(\(left) > \(right) COLLATE \"C\", false)"
-        case .ge: return "coalesce(\(left) >= \(right) COLLATE \"C\", false)"
-        case .lt: return "coalesce(\(left) < \(right) COLLATE \"C\", false)"
-        case .le: return "coalesce(\(left) <= \(right) COLLATE \"C\", false)"
+        case .co: return "(strpos(\(left), \(right)) > 0)"
+        case .sw: return "starts_with(\(left), \(right))"
+        case .ew: return "(right(\(left), length(\(right))) = \(right))"
+        case .gt: return "(\(left) > \(right) COLLATE \"C\")"
+        case .ge: return "(\(left) >= \(right) COLLATE \"C\")"
+        case .lt: return "(\(left) < \(right) COLLATE \"C\")"
+        case .le: return "(\(left) <= \(right) COLLATE \"C\")"
         }
     }
 }

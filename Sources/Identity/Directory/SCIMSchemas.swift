@@ -172,10 +172,9 @@ public enum SCIMSchemas {
     public static let maxOperations = 1000
 
     /// `GET /ServiceProviderConfig`.
-    public static func serviceProviderConfig(base: String, documentation: String) -> JSONValue {
+    public static func serviceProviderConfig(base: String) -> JSONValue {
         .object([
             "schemas": .array([.string("urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig")]),
-            "documentationUri": .string(documentation),
             "patch": .object(["supported": .bool(true)]),
             "bulk": .object(["supported": .bool(false), "maxOperations": .number(0), "maxPayloadSize": .number(0)]),
             "filter": .object(["supported": .bool(true), "maxResults": .number(Double(maxPageSize))]),
