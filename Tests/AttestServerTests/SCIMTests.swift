@@ -318,4 +318,58 @@ struct SCIMTests {
             #expect(entries.contains { $0.action == "role.grant" && $0.details["source"] == "oidc" })
         }
     }
+
+    @Test func theCLIIssuesProvisionerTokensMapsGroupsAndChecksTheSettings() async throws {
+        let server = try await TestServer.make()
+        let north = try await server.campus("north")
+        let (nurse, _) = try await server.user("nurse@example.edu", at: north)
+        let attest = { (arguments: [String]) in
+            try await ChildProcess.run(
+                [ChildProcess.attestBinary] + arguments, environment: ["DATABASE_URL": TestDatabase.url(database: server.database)])
+        }
+        let issued = try await attest(["token", "issue", "north", "--provisioner", "entra-id"])
+        #expect(issued.status == 0, "\(issued.stderr)")
+        let token = issued.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(
+            try await MachineTokens(client: server.pool).authenticate(campus: north.id, token: token, role: .provisioner)?.name
+                == "entra-id")
+        #expect(try await MachineTokens(client: server.pool).authenticate(campus: north.id, token: token, role: .lab) == nil)
+        let both = try await attest(["token", "issue", "north", "--provisioner", "x", "--lab", "y"])
+        #expect(both.status != 0 && both.stderr.contains("Give one of"), "\(both.stderr)")
+
+        // A group the nurse is in, then the mapping: her role moves at once.
+        try await server.pool.withTransaction(campus: north.id.rawValue) { connection in
+            let group = UUID()
+            try await connection.query(
+                "INSERT INTO directory_groups (campus_id, id, display_name) VALUES (\(north.id), \(group), 'Health Office')")
+            try await connection.query(
+                "INSERT INTO directory_group_members (campus_id, group_id, user_id) VALUES (\(north.id), \(group), \(nurse.id.rawValue))")
+        }
+        let mapped = try await attest(["campus", "roles", "map", "north", "health office", "health-officer"])
+        #expect(mapped.status == 0 && mapped.stdout.contains("now health_officer"), "\(mapped.stdout)\(mapped.stderr)")
+        #expect(
+            try await UserStore(client: server.pool).find(campus: north.id, email: "nurse@example.edu")?.roles == [.member, .healthOfficer])
+        let listed = try await attest(["campus", "roles", "list", "north"])
+        #expect(listed.stdout.contains("health office\thealth_officer"), "\(listed.stdout)")
+        let unmapped = try await attest(["campus", "roles", "unmap", "north", "health office", "health_officer"])
+        #expect(unmapped.status == 0 && unmapped.stdout.contains("no longer gives"), "\(unmapped.stdout)")
+        #expect(try await UserStore(client: server.pool).find(campus: north.id, email: "nurse@example.edu")?.roles == [.member])
+        let member = try await attest(["campus", "roles", "map", "north", "Everyone", "member"])
+        #expect(member.status != 0 && member.stderr.contains("member role cannot be granted"), "\(member.stderr)")
+        let audit = try await AuditLog(client: server.pool).entries(campus: north.id)
+        #expect(audit.contains { $0.action == "role.grant" && $0.target == "nurse@example.edu" && $0.details["source"] == "mapping" })
+        #expect(audit.contains { $0.action == "token.issue" && $0.target == "provisioner:entra-id" })
+
+        for (key, good, bad) in [
+            ("scim-delete", "erase", "destroy"), ("provisioning", "scim-only", "closed"), ("groups-claim", "roles", "has space"),
+        ] {
+            let refused = try await attest(["campus", "set", "north", key, bad])
+            #expect(refused.status != 0 && refused.stderr.contains(key), "\(key): \(refused.stderr)")
+            #expect(try await attest(["campus", "set", "north", key, good]).status == 0)
+        }
+        let campus = try #require(try await CampusStore(client: server.pool).find(slug: "north"))
+        let policy = DirectoryPolicy(campus: campus)
+        #expect(policy.delete == .erase && policy.provisioning == .scimOnly && policy.groupsClaim == "roles")
+        await server.pool.shutdown()
+    }
 }

@@ -43,8 +43,9 @@ struct TokenCommand: AsyncParsableCommand {
                 guard (1...100).contains(name.utf8.count),
                     !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
                 else {
+                    let (what, example) = machine.role == .lab ? ("laboratory", "state-lab") : ("directory", "entra-id")
                     throw ValidationError(
-                        "--\(machine.role.rawValue) names the machine: 1 to 100 bytes without control characters, e.g. --\(machine.role.rawValue) entra-id."
+                        "--\(machine.role.rawValue) names the \(what): 1 to 100 bytes without control characters, e.g. --\(machine.role.rawValue) \(example)."
                     )
                 }
             }
