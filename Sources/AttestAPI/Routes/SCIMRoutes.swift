@@ -167,7 +167,7 @@ package struct SCIMRoutes: Sendable {
         let buffer: ByteBuffer
         do { buffer = try await request.collectBody(context: context, limit: bodyLimit) } catch let problem as Problem {
             throw SCIMError(
-                status: Int(problem.status.code), scimType: problem.status.code == 413 ? "tooMany" : nil,
+                status: Int(problem.status.code),
                 detail: problem.status.code == 413
                     ? "The body is larger than \(bodyLimit >> 20) MiB: send at most \(SCIMSchemas.maxMembersPerRequest) members at once, "
                         + "as PATCH add operations." : problem.detail)
