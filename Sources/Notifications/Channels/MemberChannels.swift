@@ -357,7 +357,9 @@ final class MemberChannelSinks: Sendable {
     }
 
     /// The member an event names, their address and choices; nil when the event names
-    /// nobody who should hear of it now (not a reminder, inactive, erased, attested since).
+    /// nobody who should hear of it now (not a reminder, inactive, erased, attested since). An
+    /// address in the reserved `.invalid` domain (RFC 2606: a directory's user it gave none) is
+    /// never mailed.
     func recipient(_ notification: AttestNotification, campus: Campus) async throws -> Recipient? {
         guard notification.event == .reminderDue, let text = notification.userId, let uuid = UUID(uuidString: text) else { return nil }
         let user = UserID(uuid)
@@ -365,7 +367,8 @@ final class MemberChannelSinks: Sendable {
         let rows = try await client.query(
             """
             WITH r AS (\(reach.recipients.select(campus.id, user, date)))
-            SELECT r.email, r.display_name, r.attested, coalesce(n.email, true) AS email_on, coalesce(n.push, false) AS push_on, n.language
+            SELECT r.email, r.display_name, r.attested, coalesce(n.email, true) AND r.email NOT LIKE '%.invalid' AS email_on,
+                   coalesce(n.push, false) AS push_on, n.language
             FROM r LEFT JOIN member_notifications n ON n.campus_id = \(campus.id) AND n.user_id = \(user)
             """, campus: campus.id.rawValue)
         guard let row = rows.first, !(try row.decode("attested", as: Bool.self)) else { return nil }
