@@ -319,6 +319,25 @@ struct SCIMTests {
         }
     }
 
+    @Test func theGroupsClaimMayHaveAnotherNameAndOnlyThatOneCounts() async throws {
+        let (server, _, provider) = try await SignInTests.setUp()
+        defer { provider.stop() }
+        _ = try await CampusStore(client: server.pool).set(slug: "north", key: "groups-claim", value: "roles", actor: "test")
+        let north = try #require(try await CampusStore(client: server.pool).find(slug: "north"))
+        try await Directory(client: server.pool).setRoleMapping(
+            campus: north, group: "door-staff", role: .screener, map: true, actor: "test")
+        try await server.run { api in
+            var claims = provider.claims(email: "door@example.edu", subject: "d-1")
+            claims.groups = ["door-staff"]  // not the campus's claim: no role
+            let first = try await SignInTests.signIn(api, try await provider.sign(claims, kid: "es-1"))
+            #expect((first.json["user"] as? [String: Any])?["roles"] as? [String] == ["member"], "\(first.body)")
+            claims.roles = ["door-staff"]
+            claims.jti = UUID().uuidString
+            let second = try await SignInTests.signIn(api, try await provider.sign(claims, kid: "es-1"))
+            #expect((second.json["user"] as? [String: Any])?["roles"] as? [String] == ["member", "screener"], "\(second.body)")
+        }
+    }
+
     @Test func theCLIIssuesProvisionerTokensMapsGroupsAndChecksTheSettings() async throws {
         let server = try await TestServer.make()
         let north = try await server.campus("north")

@@ -32,6 +32,8 @@ final class TestIdentityProvider: Sendable {
         var nonce: String?
         var birthdate: String? = nil
         var groups: [String]? = nil
+        /// A groups claim under another name (a campus's `groups-claim`).
+        var roles: [String]? = nil
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
