@@ -235,7 +235,33 @@ struct SCIMTests {
             }
             let me = try await api.send(.get, "/v1/campuses/north/me", template: SignInTests.me, token: northToken)
             #expect(me.status == 401, "a provisioner's token opens no API route")
-            _ = south
+            // South's user and group, named by id through north's service: not there.
+            let southToken = try await Self.provisioner(server, south)
+            let theirs = try await Self.scim(
+                api, .post, "/scim/v2/campuses/south/Users", token: southToken, json: Self.user("s@example.edu"))
+            let theirID = try #require(theirs.json["id"] as? String)
+            let group = try await Self.scim(
+                api, .post, "/scim/v2/campuses/south/Groups", token: southToken, json: #"{"displayName": "South staff"}"#)
+            let groupID = try #require(group.json["id"] as? String)
+            let rename =
+                #"{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [{"op": "replace", "path": "displayName", "value": "Taken"}]}"#
+            for (method, path, body) in [
+                (HTTPRequest.Method.get, "Users/\(theirID)", nil), (.patch, "Users/\(theirID)", rename), (.delete, "Users/\(theirID)", nil),
+                (.get, "Groups/\(groupID)", nil), (.patch, "Groups/\(groupID)", rename), (.delete, "Groups/\(groupID)", nil),
+            ] as [(HTTPRequest.Method, String, String?)] {
+                let reply = try await Self.scim(api, method, "/scim/v2/campuses/north/\(path)", token: northToken, json: body)
+                #expect(reply.status == 404, "\(method) \(path): \(reply.body)")
+            }
+            // Nor may a north group name a south user as a member.
+            let mixed = try await Self.scim(
+                api, .post, "/scim/v2/campuses/north/Groups", token: northToken,
+                json: #"{"displayName": "Mixed", "members": [{"value": "\#(theirID)"}]}"#)
+            #expect(mixed.status == 400 && mixed.json["scimType"] as? String == "invalidValue", "\(mixed.body)")
+            let found = try await Self.scim(
+                api, .get, "/scim/v2/campuses/north/Users?filter=userName%20eq%20%22s%40example.edu%22", token: northToken)
+            #expect(found.json["totalResults"] as? Int == 0)
+            let still = try await Self.scim(api, .get, "/scim/v2/campuses/south/Users/\(theirID)", token: southToken)
+            #expect(still.status == 200 && still.json["active"] as? Bool == true)
         }
     }
 
