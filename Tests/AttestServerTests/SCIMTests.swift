@@ -364,6 +364,32 @@ struct SCIMTests {
         }
     }
 
+    /// What identity providers send by default: attributes of RFC 7643 the service does not
+    /// keep are accepted and left out, and a write that does not name `active` leaves it be.
+    @Test func unkeptAttributesAreAcceptedAndAWriteWithoutActiveLeavesItBe() async throws {
+        let server = try await TestServer.make()
+        let north = try await server.campus("north")
+        let token = try await Self.provisioner(server, north)
+        try await server.run { api in
+            let created = try await Self.scim(api, .post, "/scim/v2/campuses/north/Users", token: token, json: Self.user("t@example.edu"))
+            let id = try #require(created.json["id"] as? String)
+            // Entra ID's default mappings: title, a work phone, a work address, preferredLanguage.
+            let entra =
+                #"{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [{"op": "Replace", "path": "title", "value": "Nurse"}, {"op": "Add", "path": "phoneNumbers[type eq \"work\"].value", "value": "+1 555 0100"}, {"op": "Replace", "path": "addresses[type eq \"work\"].formatted", "value": "1 Main St"}, {"op": "Replace", "path": "preferredLanguage", "value": "en-US"}, {"op": "Replace", "path": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:costCenter", "value": "42"}, {"op": "Replace", "path": "displayName", "value": "Tess"}]}"#
+            let patched = try await Self.scim(api, .patch, "/scim/v2/campuses/north/Users/\(id)", token: token, json: entra)
+            #expect(patched.status == 200 && patched.json["displayName"] as? String == "Tess", "\(patched.body)")
+            #expect(patched.json["title"] == nil && patched.json["phoneNumbers"] == nil)
+
+            // An operator deactivates her; the directory's next PUT does not name active: she stays deactivated.
+            _ = try await UserStore(client: server.pool).setActive(campus: north, email: "t@example.edu", active: false, actor: "test")
+            let put = #"{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "t@example.edu", "displayName": "Tess T"}"#
+            let replaced = try await Self.scim(api, .put, "/scim/v2/campuses/north/Users/\(id)", token: token, json: put)
+            #expect(replaced.status == 200 && replaced.json["active"] as? Bool == false, "\(replaced.body)")
+            #expect(
+                try await UserStore(client: server.pool).activity(campus: north.id)[UserID(try #require(UUID(uuidString: id)))] == false)
+        }
+    }
+
     @Test func theCLIIssuesProvisionerTokensMapsGroupsAndChecksTheSettings() async throws {
         let server = try await TestServer.make()
         let north = try await server.campus("north")

@@ -141,21 +141,23 @@ public struct Directory: Sendable {
                 if let row = try deleted.first.map(UserRow.init) {
                     try await connection.query(
                         "UPDATE users SET deprovisioned_at = NULL WHERE campus_id = \(campus.id) AND id = \(row.id)")
-                    return try await Self.save(connection, campus: campus, row: row, write: write, groups: [], actor: actor, base: base)
+                    var revived = write
+                    revived.active = write.active ?? true  // created again: active unless it says not
+                    return try await Self.save(connection, campus: campus, row: row, write: revived, groups: [], actor: actor, base: base)
                 }
                 try await connection.query(
                     """
                     WITH added AS (
                         INSERT INTO users (campus_id, id, email, display_name, user_name, external_id, directory, active, provisioned, modified_at)
                         VALUES (\(campus.id), \(id), \(email), \(write.displayName), \(write.userName), \(write.externalID),
-                                \(write.directory), \(write.active), true, \(now))
+                                \(write.directory), \(write.active ?? true), true, \(now))
                         RETURNING campus_id, created_at, active
                     ), \(UserStore.countAddedMembers(campus: campus.id))
                     SELECT 1 FROM added
                     """)
                 try await AuditLog.record(
                     connection, campus: campus.id, actor: actor, action: "scim.user.create", target: email,
-                    details: write.active ? [:] : ["active": "false"])
+                    details: write.active == false ? ["active": "false"] : [:])
                 return Self.render(try await Self.userRow(connection, campus: campus.id, id: id, lock: false), groups: [], base: base)
             }
         } catch let error as PostgresError where error.isUniqueViolation {
@@ -237,17 +239,19 @@ public struct Directory: Sendable {
             """)
         var details: [String: String] = [:]
         if email != row.email { details["previousEmail"] = row.email }
-        if write.active != row.active {
-            let revoked = try await UserStore.changeActive(connection, campus: campus, id: UserID(id), active: write.active, at: Date())
-            details["active"] = "\(write.active)"
-            if !write.active { details["sessionsRevoked"] = "\(revoked)" }
+        // Left out, `active` stays as it is (an operator's deactivation is not undone by a write that does not name it).
+        let active = write.active ?? row.active
+        if active != row.active {
+            let revoked = try await UserStore.changeActive(connection, campus: campus, id: UserID(id), active: active, at: Date())
+            details["active"] = "\(active)"
+            if !active { details["sessionsRevoked"] = "\(revoked)" }
         }
-        if email != row.email || write.displayName != row.displayName || write.active != row.active {
+        if email != row.email || write.displayName != row.displayName || active != row.active {
             try await AuthGenerations.bump(connection, campus: campus.id)
         }
         try await AuditLog.record(
             connection, campus: campus.id, actor: actor,
-            action: write.active != row.active ? (write.active ? "user.reactivate" : "user.deactivate") : "scim.user.update",
+            action: active != row.active ? (active ? "user.reactivate" : "user.deactivate") : "scim.user.update",
             target: email, details: details.merging(["source": "scim"]) { first, _ in first })
         return render(try await userRow(connection, campus: campus.id, id: id, lock: false), groups: groups, base: base)
     }
@@ -416,7 +420,8 @@ public struct Directory: Sendable {
         /// else the first, else a userName that is one); nil when it gives none.
         var email: String?
         var displayName: String
-        var active: Bool
+        /// Whether the user is active, when the write says (a creation that does not is active).
+        var active: Bool?
         var directory: PostgresJSON?
 
         init(_ body: [String: JSONValue], campus: Campus) throws(SCIMError) {
@@ -482,7 +487,7 @@ public struct Directory: Sendable {
                 active = flag
                 directory["active"] = .bool(flag)  // assigned: shown even while true
             } else {
-                active = true
+                active = nil
             }
             // Kept even empty: a user the directory wrote shows what it gave, and nothing it did not.
             self.directory = try? PostgresJSON(encoding: JSONValue.object(directory))

@@ -100,7 +100,8 @@ public enum SCIMPatch {
         guard
             let attribute = schemas[schemaIndex].attributes.first(where: { $0.name.caseInsensitiveCompare(path.attribute) == .orderedSame })
         else {
-            if kind == .remove { return }  // nothing of the kind is kept
+            // Nothing of the kind is kept: removing it, or writing one the RFC defines, changes nothing.
+            if kind == .remove || SCIMSchemas.isUnkept(path.attribute, of: schemas[schemaIndex].urn) { return }
             throw .invalidPath("'\(path)': no attribute \(path.attribute) here")
         }
         guard attribute.writable else { throw .mutability("'\(attribute.name)' is read-only") }

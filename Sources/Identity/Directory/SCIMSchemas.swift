@@ -164,6 +164,23 @@ public enum SCIMSchemas {
         return [type("User", "/Users", user, extensions: [enterpriseUser]), type("Group", "/Groups", group, extensions: [])]
     }
 
+    /// Attributes RFC 7643 defines that this service does not keep: a write naming them is
+    /// accepted and they are left out (an identity provider's default mappings send several:
+    /// Entra ID's `title`, `phoneNumbers`, `addresses`, `preferredLanguage`), where an attribute
+    /// no schema defines is an `invalidPath`.
+    static let unkept: [String: Set<String>] = [
+        user.lowercased(): [
+            "nickname", "profileurl", "title", "usertype", "preferredlanguage", "locale", "timezone", "password", "phonenumbers", "ims",
+            "photos", "addresses", "entitlements", "roles", "x509certificates",
+        ],
+        enterpriseUser.lowercased(): ["costcenter", "organization", "division", "manager"],
+    ]
+
+    /// Whether `attribute` of the schema `urn` is one RFC 7643 defines and this service does not keep.
+    public static func isUnkept(_ attribute: String, of urn: String) -> Bool {
+        unkept[urn.lowercased()]?.contains(attribute.lowercased()) ?? false
+    }
+
     /// The most results one page gives.
     public static let maxPageSize = 1000
     /// The most members one request may name (a PUT's, or a PATCH's operations together).
