@@ -308,6 +308,12 @@ struct SCIMTests {
             #expect(unknown.status == 400 && unknown.json["scimType"] as? String == "invalidValue", "\(unknown.body)")
             let kept = try await Self.scim(api, .get, "/scim/v2/campuses/north/Groups/\(groupID)", token: token)
             #expect(kept.json["displayName"] as? String == "Everyone" && (kept.json["members"] as? [Any])?.count == 1)
+            // Okta renames a group with its id in the value, without a path.
+            let okta =
+                #"{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [{"op": "replace", "value": {"id": "\#(groupID)", "displayName": "All of us"}}]}"#
+            let renamed = try await Self.scim(api, .patch, "/scim/v2/campuses/north/Groups/\(groupID)", token: token, json: okta)
+            #expect(renamed.status == 200 && renamed.json["displayName"] as? String == "All of us", "\(renamed.body)")
+            #expect((renamed.json["members"] as? [Any])?.count == 1)
         }
     }
 
@@ -387,6 +393,12 @@ struct SCIMTests {
             #expect(replaced.status == 200 && replaced.json["active"] as? Bool == false, "\(replaced.body)")
             #expect(
                 try await UserStore(client: server.pool).activity(campus: north.id)[UserID(try #require(UUID(uuidString: id)))] == false)
+            // A PATCH removing active unassigns it: active again, and not shown.
+            let unassign =
+                #"{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [{"op": "remove", "path": "active"}]}"#
+            let removed = try await Self.scim(api, .patch, "/scim/v2/campuses/north/Users/\(id)", token: token, json: unassign)
+            #expect(removed.status == 200 && removed.json["active"] == nil, "\(removed.body)")
+            #expect(try await UserStore(client: server.pool).activity(campus: north.id)[UserID(try #require(UUID(uuidString: id)))] == true)
         }
     }
 

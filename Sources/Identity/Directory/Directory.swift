@@ -188,7 +188,12 @@ public struct Directory: Sendable {
     public func patchUser(
         campus: Campus, id: UUID, operations: [SCIMPatch.Operation], ifMatch: String?, actor: String, base: String
     ) async throws -> Resource {
-        try await changeUser(campus: campus, id: id, ifMatch: ifMatch, actor: actor, base: base) {
+        // `remove` of `active` unassigns it: the user is active, and it is not shown.
+        let unassignsActive = operations.contains { operation in
+            operation.kind == .remove && operation.path?.filter == nil && operation.path?.names("active") == true
+                && (operation.path?.schema.map { $0.caseInsensitiveCompare(SCIMSchemas.user) == .orderedSame } ?? true)
+        }
+        return try await changeUser(campus: campus, id: id, ifMatch: ifMatch, actor: actor, base: base, unassignsActive: unassignsActive) {
             (current) throws(SCIMError) -> [String: JSONValue] in
             var document = current
             try SCIMPatch.apply(operations, to: &document, schemas: Self.userSchemas)
@@ -202,7 +207,7 @@ public struct Directory: Sendable {
     ]
 
     func changeUser(
-        campus: Campus, id: UUID, ifMatch: String?, actor: String, base: String,
+        campus: Campus, id: UUID, ifMatch: String?, actor: String, base: String, unassignsActive: Bool = false,
         change: @Sendable ([String: JSONValue]) throws(SCIMError) -> [String: JSONValue]
     ) async throws -> Resource {
         var attempted: UserWrite?
@@ -213,7 +218,8 @@ public struct Directory: Sendable {
                 let current = Self.render(row, groups: groups[id] ?? [], base: base)
                 if let ifMatch, !Self.matches(ifMatch, current.version) { throw SCIMError.preconditionFailed }
                 guard case .object(let document) = current.json else { throw SCIMError.invalidSyntax("unreadable user") }
-                let write = try UserWrite(try change(document), campus: campus)
+                var write = try UserWrite(try change(document), campus: campus)
+                if unassignsActive, write.active == nil { write.active = true }
                 attempted = write
                 return try await Self.save(
                     connection, campus: campus, row: row, write: write, groups: groups[id] ?? [], actor: actor, base: base)

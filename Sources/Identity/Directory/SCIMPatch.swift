@@ -63,6 +63,12 @@ public enum SCIMPatch {
                     throw .invalidValue("\(operation.kind.rawValue) without a path needs an object of attributes as its value")
                 }
                 for (key, value) in members {
+                    // As a PUT's body is read: `id`, `schemas`, `meta` and read-only attributes are
+                    // passed over (Okta renames a group with `{"id": …, "displayName": …}`).
+                    if ["id", "schemas", "meta"].contains(key.lowercased()) { continue }
+                    if schemas[0].attributes.contains(where: { $0.name.caseInsensitiveCompare(key) == .orderedSame && !$0.writable }) {
+                        continue
+                    }
                     let path: SCIMPath
                     do { path = try SCIMFilter.parsePath(key) } catch { throw .invalidPath("'\(key)': \(error.message)") }
                     try apply(operation.kind, path, value, to: &document, schemas: schemas)
