@@ -217,6 +217,8 @@ CREATE TABLE IF NOT EXISTS questionnaires (
     definition    jsonb NOT NULL CHECK (jsonb_typeof(definition) = 'object'),
     published_at  timestamptz NOT NULL DEFAULT now(),
     published_by  text NOT NULL,
+    -- The members' questionnaire, or the guests' (`attest survey publish --guest`).
+    audience      text NOT NULL DEFAULT 'member' CHECK (audience IN ('member', 'guest')),
     PRIMARY KEY (campus_id, version)
 );
 
@@ -739,6 +741,40 @@ CREATE TABLE IF NOT EXISTS role_mappings (
     PRIMARY KEY (campus_id, group_key, role)
 );
 
+-- Guests (DESIGN §12): a day pass for visitors without a university account.
+-- One visit: who came (the name they gave, the address the code went to), whom they visit (a
+-- member), the campus-local day it is good for; its one-time code as a keyed hash (never the
+-- code), the wrong codes tried; the guest's session (a token's SHA-256) once the code or a
+-- screener at a kiosk vouched; the badge the guest survey gave. No answers are kept. Purged
+-- after the campus's guest retention (`guest-retention-days`, 14 by default).
+CREATE TABLE IF NOT EXISTS guest_visits (
+    campus_id          uuid NOT NULL REFERENCES campuses (id) ON DELETE CASCADE,
+    id                 uuid NOT NULL,
+    name               text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+    email              text NOT NULL CHECK (length(email) BETWEEN 3 AND 320),
+    email_key          bytea NOT NULL,
+    host_id            uuid NOT NULL,
+    local_date         date NOT NULL,
+    created_at         timestamptz NOT NULL,
+    code_hash          bytea,
+    code_expires_at    timestamptz,
+    failed_codes       integer NOT NULL DEFAULT 0 CHECK (failed_codes >= 0),
+    verified_at        timestamptz,
+    screener_id        uuid,
+    session_hash       bytea,
+    session_expires_at timestamptz,
+    survey_version     integer,
+    color              text CHECK (color IN ('green', 'yellow', 'red')),
+    reason             text CHECK (length(reason) <= 500),
+    valid_until        timestamptz,
+    attested_at        timestamptz,
+    PRIMARY KEY (campus_id, id),
+    FOREIGN KEY (campus_id, host_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS guest_visits_by_day ON guest_visits (campus_id, local_date);
+CREATE UNIQUE INDEX IF NOT EXISTS guest_visits_by_session ON guest_visits (campus_id, session_hash) WHERE session_hash IS NOT NULL;
+CREATE INDEX IF NOT EXISTS guest_visits_by_email ON guest_visits (campus_id, email_key, local_date);
+
 -- Row-level security: the second wall behind the application's own scoping.
 DO $$
 DECLARE
@@ -751,7 +787,7 @@ BEGIN
         'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings',
         'door_counts', 'member_places', 'member_profiles', 'member_notifications', 'push_keys', 'push_subscriptions',
         'machine_tokens', 'test_results', 'isolations', 'exemptions', 'shc_issuers', 'vaccinations',
-        'directory_groups', 'directory_group_members', 'role_mappings'
+        'directory_groups', 'directory_group_members', 'role_mappings', 'guest_visits'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);

@@ -12,6 +12,7 @@ package struct APIFrontEnd: FrontEnd {
         let campus = router.group("v1/campuses/:campus").add(middleware: CampusMiddleware(directory: services.campuses))
         SessionRoutes(services: services).register(on: campus)
         UnsubscribeRoutes(services: services).register(on: campus)
+        GuestRoutes(services: services).register(on: campus)
         let signedIn = campus.group().add(middleware: AuthenticationMiddleware(services: services))
         SurveyRoutes(services: services).register(on: signedIn)
         AttestationRoutes(services: services).register(campus: campus, signedIn: signedIn)

@@ -10,6 +10,9 @@ public enum NotificationEvent: String, Sendable, Codable, CaseIterable {
     case badgeRed = "badge.red"
     /// A member has not attested by the campus's reminder time.
     case reminderDue = "reminder.due"
+    /// A guest checked in (answered the guest survey): `userId` is their host, `attestationId`
+    /// the visit, `color` the guest's badge.
+    case guestArrived = "guest.arrived"
 }
 
 /// One event, as a sink receives it. It carries ids, colour, date and links, never survey

@@ -135,7 +135,10 @@ struct AdminPages: Sendable {
         }
         tables += doorTables(totals: doors.doors, lastDay: doors.lastDay, hours: lastDayHours, range: range, visit: visit)
         let rangeQuery = WebRoutes.query([("from", range.from.description), ("to", range.to.description)])
-        let data: [String: Any] = [
+        // Guests are counted apart from members (they are in no member's figure).
+        let guests = try await services.guests.counts(campus: visit.campus.id, date: today)
+        let guestsText = colorNames.map { "\($0.label) \(guests[BadgeColor(rawValue: $0.key) ?? .gray] ?? 0)" }.joined(separator: " · ")
+        var data: [String: Any] = [
             "from": range.from.description, "to": range.to.description,
             "doorsCsvHref": visit.base + "admin/doors.csv" + rangeQuery, "doorsNone": doors.doors.isEmpty,
             "csvHref": visit.base + "admin/report.csv" + WebRoutes.query([("from", range.from.description), ("to", range.to.description)]),
@@ -143,6 +146,12 @@ struct AdminPages: Sendable {
             "totalsText": visit.format("totals", "\(total.submitted)", "\(total.onTime)", "\(total.late)", "\(total.missing)"),
             "charts": charts, "tables": tables,
         ]
+        if GuestPolicy(campus: visit.campus).open || !guests.isEmpty {
+            data["guests"] = [
+                "text": visit.format("adminGuestsIntro", guestsText), "pdfHref": visit.base + "admin/poster.pdf",
+                "svgHref": visit.base + "admin/poster.svg",
+            ]
+        }
         return try web.renderer.render(
             .init(template: "admin", title: visit["adminTitle"], data: data, wide: true, current: "admin"), visit: visit)
     }
@@ -193,7 +202,15 @@ struct AdminPages: Sendable {
         let page = try await services.statisticsService.followUps(
             campus: visit.campus.id, date: date, colors: [.red, .yellow], after: cursor, limit: 50, actor: "user:\(user.email)")
         let words: [BadgeColor: String] = [.yellow: "colorYellow", .red: "colorRed"]
+        let guests = try await services.guests.followUps(campus: visit.campus.id, date: date, actor: "user:\(user.email)")
         var data: [String: Any] = [
+            "guests": guests.map { guest -> [String: Any] in
+                [
+                    "name": guest.name, "email": guest.email, "host": guest.hostName, "color": guest.color?.rawValue ?? "gray",
+                    "colorWord": visit[words[guest.color ?? .gray] ?? "colorGray"], "reason": guest.reason ?? "",
+                ]
+            },
+            "hasGuests": !guests.isEmpty,
             "date": date.description,
             "caption": visit.format("followUpsCaption", WebFormat.date(date, campus: visit.campus, language: visit.language)),
             "hasItems": !page.items.isEmpty,

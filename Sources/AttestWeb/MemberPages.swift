@@ -42,12 +42,7 @@ struct MemberPages: Sendable {
 
     // MARK: Today's survey
 
-    /// What a member typed, by question id, and the message for each question in error.
-    struct Entry {
-        var values: [String: String] = [:]
-        var errors: [String: String] = [:]
-        var notice: String?
-    }
+    typealias Entry = SurveyForm.Entry
 
     private func surveyPage(
         visit: WebVisit, request: Request, entry: Entry = Entry(), status: HTTPResponse.Status = .ok, community: String? = nil
@@ -56,41 +51,7 @@ struct MemberPages: Sendable {
             throw SurveysError.noSurvey(campus: visit.campus.name)
         }
         let (questionnaire, _) = active.localized(acceptLanguage: visit.language)
-        let firstError = questionnaire.questions.first { entry.errors[$0.id] != nil }?.id
-        let questions: [[String: Any]] = questionnaire.questions.map { question in
-            let fieldID = "q-\(question.id)", name = "answers.\(question.id)"
-            let value = entry.values[question.id] ?? ""
-            var item: [String: Any] = [
-                "fieldID": fieldID, "name": name, "prompt": question.prompt, "required": question.required, "value": value,
-                "isChoiceLike": question.kind == .boolean || question.kind == .choice, "isNumber": question.kind == .number,
-                "isText": question.kind == .text, "hasError": false, "autofocus": false,
-            ]
-            var described: [String] = []
-            if let hint = hint(question, visit: visit) {
-                item["hint"] = hint
-                described.append(fieldID + "-hint")
-            }
-            if let error = entry.errors[question.id] {
-                item["hasError"] = true
-                item["error"] = error
-                described.append(fieldID + "-error")
-            }
-            if !described.isEmpty { item["describedBy"] = described.joined(separator: " ") }
-            if firstError == question.id { item["autofocus"] = true }
-            if let unit = question.unit { item["unit"] = unit }
-            let choices: [(value: String, label: String)] =
-                question.kind == .boolean
-                ? [("yes", visit["yes"]), ("no", visit["no"])]
-                : (question.options ?? []).map { ($0, WebFormat.words($0)) }
-            item["options"] = choices.enumerated().map { index, choice -> [String: Any] in
-                let option: [String: Any] = [
-                    "name": name, "value": choice.value, "label": choice.label, "id": index == 0 ? fieldID : "\(fieldID)-\(index)",
-                    "checked": value == choice.value, "autofocus": index == 0 && firstError == question.id,
-                ]
-                return option
-            }
-            return item
-        }
+        let questions = SurveyForm.questions(questionnaire, entry: entry, visit: visit)
         var data: [String: Any] = [
             "surveyTitle": questionnaire.title, "version": questionnaire.version, "questions": questions,
             "idempotencyKey": SessionStore.newToken(),
@@ -98,41 +59,9 @@ struct MemberPages: Sendable {
                 "surveyIntro", CampusFormats.clock(fromMinute: visit.campus.deadlineMinute) + " (\(visit.campus.timeZone))"),
         ]
         if let community { data["communityLine"] = community }
-        let errors = questionnaire.questions.compactMap { question in
-            entry.errors[question.id].map { ["anchor": "q-\(question.id)", "message": $0] }
-        }
-        if !errors.isEmpty {
-            data["hasErrors"] = true
-            data["errors"] = errors
-        }
-        let title = errors.isEmpty ? questionnaire.title : visit["errorWord"] + ": " + questionnaire.title
+        let errors = SurveyForm.errors(questionnaire, entry: entry, into: &data)
+        let title = errors == 0 ? questionnaire.title : visit["errorWord"] + ": " + questionnaire.title
         return try web.renderer.render(.init(template: "survey", title: title, data: data, status: status, current: "today"), visit: visit)
-    }
-
-    private func hint(_ question: Question, visit: WebVisit) -> String? {
-        switch question.kind {
-        case .number:
-            guard let min = question.min, let max = question.max else { return nil }
-            return visit.format("numberHint", WebFormat.percent(min), WebFormat.percent(max)) + (question.unit.map { " \($0)" } ?? "")
-        case .text: return visit.format("textHint", "\(question.maxLength ?? 500)")
-        default: return nil
-        }
-    }
-
-    /// The member's words for what is wrong with an answer.
-    private func message(_ question: Question, value: String, visit: WebVisit) -> String {
-        let es = visit.language == "es"
-        switch question.kind {
-        case .boolean: return es ? "Elija sí o no." : "Choose yes or no."
-        case .choice: return es ? "Elija una de las opciones." : "Choose one of the options."
-        case .number:
-            if value.isEmpty { return es ? "Escriba un número." : "Enter a number." }
-            let range = hint(question, visit: visit).map { " (\($0))" } ?? ""
-            return (es ? "Escriba un número válido" : "Enter a valid number") + range + "."
-        case .text:
-            if value.isEmpty { return es ? "Escriba una respuesta." : "Enter an answer." }
-            return visit.format("textHint", "\(question.maxLength ?? 500)") + "."
-        }
     }
 
     /// The form's POST: the answers checked as the API checks them; a form with problems is
@@ -144,25 +73,7 @@ struct MemberPages: Sendable {
         guard let active = try await services.activeQuestionnaires.active(campus: visit.campus.id) else {
             throw SurveysError.noSurvey(campus: visit.campus.name)
         }
-        var entry = Entry()
-        var raw: [String: JSONValue] = [:]
-        for question in active.questions {
-            let value = (form["answers.\(question.id)"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            entry.values[question.id] = value
-            guard !value.isEmpty else { continue }
-            switch question.kind {
-            case .boolean: raw[question.id] = value == "yes" ? .bool(true) : value == "no" ? .bool(false) : .string(value)
-            case .number:
-                let number = Double(value.replacingOccurrences(of: ",", with: "."))
-                raw[question.id] = number.map(JSONValue.number) ?? .string(value)
-            case .choice, .text: raw[question.id] = .string(value)
-            }
-        }
-        let (_, problems) = QuestionnaireRules.check(raw, against: active)
-        for problem in problems {
-            let id = String(problem.field.dropFirst("answers.".count))
-            if let question = active.question(id) { entry.errors[id] = message(question, value: entry.values[id] ?? "", visit: visit) }
-        }
+        var (raw, entry) = SurveyForm.read(form, questionnaire: active, visit: visit)
         guard entry.errors.isEmpty else {
             return try await surveyPage(visit: visit, request: request, entry: entry, status: .unprocessableContent)
         }

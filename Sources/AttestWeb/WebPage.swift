@@ -127,6 +127,9 @@ struct WebRenderer: Sendable {
             ("settings", visit.base + "settings", visit["navSettings"]),
         ]
         if visit.has([.screener, .admin]) { items.append(("scan", visit.base + "scan", visit["navScan"])) }
+        if visit.has([.screener, .admin]), GuestPolicy(campus: visit.campus).open {
+            items.append(("kiosk", visit.base + "kiosk", visit["navKiosk"]))
+        }
         if visit.has([.admin]) { items.append(("admin", visit.base + "admin", visit["navAdmin"])) }
         if visit.has([.healthOfficer]) {
             items.append(("follow-ups", visit.base + "admin/follow-ups", visit["navFollowUps"]))

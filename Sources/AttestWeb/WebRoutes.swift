@@ -28,6 +28,7 @@ struct WebRoutes: Sendable {
         RecordsPages(web: self).register(on: pages)
         WebApp(web: self).register(on: pages)
         ScanPage(web: self).register(on: pages)
+        VisitPages(web: self).register(on: pages)
         AdminPages(web: self).register(on: pages)
     }
 

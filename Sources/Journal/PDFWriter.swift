@@ -109,6 +109,36 @@ public struct PDFWriter {
         y -= after
     }
 
+    /// A square grid of dark and light modules (a QR code's), `side` points wide, centred on
+    /// the line, with `after` points of space below: each dark module a filled square.
+    public mutating func squares(_ rows: [[Bool]], side: Double, after: Double = 8) {
+        guard !rows.isEmpty else { return }
+        let module = side / Double(rows.count)
+        need(side)
+        let left = (Self.pageWidth - side) / 2, top = y
+        current += Array("0 g\n".utf8)
+        for (row, modules) in rows.enumerated() {
+            for (column, dark) in modules.enumerated() where dark {
+                current += Array(
+                    String(
+                        format: "%.2f %.2f %.2f %.2f re f\n", left + Double(column) * module, top - Double(row + 1) * module, module, module
+                    ).utf8)
+            }
+        }
+        y -= side + after
+    }
+
+    /// A line of text centred on the page.
+    public mutating func centered(_ text: String, size: Double, bold: Bool = false, after: Double = 4) {
+        let leading = size * 1.3
+        for line in Self.wrap(text, width: Self.lineWidth, size: size) {
+            need(leading)
+            y -= leading
+            place(line, x: (Self.pageWidth - Self.width(line, size: size)) / 2, y: y, size: size, bold: bold)
+        }
+        y -= after
+    }
+
     private mutating func place(_ text: String, x: Double, y: Double, size: Double, bold: Bool) {
         current += Array(("BT /\(bold ? "F2" : "F1") " + String(format: "%.1f Tf %.1f %.1f Td ", size, x, y)).utf8)
         Self.appendHexString(Self.winAnsi(text), to: &current)

@@ -71,18 +71,25 @@ public struct AttestationService: Sendable {
         campus: Campus, user: UserID, surveyVersion: Int, answers raw: [String: JSONValue], idempotencyKey: String?, at now: Date,
         prefetched: PrefetchedHistory? = nil
     ) async throws -> WriteOutcome {
-        guard let questionnaire = try await questionnaires.active(campus: campus.id) else {
-            throw SurveysError.noSurvey(campus: campus.name)
-        }
-        guard surveyVersion == questionnaire.version else {
-            throw SurveysError.surveyChanged(active: questionnaire.version, given: surveyVersion)
-        }
-        let (answers, problems) = QuestionnaireRules.check(raw, against: questionnaire)
-        guard problems.isEmpty else { throw SurveysError.invalidAnswers(problems) }
+        let (questionnaire, answers) = try Self.checked(
+            raw, version: surveyVersion, against: try await questionnaires.active(campus: campus.id), campus: campus)
         return try await submit(
             campus: campus, user: user, questionnaire: questionnaire, answers: answers, idempotencyKey: idempotencyKey,
             idempotencyDigest: idempotencyKey.map { _ in Self.digest(surveyVersion: surveyVersion, answers: raw) }, at: now,
             prefetched: prefetched)
+    }
+
+    /// `raw` checked against `questionnaire` (the active one, which `version` must name): the
+    /// questionnaire and the answers, or `SurveysError` `.noSurvey`, `.surveyChanged` or
+    /// `.invalidAnswers` (every problem).
+    static func checked(
+        _ raw: [String: JSONValue], version: Int, against questionnaire: Questionnaire?, campus: Campus
+    ) throws -> (Questionnaire, SurveyAnswers) {
+        guard let questionnaire else { throw SurveysError.noSurvey(campus: campus.name) }
+        guard version == questionnaire.version else { throw SurveysError.surveyChanged(active: questionnaire.version, given: version) }
+        let (answers, problems) = QuestionnaireRules.check(raw, against: questionnaire)
+        guard problems.isEmpty else { throw SurveysError.invalidAnswers(problems) }
+        return (questionnaire, answers)
     }
 
     /// What an `Idempotency-Key` is bound to: the SHA-256 of the use case, the questionnaire

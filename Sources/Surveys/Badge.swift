@@ -19,7 +19,8 @@ public struct Badge: Sendable, Equatable {
 }
 
 /// What a badge token says: campus slug, the member's pseudonym for the day (never the
-/// email), the campus-local date, the colour, issued-at and expiry (seconds since 1970).
+/// email), the campus-local date, the colour, issued-at and expiry (seconds since 1970); a
+/// guest's day pass also `guest`, the name of the member they visit (DESIGN §12).
 public struct BadgeClaims: Encodable, Sendable, Equatable {
     public var campus: String
     public var sub: String
@@ -27,9 +28,12 @@ public struct BadgeClaims: Encodable, Sendable, Equatable {
     public var color: String
     public var iat: Int
     public var exp: Int
+    /// A guest's badge: their host's name, which the scanner shows ("Guest of …").
+    public var guest: String?
 
-    public init(campus: String, sub: String, date: String, color: String, iat: Int, exp: Int) {
+    public init(campus: String, sub: String, date: String, color: String, iat: Int, exp: Int, guest: String? = nil) {
         (self.campus, self.sub, self.date, self.color, self.iat, self.exp) = (campus, sub, date, color, iat, exp)
+        self.guest = guest
     }
 
     /// The claims as the token carries them: compact JSON, keys sorted.
@@ -46,6 +50,10 @@ public struct BadgeClaims: Encodable, Sendable, Equatable {
         json.string(date)
         json.literal(#","exp":"#)
         json.integer(exp)
+        if let guest {
+            json.literal(#","guest":"#)
+            json.string(guest)
+        }
         json.literal(#","iat":"#)
         json.integer(iat)
         json.literal(#","sub":"#)
@@ -58,11 +66,14 @@ public struct BadgeClaims: Encodable, Sendable, Equatable {
     /// exactly. A larger one, or a text that rounds to it, cannot be an honest time.
     static let integerLimit = 9_007_199_254_740_992.0
 
-    /// Reads claims whose signature has been verified, strictly: exactly these six members,
-    /// the strings 1 to 200 bytes, `iat` and `exp` integers within ±(2^53 − 1), `date` a real
-    /// calendar date and `color` one of the four. Nil for anything else.
+    /// Reads claims whose signature has been verified, strictly: exactly these six members
+    /// (seven with a guest's `guest`), the strings 1 to 200 bytes, `iat` and `exp` integers
+    /// within ±(2^53 − 1), `date` a real calendar date and `color` one of the four. Nil for
+    /// anything else.
     init?(verifiedJSON bytes: Data) {
-        guard case .object(let object)? = try? JSONValue(parsing: bytes), object.count == 6 else { return nil }
+        guard case .object(let object)? = try? JSONValue(parsing: bytes), object.count == (object["guest"] == nil ? 6 : 7) else {
+            return nil
+        }
         func text(_ key: String) -> String? {
             guard case .string(let value)? = object[key], (1...200).contains(value.utf8.count) else { return nil }
             return value
@@ -74,7 +85,9 @@ public struct BadgeClaims: Encodable, Sendable, Equatable {
         guard let campus = text("campus"), let sub = text("sub"), let date = text("date"), LocalDate(date) != nil,
             let color = text("color"), BadgeColor(rawValue: color) != nil, let iat = integer("iat"), let exp = integer("exp")
         else { return nil }
-        self.init(campus: campus, sub: sub, date: date, color: color, iat: iat, exp: exp)
+        let guest = text("guest")
+        guard guest != nil || object["guest"] == nil else { return nil }
+        self.init(campus: campus, sub: sub, date: date, color: color, iat: iat, exp: exp, guest: guest)
     }
 }
 
@@ -353,6 +366,30 @@ public struct BadgeService: Sendable {
             members[UserID(try row.decode("id", as: UUID.self))] = member
         }
         return members
+    }
+
+    /// A guest's day pass: the colour the guest survey gave (gray before it is answered), the
+    /// visit's pseudonym for the day, and `guest`, the host's name, in the signed claims.
+    public func guest(
+        campus: Campus, visit: UUID, host: String, answered: (color: BadgeColor, reason: String, validUntil: Date)?, now: Date
+    )
+        async throws -> Badge
+    {
+        let date = campus.localDate(at: now)
+        guard let key = try await keys.keys(campus: campus.id).first(where: { $0.retiredAt == nil }) else {
+            throw SurveysError.noSigningKey(campus: campus.slug)
+        }
+        var color = BadgeColor.gray, reason = Self.notSubmitted, validUntil = campus.nextWindow(after: now)
+        if let answered, answered.validUntil > now { (color, reason, validUntil) = answered }
+        let subject = BadgeKeyStore.subject(pseudonym: visit, date: date, key: try await keys.subjectKey(campus: campus.id))
+        var hostName = host.isEmpty ? "a member" : host
+        while hostName.utf8.count > 200 { hostName.removeLast() }  // the claims' strings are at most 200 bytes
+        let claims = BadgeClaims(
+            campus: campus.slug, sub: subject, date: date.description, color: color.rawValue, iat: Int(now.timeIntervalSince1970),
+            exp: Int(validUntil.timeIntervalSince1970.rounded(.up)), guest: hostName)
+        return Badge(
+            color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key),
+            submitted: answered != nil)
     }
 
     /// Checks a token presented at `campus`'s door.

@@ -10,8 +10,16 @@ public struct QuestionnaireStore: Sendable {
 
     public init(client: PostgresClient) { self.client = client }
 
-    /// Publishes a checked draft as the next version and records it in the audit log.
-    public func publish(campus: Campus, draft: QuestionnaireRules.Draft, actor: String) async throws -> Questionnaire {
+    /// Whom a questionnaire asks: the campus's members, or its guests (DESIGN §12).
+    public enum Audience: String, Sendable {
+        case member, guest
+    }
+
+    /// Publishes a checked draft as the next version and records it in the audit log. Versions
+    /// are numbered across the members' and the guests' questionnaires.
+    public func publish(
+        campus: Campus, draft: QuestionnaireRules.Draft, actor: String, audience: Audience = .member
+    ) async throws -> Questionnaire {
         for attempt in 1...3 {
             do {
                 return try await client.withTransaction(campus: campus.id.rawValue) { connection in
@@ -22,12 +30,12 @@ public struct QuestionnaireStore: Sendable {
                         version: version, title: draft.title, titleTranslations: draft.titleTranslations ?? [:], questions: draft.questions)
                     try await connection.query(
                         """
-                        INSERT INTO questionnaires (campus_id, version, definition, published_by)
-                        VALUES (\(campus.id), \(version), \(try PostgresJSON(encoding: questionnaire)), \(actor))
+                        INSERT INTO questionnaires (campus_id, version, definition, published_by, audience)
+                        VALUES (\(campus.id), \(version), \(try PostgresJSON(encoding: questionnaire)), \(actor), \(audience.rawValue))
                         """)
                     try await AuditLog.record(
                         connection, campus: campus.id, actor: actor, action: "survey.publish", target: "version \(version)",
-                        details: ["questions": "\(draft.questions.count)"])
+                        details: ["questions": "\(draft.questions.count)", "audience": audience.rawValue])
                     return questionnaire
                 }
             } catch let error as PostgresError where error.isUniqueViolation && attempt < 3 {
@@ -37,10 +45,23 @@ public struct QuestionnaireStore: Sendable {
         throw PostgresError(code: .server, message: "could not allocate a questionnaire version")
     }
 
-    /// The active (latest) version, or nil when none was published.
+    /// The members' active (latest) version, or nil when none was published.
     public func active(campus: CampusID) async throws -> Questionnaire? {
         let rows = try await client.query(
-            "SELECT definition FROM questionnaires WHERE campus_id = \(campus) ORDER BY version DESC LIMIT 1", campus: campus.rawValue)
+            """
+            SELECT definition FROM questionnaires WHERE campus_id = \(campus) AND audience = 'member'
+            ORDER BY version DESC LIMIT 1
+            """, campus: campus.rawValue)
+        return try rows.first.map { try $0.decode("definition", as: PostgresJSON.self).decode(as: Questionnaire.self) }
+    }
+
+    /// What guests answer: the latest guests' questionnaire, else the members' active one.
+    public func guests(campus: CampusID) async throws -> Questionnaire? {
+        let rows = try await client.query(
+            """
+            SELECT definition FROM questionnaires WHERE campus_id = \(campus)
+            ORDER BY audience = 'guest' DESC, version DESC LIMIT 1
+            """, campus: campus.rawValue)
         return try rows.first.map { try $0.decode("definition", as: PostgresJSON.self).decode(as: Questionnaire.self) }
     }
 

@@ -24,5 +24,7 @@ extension RecipientDirectory {
                EXISTS (SELECT 1 FROM attestations a WHERE a.campus_id = \(campus) AND a.user_id = u.id AND a.local_date = \(date)) AS attested
         FROM users u WHERE u.campus_id = \(campus) AND u.id = \(user) AND u.active
         """
+    } guestName: { campus, visit in
+        GuestStore.name(campus: campus, visit: visit)
     }
 }

@@ -116,6 +116,14 @@ public enum CampusSetting: String, CaseIterable, Sendable {
     case provisioning
     /// The ID token claim naming the user's groups (`groups` by default).
     case groupsClaim = "groups-claim"
+    /// Whether visitors may register at `/c/{campus}/visit`: `on` or `off` (the default).
+    case guests
+    /// How many visits a campus-local day takes (200 by default; 0 closes registration for the day).
+    case guestDailyCap = "guest-daily-cap"
+    /// How many days after its day a visit is kept (14 by default).
+    case guestRetentionDays = "guest-retention-days"
+    /// Whom a visitor turned away should contact (the front desk's name and number).
+    case guestContact = "guest-contact"
 }
 
 extension CampusID: PostgresCodable {

@@ -139,6 +139,18 @@ public struct CampusStore: Sendable {
             }
             // Kept among the campus's settings, beside the others there.
             return "settings = settings || jsonb_build_object(\(setting.rawValue)::text, \(value)::text)"
+        case .guests, .guestDailyCap, .guestRetentionDays, .guestContact:
+            switch setting {
+            case .guests: guard ["on", "off"].contains(value) else { throw invalid("on or off") }
+            case .guestDailyCap:
+                guard let cap = Int(value), (0...100_000).contains(cap) else { throw invalid("a whole number of visits from 0 to 100000") }
+            case .guestRetentionDays:
+                guard let days = Int(value), (1...3650).contains(days) else { throw invalid("a whole number of days from 1 to 3650") }
+            default:
+                guard (1...200).contains(value.count), !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                else { throw invalid("whom to contact, 1 to 200 characters on one line, such as \"the front desk, +1 212 555 0100\"") }
+            }
+            return "settings = settings || jsonb_build_object(\(setting.rawValue)::text, \(value)::text)"
         case .region:
             if value == "none" || value.isEmpty { return "community_region = NULL" }
             guard CommunityRegion.isValidID(value) else {

@@ -13,7 +13,7 @@ struct TableOwnershipTests {
         "Identity": [
             "users", "member_changes", "sessions", "campus_oidc_issuers", "id_token_uses", "sign_in_nonces", "machine_tokens",
             "directory_groups",
-            "directory_group_members", "role_mappings",
+            "directory_group_members", "role_mappings", "guest_visits",
         ],
         "Records": ["test_results", "isolations", "exemptions", "shc_directory", "shc_issuers", "vaccinations"],
         "Surveys": [

@@ -338,7 +338,7 @@ struct EmailChannelTests {
             ]))
         #expect(prepared["dkim"]?["privateKey"] == .string(key.pemRepresentation))
         #expect(prepared["dkim"]?["privateKeyFile"] == nil)
-        #expect(prepared["events"] == .array([.string("reminder.due")]))
+        #expect(prepared["events"] == .array([.string("reminder.due"), .string("guest.arrived")]))
         #expect(PluginRegistry().secretMembers(of: prepared, kind: .sink, id: "email").contains("dkim"))
         for (settings, words) in [
             (JSONValue.object(["from": .string("a@b.edu")]), "host is required"),
@@ -346,7 +346,10 @@ struct EmailChannelTests {
             (.object(["host": .string("h"), "from": .string("a@b.edu"), "security": .string("ssl")]), "security must be"),
             (.object(["host": .string("h"), "from": .string("a@b.edu"), "port": .number(587.5)]), "port must be"),
             (.object(["host": .string("h"), "from": .string("a@b.edu"), "username": .string("u")]), "password is required"),
-            (.object(["host": .string("h"), "from": .string("a@b.edu"), "events": .array([.string("badge.red")])]), "reminder.due only"),
+            (
+                .object(["host": .string("h"), "from": .string("a@b.edu"), "events": .array([.string("badge.red")])]),
+                "reminder.due and guest.arrived only"
+            ),
         ] {
             #expect(throws: PluginSettingsError.self, "\(words)") { try MemberChannels.prepare(id: "email", settings: settings) }
             do { _ = try MemberChannels.prepare(id: "email", settings: settings) } catch {

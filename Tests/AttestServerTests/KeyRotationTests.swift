@@ -27,6 +27,9 @@ struct KeyRotationTests {
         "sessions.token_hash", "id_token_uses.token_id", "sign_in_nonces.nonce_hash", "journal_shares.token_hash",
         "attestations.idempotency_digest", "journal_audio_chunks.sealed", "push_subscriptions.endpoint_hash",
         "machine_tokens.token_hash",
+        // Keyed with the campus's badge-subject key (sealed in badge_subject_keys, re-sealed by
+        // rotate-kek, the same key after): a guest's code and address, and the pass's SHA-256.
+        "guest_visits.code_hash", "guest_visits.email_key", "guest_visits.session_hash",
     ]
 
     /// Two keys in files, as an operator keeps them.

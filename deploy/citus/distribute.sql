@@ -50,4 +50,5 @@ SELECT create_distributed_table('vaccinations', 'campus_id', colocate_with => 'u
 SELECT create_distributed_table('directory_groups', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('directory_group_members', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('role_mappings', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('guest_visits', 'campus_id', colocate_with => 'users');
 COMMIT;

@@ -5,6 +5,7 @@ import AttestServer
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Identity
 import Surveys
 import Tenancy
 
@@ -25,6 +26,12 @@ struct AttestationRoutes: Sendable {
         var onTime: Bool
         var surveyVersion: Int
         var badge: Badge
+
+        init(id: String, date: String, submittedAt: String, onTime: Bool, surveyVersion: Int, badge: Badge) {
+            (self.id, self.date, self.submittedAt, self.onTime, self.surveyVersion, self.badge) = (
+                id, date, submittedAt, onTime, surveyVersion, badge
+            )
+        }
 
         init(_ attestation: Attestation) {
             id = attestation.id.lowercasedText
@@ -120,25 +127,14 @@ struct AttestationRoutes: Sendable {
 
     private func submit(_ request: Request, _ context: AttestRequestContext, bearer: BearerAuthentication) async throws -> Response {
         let campus = try context.requireCampus()
+        if let visit = try await bearer.guest(request, context) { return try await submitGuest(visit, request, context) }
         let now = services.clock()
         let submitter = try await bearer.authenticate(
             request, context,
             kept: { services.sessions.cached(campus: campus.id, token: $0).map(AttestationService.Submitter.init(kept:)) },
             read: { try await services.attestations.submitter(campus: campus, token: $0, at: now) })
         let key = try idempotencyKey(request)
-        var reader = ObjectReader(
-            try await request.jsonObject(context: context), fields: ["surveyVersion", "answers"],
-            unknown: "is not a field of an attestation")
-        let version = reader.wholeNumber(
-            "surveyVersion", in: 1...999_999_999, required: "the version GET …/survey returned",
-            wrong: "must be an integer from 1 to 999999999: the version GET …/survey returned")
-        let raw = reader.value(
-            "answers", required: "an object of answers by question id", wrong: "must be an object of answers by question id"
-        ) {
-            if case .object(let object) = $0 { object } else { nil }
-        }
-        try reader.finish()
-        guard let version, let raw else { throw Problem.validation(reader.problems) }
+        let (version, raw) = try await body(request, context)
         let outcome = try await services.attestations.submit(
             campus: campus, as: submitter, surveyVersion: version, answers: raw, idempotencyKey: key, at: now)
         switch outcome {
@@ -163,6 +159,45 @@ struct AttestationRoutes: Sendable {
                 detail: "You already submitted the attestation for \(date) (\(campus.timeZone)). "
                     + "The next one opens at \(campus.describeNextWindow(after: now)).")
         }
+    }
+
+    /// A submission's body: `surveyVersion` and `answers`, each problem named.
+    private func body(_ request: Request, _ context: AttestRequestContext) async throws -> (Int, [String: JSONValue]) {
+        var reader = ObjectReader(
+            try await request.jsonObject(context: context), fields: ["surveyVersion", "answers"],
+            unknown: "is not a field of an attestation")
+        let version = reader.wholeNumber(
+            "surveyVersion", in: 1...999_999_999, required: "the version GET …/survey returned",
+            wrong: "must be an integer from 1 to 999999999: the version GET …/survey returned")
+        let raw = reader.value(
+            "answers", required: "an object of answers by question id", wrong: "must be an object of answers by question id"
+        ) {
+            if case .object(let object) = $0 { object } else { nil }
+        }
+        try reader.finish()
+        guard let version, let raw else { throw Problem.validation(reader.problems) }
+        return (version, raw)
+    }
+
+    /// A guest's answers (DESIGN §12): the guests' questionnaire, once a visit; the 201 has the
+    /// shape of a member's, its `id` the visit's.
+    private func submitGuest(_ visit: GuestVisit, _ request: Request, _ context: AttestRequestContext) async throws -> Response {
+        let campus = try context.requireCampus()
+        _ = try idempotencyKey(request)
+        let (version, raw) = try await body(request, context)
+        let now = services.clock()
+        guard let answered = try await GuestHTTP.submit(visit, campus: campus, surveyVersion: version, answers: raw, services: services),
+            let color = answered.color, let validUntil = answered.validUntil
+        else {
+            throw Problem(
+                .conflict, slug: "already-submitted", title: "Already submitted today",
+                detail: "You already answered the guest survey for this visit. Show your badge: GET …/me/badge.")
+        }
+        return AttestationBody(
+            id: visit.id.lowercasedText, date: visit.date.description, submittedAt: PostgresDate.timestamp(now), onTime: true,
+            surveyVersion: version,
+            badge: Badge(color: color.rawValue, reason: answered.reason ?? "", validUntil: PostgresDate.timestamp(validUntil))
+        ).created(replayed: false)
     }
 
     /// `Idempotency-Key`: optional, 1–200 visible ASCII characters.

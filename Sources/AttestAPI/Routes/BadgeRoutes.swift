@@ -43,11 +43,14 @@ struct BadgeRoutes: Sendable {
         var validUntil: String?
         var reason: String?
         var detail: String?
+        /// A guest's day pass: the name of the member the guest visits ("Guest of …").
+        var guest: String?
     }
 
     func register(campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
         signedIn.get("me/badge") { request, context -> Response in
             let campus = try context.requireCampus()
+            if let visit = context.guest { return Self.response(try await GuestHTTP.badge(visit, campus: campus, services: services)) }
             let session = try context.requireSession()
             let badge = try await services.badges.today(campus: campus, user: session.user.id, now: services.clock(), kept: session)
             return Self.response(badge)
@@ -91,7 +94,7 @@ struct BadgeRoutes: Sendable {
         case .valid(let claims):
             return VerificationBody(
                 valid: true, color: claims.color, date: claims.date,
-                validUntil: Date(timeIntervalSince1970: TimeInterval(claims.exp)).ISO8601Format())
+                validUntil: Date(timeIntervalSince1970: TimeInterval(claims.exp)).ISO8601Format(), guest: claims.guest)
         case .invalid(let rejection):
             return VerificationBody(valid: false, reason: rejection.rawValue, detail: rejection.detail)
         }

@@ -19,7 +19,12 @@ struct SurveyRoutes: Sendable {
     func register(on signedIn: RouterGroup<AttestRequestContext>) {
         signedIn.get("survey") { request, context -> Response in
             let campus = try context.requireCampus()
-            guard let active = try await services.questionnaires.active(campus: campus.id) else {
+            // A guest answers the guests' questionnaire (the members' when there is none).
+            let found =
+                context.guest == nil
+                ? try await services.questionnaires.active(campus: campus.id)
+                : try await services.questionnaires.guests(campus: campus.id)
+            guard let active = found else {
                 throw Problem.notFound(
                     "\(campus.name) has not published a survey yet; an operator publishes one with `attest survey publish`.")
             }

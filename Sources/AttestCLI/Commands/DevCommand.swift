@@ -116,6 +116,7 @@ struct DevCommand: AsyncParsableCommand {
                       Web pages:    \(base)/c/\(DemoCampus.slug)/  (sign in as any demo person there)
                       Reminders:    printed here, as email would send them, at each member's time
                                     (\(base)/c/\(DemoCampus.slug)/settings sets yours)
+                      Visitors:     \(base)/c/\(DemoCampus.slug)/visit  (host: Alice Member; the code is printed here)
                       Database:     \(url)
                                     (saved in \(cluster.directory.path)/database-url; other attest commands here use it)
                       Server log:   \(cluster.logFile.path)
@@ -292,6 +293,10 @@ enum DemoCampus {
             try await plugins.enable(
                 campus: campus, kind: .sink, id: MemberChannels.terminal,
                 settings: try MemberChannels.prepare(id: MemberChannels.terminal, settings: .null), actor: actor)
+        }
+        // Visitors may register at /c/demo/visit; their codes are printed here too.
+        if case .object(let settings)? = campus.settings.bytes.withUnsafeBytes({ try? JSONValue(parsing: $0) }), settings["guests"] == nil {
+            _ = try await campuses.set(slug: slug, key: CampusSetting.guests.rawValue, value: "on", actor: actor)
         }
         let questionnaires = QuestionnaireStore(client: client)
         if try await questionnaires.active(campus: campus.id) == nil {

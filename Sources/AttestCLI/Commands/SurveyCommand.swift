@@ -18,23 +18,29 @@ extension SurveyCommand {
                 The file holds {"title", "titleTranslations"?, "questions": [...]}; a question has id \
                 ([a-z0-9_]), kind (boolean, number, choice, text), prompt, and optionally required \
                 (default true), translations {"es": "…"}, symptom (boolean questions), min/max/unit \
-                (number), options (choice), maxLength (text). `attest survey show demo --json` prints an example.
+                (number), options (choice), maxLength (text). `attest survey show demo --json` prints an example. \
+                With --guest FILE it is the questionnaire the campus's guests answer (DESIGN §12; without one \
+                they answer the members').
                 """)
         @Argument var campus: String
         @Argument(help: "The questionnaire JSON file.") var file: String?
         @Flag(help: "Publish the built-in demo questionnaire (the common symptom list, English and Spanish) instead of a file.")
         var demo = false
+        @Option(name: .customLong("guest"), help: "Publish this questionnaire JSON file as the one guests answer.")
+        var guestFile: String?
         @Flag(help: "Print the published questionnaire as JSON.") var json = false
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var logging: LoggingOptions
 
         func validate() throws {
-            guard (file == nil) == demo else { throw ValidationError("give a questionnaire JSON file or --demo, not both or neither") }
+            guard [file != nil, demo, guestFile != nil].filter({ $0 }).count == 1 else {
+                throw ValidationError("give one of: a questionnaire JSON file, --demo, or --guest FILE")
+            }
         }
 
         func run() async throws {
             var draft = DemoQuestionnaire.draft
-            if let file {
+            if let file = file ?? guestFile {
                 let data: Data
                 do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
                     throw CLIError("cannot read \(file): give the path of a questionnaire JSON file")
@@ -44,12 +50,14 @@ extension SurveyCommand {
             let published = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: campus)
                 return try await QuestionnaireStore(client: context.client).publish(
-                    campus: campus, draft: draft, actor: TenantContext.actor)
+                    campus: campus, draft: draft, actor: TenantContext.actor, audience: guestFile == nil ? .member : .guest)
             }
             if json {
                 printJSON(published)
             } else {
-                say("Published version \(published.version) of \(campus)'s survey (\(published.questions.count) questions).")
+                say(
+                    "Published version \(published.version) of \(campus)'s \(guestFile == nil ? "" : "guest ")survey (\(published.questions.count) questions)."
+                )
             }
         }
     }

@@ -48,6 +48,25 @@ extension Problem {
         }
     }
 
+    /// A visitor's refusals (DESIGN §12): each says what to do.
+    package init(_ error: GuestError) {
+        let detail = Self.sentence(error)
+        switch error {
+        case .closed: self.init(.notFound, slug: "guests-closed", title: "This campus takes no guests online", detail: detail)
+        case .invalid(let problems): self = .validation(problems.map { .init(field: $0.field, message: $0.message) })
+        case .hostNotFound, .hostAmbiguous: self = .validation([.init(field: "host", message: detail)])
+        case .dailyCapReached:
+            self.init(.tooManyRequests, slug: "guest-cap", title: "No more guests today", detail: detail)
+        case .tooManyForEmail:
+            self.init(.tooManyRequests, slug: "guest-email-limit", title: "Too many visits for this address", detail: detail)
+        case .unknownVisit: self = .notFound(detail)
+        case .alreadyVerified: self.init(.conflict, slug: "visit-verified", title: "Code already used", detail: detail)
+        case .locked: self.init(.forbidden, slug: "visit-locked", title: "Visit locked", detail: detail)
+        case .codeExpired: self.init(.gone, slug: "code-expired", title: "Code expired", detail: detail)
+        case .wrongCode: self = .validation([.init(field: "code", message: error.description)])
+        }
+    }
+
     /// Tenancy's errors.
     package init(_ error: CampusError) {
         switch error {

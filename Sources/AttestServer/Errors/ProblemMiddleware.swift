@@ -40,6 +40,8 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             throw Problem(error)
         } catch let error as CampusError {
             throw Problem(error)
+        } catch let error as GuestError {
+            throw Problem(error)
         } catch let error as JournalError {
             throw Problem(error)
         } catch let error as EpisodeError {

@@ -1,4 +1,5 @@
 import AttestPlugins
+import Foundation
 import Hummingbird
 import Identity
 import Tenancy
@@ -21,6 +22,17 @@ package struct AuthenticationMiddleware: RouterMiddleware {
 
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let campus = try context.requireCampus()
+        if let visit = try await bearer.guest(request, context) {
+            // A guest's day pass: only routes open to every member take it, and of those only
+            // the survey, the submission and the badge read it (the others need `session`: 401).
+            guard roles.isEmpty else {
+                throw Problem.unauthorized(
+                    "A guest's pass opens the survey and the guest's badge, nothing else.", error: "insufficient_scope")
+            }
+            var context = context
+            context.guest = visit
+            return try await next(request, context)
+        }
         let session = try await bearer.authenticate(
             request, context, kept: { sessions.cached(campus: campus.id, token: $0) },
             read: { try await sessions.authenticate(campus: campus.id, token: $0) })
@@ -79,7 +91,35 @@ package struct SessionResolver: Sendable {
 package struct BearerAuthentication: Sendable {
     package let resolver: SessionResolver
 
-    package init(services: AttestServices) { resolver = SessionResolver(services: services) }
+    let guests: GuestStore
+    let clock: @Sendable () -> Date
+
+    package init(services: AttestServices) {
+        resolver = SessionResolver(services: services)
+        (guests, clock) = (services.guests, services.clock)
+    }
+
+    /// The guest's visit when the request's bearer token is a guest's day pass (`guest.…`),
+    /// nil for any other token; 401 for a pass this campus does not know or that has expired.
+    /// An unknown pass spends from the address's allowance as an unknown session token does.
+    package func guest(_ request: Request, _ context: AttestRequestContext) async throws -> GuestVisit? {
+        guard let header = request.headers[.authorization] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", GuestStore.isGuestToken(String(parts[1])) else { return nil }
+        let campus = try context.requireCampus()
+        let address = context.clientAddress ?? "unknown"
+        if let wait = resolver.unknownTokens.exhausted(address) {
+            throw Problem.tooManyRequests(
+                "Too many requests with session tokens this campus does not know came from your address.", retryAfter: wait)
+        }
+        guard let visit = try await guests.session(campus: campus.id, token: String(parts[1]), now: clock()) else {
+            _ = resolver.unknownTokens.take(address)
+            throw Problem.unauthorized(
+                "The guest pass is not valid at this campus: it is unknown here or its day is over. Register the visit again.",
+                error: "invalid_token")
+        }
+        return visit
+    }
 
     package func authenticate<Found>(
         _ request: Request, _ context: AttestRequestContext, kept: (SessionStore.SessionToken) -> Found?,

@@ -131,6 +131,9 @@ public struct RateLimits: Sendable, Equatable {
     /// Images one screener sends to `badges/scan` (each a decode on the server). Default 30 at
     /// once, then 600 a minute: a camera page sends about three frames a second.
     public var scansPerScreener: RateLimit = .init(burst: 30, perMinute: 600)
+    /// Visits registered from one client address (each sends an email). Default 10 at once,
+    /// then one a minute: a family at the door, not a script.
+    public var guestVisitsPerAddress: RateLimit = .init(burst: 10, perMinute: 1)
 
     public init(
         signInPerAddress: RateLimit = .init(burst: 30, perMinute: 30),
@@ -159,6 +162,7 @@ public struct RequestLimiters: Sendable {
     package let recordingsByMember: RateLimiter
     package let ownDataByMember: RateLimiter
     package let scansByScreener: RateLimiter
+    package let guestVisitsByAddress: RateLimiter
     /// Members with an export being written: one at a time each.
     package let exporting = MemberWork()
 
@@ -170,6 +174,16 @@ public struct RequestLimiters: Sendable {
         recordingsByMember = RateLimiter(limits.recordingMegabytesPerMember)
         ownDataByMember = RateLimiter(limits.ownDataRequestsPerMember)
         scansByScreener = RateLimiter(limits.scansPerScreener)
+        guestVisitsByAddress = RateLimiter(limits.guestVisitsPerAddress, ipv6Prefix: limits.ipv6Prefix)
+    }
+
+    /// Counts one visit registered from `address` (at any campus); 429 with `Retry-After` past the allowance.
+    package func admitGuestVisit(address: String?) throws {
+        if let wait = guestVisitsByAddress.take(address ?? "unknown") {
+            throw Problem.tooManyRequests(
+                "Too many visits were registered from your address: wait a few minutes, or ask the front desk to register you.",
+                retryAfter: wait)
+        }
     }
 
     /// Counts one image a screener sends to be scanned; 429 with `Retry-After` past the allowance.

@@ -11,6 +11,9 @@ public struct AttestRequestContext: RequestContext {
     public var campus: Campus?
     /// Set by `AuthenticationMiddleware` on routes that need a signed-in user.
     public var session: SessionStore.Session?
+    /// A guest's visit, when the bearer token is a guest's day pass (DESIGN §12): it opens the
+    /// survey, the submission and the badge, and no route that needs `session`.
+    public var guest: GuestVisit?
     /// The machine a machine token stands for, as the audit log names it (`scim:<name>`).
     public var machine: String?
     /// The connection's peer, taken when the request arrived (NIO forgets it once the

@@ -43,6 +43,8 @@ public struct AttestServices: Sendable {
     public var machineTokens: MachineTokens
     /// The campus's users and groups as the university's directory pushes them (SCIM).
     public var directory: Directory
+    /// Visitors' day passes (DESIGN §12).
+    public var guests: GuestStore
     /// Door checks counted per door and hour, added to the table every few seconds: a `Service`.
     public var doorCounts: DoorCounts
     public var testingLocations: TestingLocationDirectory
@@ -67,6 +69,8 @@ public struct AttestServices: Sendable {
     public var statisticsService: StatisticsService
     /// The daily retention purge: a `Service` the application runs.
     public var retention: RetentionService
+    /// Where people reach the pages (`https://attest.example.edu`): links in messages.
+    public var origin: String
     /// The time "now" (tests set it to probe deadlines and date changes).
     public var clock: @Sendable () -> Date
     /// What `GET /metrics` shows: this server's own registry.
@@ -109,6 +113,8 @@ public struct AttestServices: Sendable {
         self.records = HealthRecords(client: database, generations: authGenerations, kek: kek)
         self.machineTokens = MachineTokens(client: database)
         self.directory = Directory(client: database)
+        let subjectKeys = badges.keys
+        self.guests = GuestStore(client: database, secret: { campus in try await subjectKeys.subjectKey(campus: campus) })
         self.doorCounts = DoorCounts(client: database, logger: logger, clock: clock)
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger, kek: kek)
@@ -124,9 +130,10 @@ public struct AttestServices: Sendable {
         // The demo sign-in is `attest dev`'s alone: so is printing reminders on its terminal.
         var terminal: (@Sendable (String) -> Void)?
         if configuration.web.demoSignIn { terminal = { (text: String) in print(text) } }
+        self.origin = configuration.web.origin ?? "http://\(configuration.host):\(configuration.port)"
         let reach = MemberReach(
             recipients: .members, unsubscribeSecret: { campus in try await badgeKeys.subjectKey(campus: campus) },
-            origin: configuration.web.origin ?? "http://\(configuration.host):\(configuration.port)",
+            origin: origin,
             allowedHosts: configuration.outbound.allowedHosts, terminal: terminal)
         self.outbox = OutboxWorker(
             client: database, registry: registry, http: http, logger: logger, clock: clock,
@@ -135,7 +142,10 @@ public struct AttestServices: Sendable {
         self.statisticsService = StatisticsService(store: statistics, questionnaires: activeQuestionnaires)
         self.retention = RetentionService(
             client: database, logger: logger, clock: clock,
-            upkeeps: [SignInUpkeep(client: database), JournalUpkeep(client: database), RecordsUpkeep(records: records)])
+            upkeeps: [
+                SignInUpkeep(client: database), JournalUpkeep(client: database), RecordsUpkeep(records: records),
+                GuestUpkeep(client: database),
+            ])
         self.signIns = SignInGuard(client: database)
         self.signIn = SignInService(issuers: issuers, verifier: idTokens, guardian: signIns, users: users, sessions: sessions)
         self.browserSignIn = BrowserSignIn(issuers: issuers, guardian: signIns, signIn: signIn, http: http, kek: kek)

@@ -22,11 +22,12 @@ public enum MemberChannels {
     public static let terminal = "terminal"
     public static let webPush = "web-push"
     public static let ids = PluginRegistry.memberChannelIDs
-    /// The events the channels send: a member is reminded; the others are for campus systems.
-    public static let events: [NotificationEvent] = [.reminderDue]
+    /// The events the channels send: a member is reminded, a host told their guest arrived;
+    /// the others are for campus systems.
+    public static let events: [NotificationEvent] = [.reminderDue, .guestArrived]
 
     /// The settings as they are stored: `dkim.privateKeyFile` read once into `dkim.privateKey`
-    /// (a secret, stored sealed), `events` set to `["reminder.due"]` when absent; checked.
+    /// (a secret, stored sealed), `events` set to `["reminder.due", "guest.arrived"]` when absent; checked.
     public static func prepare(id: String, settings: JSONValue) throws(PluginSettingsError) -> JSONValue {
         guard case .object(var members) = settings == .null ? .object([:]) : settings else {
             throw PluginSettingsError("the settings must be a JSON object")
@@ -48,8 +49,10 @@ public enum MemberChannels {
     /// Checks a channel's settings as stored; throws naming the setting and what is wrong.
     public static func validate(id: String, settings: JSONValue) throws(PluginSettingsError) {
         if case .array(let names)? = settings["events"] {
-            for name in names where name != .string(NotificationEvent.reminderDue.rawValue) {
-                throw PluginSettingsError("events: the \(id) channel sends reminder.due only; leave events out or give [\"reminder.due\"]")
+            for name in names where !events.contains(where: { name == .string($0.rawValue) }) {
+                throw PluginSettingsError(
+                    "events: the \(id) channel sends reminder.due and guest.arrived only; leave events out or give some of [\"reminder.due\", \"guest.arrived\"]"
+                )
             }
         }
         switch id {
@@ -174,8 +177,15 @@ public struct EmailSettings: Sendable {
 /// `display_name`, and `attested` (whether the member has attested on the day given).
 public struct RecipientDirectory: Sendable {
     public let select: @Sendable (_ campus: CampusID, _ user: UserID, _ date: LocalDate) -> SQL
+    /// A `SELECT` of one column, `name`: the name a guest gave for a visit (`guest.arrived`).
+    public let guestName: @Sendable (_ campus: CampusID, _ visit: UUID) -> SQL
 
-    public init(select: @escaping @Sendable (CampusID, UserID, LocalDate) -> SQL) { self.select = select }
+    public init(
+        select: @escaping @Sendable (CampusID, UserID, LocalDate) -> SQL,
+        guestName: @escaping @Sendable (CampusID, UUID) -> SQL = { _, _ in "SELECT NULL::text AS name" }
+    ) {
+        (self.select, self.guestName) = (select, guestName)
+    }
 }
 
 /// What the member channels need from the rest of the platform, given by the composition root.
@@ -249,27 +259,7 @@ struct MemberMessage: Sendable {
         let unsubscribe = "\(origin)/v1/campuses/\(campus.slug)/unsubscribe?token=\(unsubscribeToken)"
         let texts = ReminderTexts.of(language)
         let greetingName = MailMessage.oneLine(name)
-        func fill(_ template: String, html: Bool) -> String {
-            let campusName = html ? HTMLText.escape(campus.name) : campus.name
-            let personName = html ? HTMLText.escape(greetingName) : greetingName
-            // `{campus}` and `{name}` filled in one pass (a name holding "{campus}" stays as written).
-            var out = "", rest = Substring(template)
-            while let open = rest.utf8.firstIndex(of: UInt8(ascii: "{")) {
-                out += rest[..<open]
-                let tail = rest[open...]
-                if tail.hasPrefix("{campus}") {
-                    out += campusName
-                    rest = tail.dropFirst(8)
-                } else if tail.hasPrefix("{name}") {
-                    out += personName
-                    rest = tail.dropFirst(6)
-                } else {
-                    out += "{"
-                    rest = tail.dropFirst()
-                }
-            }
-            return out + rest
-        }
+        func fill(_ template: String, html: Bool) -> String { Self.fill(template, campus: campus.name, name: greetingName, html: html) }
         let greeting = greetingName.isEmpty ? texts.hello : texts.greeting
         let text = [
             fill(greeting, html: false), "", fill(texts.body, html: false), survey, "",
@@ -288,14 +278,37 @@ struct MemberMessage: Sendable {
             html: html, unsubscribe: unsubscribe, survey: survey, shortText: fill(texts.body, html: false))
     }
 
+    /// `template` with `{campus}` and `{name}` filled in one pass (a name holding "{campus}"
+    /// stays as written), HTML-escaped for `html`.
+    static func fill(_ template: String, campus: String, name: String, html: Bool) -> String {
+        let campusName = html ? HTMLText.escape(campus) : campus
+        let personName = html ? HTMLText.escape(name) : name
+        var out = "", rest = Substring(template)
+        while let open = rest.utf8.firstIndex(of: UInt8(ascii: "{")) {
+            out += rest[..<open]
+            let tail = rest[open...]
+            if tail.hasPrefix("{campus}") {
+                out += campusName
+                rest = tail.dropFirst(8)
+            } else if tail.hasPrefix("{name}") {
+                out += personName
+                rest = tail.dropFirst(6)
+            } else {
+                out += "{"
+                rest = tail.dropFirst()
+            }
+        }
+        return out + rest
+    }
+
     func mail(from: MailAddress, replyTo: MailAddress?, now: Date) -> MailMessage {
         let domain = from.address.split(separator: "@").last.map(String.init) ?? "attest.invalid"
         return MailMessage(
             from: from, to: to, replyTo: replyTo, subject: subject, text: text, html: html,
-            extraHeaders: [
-                ("List-Unsubscribe", "<\(unsubscribe)>"), ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
-                ("Content-Language", language), ("Auto-Submitted", "auto-generated"),
-            ],
+            // A guest's code is no list: it has no unsubscribe (`unsubscribe` empty).
+            extraHeaders: (unsubscribe.isEmpty
+                ? [] : [("List-Unsubscribe", "<\(unsubscribe)>"), ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click")])
+                + [("Content-Language", language), ("Auto-Submitted", "auto-generated")],
             messageID: MailMessage.newMessageID(domain: domain), date: now)
     }
 }
@@ -361,7 +374,8 @@ final class MemberChannelSinks: Sendable {
     /// address in the reserved `.invalid` domain (RFC 2606: a directory's user it gave none) is
     /// never mailed.
     func recipient(_ notification: AttestNotification, campus: Campus) async throws -> Recipient? {
-        guard notification.event == .reminderDue, let text = notification.userId, let uuid = UUID(uuidString: text) else { return nil }
+        guard MemberChannels.events.contains(notification.event), let text = notification.userId, let uuid = UUID(uuidString: text)
+        else { return nil }
         let user = UserID(uuid)
         let date = notification.date.flatMap(LocalDate.init) ?? campus.localDate(at: Date())
         let rows = try await client.query(
@@ -371,17 +385,28 @@ final class MemberChannelSinks: Sendable {
                    coalesce(n.push, false) AS push_on, n.language
             FROM r LEFT JOIN member_notifications n ON n.campus_id = \(campus.id) AND n.user_id = \(user)
             """, campus: campus.id.rawValue)
-        guard let row = rows.first, !(try row.decode("attested", as: Bool.self)) else { return nil }
+        // A reminder goes only to a member who has not attested since; a guest's arrival to its host.
+        guard let row = rows.first, try notification.event == .guestArrived || !row.decode("attested", as: Bool.self) else { return nil }
         let language: String? = try row.decode("language")
+        var guest: String?
+        if notification.event == .guestArrived {
+            guard let visit = notification.attestationId.flatMap(UUID.init(uuidString:)) else { return nil }
+            let names = try await client.query(reach.recipients.guestName(campus.id, visit), campus: campus.id.rawValue)
+            guard let name = try names.first?.decode("name", as: String?.self) else { return nil }  // erased since
+            guest = name
+        }
         return Recipient(
             user: user, name: try row.decode("display_name"), email: try row.decode("email"),
-            language: language ?? Self.defaultLanguage(campus), emailOn: try row.decode("email_on"), pushOn: try row.decode("push_on"))
+            language: language ?? Self.defaultLanguage(campus), emailOn: try row.decode("email_on"), pushOn: try row.decode("push_on"),
+            guest: guest)
     }
 
     struct Recipient {
         var user: UserID
         var name, email, language: String
         var emailOn, pushOn: Bool
+        /// For `guest.arrived`: the name the guest gave.
+        var guest: String?
     }
 
     /// The language of members who chose none: English, the pages' own default.
@@ -412,9 +437,16 @@ struct MemberChannelSink: NotificationSink {
             let channel: NotificationChannel = if case .webPush = transport { .push } else { .email }
             guard channel == .push ? member.pushOn : member.emailOn else { return .delivered }  // the member turned it off
             let tokens = UnsubscribeTokens(campusSecret: try await owner.reach.unsubscribeSecret(campus.id))
-            message = MemberMessage.reminder(
-                campus: campus, name: member.name, address: member.email, language: member.language, origin: owner.reach.origin,
-                unsubscribeToken: tokens.token(campus: campus.id, user: member.user, channel: channel))
+            let unsubscribe = tokens.token(campus: campus.id, user: member.user, channel: channel)
+            if let guest = member.guest {
+                message = MemberMessage.guestArrived(
+                    campus: campus, name: member.name, address: member.email, guest: guest, color: notification.color,
+                    language: member.language, origin: owner.reach.origin, unsubscribeToken: unsubscribe)
+            } else {
+                message = MemberMessage.reminder(
+                    campus: campus, name: member.name, address: member.email, language: member.language, origin: owner.reach.origin,
+                    unsubscribeToken: unsubscribe)
+            }
         } catch {
             return .retry("cannot read the member's address or choices: \(error)")
         }
@@ -424,7 +456,7 @@ struct MemberChannelSink: NotificationSink {
             let mail = message.mail(from: MailAddress(name: "Campus Attest", address: "attest@localhost"), replyTo: nil, now: now)
             let headers = mail.headerFields(boundary: "-").filter { !["MIME-Version", "Content-Type"].contains($0.name) }
             print(
-                "── a reminder, as email would send it (attest dev prints it; no mail is sent) ──\n"
+                "── a message, as email would send it (attest dev prints it; no mail is sent) ──\n"
                     + headers.map { "\($0.name): \($0.value)" }.joined(separator: "\n") + "\n\n" + message.text + "\n──")
             return .delivered
         case .email(let settings, let smtp):

@@ -86,7 +86,7 @@
         if (claims.campus !== campus) return { valid: false, reason: 'other-campus' };
         if (typeof claims.exp !== 'number' || claims.exp * 1000 <= Date.now()) return { valid: false, reason: 'expired' };
         if (claims.date !== today()) return { valid: false, reason: 'not-today' };
-        return { valid: true, color: claims.color, date: claims.date };
+        return { valid: true, color: claims.color, date: claims.date, guest: typeof claims.guest === 'string' ? claims.guest : null };
       })
       .catch(function () { return { valid: false, reason: 'malformed' }; });
   }
@@ -116,6 +116,9 @@
     signal(result.valid);
     verdict.className = 'verdict ' + (result.valid ? result.color : 'invalid');
     verdict.textContent = result.valid ? t('genuine').replace('{0}', t(result.color)) + ' · ' + result.date : t(reasons[result.reason] || 'malformed');
+    // A guest's day pass names the member they visit (DESIGN §12).
+    if (result.valid && result.guest) verdict.textContent += ' · ' + t('guest-of').replace('{0}', result.guest);
+    verdict.dataset.guest = result.valid && result.guest ? result.guest : '';
     verdict.dataset.valid = String(result.valid);
     verdict.dataset.reason = result.valid ? '' : result.reason;
     if (note) {
