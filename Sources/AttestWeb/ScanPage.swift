@@ -25,6 +25,8 @@ struct ScanPage: Sendable {
         var date: String?
         var reason: String?
         var detail: String?
+        /// A guest's day pass: the host's name.
+        var guest: String?
     }
 
     func register(on pages: RouterGroup<AttestRequestContext>) {
@@ -90,7 +92,7 @@ struct ScanPage: Sendable {
         let screener = try Self.screener(visit)
         switch try await BadgeHTTP.verify(token, campus: visit.campus, door: door, screener: screener, scanned: scanned, services: services)
         {
-        case .valid(let claims): verdict = VerifyBody(valid: true, color: claims.color, date: claims.date)
+        case .valid(let claims): verdict = VerifyBody(valid: true, color: claims.color, date: claims.date, guest: claims.guest)
         case .invalid(let rejection): verdict = VerifyBody(valid: false, reason: rejection.rawValue, detail: rejection.detail)
         }
         var response = try verdict.response(from: request, context: context)
@@ -106,7 +108,9 @@ struct ScanPage: Sendable {
         case .valid(let claims)?:
             let words = ["green": "colorGreen", "yellow": "colorYellow", "red": "colorRed", "gray": "colorGray"]
             data["verdictClass"] = words[claims.color] == nil ? "invalid" : claims.color
-            data["verdictText"] = visit.format("verdictGenuine", visit[words[claims.color] ?? "colorGray"]) + " · " + claims.date
+            data["verdictText"] =
+                visit.format("verdictGenuine", visit[words[claims.color] ?? "colorGray"]) + " · " + claims.date
+                + (claims.guest.map { " · " + visit.format("guestOf", $0) } ?? "")
         case .invalid(let rejection)?:
             let keys: [BadgeRejection: String] = [
                 .expired: "verdictExpired", .otherCampus: "verdictOtherCampus", .unknownKey: "verdictUnknownKey",

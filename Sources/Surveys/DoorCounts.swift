@@ -61,7 +61,7 @@ public struct DoorVerdict: Hashable, Sendable {
         switch verification {
         case .valid(let claims):
             verdict = BadgeColor(rawValue: claims.color)?.rawValue ?? BadgeRejection.malformed.rawValue
-            guest = false
+            guest = claims.guest != nil
         case .invalid(let rejection):
             verdict = rejection.rawValue
             guest = false

@@ -6,6 +6,7 @@ import Foundation
 import Hummingbird
 import Identity
 import Records
+import ServiceLifecycle
 import Surveys
 import Tenancy
 import Testing
@@ -23,33 +24,39 @@ import Testing
 struct BrowserTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    @Test func theWebPagesWorkInChromium() async throws {
-        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: tool) {
-            Issue.record("\(tool) is missing: scripts/install-deps installs Debian's chromium and chromium-driver")
-            return
-        }
+    /// A live server on a free loopback port for a browser, answering once `/healthz` does
+    /// (submissions go through its batched writer; with `outbox`, its outbox worker delivers
+    /// too); cancel the task to stop it.
+    static func liveServer(outbox: Bool = false) async throws -> (server: TestServer, base: String, serving: Task<Void, any Error>) {
         let port = try LoopbackHTTP.freePort()
         let base = "http://127.0.0.1:\(port)"
         let server = try await TestServer.make(
             configuration: ServerConfiguration(
                 host: "127.0.0.1", port: port, outbound: .init(allowedHosts: ["127.0.0.1"]),
                 web: WebConfiguration(publicURL: URL(string: base))))
-        let provider = try await TestIdentityProvider.start()
-        defer { provider.stop() }
-        try await provider.addES256Key(kid: "web")
-
-        // The server first: submissions go through its batched writer.
         let router = AttestServer.buildRouter(
             configuration: server.configuration, services: server.services, frontEnds: TestServer.frontEnds)
         var quiet = TestDatabase.testLogger
         quiet.logLevel = .critical
+        var services: [any Service] = [server.services.writer, server.services.doorCounts]
+        if outbox { services.append(server.services.outbox) }
         let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
-            services: [server.services.writer, server.services.doorCounts],
-            logger: quiet)
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), services: services, logger: quiet)
         let serving = Task { try await app.runService(gracefulShutdownSignals: []) }
-        defer { serving.cancel() }
         try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(30))
+        return (server, base, serving)
+    }
+
+    @Test func theWebPagesWorkInChromium() async throws {
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            Issue.record("\(tool) is missing: scripts/install-deps installs Debian's chromium and chromium-driver")
+            return
+        }
+        let (server, base, serving) = try await Self.liveServer()
+        defer { serving.cancel() }
+        let provider = try await TestIdentityProvider.start()
+        defer { provider.stop() }
+        try await provider.addES256Key(kid: "web")
 
         // The campus: every kind of question, its people, places to get tested, some history.
         let north = try await server.campus("north")

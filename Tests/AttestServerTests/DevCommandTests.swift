@@ -57,6 +57,24 @@ struct DevCommandTests {
         #expect(try context.map { try $0.decode("plugin_id", as: String.self) } == ["made-up"])
         await client.shutdown()
 
+        // The demo campus takes visitors: a visit's code is printed here, and it works.
+        #expect(first.stdout.contains("/c/demo/visit"))
+        let visit = try await LoopbackHTTP.request(
+            "POST", port: port, path: "/v1/campuses/demo/guests/visits", headers: ["Content-Type": "application/json"],
+            body: #"{"name": "Vera Visitor", "email": "vera@visitor.example.org", "host": "Alice Member"}"#)
+        #expect(visit.status == 201, "\(visit.body)")
+        let visitID = try #require(try JSONSerialization.jsonObject(with: Data(visit.body.utf8)) as? [String: Any])["id"] as? String
+        var code: String?
+        for _ in 0..<100 where code == nil {
+            code = first.stdout.components(separatedBy: "Subject: ").dropFirst().last.map { String($0.prefix(6)) }
+            if code == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(first.stdout.contains("a visitor's code") && first.stdout.contains("To: vera@visitor.example.org"))
+        let pass = try await LoopbackHTTP.request(
+            "POST", port: port, path: "/v1/campuses/demo/guests/visits/\(visitID ?? "")/verify",
+            headers: ["Content-Type": "application/json"], body: #"{"code": "\#(code ?? "")"}"#)
+        #expect(pass.status == 200, "\(pass.body)")
+
         first.signal(SIGTERM)
         #expect(try await first.wait(timeout: .seconds(30)) == 0)
         #expect(!FileManager.default.fileExists(atPath: directory + "/pgdata/postmaster.pid"), "PostgreSQL still running")

@@ -39,17 +39,22 @@ struct GuestTests {
         let alice = try await UserStore(client: server.pool).add(
             campus: north, email: "alice@example.edu", displayName: "Alice Member", actor: "test")
         _ = try await QuestionnaireStore(client: server.pool).publish(campus: north, draft: DemoQuestionnaire.draft, actor: "test")
-        guard case .object(var settings) = EmailChannelTests.settings(smtp, security: "none") else { throw TestFailure("settings") }
-        settings["host"] = .string("127.0.0.1")
-        try await CampusPluginStore(client: server.pool).enable(
-            campus: north, kind: .sink, id: "email", settings: try MemberChannels.prepare(id: "email", settings: .object(settings)),
-            actor: "test")
+        try await Self.sendCodes(of: north, to: smtp, server: server)
         north = try await CampusStore(client: server.pool).set(slug: "north", key: "guests", value: "on", actor: "test")
         if let cap {
             north = try await CampusStore(client: server.pool).set(slug: "north", key: "guest-daily-cap", value: "\(cap)", actor: "test")
         }
         let (_, screenerToken) = try await server.user("sam@example.edu", at: north, roles: [.screener])
         return Setup(server: server, smtp: smtp, north: north, alice: alice, screenerToken: screenerToken)
+    }
+
+    /// The campus's `email` channel, plain SMTP to the loopback server (allowed by name).
+    static func sendCodes(of campus: Campus, to smtp: SMTPTestServer, server: TestServer) async throws {
+        guard case .object(var settings) = EmailChannelTests.settings(smtp, security: "none") else { throw TestFailure("settings") }
+        settings["host"] = .string("127.0.0.1")
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: campus, kind: .sink, id: "email", settings: try MemberChannels.prepare(id: "email", settings: .object(settings)),
+            actor: "test")
     }
 
     static func register(
@@ -381,7 +386,10 @@ struct GuestTests {
         #expect(
             claims.json == #"{"campus":"north","color":"green","date":"2026-11-29","exp":2,"guest":"Alice Member","iat":1,"sub":"abc"}"#)
         #expect(BadgeClaims(verifiedJSON: Data(claims.json.utf8)) == claims)
+        // At a door, a guest's badge is counted apart from a member's.
+        #expect(DoorVerdict(.valid(claims)).guest && DoorVerdict(.valid(claims)).verdict == "green")
         let member = BadgeClaims(campus: "north", sub: "abc", date: "2026-11-29", color: "green", iat: 1, exp: 2)
+        #expect(!DoorVerdict(.valid(member)).guest)
         #expect(BadgeClaims(verifiedJSON: Data(member.json.utf8))?.guest == nil)
         for bad in [
             #"{"campus":"north","color":"green","date":"2026-11-29","exp":2,"guest":7,"iat":1,"sub":"abc"}"#,

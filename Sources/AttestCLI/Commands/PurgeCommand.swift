@@ -2,6 +2,7 @@ import ArgumentParser
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Identity
 import Records
 import Surveys
 import Tenancy
@@ -9,11 +10,12 @@ import Tenancy
 struct PurgeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "purge",
-        abstract: "Remove attestation answers and health records older than each campus's retention (rollups and badges stay).",
+        abstract: "Remove attestation answers, health records and guests older than each campus's retention (rollups and badges stay).",
         discussion: """
             Answers of campus-local dates before today minus the campus's retention-days are set to \
             null, a day per transaction, oldest first; a purge that stops resumes where it stopped. \
-            Health records that can no longer weigh on a badge go too (see the README's Health records). \
+            Health records that can no longer weigh on a badge go too (see the README's Health records), and \
+            guests' visits older than guest-retention-days (14 by default). \
             Every server also does this once a day per campus.
             """)
 
@@ -32,32 +34,34 @@ struct PurgeCommand: AsyncParsableCommand {
             } else {
                 campuses = try await context.campuses.list()
             }
-            var outcomes: [(RetentionPurger.Outcome, [String: Int])] = []
+            var outcomes: [(RetentionPurger.Outcome, [String: Int], Int)] = []
             for found in campuses {
                 let answers = try await RetentionPurger(client: context.client).purge(
                     campus: found, now: Date(), dryRun: dryRun, actor: TenantContext.actor)
                 let records =
                     dryRun ? [:] : try await RecordsUpkeep(records: HealthRecords(client: context.client)).run(campus: found, now: Date())
-                outcomes.append((answers, records))
+                let guests = dryRun ? [:] : try await GuestUpkeep(client: context.client).run(campus: found, now: Date())
+                outcomes.append((answers, records, guests["guests_purged"] ?? 0))
             }
             return outcomes
         }
         if json {
             return printJSONObject(
-                outcomes.map { outcome, records -> [String: Any] in
+                outcomes.map { outcome, records, guests -> [String: Any] in
                     [
                         "campus": outcome.campus, "before": outcome.cutoff.description, "attestations": outcome.purged,
-                        "dryRun": outcome.dryRun, "healthRecords": records,
+                        "dryRun": outcome.dryRun, "healthRecords": records, "guests": guests,
                     ]
                 })
         }
-        for (outcome, records) in outcomes {
+        for (outcome, records, guests) in outcomes {
             let what = "\(outcome.purged) attestation\(outcome.purged == 1 ? "" : "s")"
             say(
                 outcome.dryRun
                     ? "\(outcome.campus): would remove the answers of \(what) from before \(outcome.cutoff)."
                     : "\(outcome.campus): removed the answers of \(what) from before \(outcome.cutoff)"
-                        + "; \(records.values.reduce(0, +)) health records that no longer weigh on a badge.")
+                        + "; \(records.values.reduce(0, +)) health records that no longer weigh on a badge"
+                        + "; \(guests) guest visit\(guests == 1 ? "" : "s") past the guest retention.")
         }
     }
 }

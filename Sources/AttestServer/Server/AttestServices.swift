@@ -129,7 +129,10 @@ public struct AttestServices: Sendable {
         self.pushSubscriptions = PushSubscriptionStore(client: database, kek: kek)
         // The demo sign-in is `attest dev`'s alone: so is printing reminders on its terminal.
         var terminal: (@Sendable (String) -> Void)?
-        if configuration.web.demoSignIn { terminal = { (text: String) in print(text) } }
+        if configuration.web.demoSignIn {
+            // Written at once, unbuffered: a pipe (a test, `tee`) would otherwise hold it.
+            terminal = { (text: String) in FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+        }
         self.origin = configuration.web.origin ?? "http://\(configuration.host):\(configuration.port)"
         let reach = MemberReach(
             recipients: .members, unsubscribeSecret: { campus in try await badgeKeys.subjectKey(campus: campus) },
