@@ -100,6 +100,7 @@ struct GuestTests {
                 Data(
                     #"{"title": "Visitor check", "questions": [{"id": "fever", "kind": "boolean", "prompt": "Do you have a fever?", "symptom": true}]}"#
                         .utf8)), actor: "test", audience: .guest)
+        let (_, officerToken) = try await server.user("hana@example.edu", at: north, roles: [.healthOfficer])
         let south = try await server.campus("south")
         let (_, southScreener) = try await server.user("sue@example.edu", at: south, roles: [.screener])
         try await server.run { api in
@@ -194,10 +195,22 @@ struct GuestTests {
                 try setup.smtp.received().filter { $0.to == ["alice@example.edu"] }, dkimRecord: nil)
             #expect(toHost.count == 1 && toHost.first?.subject == "Your guest Vera Visitor checked in at North", "\(toHost)")
             #expect(toHost.first?.text.contains("Their guest badge is yellow") == true && toHost.first?.unsubscribe != nil)
-            let followUps = try await server.services.guests.followUps(
-                campus: north.id, date: north.localDate(at: Date()), actor: "user:h@x")
-            #expect(followUps.map(\.name) == ["Vera Visitor"] && followUps.first?.hostName == "Alice Member")
-            #expect(try await server.services.guests.counts(campus: north.id, date: north.localDate(at: Date())) == [.yellow: 1])
+            let guestsPath = "/v1/campuses/{campus}/health/guests"
+            let day = try await api.send(.get, "/v1/campuses/north/health/guests", template: guestsPath, token: officerToken)
+            #expect(day.status == 200, "\(day.body)")
+            let counts = day.json["counts"] as? [String: Int]
+            #expect(counts == ["green": 0, "yellow": 1, "red": 0], "\(day.body)")
+            let followUps = day.json["followUps"] as? [[String: Any]] ?? []
+            #expect(followUps.count == 1 && followUps.first?["name"] as? String == "Vera Visitor", "\(day.body)")
+            #expect(
+                followUps.first?["host"] as? String == "Alice Member" && followUps.first?["email"] as? String == "vera@visitor.example.org")
+            let audited = try await server.pool.query(
+                "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(north.id) AND action = 'guests.read'", campus: north.id.rawValue)
+            #expect(try audited[0].decode("n", as: Int.self) == 1)
+            for refused in [setup.screenerToken, token] {
+                let answer = try await api.send(.get, "/v1/campuses/north/health/guests", template: guestsPath, token: refused)
+                #expect([401, 403].contains(answer.status), "\(answer.body)")
+            }
         }
     }
 
@@ -353,10 +366,47 @@ struct GuestTests {
             let pdf = try await admin.get("/c/north/admin/poster.pdf")
             #expect(pdf.status == 200 && pdf.headers[.contentType] == "application/pdf" && pdf.bytes.starts(with: Array("%PDF-".utf8)))
             let svg = try await admin.get("/c/north/admin/poster.svg")
-            #expect(svg.status == 200 && svg.body.contains("<path d=\"M") && svg.body.contains("/c/north/visit"))
+            #expect(svg.status == 200 && svg.headers[.contentType] == "image/svg+xml")
+            // Read by others: qpdf checks the PDF, poppler draws it and pyzbar reads its QR code;
+            // Python's XML parser reads the SVG, whose code, drawn again from its path, reads the same.
+            let link = server.services.origin + "/c/north/visit"
+            let files = FileManager.default.temporaryDirectory.appending(path: "poster-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: files) }
+            try pdf.bytes.write(to: files.appending(path: "poster.pdf"))
+            try Data(svg.body.utf8).write(to: files.appending(path: "poster.svg"))
+            let check = try await ChildProcess.run(["/usr/bin/qpdf", "--check", files.appending(path: "poster.pdf").path])
+            #expect(check.status == 0, "qpdf: \(check.stdout) \(check.stderr)")
+            let text = try await ExportTests.text(ofPDF: pdf.bytes)
+            #expect(text.contains("Visiting today?") && text.contains(link), "\(text)")
+            let read = try await ChildProcess.run(["/usr/bin/env", "python3", "-c", Self.posterOracle, files.path])
+            #expect(read.status == 0, "\(read.stderr)")
+            #expect(read.stdout.split(whereSeparator: \.isNewline).map(String.init) == [link, link], "\(read.stdout)")
             #expect(try await member.get("/c/north/admin/poster.pdf").status == 403)
         }
     }
+
+    /// Prints the text of the QR code of the poster's PDF (drawn by poppler's pdftoppm) and of its
+    /// SVG (parsed by Python's XML reader, its path's runs drawn again with PIL), each read by pyzbar.
+    static let posterOracle = #"""
+        import os, re, subprocess, sys, xml.etree.ElementTree as ET
+        from PIL import Image, ImageDraw
+        from pyzbar import pyzbar
+        folder = sys.argv[1]
+        subprocess.run(['/usr/bin/pdftoppm', '-r', '100', '-png', '-singlefile', os.path.join(folder, 'poster.pdf'),
+                        os.path.join(folder, 'page')], check=True)
+        page = Image.open(os.path.join(folder, 'page.png')).convert('L')
+        print(pyzbar.decode(page)[0].data.decode())
+        root = ET.parse(os.path.join(folder, 'poster.svg')).getroot()
+        path = next(e for e in root.iter() if e.tag.endswith('path')).get('d')
+        scale = 8
+        image = Image.new('L', (200 * scale, 200 * scale), 255)
+        draw = ImageDraw.Draw(image)
+        for x, y, run in re.findall(r'M(\d+) (\d+)h(\d+)v1h-\d+z', path):
+            x, y, run = int(x), int(y), int(run)
+            draw.rectangle([x * scale, y * scale, (x + run) * scale - 1, (y + 1) * scale - 1], fill=0)
+        print(pyzbar.decode(image)[0].data.decode())
+        """#
 
     @Test func theCLIOpensACampusToGuestsAndPublishesTheGuestQuestionnaire() async throws {
         let cli = try await AdminCLITests.cli()

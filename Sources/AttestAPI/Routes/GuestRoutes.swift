@@ -1,3 +1,4 @@
+import AttestPlugins
 import AttestPostgres
 import AttestServer
 import Foundation
@@ -22,7 +23,50 @@ struct GuestRoutes: Sendable {
         var expiresAt: String
     }
 
+    /// The day's guests as health officers see them: counts by colour, and the red and yellow
+    /// ones with their host.
+    struct Day: ResponseEncodable {
+        struct Counts: Encodable {
+            var green, yellow, red: Int
+        }
+
+        struct FollowUp: Encodable {
+            var id, name, email, host, color, reason: String
+        }
+
+        var date: String
+        var counts: Counts
+        var followUps: [FollowUp]
+    }
+
     func register(on campus: RouterGroup<AttestRequestContext>) {
+        // Identifiable: health officers only, the read audited (`guests.read`) when it names anyone.
+        let health = campus.group("health/guests").add(middleware: AuthenticationMiddleware(services: services, roles: [.healthOfficer]))
+        health.get { request, context -> Day in
+            let campus = try context.requireCampus()
+            let user = try context.requireSession().user
+            let query = QueryParameters(request, accepting: ["date"])
+            var problems = query.problems
+            var date = campus.localDate(at: services.clock())
+            if let text = query["date"] {
+                if let given = LocalDate(text) {
+                    date = given
+                } else {
+                    problems.append(.init(field: "date", message: "must be a date as YYYY-MM-DD, got \"\(text.prefix(40))\""))
+                }
+            }
+            guard problems.isEmpty else { throw Problem.validation(problems) }
+            let counts = try await services.guests.counts(campus: campus.id, date: date)
+            let followUps = try await services.guests.followUps(campus: campus.id, date: date, actor: "user:\(user.email)")
+            return Day(
+                date: date.description,
+                counts: Day.Counts(green: counts[.green] ?? 0, yellow: counts[.yellow] ?? 0, red: counts[.red] ?? 0),
+                followUps: followUps.map {
+                    Day.FollowUp(
+                        id: $0.id.lowercasedText, name: $0.name, email: $0.email, host: $0.hostName, color: $0.color?.rawValue ?? "gray",
+                        reason: $0.reason ?? "")
+                })
+        }
         campus.post("guests/visits") { request, context -> Response in
             let campus = try context.requireCampus()
             var reader = ObjectReader(
