@@ -71,7 +71,7 @@ struct VisitPages: Sendable {
             do {
                 let registration = try await GuestHTTP.register(
                     campus: visitor.visit.campus, name: values.name, email: values.email, host: values.host, address: context.clientAddress,
-                    services: services)
+                    language: visitor.visit.language, services: services)
                 throw WebOutcome.redirect(visitor.visit.base + "visit/code?v=" + registration.visit.id.lowercasedText)
             } catch let error as GuestError {
                 switch error {

@@ -90,7 +90,7 @@ extension Questionnaire {
         return (copy, language)
     }
 
-    static func bestLanguage(_ header: String, available: Set<String>) -> String? {
+    public static func bestLanguage(_ header: String, available: Set<String>) -> String? {
         var ranked: [(tag: String, weight: Double, order: Int)] = []
         for (order, part) in header.split(separator: ",").enumerated() {
             let pieces = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }

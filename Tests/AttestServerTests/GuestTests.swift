@@ -58,13 +58,14 @@ struct GuestTests {
     }
 
     static func register(
-        _ api: APIClient, name: String = "Vera Visitor", email: String = "vera@visitor.example.org", host: String = "alice member"
+        _ api: APIClient, name: String = "Vera Visitor", email: String = "vera@visitor.example.org", host: String = "alice member",
+        headers: HTTPFields = [:]
     )
         async throws -> APIClient.Reply
     {
         try await api.send(
             .post, "/v1/campuses/north/guests/visits", template: "/v1/campuses/{campus}/guests/visits",
-            json: #"{"name": "\#(name)", "email": "\#(email)", "host": "\#(host)"}"#)
+            json: #"{"name": "\#(name)", "email": "\#(email)", "host": "\#(host)"}"#, headers: headers)
     }
 
     static func verify(_ api: APIClient, visit: String, code: String) async throws -> APIClient.Reply {
@@ -295,8 +296,14 @@ struct GuestTests {
 
             // Another visit, checked in, then the purge after the campus's retention (3 days here).
             _ = try await CampusStore(client: server.pool).set(slug: "north", key: "guest-retention-days", value: "3", actor: "test")
-            let second = try #require(try await Self.register(api, email: "w@visitor.example.org").json["id"] as? String)
-            let (secondCode, _) = try await Self.code(setup.smtp, to: "w@visitor.example.org")
+            // Asked in Spanish, the code's email is in Spanish.
+            let second = try #require(
+                try await Self.register(api, email: "w@visitor.example.org", headers: [.acceptLanguage: "es-MX,es;q=0.9,en;q=0.5"]).json[
+                    "id"]
+                    as? String)
+            let (secondCode, spanish) = try await Self.code(setup.smtp, to: "w@visitor.example.org")
+            #expect(spanish.subject == "\(secondCode) es su código de visita para North" && spanish.language == "es", "\(spanish)")
+            #expect(spanish.text.contains("días después de la visita"), "\(spanish.text)")
             let pass = try #require(try await Self.verify(api, visit: second, code: secondCode).json["token"] as? String)
             let campus = try await CampusStore(client: server.pool).require(slug: "north")
             #expect(

@@ -4,6 +4,7 @@ import AttestServer
 import Foundation
 import Hummingbird
 import Identity
+import Surveys
 
 /// Visitors (DESIGN §12): `POST …/guests/visits` registers a visit and emails its code;
 /// `POST …/guests/visits/{id}/verify` trades the code for the guest's pass, a bearer token good
@@ -78,7 +79,10 @@ struct GuestRoutes: Sendable {
             try reader.finish()
             guard let name, let email, let host else { throw Problem.validation(reader.problems) }
             let registration = try await GuestHTTP.register(
-                campus: campus, name: name, email: email, host: host, address: context.clientAddress, services: services)
+                campus: campus, name: name, email: email, host: host, address: context.clientAddress,
+                // The code's email in the language the client asks for (Spanish, else English).
+                language: Questionnaire.bestLanguage(request.headers[.acceptLanguage] ?? "", available: ["en", "es"]) ?? "en",
+                services: services)
             var response = try Created(
                 id: registration.visit.id.lowercasedText, expiresAt: PostgresDate.timestamp(registration.codeExpiresAt)
             ).response(from: request, context: context)

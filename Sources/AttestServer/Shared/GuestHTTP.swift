@@ -8,10 +8,10 @@ import Tenancy
 /// The guests' use cases as the API and the pages run them (DESIGN §12): a visit registered
 /// and its code sent, a kiosk's visit vouched for, the guest's answers, the guest's badge.
 package enum GuestHTTP {
-    /// Registers a visit from `address` and emails its code; the visit is forgotten when the code
+    /// Registers a visit from `address` and emails its code (in `language`: `es`, else English); the visit is forgotten when the code
     /// cannot be sent (503 saying why, with `Retry-After` when trying again may help).
     package static func register(
-        campus: Campus, name: String, email: String, host: String, address: String?, services: AttestServices
+        campus: Campus, name: String, email: String, host: String, address: String?, language: String, services: AttestServices
     ) async throws -> Registration {
         try services.limiters.admitGuestVisit(address: address)
         let registration = try await services.guests.register(campus: campus, name: name, email: email, host: host, now: services.clock())
@@ -20,7 +20,8 @@ package enum GuestHTTP {
         let erase = "\(services.origin)/c/\(campus.slug)/visit/erase?visit=\(visit.id.lowercasedText)&token=\(registration.eraseToken)"
         do {
             _ = try await services.outbox.sendGuestCode(
-                campus: campus, name: visit.name, address: visit.email, code: code, host: visit.hostName, eraseLink: erase)
+                campus: campus, name: visit.name, address: visit.email, code: code, host: visit.hostName, eraseLink: erase,
+                language: language)
         } catch let failure as GuestCodeFailure {
             try await services.guests.discard(campus: campus.id, visit: visit.id)
             throw Problem(

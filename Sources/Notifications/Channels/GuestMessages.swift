@@ -7,31 +7,38 @@ import Tenancy
 /// campus's `email` channel (or printed by `terminal` under `attest dev`), and a host's word
 /// that their guest arrived, through the host's own channels like a reminder.
 extension MemberMessage {
-    /// The code and the link that erases the visit. The code is in the subject too, where a
-    /// phone shows it without opening the message. No unsubscribe: it is no list.
-    static func guestCode(campus: Campus, name: String, address: String, code: String, host: String, eraseLink: String) -> MemberMessage {
-        let person = MailMessage.oneLine(name), campusName = campus.name
-        let subject = "\(code) is your visitor code for \(campusName)"
+    /// The code and the link that erases the visit, in the visitor's language (`es`, else
+    /// English). The code is in the subject too, where a phone shows it without opening the
+    /// message. No unsubscribe: it is no list.
+    static func guestCode(
+        campus: Campus, name: String, address: String, code: String, host: String, eraseLink: String, language: String = "en"
+    ) -> MemberMessage {
+        let words = GuestMessageTexts.of(language)
+        let person = MailMessage.oneLine(name), hostName = MailMessage.oneLine(host), campusName = campus.name
+        let retention = GuestMessageTexts.retentionDays(campus)
+        func fill(_ template: String, html: Bool) -> String {
+            func escape(_ text: String) -> String { html ? HTMLText.escape(text) : text }
+            return template.replacingOccurrences(of: "{code}", with: code).replacingOccurrences(of: "{days}", with: "\(retention)")
+                .replacingOccurrences(of: "{campus}", with: escape(campusName)).replacingOccurrences(of: "{host}", with: escape(hostName))
+                .replacingOccurrences(of: "{name}", with: escape(person))
+        }
+        let subject = fill(words.subject, html: false)
         let lines = [
-            "Hello \(person),", "",
-            "Your code to check in as \(MailMessage.oneLine(host))'s guest at \(campusName) is:", "", "    \(code)", "",
-            "Type it on the visit page within 10 minutes. If you did not ask for it, ignore this message: nothing happens without the code.",
-            "", "To erase your visit and everything it holds now, open: \(eraseLink)",
-            "Otherwise it is erased by itself \(GuestMessageTexts.retentionWords(campus)).",
+            fill(words.hello, html: false), "", fill(words.intro, html: false), "", "    \(code)", "", words.within, "",
+            words.erase + " " + eraseLink, fill(words.otherwise, html: false),
         ]
         let html = """
-            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(HTMLText.escape(subject))</title></head><body>
-            <p>Hello \(HTMLText.escape(person)),</p>
-            <p>Your code to check in as \(HTMLText.escape(MailMessage.oneLine(host)))'s guest at \(HTMLText.escape(campusName)) is:</p>
+            <!doctype html><html lang="\(words.language)"><head><meta charset="utf-8"><title>\(HTMLText.escape(subject))</title></head><body>
+            <p>\(fill(words.hello, html: true))</p>
+            <p>\(fill(words.intro, html: true))</p>
             <p style="font-size:2em;letter-spacing:.2em"><strong>\(code)</strong></p>
-            <p>Type it on the visit page within 10 minutes. If you did not ask for it, ignore this message: nothing happens without the code.</p>
-            <p><small><a href="\(HTMLText.escape(eraseLink))">Erase my visit now</a>. Otherwise it is erased by itself \(HTMLText.escape(GuestMessageTexts.retentionWords(campus))).</small></p>
+            <p>\(HTMLText.escape(words.within))</p>
+            <p><small><a href="\(HTMLText.escape(eraseLink))">\(HTMLText.escape(words.eraseNow))</a>. \(fill(words.otherwise, html: true))</small></p>
             </body></html>
             """
         return MemberMessage(
-            to: MailAddress(name: name, address: address), language: "en", subject: subject, text: lines.joined(separator: "\n"),
-            html: html,
-            unsubscribe: "", survey: "", shortText: subject)
+            to: MailAddress(name: name, address: address), language: words.language, subject: subject, text: lines.joined(separator: "\n"),
+            html: html, unsubscribe: "", survey: "", shortText: subject)
     }
 
     /// A host's word that their guest checked in, with the badge the guest survey gave.
@@ -71,16 +78,34 @@ extension MemberMessage {
     }
 }
 
-enum GuestMessageTexts {
-    /// "14 days after the visit", from the campus's guest retention.
-    static func retentionWords(_ campus: Campus) -> String {
-        var days = 14
+/// A visitor's code's words per language (Spanish, else English).
+struct GuestMessageTexts {
+    var language, subject, hello, intro, within, erase, eraseNow, otherwise: String
+
+    static func of(_ language: String) -> GuestMessageTexts { language == "es" ? spanish : english }
+
+    static let english = GuestMessageTexts(
+        language: "en", subject: "{code} is your visitor code for {campus}", hello: "Hello {name},",
+        intro: "Your code to check in as {host}'s guest at {campus} is:",
+        within:
+            "Type it on the visit page within 10 minutes. If you did not ask for it, ignore this message: nothing happens without the code.",
+        erase: "To erase your visit and everything it holds now, open:", eraseNow: "Erase my visit now",
+        otherwise: "Otherwise it is erased by itself {days} days after the visit.")
+    static let spanish = GuestMessageTexts(
+        language: "es", subject: "{code} es su código de visita para {campus}", hello: "Hola, {name}:",
+        intro: "Su código para registrarse como visita de {host} en {campus} es:",
+        within: "Escríbalo en la página de la visita antes de 10 minutos. Si no lo pidió, ignore este mensaje: sin el código no pasa nada.",
+        erase: "Para borrar ahora su visita y todo lo que guarda, abra:", eraseNow: "Borrar mi visita ahora",
+        otherwise: "Si no, se borra sola {days} días después de la visita.")
+
+    /// The campus's guest retention in days (14 by default).
+    static func retentionDays(_ campus: Campus) -> Int {
         if case .object(let settings)? = campus.settings.bytes.withUnsafeBytes({ try? JSONValue(parsing: $0) }),
             case .string(let text)? = settings["guest-retention-days"], let value = Int(text), (1...3650).contains(value)
         {
-            days = value
+            return value
         }
-        return "\(days) \(days == 1 ? "day" : "days") after the visit"
+        return 14
     }
 }
 
@@ -96,11 +121,12 @@ extension OutboxWorker {
     /// one under `attest dev`: the code is never stored, so it is not queued. Returns the
     /// channel's name; throws `GuestCodeFailure` when the campus has no channel to send it or
     /// sending failed.
-    public func sendGuestCode(campus: Campus, name: String, address: String, code: String, host: String, eraseLink: String) async throws
-        -> String
-    {
+    public func sendGuestCode(
+        campus: Campus, name: String, address: String, code: String, host: String, eraseLink: String, language: String = "en"
+    ) async throws -> String {
         guard let channels = memberChannels else { throw GuestCodeFailure(description: "this server sends no email", transient: false) }
-        let message = MemberMessage.guestCode(campus: campus, name: name, address: address, code: code, host: host, eraseLink: eraseLink)
+        let message = MemberMessage.guestCode(
+            campus: campus, name: name, address: address, code: code, host: host, eraseLink: eraseLink, language: language)
         for id in [MemberChannels.email, MemberChannels.terminal] {
             guard let settings = try await plugins.settings(campus: campus.id, kind: .sink, id: id) else { continue }
             guard let sink = try channels.make(id: id, settings: settings, campus: campus.id) as? MemberChannelSink else { continue }
