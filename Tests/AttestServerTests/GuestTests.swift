@@ -31,9 +31,13 @@ struct GuestTests {
         let screenerToken: String
     }
 
-    static func setUp(clock: TestClock? = nil, cap: Int? = nil) async throws -> Setup {
-        let server =
-            if let clock { try await TestServer.make(clock: clock.read) } else { try await TestServer.make() }
+    static func setUp(clock: TestClock? = nil, cap: Int? = nil, visitsPerAddress: Int = 10) async throws -> Setup {
+        var now: @Sendable () -> Date = { Date() }
+        if let clock { now = clock.read }
+        let server = try await TestServer.make(
+            clock: now,
+            configuration: ServerConfiguration(
+                rateLimits: RateLimits(guestVisitsPerAddress: visitsPerAddress), outbound: .init(allowedHosts: ["127.0.0.1"])))
         let smtp = try await SMTPTestServer.start("plain")
         var north = try await server.campus("north")
         let alice = try await UserStore(client: server.pool).add(
@@ -269,6 +273,14 @@ struct GuestTests {
             }
             #expect(statuses[201] == 10 && statuses[429] == 990, "\(statuses)")
             #expect(try flood.smtp.received().count == 10)
+        }
+        // Behind a guest Wi-Fi's NAT an operator raises it (`serve --guest-visits-per-address 40`).
+        let wifi = try await Self.setUp(visitsPerAddress: 40)
+        defer { Task { await wifi.smtp.stop() } }
+        try await wifi.server.run { api in
+            var created = 0
+            for index in 0..<41 where try await Self.register(api, email: "w\(index)@visitor.example.org").status == 201 { created += 1 }
+            #expect(created == 40)
         }
     }
 

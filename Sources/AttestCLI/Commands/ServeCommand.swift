@@ -67,6 +67,11 @@ struct ServeCommand: AsyncParsableCommand {
             "How many leading bits of an IPv6 address count as one client for the rate limits (a subscriber's /64 by default; 48 for a stricter view).",
             valueName: "bits"))
     var rateLimitIPv6Prefix = 64
+    @Option(
+        help: ArgumentHelp(
+            "Visits one client address may register at once (then a tenth of that a minute; 10 by default): raise it when visitors arrive through one NAT address, such as the campus's guest Wi-Fi.",
+            valueName: "count"))
+    var guestVisitsPerAddress = 10
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var keys: KeyOptions
     @OptionGroup var logging: LoggingOptions
@@ -87,6 +92,9 @@ struct ServeCommand: AsyncParsableCommand {
         guard (16...128).contains(rateLimitIPv6Prefix) else {
             throw ValidationError("--rate-limit-ipv6-prefix must be from 16 to 128 bits")
         }
+        guard (1...100_000).contains(guestVisitsPerAddress) else {
+            throw ValidationError("--guest-visits-per-address must be from 1 to 100000")
+        }
         guard (1...3_600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be from 1 to 3600 seconds") }
         guard (1...64).contains(writeWorkers) else { throw ValidationError("--write-workers must be from 1 to 64") }
         guard writeWorkers < database.dbPoolSize else {
@@ -104,7 +112,8 @@ struct ServeCommand: AsyncParsableCommand {
             migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek,
             server: ServerConfiguration(
                 host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort,
-                rateLimits: RateLimits(ipv6Prefix: rateLimitIPv6Prefix), trustedProxies: Swift.Set(trustedProxies),
+                rateLimits: RateLimits(ipv6Prefix: rateLimitIPv6Prefix, guestVisitsPerAddress: guestVisitsPerAddress),
+                trustedProxies: Swift.Set(trustedProxies),
                 outbound: .init(allowedHosts: Swift.Set(outboundHosts)), idleTimeout: .seconds(idleTimeout),
                 web: WebConfiguration(publicURL: publicURL.flatMap(WebConfiguration.parsePublicURL))), logger: logger
         ) { port in

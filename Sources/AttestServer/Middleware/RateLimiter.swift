@@ -132,7 +132,7 @@ public struct RateLimits: Sendable, Equatable {
     /// once, then 600 a minute: a camera page sends about three frames a second.
     public var scansPerScreener: RateLimit = .init(burst: 30, perMinute: 600)
     /// Visits registered from one client address (each sends an email). Default 10 at once,
-    /// then one a minute: a family at the door, not a script.
+    /// then one a minute: a family at the door, not a script (`serve --guest-visits-per-address`).
     public var guestVisitsPerAddress: RateLimit = .init(burst: 10, perMinute: 1)
 
     public init(
@@ -141,8 +141,9 @@ public struct RateLimits: Sendable, Equatable {
         unknownTokensPerAddress: RateLimit = .init(burst: 100, perMinute: 600), ipv6Prefix: Int = 64,
         exportsPerMember: RateLimit = .init(burst: 10, perMinute: 10.0 / 60),
         recordingMegabytesPerMember: RateLimit = .init(burst: 25, perMinute: 10),
-        ownDataRequestsPerMember: RateLimit = .init(burst: 60, perMinute: 300)
+        ownDataRequestsPerMember: RateLimit = .init(burst: 60, perMinute: 300), guestVisitsPerAddress: Int = 10
     ) {
+        self.guestVisitsPerAddress = .init(burst: Double(guestVisitsPerAddress), perMinute: Double(guestVisitsPerAddress) / 10)
         self.ownDataRequestsPerMember = ownDataRequestsPerMember
         self.signInPerAddress = signInPerAddress
         self.signInPerCampus = signInPerCampus
