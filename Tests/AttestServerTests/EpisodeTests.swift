@@ -208,7 +208,9 @@ struct EpisodeTests {
                 .post, "/v1/campuses/north/me/episodes", template: Self.list, token: member,
                 json: #"{"kind": "headache", "severity": 1, "location": {"lat": 20, "lon": 20}}"#)
             #expect(late.status == 201 && late.json["context"] is NSNull)
-            #expect(ContinuousClock.now - begun < .seconds(10))
+            // Neither answer waited for the feed's 20 s (the provider's deadline cut it short); the
+            // margin is for a loaded machine, where three requests took 12 s.
+            #expect(ContinuousClock.now - begun < .seconds(18))
         }
     }
 
