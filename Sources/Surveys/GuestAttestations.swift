@@ -32,7 +32,8 @@ extension AttestationService {
             history: [], date: date, now: now, endOfDay: endOfDay)
         var (_, _, decision) = await decide(configured, campus: campus, input: input)
         decision.validUntil = min(decision.validUntil, endOfDay)
-        decision.reason = String(decision.reason.prefix(500))
+        // At most 500 code points, as the column holds (a Character may be several).
+        decision.reason = String(String.UnicodeScalarView(decision.reason.unicodeScalars.prefix(500)))
         let event: SQL = "'guest.arrived'::text"
         let payload = OutboxEvents.payload(
             event: event, campus: "\(campus.slug)::text", occurredAt: "\(now)::timestamptz", userId: "\(visit.host)::uuid",

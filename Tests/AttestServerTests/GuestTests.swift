@@ -112,6 +112,10 @@ struct GuestTests {
             // A host nobody is: a 422 naming the field, nothing sent.
             let nobody = try await Self.register(api, host: "Zed Nobody")
             #expect(nobody.status == 422 && nobody.problem.fields == ["host"], "\(nobody.body)")
+            // 150 letters each with a combining mark: 150 Characters, 300 code points (the column's measure).
+            let marked = String(repeating: "e\u{301}", count: 150)
+            let long = try await Self.register(api, name: marked)
+            #expect(long.status == 422 && long.problem.fields == ["name"], "\(long.body)")
             let bad = try await Self.register(api, name: "", email: "not-an-address")
             #expect(bad.status == 422 && Set(bad.problem.fields) == ["name", "email"], "\(bad.body)")
             #expect(try setup.smtp.received().isEmpty)

@@ -124,7 +124,10 @@ public struct GuestStore: Sendable {
     public static func checked(name: String, email: String, host: String) throws -> (name: String, email: String, host: String) {
         var problems: [GuestError.FieldError] = []
         let name = name.trimmingCharacters(in: .whitespacesAndNewlines)
-        if name.isEmpty || name.count > 200 || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        // Counted as PostgreSQL counts (code points): a name of combining marks is short in Characters.
+        if name.isEmpty || name.unicodeScalars.count > 200
+            || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
             problems.append(.init(field: "name", message: "must be your name, 1 to 200 characters on one line"))
         }
         let address = UserStore.normalizedEmail(email)
@@ -132,7 +135,9 @@ public struct GuestStore: Sendable {
             problems.append(.init(field: "email", message: "must be an email address you can read now, such as ana@example.org"))
         }
         let host = host.trimmingCharacters(in: .whitespacesAndNewlines)
-        if host.isEmpty || host.count > 320 || host.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        if host.isEmpty || host.unicodeScalars.count > 320
+            || host.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
             problems.append(.init(field: "host", message: "must be the name or email address of the member you visit"))
         }
         guard problems.isEmpty, let address else { throw GuestError.invalid(problems) }
@@ -294,7 +299,8 @@ public struct GuestStore: Sendable {
         try await client.withTransaction(campus: campus.rawValue) { connection in
             let updated = try await connection.query(
                 """
-                UPDATE guest_visits SET survey_version = \(surveyVersion), color = \(color.rawValue), reason = \(String(reason.prefix(500))),
+                UPDATE guest_visits SET survey_version = \(surveyVersion), color = \(color.rawValue),
+                    reason = \(String(String.UnicodeScalarView(reason.unicodeScalars.prefix(500)))),
                     valid_until = \(validUntil), attested_at = \(now)
                 WHERE campus_id = \(campus) AND id = \(visit) AND attested_at IS NULL
                 """)
