@@ -84,6 +84,7 @@ public struct SMSGatewaySink: NotificationSink {
             case .attestationLate: "Campus Attest \(notification.campus): a late attestation on \(day)."
             case .attestationSubmitted: "Campus Attest \(notification.campus): an attestation on \(day)."
             case .reminderDue: "Campus Attest \(notification.campus): a reminder is due on \(day)."
+            case .guestArrived: "Campus Attest \(notification.campus): a guest checked in on \(day)."
             }
         if let baseURL, let link = notification.links["followUps"] { text += " Follow up: \(baseURL)\(link)" }
         return text
