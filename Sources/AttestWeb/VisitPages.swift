@@ -149,7 +149,7 @@ struct VisitPages: Sendable {
             return try web.renderer.render(
                 .init(
                     template: "visiterase", title: visit["visitEraseTitle"],
-                    data: ["visitID": id, "eraseToken": token, "csrfNeeded": false]), visit: visit)
+                    data: ["visitID": id, "eraseToken": token]), visit: visit)
         }
         // The erasure link's button: the token in the link is what authorises it (no cookie).
         pages.post("visit/erase") { request, context -> Response in
@@ -245,7 +245,7 @@ struct VisitPages: Sendable {
         return try web.renderer.render(
             .init(
                 template: "visitbadge", title: visit["guestWord"] + ": " + Self.colorWord(badge.color, visit: visit),
-                data: Self.badgeData(badge, guest: guest, visit: visit, now: services.clock()), scripts: ["badge.js"]), visit: visit)
+                data: Self.badgeData(badge, guest: guest, visit: visit), scripts: ["badge.js"]), visit: visit)
     }
 
     /// The guests' questionnaire in the visit's language and its form's data.
@@ -273,7 +273,7 @@ struct VisitPages: Sendable {
     }
 
     /// A guest's badge as the visit page and the kiosk show it.
-    static func badgeData(_ badge: Badge, guest: GuestVisit, visit: WebVisit, now: Date) -> [String: Any] {
+    static func badgeData(_ badge: Badge, guest: GuestVisit, visit: WebVisit) -> [String: Any] {
         let symbols: [BadgeColor: String] = [.green: "✓", .yellow: "!", .red: "✕", .gray: "–"]
         let colorWord = colorWord(badge.color, visit: visit)
         var data: [String: Any] = [
@@ -354,9 +354,8 @@ struct KioskPage: Sendable {
                     services: services)
             else { throw Problem.internalError }
             let badge = try await GuestHTTP.badge(answered, campus: campus, services: services)
-            var data = VisitPages.badgeData(badge, guest: answered, visit: visit, now: services.clock())
+            var data = VisitPages.badgeData(badge, guest: answered, visit: visit)
             if wantsJSON {
-                data["qr"] = data["qr"] as? String ?? ""
                 let body = try JSONSerialization.data(withJSONObject: data.compactMapValues { $0 as? String }, options: [.sortedKeys])
                 return Response(
                     status: .created, headers: [.contentType: "application/json; charset=utf-8"],

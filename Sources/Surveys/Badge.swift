@@ -380,13 +380,16 @@ public struct BadgeService: Sendable {
             throw SurveysError.noSigningKey(campus: campus.slug)
         }
         var color = BadgeColor.gray, reason = Self.notSubmitted, validUntil = campus.nextWindow(after: now)
-        if let answered, answered.validUntil > now { (color, reason, validUntil) = answered }
+        if let answered, answered.validUntil > now {
+            // A day pass: never past the end of its day, whatever the row holds.
+            (color, reason, validUntil) = (answered.color, answered.reason, min(answered.validUntil, validUntil))
+        }
         let subject = BadgeKeyStore.subject(pseudonym: visit, date: date, key: try await keys.subjectKey(campus: campus.id))
         var hostName = host.isEmpty ? "a member" : host
         while hostName.utf8.count > 200 { hostName.removeLast() }  // the claims' strings are at most 200 bytes
         let claims = BadgeClaims(
             campus: campus.slug, sub: subject, date: date.description, color: color.rawValue, iat: Int(now.timeIntervalSince1970),
-            exp: Int(validUntil.timeIntervalSince1970.rounded(.up)), guest: hostName)
+            exp: Int(exactly: validUntil.timeIntervalSince1970.rounded(.up)) ?? Int(now.timeIntervalSince1970), guest: hostName)
         return Badge(
             color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key),
             submitted: answered != nil)
