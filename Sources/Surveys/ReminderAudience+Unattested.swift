@@ -16,13 +16,13 @@ extension ReminderAudience {
 }
 
 extension RecipientDirectory {
-    /// An active member's address and name, and whether they have attested that day: what a
+    /// Active members' addresses and names, and whether each has attested that day: what a
     /// reminder's channel needs to send it (or to learn that it need not).
-    public static let members = RecipientDirectory { campus, user, date in
+    public static let members = RecipientDirectory { campus, users, date in
         """
-        SELECT u.email, u.display_name,
+        SELECT u.id AS user_id, u.email, u.display_name,
                EXISTS (SELECT 1 FROM attestations a WHERE a.campus_id = \(campus) AND a.user_id = u.id AND a.local_date = \(date)) AS attested
-        FROM users u WHERE u.campus_id = \(campus) AND u.id = \(user) AND u.active
+        FROM users u WHERE u.campus_id = \(campus) AND u.id = ANY(\(users.map(\.rawValue))) AND u.active
         """
     } guestName: { campus, visit in
         GuestStore.name(campus: campus, visit: visit)

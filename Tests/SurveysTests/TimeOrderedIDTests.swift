@@ -29,4 +29,23 @@ struct TimeOrderedIDTests {
         }
         #expect(varying == [0, 0, 0, 0, 0, 0, 0x0F, 0xFF, 0x3F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
     }
+
+    @Test func aBatchSortsInTheOrderMadeWithinOneMillisecondAndBatchesDiffer() {
+        func bytes(_ id: UUID) -> [UInt8] { withUnsafeBytes(of: id.uuid) { Array($0) } }
+        let instant = Date(timeIntervalSince1970: 1_795_000_000.1235)
+        let batch = UUID.timeOrdered(at: instant, count: 5_000)
+        #expect(batch.count == 5_000)
+        #expect(zip(batch, batch.dropFirst()).allSatisfy { bytes($0).lexicographicallyPrecedes(bytes($1)) })
+        for id in [batch[0], batch[4_999]] {
+            let raw = bytes(id)
+            #expect(raw[0..<6].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } == 1_795_000_000_123)
+            #expect(raw[6] >> 4 == 7 && raw[8] >> 6 == 0b10)
+        }
+        // Each batch starts at a random place: two batches of one instant share no id.
+        let other = UUID.timeOrdered(at: instant, count: 5_000)
+        #expect(Set(batch).isDisjoint(with: other))
+        #expect(UUID.timeOrdered(at: instant, count: 0).isEmpty && UUID.timeOrdered(at: instant, count: -3).isEmpty)
+        // A date no millisecond count of 48 bits holds gives the largest, never a trap.
+        #expect(bytes(UUID.timeOrdered(at: Date(timeIntervalSince1970: 1e12), count: 1)[0])[0..<6] == [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+    }
 }

@@ -172,16 +172,18 @@ public struct EmailSettings: Sendable {
     }
 }
 
-/// Who a member is, as the channels address them: read through a `SELECT` the composition root
-/// gives (Notifications does not own `users` nor `attestations`), with columns `email`,
-/// `display_name`, and `attested` (whether the member has attested on the day given).
+/// Who members are, as the channels address them: read through a `SELECT` the composition root
+/// gives (Notifications does not own `users` nor `attestations`), a row for each of the
+/// members given who is there to hear, with columns `user_id`, `email`, `display_name`, and
+/// `attested` (whether the member has attested on the day given). The channels ask for the
+/// members of the events they are delivering at once together.
 public struct RecipientDirectory: Sendable {
-    public let select: @Sendable (_ campus: CampusID, _ user: UserID, _ date: LocalDate) -> SQL
+    public let select: @Sendable (_ campus: CampusID, _ users: [UserID], _ date: LocalDate) -> SQL
     /// A `SELECT` of one column, `name`: the name a guest gave for a visit (`guest.arrived`).
     public let guestName: @Sendable (_ campus: CampusID, _ visit: UUID) -> SQL
 
     public init(
-        select: @escaping @Sendable (CampusID, UserID, LocalDate) -> SQL,
+        select: @escaping @Sendable (CampusID, [UserID], LocalDate) -> SQL,
         guestName: @escaping @Sendable (CampusID, UUID) -> SQL = { _, _ in "SELECT NULL::text AS name" }
     ) {
         (self.select, self.guestName) = (select, guestName)
@@ -347,6 +349,41 @@ final class MemberChannelSinks: Sendable {
         self.subscriptions = PushSubscriptionStore(client: client, kek: kek)
         self.smtp = SMTPClients(allowedHosts: reach.allowedHosts)
         self.campuses = CampusDirectory(store: CampusStore(client: client), ttl: .seconds(5))
+        self.lookups = LookupBatcher { day, users in try await Self.recipients(client, reach: reach, day: day, users: users) }
+    }
+
+    /// The members of events delivered at once, read together: one query for a batch of a
+    /// day's reminders, not one a message.
+    private let lookups: LookupBatcher<RecipientDay, UserID, Row>
+
+    struct RecipientDay: Hashable, Sendable {
+        var campus: CampusID
+        var date: LocalDate
+    }
+
+    struct Row: Sendable {
+        var name, email: String
+        var language: String?
+        var attested, emailOn, pushOn: Bool
+    }
+
+    private static func recipients(_ client: PostgresClient, reach: MemberReach, day: RecipientDay, users: [UserID]) async throws
+        -> [UserID: Row]
+    {
+        let rows = try await client.query(
+            """
+            WITH r AS (\(reach.recipients.select(day.campus, users, day.date)))
+            SELECT r.user_id, r.email, r.display_name, r.attested, coalesce(n.email, true) AND r.email NOT LIKE '%.invalid' AS email_on,
+                   coalesce(n.push, false) AS push_on, n.language
+            FROM r LEFT JOIN member_notifications n ON n.campus_id = \(day.campus) AND n.user_id = r.user_id
+            """, campus: day.campus.rawValue)
+        var found: [UserID: Row] = [:]
+        for row in rows {
+            found[UserID(try row.decode("user_id"))] = Row(
+                name: try row.decode("display_name"), email: try row.decode("email"), language: try row.decode("language"),
+                attested: try row.decode("attested"), emailOn: try row.decode("email_on"), pushOn: try row.decode("push_on"))
+        }
+        return found
     }
 
     func make(id: String, settings: JSONValue, campus: CampusID) throws -> any NotificationSink {
@@ -378,16 +415,10 @@ final class MemberChannelSinks: Sendable {
         else { return nil }
         let user = UserID(uuid)
         let date = notification.date.flatMap(LocalDate.init) ?? campus.localDate(at: Date())
-        let rows = try await client.query(
-            """
-            WITH r AS (\(reach.recipients.select(campus.id, user, date)))
-            SELECT r.email, r.display_name, r.attested, coalesce(n.email, true) AND r.email NOT LIKE '%.invalid' AS email_on,
-                   coalesce(n.push, false) AS push_on, n.language
-            FROM r LEFT JOIN member_notifications n ON n.campus_id = \(campus.id) AND n.user_id = \(user)
-            """, campus: campus.id.rawValue)
         // A reminder goes only to a member who has not attested since; a guest's arrival to its host.
-        guard let row = rows.first, try notification.event == .guestArrived || !row.decode("attested", as: Bool.self) else { return nil }
-        let language: String? = try row.decode("language")
+        guard let row = try await lookups.value(for: user, in: RecipientDay(campus: campus.id, date: date)),
+            notification.event == .guestArrived || !row.attested
+        else { return nil }
         var guest: String?
         if notification.event == .guestArrived {
             guard let visit = notification.attestationId.flatMap(UUID.init(uuidString:)) else { return nil }
@@ -396,9 +427,8 @@ final class MemberChannelSinks: Sendable {
             guest = name
         }
         return Recipient(
-            user: user, name: try row.decode("display_name"), email: try row.decode("email"),
-            language: language ?? Self.defaultLanguage(campus), emailOn: try row.decode("email_on"), pushOn: try row.decode("push_on"),
-            guest: guest)
+            user: user, name: row.name, email: row.email, language: row.language ?? Self.defaultLanguage(campus), emailOn: row.emailOn,
+            pushOn: row.pushOn, guest: guest)
     }
 
     struct Recipient {
@@ -518,7 +548,7 @@ extension MemberChannels {
         let push = try WebPushSettings(settings)
         let owner = MemberChannelSinks(
             reach: MemberReach(
-                recipients: .init { _, _, _ in "SELECT NULL" }, unsubscribeSecret: { _ in unsubscribeSecret }, origin: origin),
+                recipients: .init { _, _, _ in "SELECT NULL::uuid AS user_id" }, unsubscribeSecret: { _ in unsubscribeSecret }, origin: origin),
             client: client, kek: kek)
         let browsers = try await owner.subscriptions.list(campus: campus.id, user: user)
         guard !browsers.isEmpty else {
