@@ -548,7 +548,8 @@ extension MemberChannels {
         let push = try WebPushSettings(settings)
         let owner = MemberChannelSinks(
             reach: MemberReach(
-                recipients: .init { _, _, _ in "SELECT NULL::uuid AS user_id" }, unsubscribeSecret: { _ in unsubscribeSecret }, origin: origin),
+                recipients: .init { _, _, _ in "SELECT NULL::uuid AS user_id" }, unsubscribeSecret: { _ in unsubscribeSecret },
+                origin: origin),
             client: client, kek: kek)
         let browsers = try await owner.subscriptions.list(campus: campus.id, user: user)
         guard !browsers.isEmpty else {
