@@ -125,4 +125,42 @@ struct MailTests {
         #expect(throws: DKIMError.self) { try DKIMSigner.key(pem: "not a key", algorithm: "ed25519-sha256") }
         #expect(throws: DKIMError.self) { try DKIMSigner.key(pem: "", algorithm: "rsa-sha1") }
     }
+
+    /// The `Date` field is computed by arithmetic, not by a calendar: Python's `email.utils`
+    /// reads it back for leap days, the ends of centuries, years and months, the epoch and
+    /// instants before it, and a thousand random instants; the day's name is checked against
+    /// Python's own.
+    @Test func theDateFieldIsTheInstantPythonReadsBack() async throws {
+        var instants: [Int] = [
+            0, -1, 86_399, 86_400, 951_782_400, 951_868_799, 1_709_164_800, 1_709_251_199, 4_107_542_400, 4_107_456_000,
+            1_795_860_000, 253_402_300_799, -2_208_988_800,
+        ]
+        var random = SystemRandomNumberGenerator()
+        instants += (0..<1_000).map { _ in Int.random(in: -2_208_988_800...4_102_444_800, using: &random) }
+        let fields = instants.map { seconds in
+            let message = MailMessage(
+                from: MailAddress(address: "a@example.edu"), to: MailAddress(address: "b@example.edu"), subject: "s", text: "t",
+                html: "", messageID: "<x@example.edu>", date: Date(timeIntervalSince1970: Double(seconds) + 0.75))
+            return message.headerFields(boundary: "b").first { $0.name == "Date" }?.value ?? ""
+        }
+        let script = """
+            import json, sys, email.utils
+            out = []
+            for text in json.load(open(sys.argv[1])):
+                moment = email.utils.parsedate_to_datetime(text)
+                out.append([int(moment.timestamp()), moment.strftime('%a') == text[:3]])
+            print(json.dumps(out))
+            """
+        let input = FileManager.default.temporaryDirectory.appending(path: "dates-\(UUID().uuidString.prefix(8)).json")
+        try JSONSerialization.data(withJSONObject: fields).write(to: input)
+        defer { try? FileManager.default.removeItem(at: input) }
+        let read = try await ChildProcess.run(["/usr/bin/env", "python3", "-c", script, input.path])
+        #expect(read.status == 0, "python3: \(read.stderr)")
+        let out = try #require(try JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [[Any]])
+        #expect(out.count == instants.count)
+        for (index, pair) in out.enumerated() where index < instants.count {
+            #expect(pair.first as? Int == instants[index] && pair.last as? Bool == true, "\(fields[index])")
+        }
+        #expect(fields[10] == "Sat, 28 Nov 2026 10:00:00 +0000")
+    }
 }

@@ -90,7 +90,9 @@ public struct MailMessage: Sendable {
     }
 
     /// A boundary no quoted-printable line can hold (`=_` never starts one).
-    public static func newBoundary() -> String { "=_attest_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "") }
+    public static func newBoundary() -> String {
+        "=_attest_" + String(decoding: UUID().uuidString.lowercased().utf8.filter { $0 != UInt8(ascii: "-") }, as: UTF8.self)
+    }
 
     // MARK: Encodings
 
@@ -99,9 +101,8 @@ public struct MailMessage: Sendable {
         var result = ""
         var space = false
         for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F || scalar.properties.generalCategory == .lineSeparator
-                || scalar.properties.generalCategory == .paragraphSeparator || scalar == " "
-            {
+            // U+2028 and U+2029 are the only characters of the categories Zl and Zp.
+            if scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029 || scalar == " " {
                 if !result.isEmpty { space = true }
                 continue
             }
@@ -143,30 +144,46 @@ public struct MailMessage: Sendable {
     }
 
     /// `Name: value` folded at spaces so that lines keep to 78 characters where they can, CRLF ended.
+    /// Counted in bytes: a field is ASCII once its words are encoded.
     static func fold(_ name: String, _ value: String) -> String {
-        var lines: [String] = [], line = name + ":"
-        for word in value.split(separator: " ", omittingEmptySubsequences: true) {
-            if line.count + 1 + word.count > 78, line != name + ":" {
-                lines.append(line)
-                line = ""
+        var out = Array(name.utf8)
+        out.reserveCapacity(out.count + value.utf8.count + 16)
+        out.append(UInt8(ascii: ":"))
+        var lineStart = 0, first = true
+        for word in value.utf8.split(separator: 0x20, omittingEmptySubsequences: true) {
+            if out.count - lineStart + 1 + word.count > 78, !first {
+                out += [0x0D, 0x0A]
+                lineStart = out.count
             }
-            line += " " + word
+            first = false
+            out.append(0x20)
+            out += word
         }
-        lines.append(line)
-        return lines.joined(separator: "\r\n") + "\r\n"
+        out += [0x0D, 0x0A]
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// RFC 5322's date: `Sat, 28 Nov 2026 10:11:17 +0000`.
     static func dateText(_ date: Date) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = .gmt
-        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .weekday], from: date)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        // The civil date of a day count (H. Hinnant's days_from_civil, inverted): no Calendar
+        // made and asked for every message. A date out of any mail's range reads as 1970.
+        let seconds = Int(exactly: date.timeIntervalSince1970.rounded(.down)).flatMap { abs($0) < 1 << 50 ? $0 : nil } ?? 0
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let second = seconds - days * 86_400
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let days7 = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1 Jan 1970 was a Thursday
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        let weekday = days[((parts.weekday ?? 1) - 1 + 7) % 7], month = months[((parts.month ?? 1) - 1 + 12) % 12]
-        func two(_ value: Int?) -> String { String(format: "%02d", value ?? 0) }
-        return
-            "\(weekday), \(parts.day ?? 1) \(month) \(parts.year ?? 1970) \(two(parts.hour)):\(two(parts.minute)):\(two(parts.second)) +0000"
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days7[((days % 7) + 7) % 7]), \(day) \(months[month - 1]) \(year) "
+            + "\(two(second / 3_600)):\(two(second % 3_600 / 60)):\(two(second % 60)) +0000"
     }
 
     /// Quoted-printable (RFC 2045 §6.7) of `text` as UTF-8, lines ending CRLF: `=`, controls and
