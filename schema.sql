@@ -116,9 +116,6 @@ CREATE TABLE IF NOT EXISTS users (
     -- log. Kept on the row so that reading a session's member reads no other table.
     roles         text[] NOT NULL DEFAULT '{member}'
                   CHECK (roles <@ ARRAY['member', 'screener', 'health_officer', 'admin']::text[]),
-    -- The member's health status as last recomputed from their whole record (null: no
-    -- record; Records, DESIGN §11), kept on the row like roles.
-    health        jsonb,
     -- Compared with a SMART Health Card's birth date under `shc-identity` (DESIGN §11).
     birth_date    date,
     -- The campus's own id of the member (a student or employee number): a laboratory may name
@@ -618,6 +615,16 @@ CREATE TABLE IF NOT EXISTS test_results (
 CREATE INDEX IF NOT EXISTS test_results_by_member ON test_results (campus_id, user_id) WHERE user_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS test_results_unmatched ON test_results (campus_id, received_at)
     WHERE user_id IS NULL AND dismissed_at IS NULL;
+-- Each member's health status as last recomputed from their whole record (no row: no record;
+-- Records, DESIGN §11), in a narrow table: an import rewrites tens of thousands at once, and a
+-- `users` row's every index would take each new version (schema version 27).
+CREATE TABLE IF NOT EXISTS member_health (
+    campus_id  uuid NOT NULL,
+    user_id    uuid NOT NULL,
+    health     jsonb NOT NULL,
+    PRIMARY KEY (campus_id, user_id),
+    FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE
+);
 -- Exemptions a member asked for (medical, religious, other), with their note sealed under
 -- the key-encryption key, and a health officer's decision: approved until a day, or denied.
 CREATE TABLE IF NOT EXISTS exemptions (
@@ -787,7 +794,7 @@ BEGIN
         'journal_entries', 'journal_audio', 'journal_audio_chunks', 'episodes', 'journal_shares', 'journal_share_openings', 'member_settings',
         'door_counts', 'member_places', 'member_profiles', 'member_notifications', 'push_keys', 'push_subscriptions',
         'machine_tokens', 'test_results', 'isolations', 'exemptions', 'shc_issuers', 'vaccinations',
-        'directory_groups', 'directory_group_members', 'role_mappings', 'guest_visits'
+        'directory_groups', 'directory_group_members', 'role_mappings', 'guest_visits', 'member_health'
     ] LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', tenant_table);

@@ -6,9 +6,9 @@ import Foundation
 ///
 /// It does not depend on the time it is read at: an isolation keeps its last day, and a rule
 /// compares that with the day it decides for.
-public struct HealthStatus: Sendable, Equatable, Codable {
+public struct HealthStatus: Sendable, Hashable, Codable {
     /// A laboratory's SARS-CoV-2 test.
-    public struct Test: Sendable, Equatable, Codable {
+    public struct Test: Sendable, Hashable, Codable {
         /// The LOINC code of the test.
         public var code: String
         /// Whether the virus was detected.
@@ -24,14 +24,14 @@ public struct HealthStatus: Sendable, Equatable, Codable {
     }
 
     /// Isolation (the member tested positive) or quarantine (a close contact).
-    public enum RestrictionKind: String, Sendable, Equatable, Codable {
+    public enum RestrictionKind: String, Sendable, Hashable, Codable {
         case isolation
         case quarantine
     }
 
     /// An isolation or quarantine not released: the member stays away until `until`, inclusive
     /// (campus-local).
-    public struct Restriction: Sendable, Equatable, Codable {
+    public struct Restriction: Sendable, Hashable, Codable {
         public var kind: RestrictionKind
         public var until: LocalDate
 
@@ -39,14 +39,14 @@ public struct HealthStatus: Sendable, Equatable, Codable {
     }
 
     /// Why a member is exempt.
-    public enum ExemptionKind: String, Sendable, Equatable, Codable, CaseIterable {
+    public enum ExemptionKind: String, Sendable, Hashable, Codable, CaseIterable {
         case medical
         case religious
         case other
     }
 
     /// An exemption a health officer approved, until `expires`, inclusive (campus-local).
-    public struct Exemption: Sendable, Equatable, Codable {
+    public struct Exemption: Sendable, Hashable, Codable {
         public var kind: ExemptionKind
         public var expires: LocalDate
 
@@ -54,7 +54,7 @@ public struct HealthStatus: Sendable, Equatable, Codable {
     }
 
     /// A member's COVID-19 vaccination as their verified SMART Health Cards give it.
-    public struct Vaccination: Sendable, Equatable, Codable {
+    public struct Vaccination: Sendable, Hashable, Codable {
         /// Doses, counted by the day they were given.
         public var doses: Int
         public var lastDose: LocalDate

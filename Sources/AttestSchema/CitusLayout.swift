@@ -18,7 +18,7 @@ public enum CitusLayout {
         "journal_entries", "journal_audio", "journal_audio_chunks", "episodes", "journal_shares", "journal_share_openings",
         "member_settings", "door_counts", "member_places", "member_profiles", "member_notifications", "push_keys", "push_subscriptions",
         "machine_tokens", "test_results", "isolations", "exemptions", "shc_issuers", "vaccinations",
-        "directory_groups", "directory_group_members", "role_mappings", "guest_visits",
+        "directory_groups", "directory_group_members", "role_mappings", "guest_visits", "member_health",
     ]
 
     /// The script: the extension's settings, reference tables, then distributed tables.

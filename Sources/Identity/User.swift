@@ -15,7 +15,7 @@ public struct User: Sendable, Codable, Equatable {
 }
 
 extension HealthStatus {
-    /// The status as `users.health` keeps it; nil for none (or a value no longer readable,
+    /// The status as `member_health` keeps it; nil for none (or a value no longer readable,
     /// which the next change to the record replaces).
     public static func stored(_ json: PostgresJSON?) -> HealthStatus? {
         guard let json else { return nil }

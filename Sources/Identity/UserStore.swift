@@ -12,7 +12,13 @@ public struct UserStore: Sendable {
     public init(client: PostgresClient) { self.client = client }
 
     static let columns: SQL = """
-        u.id, u.campus_id, u.email, u.display_name, u.created_at, u.roles, u.health
+        u.id, u.campus_id, u.email, u.display_name, u.created_at, u.roles, \(health)
+        """
+
+    /// The member `u`'s health status (`member_health`, Records' to write), as a column
+    /// `health` of a query over `users u`: null when they have no record.
+    public static let health: SQL = """
+        (SELECT h.health FROM member_health h WHERE h.campus_id = u.campus_id AND h.user_id = u.id) AS health
         """
 
     // MARK: Reading

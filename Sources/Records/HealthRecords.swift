@@ -6,7 +6,7 @@ import Tenancy
 
 /// Test results, isolations and quarantines, and each member's status recomputed from them
 /// (DESIGN §11). Every change recomputes the status of each member it touches in its own
-/// transaction, keeps it on the member's row (`users.health`) and, when any status changed,
+/// transaction, keeps it (`member_health`) and, when any status changed,
 /// moves the campus's sign-in generation on, so that no server keeps serving a badge made
 /// before the change (this one drops its kept badges at once, the others within a second).
 public struct HealthRecords: Sendable {
@@ -53,8 +53,6 @@ public struct HealthRecords: Sendable {
         // the import's time with random ids).
         let ids = UUID.timeOrdered(at: Date(), count: results.count)
         let (receipt, changed) = try await changingRecords(of: campus) { connection in
-            // The delivery's hash (its subjects, for the match) in memory, not in batches on disk.
-            try await connection.query("SET LOCAL work_mem = '32MB'")
             let rows = try await connection.query(
                 """
                 WITH incoming AS (
@@ -139,7 +137,14 @@ public struct HealthRecords: Sendable {
         of campus: Campus, _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockClass), hashtext(\(campus.id.rawValue.lowercasedText)))")
+            // No JIT: a delivery of 100,000 results is estimated dear enough to be compiled, which
+            // took 0.7 s of the 3.4 s its statement ran. A delivery's hash (its subjects, for the
+            // match) in memory, not in batches on disk.
+            try await connection.query(
+                """
+                SELECT set_config('jit', 'off', true), set_config('work_mem', '32MB', true),
+                       pg_advisory_xact_lock(\(Self.lockClass), hashtext(\(campus.id.rawValue.lowercasedText)))
+                """)
             return try await body(connection)
         }
     }
@@ -171,7 +176,7 @@ public struct HealthRecords: Sendable {
             FROM vaccinations v
             WHERE v.campus_id = \(campus.id) AND v.user_id = ANY(\(users))
             UNION ALL
-            SELECT 'u', u.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, u.health
+            SELECT 'u', u.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \(UserStore.health)
             FROM users u
             WHERE u.campus_id = \(campus.id) AND u.id = ANY(\(users))
             """)
@@ -201,9 +206,12 @@ public struct HealthRecords: Sendable {
                 stored[user] = HealthStatus.stored(try row.decode("health", as: PostgresJSON?.self))
             }
         }
-        var ids: [UUID] = [], statuses: [String] = []  // "": no record
+        var ids: [UUID] = [], statuses: [String] = [], cleared: [UUID] = []
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
+        // Each distinct status encoded once: a delivery's members share a few dozen (the day a
+        // test was collected, its result), and JSONEncoder was a quarter of an import's CPU.
+        var encoded: [HealthStatus: String] = [:]
         for (user, before) in stored {
             let status = HealthStatusComputation.status(
                 results: results[user] ?? [], isolations: isolations[user] ?? [], exemptions: exemptions[user] ?? [],
@@ -211,18 +219,34 @@ public struct HealthRecords: Sendable {
                 policy: policy,
                 zone: campus.zone)
             guard status != before else { continue }
-            ids.append(user)
-            statuses.append(try status.map { String(decoding: try encoder.encode($0), as: UTF8.self) } ?? "")
+            if let status {
+                ids.append(user)
+                if let json = encoded[status] {
+                    statuses.append(json)
+                } else {
+                    let json = String(decoding: try encoder.encode(status), as: UTF8.self)
+                    encoded[status] = json
+                    statuses.append(json)
+                }
+            } else {
+                cleared.append(user)
+            }
         }
-        guard !ids.isEmpty else { return 0 }
-        try await connection.query(
-            """
-            UPDATE users u SET health = NULLIF(c.health, '')::jsonb
-            FROM unnest(\(ids), \(statuses)) AS c(id, health)
-            WHERE u.campus_id = \(campus.id) AND u.id = c.id
-            """)
+        guard !ids.isEmpty || !cleared.isEmpty else { return 0 }
+        if !ids.isEmpty {
+            // In the key's order: the index takes the rows one page after another.
+            try await connection.query(
+                """
+                INSERT INTO member_health AS h (campus_id, user_id, health)
+                SELECT \(campus.id), c.id, c.health::jsonb FROM unnest(\(ids), \(statuses)) AS c(id, health) ORDER BY c.id
+                ON CONFLICT (campus_id, user_id) DO UPDATE SET health = EXCLUDED.health
+                """)
+        }
+        if !cleared.isEmpty {
+            try await connection.query("DELETE FROM member_health WHERE campus_id = \(campus.id) AND user_id = ANY(\(cleared))")
+        }
         try await AuthGenerations.bump(connection, campus: campus.id)
-        return ids.count
+        return ids.count + cleared.count
     }
 
     /// Recomputes every status at `campus` whose record could have changed without a new
@@ -232,13 +256,13 @@ public struct HealthRecords: Sendable {
         let changed = try await changingRecords(of: campus) { connection in
             let rows = try await connection.query(
                 """
-                SELECT id FROM users WHERE campus_id = \(campus.id) AND health IS NOT NULL
+                SELECT user_id FROM member_health WHERE campus_id = \(campus.id)
                 UNION SELECT user_id FROM test_results WHERE campus_id = \(campus.id) AND user_id IS NOT NULL
                 UNION SELECT user_id FROM isolations WHERE campus_id = \(campus.id)
                 UNION SELECT user_id FROM exemptions WHERE campus_id = \(campus.id) AND status = 'approved'
                 UNION SELECT user_id FROM vaccinations WHERE campus_id = \(campus.id)
                 """)
-            return try await Self.recompute(connection, campus: campus, users: try rows.map { try $0.decode("id") }, policy: policy)
+            return try await Self.recompute(connection, campus: campus, users: try rows.map { try $0.decode("user_id") }, policy: policy)
         }
         if changed > 0 { generations?.advance(campus.id) }
         return changed

@@ -1,6 +1,7 @@
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Identity
 import Tenancy
 
 extension HealthRecords {
@@ -155,7 +156,7 @@ extension HealthRecords {
             FROM test_results t
             WHERE t.campus_id = \(campus.id) AND t.user_id = \(user) AND t.dismissed_at IS NULL
             UNION ALL
-            SELECT NULL, NULL, NULL, NULL, NULL, u.health FROM users u WHERE u.campus_id = \(campus.id) AND u.id = \(user)
+            SELECT NULL, NULL, NULL, NULL, NULL, \(UserStore.health) FROM users u WHERE u.campus_id = \(campus.id) AND u.id = \(user)
             """, campus: campus.id.rawValue)
         var tests: [MemberRecord.Test] = [], status = HealthStatus.none
         for row in rows {

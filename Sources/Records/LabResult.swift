@@ -44,7 +44,7 @@ public struct LabResult: Sendable, Equatable {
     /// A result in words or as SNOMED CT: detected (positive) or not detected (negative);
     /// nil for anything else (inconclusive results are not kept).
     public static func detected(from text: String) -> Bool? {
-        switch text.lowercased().trimmingCharacters(in: .whitespaces) {
+        switch text.lowercased().trimmingBlanks() {
         case "detected", "positive", detectedCode: true
         case "not detected", "negative", notDetectedCode: false
         default: nil
@@ -300,5 +300,17 @@ public enum FHIRObservations {
         }
         return LabResult(
             specimenID: specimen, subject: subject, testCode: testCode, detected: detected, collectedAt: collected, resultedAt: resulted)
+    }
+}
+
+extension String {
+    /// Trimmed of white space as `trimmingCharacters(in: .whitespaces)` trims, without
+    /// Foundation when neither end has an ASCII space or tab or a non-ASCII byte (every field of
+    /// a laboratory's file, nearly): a 100,000-row import trimmed through NSString spent a tenth
+    /// of its CPU there.
+    func trimmingBlanks() -> String {
+        guard let first = utf8.first, let last = utf8.last else { return self }
+        func plain(_ byte: UInt8) -> Bool { byte < 0x80 && byte != 0x20 && byte != 0x09 }
+        return plain(first) && plain(last) ? self : trimmingCharacters(in: .whitespaces)
     }
 }

@@ -24,7 +24,7 @@ public enum ResultsCSV {
                 guard problems.count < maxProblems else { return }
                 if !sawHeader {
                     sawHeader = true
-                    let names = fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                    let names = fields.map { $0.trimmingBlanks().lowercased() }
                     if names != header {
                         problems.append(.init("line \(line)", "the header must be \(header.joined(separator: ","))"))
                     }
@@ -43,7 +43,7 @@ public enum ResultsCSV {
                 let collected = FHIRTime.parse(fields[2], zone: zone), resulted = FHIRTime.parse(fields[3], zone: zone)
                 if collected == nil { problem(2, "must be a date or a date and time with its offset (2021-05-01T09:30:00Z)") }
                 if resulted == nil { problem(3, "must be a date or a date and time with its offset (2021-05-02T08:00:00Z)") }
-                let code = fields[4].trimmingCharacters(in: .whitespaces)
+                let code = fields[4].trimmingBlanks()
                 if LabResult.acceptedTests[code] == nil { problem(4, "is not a SARS-CoV-2 test this server takes (see the README)") }
                 let detected = LabResult.detected(from: fields[5])
                 if detected == nil { problem(5, "must be detected or not detected (or positive, negative)") }

@@ -54,7 +54,8 @@ extension HealthRecords {
                 connection, campus: campus.id, actor: actor, action: "vaccination.verify", target: user.email,
                 details: ["issuers": Set(verified.map(\.issuer)).sorted().joined(separator: " "), "doses": "\(doses.count)"])
             let changed = try await Self.recompute(connection, campus: campus, users: [user.id.rawValue], policy: policy)
-            let stored = try await connection.query("SELECT health FROM users WHERE campus_id = \(campus.id) AND id = \(user.id)")
+            let stored = try await connection.query(
+                "SELECT health FROM member_health WHERE campus_id = \(campus.id) AND user_id = \(user.id)")
             return (changed, HealthStatus.stored(try stored.first?.decode("health", as: PostgresJSON?.self))?.vaccination)
         }
         if changed > 0 { generations?.advance(campus.id) }

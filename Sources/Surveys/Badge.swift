@@ -3,6 +3,7 @@ import AttestPlugins
 import AttestPostgres
 import Crypto
 import Foundation
+import Identity
 import Synchronization
 import Tenancy
 
@@ -280,7 +281,7 @@ public struct BadgeService: Sendable {
     /// The member's badge for the campus-local day of `now`: the colour of today's
     /// attestation, or gray when there is none.
     ///
-    /// A member with a health record (`users.health`) has their rule's `decide` weigh it
+    /// A member with a health record (`member_health`) has their rule's `decide` weigh it
     /// against the day's answers: an isolation is red, answered or not. Without a record, a
     /// badge with a colour never changes during its day (a member submits once a day and
     /// an attestation is never edited; a record's first entry moves the campus's sign-in
@@ -351,7 +352,7 @@ public struct BadgeService: Sendable {
     static func members(_ client: PostgresClient, day: BadgeDay, users: [UserID]) async throws -> [UserID: Member] {
         let rows = try await client.query(
             """
-            SELECT u.id, u.pseudonym, u.health, a.color, a.reason, a.valid_until
+            SELECT u.id, u.pseudonym, \(UserStore.health), a.color, a.reason, a.valid_until
             FROM users u
             LEFT JOIN attestations a ON a.campus_id = u.campus_id AND a.user_id = u.id AND a.local_date = \(day.date)
             WHERE u.campus_id = \(day.campus) AND u.id = ANY(\(users.map(\.rawValue)))

@@ -13,7 +13,7 @@ struct TableOwnershipTests {
         "Identity": [
             "users", "member_changes", "sessions", "campus_oidc_issuers", "id_token_uses", "sign_in_nonces", "machine_tokens",
             "directory_groups",
-            "directory_group_members", "role_mappings", "guest_visits",
+            "directory_group_members", "role_mappings", "guest_visits", "member_health",
         ],
         "Records": ["test_results", "isolations", "exemptions", "shc_directory", "shc_issuers", "vaccinations"],
         "Surveys": [
@@ -41,9 +41,9 @@ struct TableOwnershipTests {
         "Tenancy": ["users"],
         // A badge and the follow-ups name their member; the dashboard's lists too.
         "Surveys": ["users"],
-        // Results are matched to members by email, and each member's health status is kept on
-        // their row (users.health, like roles) so that a session's read carries it.
-        "Records": ["users"],
+        // Results are matched to members by email, and each member's health status is kept
+        // beside them (member_health, which UserStore.health reads into a session's member).
+        "Records": ["users", "member_health"],
         // Who a day's reminders go to is Surveys' to say (ReminderAudience.unattested), which
         // reads attestations and splices Identity's active members.
     ]

@@ -453,7 +453,7 @@ struct RecordsTests {
             try await group.waitForAll()
         }
         let row = try await server.pool.query(
-            "SELECT health FROM users WHERE campus_id = \(campus.id) AND id = \(alice.id)", campus: campus.id.rawValue)
+            "SELECT \(UserStore.health) FROM users u WHERE campus_id = \(campus.id) AND id = \(alice.id)", campus: campus.id.rawValue)
         let stored = try #require(HealthStatus.stored(try row[0].decode("health", as: PostgresJSON?.self)))
         #expect(stored.latestTest?.collected == base.addingTimeInterval(15 * 86_400), "the latest of all 16")
         #expect(stored.restriction?.until == LocalDate("2026-11-26"), "the last positive (collected on the 16th) plus 10 days")
@@ -478,7 +478,7 @@ struct RecordsTests {
             ], source: "test", actor: "test")
         func until() async throws -> LocalDate? {
             let row = try await server.pool.query(
-                "SELECT health FROM users WHERE campus_id = \(campus.id) AND id = \(alice.id)", campus: campus.id.rawValue)
+                "SELECT \(UserStore.health) FROM users u WHERE campus_id = \(campus.id) AND id = \(alice.id)", campus: campus.id.rawValue)
             return HealthStatus.stored(try row[0].decode("health", as: PostgresJSON?.self))?.restriction?.until
         }
         #expect(try await until() == LocalDate("2026-11-28"), "10 days by default")
@@ -645,7 +645,8 @@ struct RecordsTests {
                     expected = status
                 }
                 let row = try await server.pool.query(
-                    "SELECT health FROM users WHERE campus_id = \(campus.id) AND id = \(users[email]!)", campus: campus.id.rawValue)
+                    "SELECT \(UserStore.health) FROM users u WHERE campus_id = \(campus.id) AND id = \(users[email]!)",
+                    campus: campus.id.rawValue)
                 let stored = HealthStatus.stored(try row[0].decode("health", as: PostgresJSON?.self))
                 #expect(stored == expected, "seed \(seed), \(email)")
             }
@@ -770,7 +771,7 @@ struct RecordsTests {
         _ = try await records.presentCards(campus: open, user: alice, cards: [try Cards.jws()], actor: "test", now: clock.read())
         func statuses() async throws -> [HealthStatus?] {
             try await server.pool.query(
-                "SELECT health FROM users WHERE campus_id = \(campus.id) ORDER BY email", campus: campus.id.rawValue
+                "SELECT \(UserStore.health) FROM users u WHERE campus_id = \(campus.id) ORDER BY email", campus: campus.id.rawValue
             ).map { HealthStatus.stored(try $0.decode("health", as: PostgresJSON?.self)) }
         }
         let before = try await statuses()

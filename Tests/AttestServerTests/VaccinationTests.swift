@@ -67,7 +67,7 @@ struct VaccinationTests {
                 campus: campus.id.rawValue)
             #expect(try kept.map { try $0.decode("day", as: String.self) } == ["2021-01-01", "2021-01-29"])
             let status = try await server.pool.query(
-                "SELECT health FROM users WHERE campus_id = \(campus.id) AND id = \(member.id)", campus: campus.id.rawValue)
+                "SELECT \(UserStore.health) FROM users u WHERE campus_id = \(campus.id) AND id = \(member.id)", campus: campus.id.rawValue)
             let health = HealthStatus.stored(try status[0].decode("health", as: PostgresJSON?.self))
             #expect(health?.vaccination?.completed == LocalDate(year: 2021, month: 1, day: 29))
             // Audited, without the card: nothing of its text, name or birth date anywhere in the log.

@@ -51,4 +51,5 @@ SELECT create_distributed_table('directory_groups', 'campus_id', colocate_with =
 SELECT create_distributed_table('directory_group_members', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('role_mappings', 'campus_id', colocate_with => 'users');
 SELECT create_distributed_table('guest_visits', 'campus_id', colocate_with => 'users');
+SELECT create_distributed_table('member_health', 'campus_id', colocate_with => 'users');
 COMMIT;
