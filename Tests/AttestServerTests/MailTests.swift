@@ -162,5 +162,12 @@ struct MailTests {
             #expect(pair.first as? Int == instants[index] && pair.last as? Bool == true, "\(fields[index])")
         }
         #expect(fields[10] == "Sat, 28 Nov 2026 10:00:00 +0000")
+        // Instants no mail is sent at read as the epoch, never a trap (Int.min has no magnitude).
+        for far in [-9_223_372_036_854_775_808.0, 1e300, -.infinity, .nan] {
+            let message = MailMessage(
+                from: MailAddress(address: "a@example.edu"), to: MailAddress(address: "b@example.edu"), subject: "s", text: "t",
+                html: "", messageID: "<x@example.edu>", date: Date(timeIntervalSince1970: far))
+            #expect(message.headerFields(boundary: "b").first { $0.name == "Date" }?.value == "Thu, 1 Jan 1970 00:00:00 +0000")
+        }
     }
 }

@@ -167,7 +167,8 @@ public struct MailMessage: Sendable {
     static func dateText(_ date: Date) -> String {
         // The civil date of a day count (H. Hinnant's days_from_civil, inverted): no Calendar
         // made and asked for every message. A date out of any mail's range reads as 1970.
-        let seconds = Int(exactly: date.timeIntervalSince1970.rounded(.down)).flatMap { abs($0) < 1 << 50 ? $0 : nil } ?? 0
+        let seconds =
+            Int(exactly: date.timeIntervalSince1970.rounded(.down)).flatMap { (-(1 << 50)...(1 << 50)).contains($0) ? $0 : nil } ?? 0
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let second = seconds - days * 86_400
         let shifted = days + 719_468
