@@ -388,9 +388,10 @@ public struct BadgeService: Sendable {
         let subject = BadgeKeyStore.subject(pseudonym: visit, date: date, key: try await keys.subjectKey(campus: campus.id))
         var hostName = host.isEmpty ? "a member" : host
         while hostName.utf8.count > 200 { hostName.removeLast() }  // the claims' strings are at most 200 bytes
+        let issued = Int(exactly: now.timeIntervalSince1970.rounded(.down)) ?? 0
         let claims = BadgeClaims(
-            campus: campus.slug, sub: subject, date: date.description, color: color.rawValue, iat: Int(now.timeIntervalSince1970),
-            exp: Int(exactly: validUntil.timeIntervalSince1970.rounded(.up)) ?? Int(now.timeIntervalSince1970), guest: hostName)
+            campus: campus.slug, sub: subject, date: date.description, color: color.rawValue, iat: issued,
+            exp: Int(exactly: validUntil.timeIntervalSince1970.rounded(.up)) ?? issued, guest: hostName)
         return Badge(
             color: color, date: date, validUntil: validUntil, reason: reason, token: try BadgeToken.sign(claims, with: key),
             submitted: answered != nil)

@@ -1,4 +1,5 @@
 import AttestFoundation
+import AttestPostgres
 import Foundation
 
 /// An address with its display name, as a header writes it: `Ana Ruiz <ana@example.edu>`, a
@@ -165,25 +166,17 @@ public struct MailMessage: Sendable {
 
     /// RFC 5322's date: `Sat, 28 Nov 2026 10:11:17 +0000`.
     static func dateText(_ date: Date) -> String {
-        // The civil date of a day count (H. Hinnant's days_from_civil, inverted): no Calendar
-        // made and asked for every message. A date out of any mail's range reads as 1970.
+        // The civil date by arithmetic (PostgresDate's day count): no Calendar made and asked
+        // for every message. A date out of any mail's range reads as 1970.
         let seconds =
             Int(exactly: date.timeIntervalSince1970.rounded(.down)).flatMap { (-(1 << 50)...(1 << 50)).contains($0) ? $0 : nil } ?? 0
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let second = seconds - days * 86_400
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let civil = PostgresDate(daysSinceUnixEpoch: days)
         let days7 = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1 Jan 1970 was a Thursday
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(days7[((days % 7) + 7) % 7]), \(day) \(months[month - 1]) \(year) "
+        return "\(days7[((days % 7) + 7) % 7]), \(civil.day) \(months[civil.month - 1]) \(civil.year) "
             + "\(two(second / 3_600)):\(two(second % 3_600 / 60)):\(two(second % 60)) +0000"
     }
 
