@@ -423,26 +423,28 @@ public struct AttestationService: Sendable {
 
     /// `work` (a rule's `evaluate` or `decide`) within the rule budget; nil when it overran. A
     /// rule that cannot block runs here (past the budget it still counts as an overrun); any
-    /// other on `blockingRules`, answered by the budget's timer when it is late.
+    /// other on `blockingRules`, answered by the budget's timer when it is late. An answer that
+    /// comes past the budget is an overrun whether or not the timer has fired yet: on a loaded
+    /// machine the timer's task can wake late, and the verdict must not depend on that.
     func withinBudget<Value: Sendable>(
         inline: Bool, _ work: @escaping @Sendable () throws -> Value
     ) async -> Result<Value, any Error>? {
+        let clock = ContinuousClock(), start = clock.now, budget = ruleBudget
         if inline {
-            let clock = ContinuousClock(), start = clock.now
             let result = Result { try work() }
-            return clock.now - start > ruleBudget ? nil : result
+            return clock.now - start > budget ? nil : result
         }
         let verdict = FirstOutcome<Result<Value, any Error>?>()
-        let budget = ruleBudget
         return await withCheckedContinuation { continuation in
             verdict.set(continuation)
             Self.blockingRules.submit { state in
                 guard case .active = state else { return verdict.finish(nil) }
-                verdict.finish(Result { try work() })
+                let result = Result { try work() }
+                verdict.finish(clock.now - start > budget ? nil : result)
             }
             verdict.setTimer(
                 Task {
-                    try await Task.sleep(for: budget)
+                    try await timerSleep(for: budget)
                     verdict.finish(nil)
                 })
         }
