@@ -361,14 +361,12 @@ final class SMTPConnection: Sendable {
         var commands = "MAIL FROM:<\(from)>\r\n"
         for recipient in to { commands += "RCPT TO:<\(recipient)>\r\n" }
         commands += "DATA\r\n"
-        channel.writeAndFlush(channel.allocator.buffer(string: commands), promise: nil)
-        let mail = try await reply(step: "MAIL FROM")
-        var refusedRecipient: SMTPReply?
-        for _ in to {
-            let reply = try await reply(step: "RCPT TO")
-            if reply.code != 250 && reply.code != 251 && refusedRecipient == nil { refusedRecipient = reply }
+        let replies = try await exchange(
+            Array(commands.utf8), steps: ["MAIL FROM"] + Array(repeating: "RCPT TO", count: to.count) + ["DATA"])
+        guard let mail = replies.first, let start = replies.last, replies.count == to.count + 2 else {
+            throw .protocolError("\(replies.count) replies to \(to.count + 2) commands")
         }
-        let start = try await reply(step: "DATA")
+        let refusedRecipient = replies.dropFirst().dropLast().first { $0.code != 250 && $0.code != 251 }
         guard mail.code == 250, refusedRecipient == nil else {
             let refusal: SMTPFailure =
                 mail.code == 250 ? .refused(command: "RCPT TO", refusedRecipient ?? start) : .refused(command: "MAIL FROM", mail)
@@ -408,15 +406,27 @@ final class SMTPConnection: Sendable {
     }
 
     private func write(_ bytes: [UInt8], step: String) async throws(SMTPFailure) -> SMTPReply {
-        let buffer = channel.allocator.buffer(bytes: bytes)
-        channel.writeAndFlush(buffer, promise: nil)
-        return try await reply(step: step)
+        try await exchange(bytes, steps: [step])[0]
     }
 
     private func reply(step: String) async throws(SMTPFailure) -> SMTPReply {
+        try await exchange(nil, steps: [step])[0]
+    }
+
+    /// Writes `bytes` (when any) and reads one reply for each of `steps` in turn (each within
+    /// the step's deadline), in one visit to the channel's event loop: a pipelined transaction's
+    /// three replies cost one thread switch there and one back, not one each.
+    private func exchange(_ bytes: [UInt8]?, steps: [String]) async throws(SMTPFailure) -> [SMTPReply] {
         let timeout = TimeAmount(server.stepTimeout)
-        let replies = replies
-        let future = channel.eventLoop.flatSubmit { replies.value.next(timeout: timeout, step: step) }
+        let replies = replies, channel = channel
+        let future = channel.eventLoop.flatSubmit { () -> EventLoopFuture<[SMTPReply]> in
+            if let bytes { channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil) }
+            var read = channel.eventLoop.makeSucceededFuture([SMTPReply]())
+            for step in steps {
+                read = read.flatMap { got in replies.value.next(timeout: timeout, step: step).map { got + [$0] } }
+            }
+            return read
+        }
         do { return try await future.get() } catch let error as SMTPFailure { throw error } catch { throw .connection("\(error)") }
     }
 }
