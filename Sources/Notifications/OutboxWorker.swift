@@ -25,6 +25,10 @@ public final class OutboxWorker: Service, Sendable {
         public var pollInterval: Duration = .seconds(1)
         /// Rows claimed per campus per round. Default 32.
         public var batchSize = 32
+        /// A campus's claimed batches under way at once: the next is claimed and its messages
+        /// rendered while the last one's are still being sent and recorded, so a channel's
+        /// connections do not wait on the database between batches. Default 2.
+        public var batchesInFlight = 2
         /// How long a claimed row is reserved for this worker's attempt. Default 2 min.
         public var lease: Duration = .seconds(120)
         /// Backoff after the first failure, doubling each time up to `maxDelay`. Default 2 s, 10 min.
@@ -50,8 +54,8 @@ public final class OutboxWorker: Service, Sendable {
     /// `attest_notifications_total{outcome}`: delivery attempts that delivered, will be
     /// retried, or dead-lettered (no label names a campus or a recipient).
     private let delivered, retried, dead: Counter
-    /// Campuses with deliveries under way: the next round passes them over.
-    private let busy = Mutex<Set<CampusID>>([])
+    /// Campuses' batches under way: a round passes over a campus with `batchesInFlight`.
+    private let busy = Mutex<[CampusID: Int]>([:])
     /// Where a sink's settings (the sealed ones opened with the key-encryption key) are read.
     let plugins: CampusPluginStore
     /// Built sinks by campus and id, kept 5 s (settings changes reach workers within that).
@@ -127,8 +131,8 @@ public final class OutboxWorker: Service, Sendable {
     /// (`attest_outbox_due`, `attest_schedule_due`): an idle server's round is that one read,
     /// whatever the number of campuses. Then writes the due reminders, claims the due rows of
     /// each campus and starts their deliveries in `deliveries` without waiting: a campus whose
-    /// receiver is slow or hangs delays no other campus. A campus with deliveries still under
-    /// way is passed over until they end.
+    /// receiver is slow or hangs delays no other campus. A campus with `batchesInFlight`
+    /// batches still under way is passed over until one ends.
     private func round<Group: TaskGroupAdding>(_ deliveries: inout Group) async throws -> RoundOutcome {
         let now = clock()
         let rows = try await client.query(
@@ -156,14 +160,14 @@ public final class OutboxWorker: Service, Sendable {
             try await remind(reminders, at: now)
             outbox = try await dueOutbox()  // the reminders just written are due now
         }
-        for campus in outbox where busy.withLock({ $0.insert(campus).inserted }) {
+        for campus in outbox where startBatch(campus) {
             let claimed: [Claimed]
             do { claimed = try await claim(campus: campus) } catch {
-                busy.withLock { _ = $0.remove(campus) }
+                endBatch(campus)
                 throw error
             }
             guard !claimed.isEmpty else {
-                busy.withLock { _ = $0.remove(campus) }
+                endBatch(campus)
                 continue
             }
             outcome.attempts += claimed.count
@@ -176,12 +180,29 @@ public final class OutboxWorker: Service, Sendable {
                     return delivered
                 }
                 await self.recordDelivered(delivered, campus: campus)
-                self.busy.withLock { _ = $0.remove(campus) }
+                self.endBatch(campus)
                 // What else the campus has due is claimed now, not at the next poll.
                 self.signal.wake()
             }
         }
         return outcome
+    }
+
+    /// Counts a batch of the campus's as under way; false when it has `batchesInFlight`.
+    private func startBatch(_ campus: CampusID) -> Bool {
+        busy.withLock { busy in
+            let under = busy[campus, default: 0]
+            guard under < max(configuration.batchesInFlight, 1) else { return false }
+            busy[campus] = under + 1
+            return true
+        }
+    }
+
+    private func endBatch(_ campus: CampusID) {
+        busy.withLock { busy in
+            let left = busy[campus, default: 1] - 1
+            busy[campus] = left > 0 ? left : nil
+        }
     }
 
     private func dueOutbox() async throws -> [CampusID] {

@@ -491,6 +491,45 @@ struct NotificationTests {
         await slow.stop()
     }
 
+    /// A campus's next batch is claimed while its last is still being delivered, up to
+    /// `batchesInFlight`: 12 events in batches of 4 to a receiver that holds each for 1.5 s reach
+    /// it 8 at a time with two batches under way, 4 with one; every event is delivered once.
+    @Test func aCampusHasUpToItsBatchesInFlightAtOnce() async throws {
+        for inFlight in [2, 1] {
+            let clock = try TestClock("2026-11-20T14:00:00Z")
+            let (server, campus) = try await AttestationTests.setUp(clock: clock)
+            let slow = try await WebhookReceiver.start(delay: .milliseconds(1_500))
+            try await Self.enableWebhook(server, campus, port: slow.port, events: ["badge.red"], timeoutSeconds: 5)
+            var tokens: [String] = []
+            for index in 0..<12 { tokens.append(try await server.user("b\(index)@example.edu", at: campus).token) }
+            var configuration = OutboxWorker.Configuration()
+            (configuration.batchSize, configuration.batchesInFlight, configuration.pollInterval) = (4, inFlight, .milliseconds(20))
+            let worker = OutboxWorker(
+                client: server.pool, registry: .builtin, http: Self.loopbackHTTP, configuration: configuration,
+                logger: TestDatabase.testLogger, kek: TestServer.kek, reminderAudience: .unattested)
+            let members = tokens
+            try await server.run { api in
+                for token in members { try await Self.submitRed(api, token: token) }
+                let running = Task { try await worker.run() }
+                // Until the first batch is answered, what reaches the receiver is what is under way.
+                let started = ContinuousClock.now
+                while slow.paths.count < 4 * inFlight, ContinuousClock.now - started < .seconds(10) {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(slow.received.isEmpty && slow.paths.count == 4 * inFlight, "\(inFlight) in flight: \(slow.paths.count) held")
+                while slow.acknowledged.count < 12, ContinuousClock.now - started < .seconds(20) {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(slow.acknowledged.count == 12 && slow.acknowledged.values.allSatisfy { $0 == 1 }, "\(slow.acknowledged)")
+                running.cancel()
+                _ = try? await running.value
+            }
+            await slow.stop()
+            await server.pool.shutdown()
+        }
+    }
+
     /// A third party's sink, registered by id, gets each event once through the outbox (the
     /// test kit's recording sink), and one that asks for a retry gets the event again.
     @Test func aRegisteredSinkReceivesEachEventThroughTheOutbox() async throws {
