@@ -255,6 +255,19 @@ struct EmailChannelTests {
             await refused.shutdown()
             #expect(try refusing.received().isEmpty)
             await refusing.stop()
+
+            // The message itself refused (its reply read in the same visit when pipelined).
+            let busy = try await SMTPTestServer.start(dataReply: "451 4.3.0 try again later", pipelining: offered)
+            let deferred = try Self.client(Self.settings(busy))
+            do {
+                try await deferred.send(from: "attest@demo.example.edu", to: ["ana@demo.example.edu"], data: Self.plainMessage)
+                Issue.record("a refused message was taken")
+            } catch {
+                #expect(!error.isPermanent)
+                #expect(error.description.contains("the message") && error.description.contains("451"), "\(error.description)")
+            }
+            await deferred.shutdown()
+            await busy.stop()
         }
     }
 

@@ -356,17 +356,20 @@ final class SMTPConnection: Sendable {
     }
 
     /// The same with MAIL, every RCPT and DATA in one write and their replies read in turn
-    /// (RFC 2920), when the server offers PIPELINING: one round trip instead of three.
+    /// (RFC 2920), when the server offers PIPELINING: one round trip instead of three. When
+    /// all three are taken the message follows in the same visit to the event loop.
     private func pipelinedTransaction(from: String, to: [String], data: String) async throws(SMTPFailure) {
         var commands = "MAIL FROM:<\(from)>\r\n"
         for recipient in to { commands += "RCPT TO:<\(recipient)>\r\n" }
         commands += "DATA\r\n"
         let replies = try await exchange(
-            Array(commands.utf8), steps: ["MAIL FROM"] + Array(repeating: "RCPT TO", count: to.count) + ["DATA"])
-        guard let mail = replies.first, let start = replies.last, replies.count == to.count + 2 else {
+            Array(commands.utf8), steps: ["MAIL FROM"] + Array(repeating: "RCPT TO", count: to.count) + ["DATA"],
+            then: (Self.dotStuffed(data), "the message"), when: Self.takesTheMessage)
+        guard let mail = replies.first, replies.count >= to.count + 2 else {
             throw .protocolError("\(replies.count) replies to \(to.count + 2) commands")
         }
-        let refusedRecipient = replies.dropFirst().dropLast().first { $0.code != 250 && $0.code != 251 }
+        let start = replies[to.count + 1]
+        let refusedRecipient = replies[1..<(to.count + 1)].first { $0.code != 250 && $0.code != 251 }
         guard mail.code == 250, refusedRecipient == nil else {
             let refusal: SMTPFailure =
                 mail.code == 250 ? .refused(command: "RCPT TO", refusedRecipient ?? start) : .refused(command: "MAIL FROM", mail)
@@ -375,8 +378,15 @@ final class SMTPConnection: Sendable {
             throw refusal
         }
         guard start.code == 354 else { throw .refused(command: "DATA", start) }
-        let accepted = try await write(Self.dotStuffed(data), step: "the message")
+        guard replies.count == to.count + 3 else { throw .protocolError("no reply to the message") }
+        let accepted = replies[to.count + 2]
         guard accepted.code == 250 else { throw .refused(command: "the message", accepted) }
+    }
+
+    /// Whether a pipelined MAIL, its RCPTs and DATA were all taken: the message may follow.
+    static func takesTheMessage(_ replies: [SMTPReply]) -> Bool {
+        replies.first?.code == 250 && replies.last?.code == 354
+            && replies.dropFirst().dropLast().allSatisfy { $0.code == 250 || $0.code == 251 }
     }
 
     func quit() async {
@@ -414,9 +424,13 @@ final class SMTPConnection: Sendable {
     }
 
     /// Writes `bytes` (when any) and reads one reply for each of `steps` in turn (each within
-    /// the step's deadline), in one visit to the channel's event loop: a pipelined transaction's
-    /// three replies cost one thread switch there and one back, not one each.
-    private func exchange(_ bytes: [UInt8]?, steps: [String]) async throws(SMTPFailure) -> [SMTPReply] {
+    /// the step's deadline); then, when `proceed` says so of those replies, writes `then` and
+    /// reads its reply too. All in one visit to the channel's event loop: a pipelined
+    /// transaction's four replies cost one thread switch there and one back, not one each.
+    private func exchange(
+        _ bytes: [UInt8]?, steps: [String], then next: (bytes: [UInt8], step: String)? = nil,
+        when proceed: @escaping @Sendable ([SMTPReply]) -> Bool = { _ in true }
+    ) async throws(SMTPFailure) -> [SMTPReply] {
         let timeout = TimeAmount(server.stepTimeout)
         let replies = replies, channel = channel
         let future = channel.eventLoop.flatSubmit { () -> EventLoopFuture<[SMTPReply]> in
@@ -425,7 +439,12 @@ final class SMTPConnection: Sendable {
             for step in steps {
                 read = read.flatMap { got in replies.value.next(timeout: timeout, step: step).map { got + [$0] } }
             }
-            return read
+            guard let next else { return read }
+            return read.flatMap { got in
+                guard proceed(got) else { return channel.eventLoop.makeSucceededFuture(got) }
+                channel.writeAndFlush(channel.allocator.buffer(bytes: next.bytes), promise: nil)
+                return replies.value.next(timeout: timeout, step: next.step).map { got + [$0] }
+            }
         }
         do { return try await future.get() } catch let error as SMTPFailure { throw error } catch { throw .connection("\(error)") }
     }
