@@ -494,6 +494,45 @@ struct EmailChannelTests {
         }
     }
 
+    /// The unsubscribe keys are derived once a campus and again when its secret changes: a
+    /// reminder after a change carries a token the new secret reads and the old one does not.
+    @Test func aReminderAfterTheSecretChangesCarriesATokenOfTheNewSecret() async throws {
+        let clock = try TestClock("2026-11-30T12:30:10Z")  // 07:30 in New York
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "terminal", settings: try MemberChannels.prepare(id: "terminal", settings: .null), actor: "test"
+        )
+        let preferences = NotificationPreferenceStore(client: server.pool)
+        let (ana, _) = try await server.user("ana@example.edu", at: north)
+        let (bo, _) = try await server.user("bo@example.edu", at: north)
+        try await preferences.set(campus: north.id, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
+        try await preferences.set(campus: north.id, user: bo.id, NotificationPreferences(reminderMinute: 7 * 60 + 31), now: clock.read())
+        let first = SymmetricKey(size: .bits256), second = SymmetricKey(size: .bits256)
+        let secret = Mutex(first), printed = Mutex<[String]>([])
+        let worker = OutboxWorker(
+            client: server.pool, registry: .builtin, http: NotificationTests.loopbackHTTP, logger: TestDatabase.testLogger,
+            clock: clock.read, kek: TestServer.kek, reminderAudience: .unattested,
+            reach: MemberReach(
+                recipients: .members, unsubscribeSecret: { _ in secret.withLock { $0 } }, origin: "https://attest.example.edu",
+                terminal: { text in printed.withLock { $0.append(text) } }))
+        @Sendable func token(_ text: String) throws -> String {
+            let start = try #require(text.range(of: "unsubscribe?token=")).upperBound
+            return String(text[start...].prefix { $0 != ">" && !$0.isWhitespace })
+        }
+        try await server.run { _ in
+            try await worker.runOnce()
+            clock.advance(by: 60)
+            secret.withLock { $0 = second }
+            try await worker.runOnce()
+            let output = printed.withLock { $0 }
+            try #require(output.count == 2, "\(output)")
+            let (anas, bos) = (try token(output[0]), try token(output[1]))
+            #expect(UnsubscribeTokens(campusSecret: first).read(anas, campus: north.id)?.user == ana.id)
+            #expect(UnsubscribeTokens(campusSecret: second).read(bos, campus: north.id)?.user == bo.id)
+            #expect(UnsubscribeTokens(campusSecret: first).read(bos, campus: north.id) == nil)
+        }
+    }
+
     @Test func notifyTestSendsOneReminderNowAndSaysWhatFailed() async throws {
         let cli = try await AdminCLITests.cli()
         #expect(
