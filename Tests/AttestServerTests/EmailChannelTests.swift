@@ -243,31 +243,24 @@ struct EmailChannelTests {
             #expect(try smtp.received().map(\.pipelined) == [offered, offered, offered])
             await smtp.stop()
 
-            let refusing = try await SMTPTestServer.start(rcptReply: "550 5.1.1 no such mailbox", pipelining: offered)
-            let refused = try Self.client(Self.settings(refusing))
-            do {
-                try await refused.send(from: "attest@demo.example.edu", to: ["nobody@demo.example.edu"], data: Self.plainMessage)
-                Issue.record("a refused recipient was taken")
-            } catch {
-                #expect(error.isPermanent)
-                #expect(error.description.contains("RCPT TO") && error.description.contains("550"), "\(error.description)")
+            // A refused recipient (permanent), and the message itself refused after its data
+            // (transient; its reply read in the same visit when pipelined): nothing taken.
+            for (rcptReply, dataReply, permanent, step, code) in [
+                ("550 5.1.1 no such mailbox", nil, true, "RCPT TO", "550"), (nil, "451 4.3.0 try again later", false, "the message", "451"),
+            ] {
+                let refusing = try await SMTPTestServer.start(rcptReply: rcptReply, dataReply: dataReply, pipelining: offered)
+                let refused = try Self.client(Self.settings(refusing))
+                do {
+                    try await refused.send(from: "attest@demo.example.edu", to: ["ana@demo.example.edu"], data: Self.plainMessage)
+                    Issue.record("a refused \(step) was taken")
+                } catch {
+                    #expect(error.isPermanent == permanent)
+                    #expect(error.description.contains(step) && error.description.contains(code), "\(error.description)")
+                }
+                await refused.shutdown()
+                #expect(try refusing.received().isEmpty)
+                await refusing.stop()
             }
-            await refused.shutdown()
-            #expect(try refusing.received().isEmpty)
-            await refusing.stop()
-
-            // The message itself refused (its reply read in the same visit when pipelined).
-            let busy = try await SMTPTestServer.start(dataReply: "451 4.3.0 try again later", pipelining: offered)
-            let deferred = try Self.client(Self.settings(busy))
-            do {
-                try await deferred.send(from: "attest@demo.example.edu", to: ["ana@demo.example.edu"], data: Self.plainMessage)
-                Issue.record("a refused message was taken")
-            } catch {
-                #expect(!error.isPermanent)
-                #expect(error.description.contains("the message") && error.description.contains("451"), "\(error.description)")
-            }
-            await deferred.shutdown()
-            await busy.stop()
         }
     }
 
