@@ -133,7 +133,19 @@ public struct HealthRecords: Sendable {
     /// the campus's records lock (a transaction-level advisory lock), so that two changes for
     /// one member never recompute from two snapshots that each miss the other's rows (under
     /// READ COMMITTED, the second recomputes after the first committed and sees it all).
+    /// Changes in this process wait for the campus's turn before they take a connection.
     func changingRecords<Result: Sendable>(
+        of campus: Campus, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        try await Self.turns.inTurn(of: campus.id.rawValue) {
+            try await changingRecordsInTurn(of: campus, body)
+        }
+    }
+
+    /// Every records change of this process, a campus at a time.
+    static let turns = CampusTurns()
+
+    private func changingRecordsInTurn<Result: Sendable>(
         of campus: Campus, _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
@@ -149,8 +161,9 @@ public struct HealthRecords: Sendable {
         }
     }
 
-    /// The advisory locks' first key: "rec" (records); the second is the campus's hash.
-    static let lockClass: Int32 = 0x72_6563
+    /// The advisory locks' first key: "rec" (records); the second is the campus's hash
+    /// (`hashtext` of its id). Public for a process that must hold a campus's records still.
+    public static let lockClass: Int32 = 0x72_6563
 
     /// Recomputes the status of `users` at `campus` from their whole record, inside the
     /// caller's transaction; writes the ones that changed and, when any did, moves the

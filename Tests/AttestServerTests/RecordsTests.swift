@@ -431,13 +431,33 @@ struct RecordsTests {
 
     /// Deliveries for one member at once: each recomputes after the one before committed
     /// (the campus's records lock), so none leaves a status that misses another's result.
+    /// While another server holds the campus's records, the sixteen wait in this process's
+    /// turn: one of them holds a connection, and the pool still serves everything else.
     @Test func concurrentDeliveriesForOneMemberLeaveTheStatusTheWholeRecordGives() async throws {
         let clock = try TestClock("2026-11-20T16:00:00Z")
         let (server, campus) = try await AttestationTests.setUp(clock: clock)
         let alice = try await server.user("alice@example.edu", at: campus).user
         let records = HealthRecords(client: server.pool)
         let base = try #require(FHIRTime.parse("2026-11-01T12:00:00Z", zone: .gmt))
+        let (released, release) = AsyncStream<Void>.makeStream()
+        let (locked, isLocked) = AsyncStream<Void>.makeStream()
+        let otherServer = Task {
+            defer { isLocked.finish() }
+            try await server.pool.withTransaction(campus: campus.id.rawValue) { connection in
+                try await connection.query(
+                    "SELECT pg_advisory_xact_lock(\(HealthRecords.lockClass), hashtext(\(campus.id.rawValue.lowercasedText)))")
+                isLocked.yield()
+                for await _ in released { break }
+            }
+        }
+        for await _ in locked { break }
+        let waitingForTheLock: SQL = """
+            SELECT count(*) AS n FROM pg_locks
+            WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            """
         try await withThrowingTaskGroup(of: Void.self) { group in
+            // Released before the group waits for its deliveries, however this ends.
+            defer { release.finish() }
             for index in 0..<16 {
                 group.addTask {
                     let collected = base.addingTimeInterval(Double(index) * 86_400)
@@ -450,13 +470,39 @@ struct RecordsTests {
                         ], source: "test", actor: "test")
                 }
             }
+            var waiting = 0
+            for _ in 0..<100 where waiting == 0 {
+                try await Task.sleep(for: .milliseconds(50))
+                waiting = try await server.pool.query(waitingForTheLock)[0].decode("n")
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            waiting = try await server.pool.query(waitingForTheLock)[0].decode("n")
+            #expect(waiting == 1, "one delivery waits for the lock with a connection; the others wait for their turn without")
+            // A delivery cancelled while it waits for its turn leaves the line and stores nothing.
+            let late = Task {
+                try await records.receive(
+                    campus: campus,
+                    results: [
+                        LabResult(
+                            specimenID: "LATE", subject: "alice@example.edu", testCode: "94500-6", detected: true,
+                            collectedAt: base, resultedAt: base)
+                    ], source: "test", actor: "test")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            late.cancel()
+            await #expect(throws: CancellationError.self) { try await late.value }
+            release.finish()
             try await group.waitForAll()
         }
+        let stored: Int = try await server.pool.query(
+            "SELECT count(*) AS n FROM test_results WHERE campus_id = \(campus.id)", campus: campus.id.rawValue)[0].decode("n")
+        #expect(stored == 16)
+        try await otherServer.value
         let row = try await server.pool.query(
             "SELECT \(UserStore.health) FROM users u WHERE campus_id = \(campus.id) AND id = \(alice.id)", campus: campus.id.rawValue)
-        let stored = try #require(HealthStatus.stored(try row[0].decode("health", as: PostgresJSON?.self)))
-        #expect(stored.latestTest?.collected == base.addingTimeInterval(15 * 86_400), "the latest of all 16")
-        #expect(stored.restriction?.until == LocalDate("2026-11-26"), "the last positive (collected on the 16th) plus 10 days")
+        let status = try #require(HealthStatus.stored(try row[0].decode("health", as: PostgresJSON?.self)))
+        #expect(status.latestTest?.collected == base.addingTimeInterval(15 * 86_400), "the latest of all 16")
+        #expect(status.restriction?.until == LocalDate("2026-11-26"), "the last positive (collected on the 16th) plus 10 days")
         #expect(try await records.recomputeAll(campus: campus) == 0)
         await server.pool.shutdown()
     }
