@@ -137,13 +137,13 @@ public struct HealthRecords: Sendable {
     func changingRecords<Result: Sendable>(
         of campus: Campus, _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
-        try await Self.turns.inTurn(of: campus.id.rawValue) {
+        try await Self.turns.inTurn(of: campus.id) {
             try await changingRecordsInTurn(of: campus, body)
         }
     }
 
     /// Every records change of this process, a campus at a time.
-    static let turns = CampusTurns()
+    static let turns = Turns<CampusID>()
 
     private func changingRecordsInTurn<Result: Sendable>(
         of campus: Campus, _ body: (PostgresConnection) async throws -> Result

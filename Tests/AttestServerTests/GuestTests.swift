@@ -291,6 +291,38 @@ struct GuestTests {
         }
     }
 
+    /// Registrations for one campus at once are taken one at a time, so the cap holds exactly;
+    /// while another server registers, they wait for their turn in the process, one of them
+    /// holding a connection, and the pool serves everything else.
+    @Test func registrationsAtOnceWaitTheirTurnAndTheCapHoldsExactly() async throws {
+        let setup = try await Self.setUp(cap: 10)
+        defer { Task { await setup.smtp.stop() } }
+        let (server, campus) = (setup.server, setup.north)
+        let lock = try await AnotherServersLock.take(
+            "SELECT pg_advisory_xact_lock(hashtextextended('guests:' || \(campus.id)::text, 0))", on: server, campus: campus.id)
+        let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+            defer { lock.release() }
+            for index in 0..<16 {
+                group.addTask {
+                    do {
+                        _ = try await server.services.guests.register(
+                            campus: campus, name: "V \(index)", email: "v\(index)@visitor.example.org", host: "alice@example.edu",
+                            now: Date())
+                        return "registered"
+                    } catch GuestError.dailyCapReached {
+                        return "capped"
+                    }
+                }
+            }
+            let waiting = try await AnotherServersLock.waiters(on: server)
+            #expect(waiting == 1, "one registration waits for the lock with a connection; the others wait for their turn without")
+            lock.release()
+            return try await group.reduce(into: [String: Int]()) { $0[$1, default: 0] += 1 }
+        }
+        try await lock.end()
+        #expect(outcomes == ["registered": 10, "capped": 6])
+    }
+
     @Test func aGuestErasesTheirVisitFromTheEmailAndVisitsArePurgedAfterRetention() async throws {
         let setup = try await Self.setUp()
         defer { Task { await setup.smtp.stop() } }

@@ -439,25 +439,12 @@ struct RecordsTests {
         let alice = try await server.user("alice@example.edu", at: campus).user
         let records = HealthRecords(client: server.pool)
         let base = try #require(FHIRTime.parse("2026-11-01T12:00:00Z", zone: .gmt))
-        let (released, release) = AsyncStream<Void>.makeStream()
-        let (locked, isLocked) = AsyncStream<Void>.makeStream()
-        let otherServer = Task {
-            defer { isLocked.finish() }
-            try await server.pool.withTransaction(campus: campus.id.rawValue) { connection in
-                try await connection.query(
-                    "SELECT pg_advisory_xact_lock(\(HealthRecords.lockClass), hashtext(\(campus.id.rawValue.lowercasedText)))")
-                isLocked.yield()
-                for await _ in released { break }
-            }
-        }
-        for await _ in locked { break }
-        let waitingForTheLock: SQL = """
-            SELECT count(*) AS n FROM pg_locks
-            WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-            """
+        let lock = try await AnotherServersLock.take(
+            "SELECT pg_advisory_xact_lock(\(HealthRecords.lockClass), hashtext(\(campus.id.rawValue.lowercasedText)))", on: server,
+            campus: campus.id)
         try await withThrowingTaskGroup(of: Void.self) { group in
             // Released before the group waits for its deliveries, however this ends.
-            defer { release.finish() }
+            defer { lock.release() }
             for index in 0..<16 {
                 group.addTask {
                     let collected = base.addingTimeInterval(Double(index) * 86_400)
@@ -470,13 +457,7 @@ struct RecordsTests {
                         ], source: "test", actor: "test")
                 }
             }
-            var waiting = 0
-            for _ in 0..<100 where waiting == 0 {
-                try await Task.sleep(for: .milliseconds(50))
-                waiting = try await server.pool.query(waitingForTheLock)[0].decode("n")
-            }
-            try await Task.sleep(for: .milliseconds(300))
-            waiting = try await server.pool.query(waitingForTheLock)[0].decode("n")
+            let waiting = try await AnotherServersLock.waiters(on: server)
             #expect(waiting == 1, "one delivery waits for the lock with a connection; the others wait for their turn without")
             // A delivery cancelled while it waits for its turn leaves the line and stores nothing.
             let late = Task {
@@ -491,13 +472,13 @@ struct RecordsTests {
             try await Task.sleep(for: .milliseconds(100))
             late.cancel()
             await #expect(throws: CancellationError.self) { try await late.value }
-            release.finish()
+            lock.release()
             try await group.waitForAll()
         }
         let stored: Int = try await server.pool.query(
             "SELECT count(*) AS n FROM test_results WHERE campus_id = \(campus.id)", campus: campus.id.rawValue)[0].decode("n")
         #expect(stored == 16)
-        try await otherServer.value
+        try await lock.end()
         let row = try await server.pool.query(
             "SELECT \(UserStore.health) FROM users u WHERE campus_id = \(campus.id) AND id = \(alice.id)", campus: campus.id.rawValue)
         let status = try #require(HealthStatus.stored(try row[0].decode("health", as: PostgresJSON?.self)))

@@ -168,3 +168,51 @@ func startLoopbackServer(_ router: Router<BasicRequestContext>, port: Int = 0) a
     guard let bound = await iterator.next() else { throw TestEnvironmentError("a loopback test server did not start") }
     return (bound, task)
 }
+
+/// A transaction-level advisory lock held by another connection of the server's pool, as
+/// another server's change under way holds it, until `release`.
+struct AnotherServersLock {
+    private let released: AsyncStream<Void>.Continuation
+    private let holder: Task<Void, any Error>
+
+    /// Takes the lock `lock` takes (`SELECT pg_advisory_xact_lock(…)`), in a transaction at `campus`.
+    static func take(_ lock: SQL, on server: TestServer, campus: CampusID) async throws -> AnotherServersLock {
+        let (released, release) = AsyncStream<Void>.makeStream()
+        let (locked, isLocked) = AsyncStream<Void>.makeStream()
+        let holder = Task {
+            defer { isLocked.finish() }
+            try await server.pool.withTransaction(campus: campus.rawValue) { connection in
+                try await connection.query(lock)
+                isLocked.yield()
+                for await _ in released { break }
+            }
+        }
+        for await _ in locked { break }
+        return AnotherServersLock(released: release, holder: holder)
+    }
+
+    /// Ends the other server's transaction. Call it before waiting for work the lock holds up.
+    func release() { released.finish() }
+
+    /// Releases the lock and waits for its transaction to end.
+    func end() async throws {
+        release()
+        try await holder.value
+    }
+
+    /// How many of the database's sessions wait for an advisory lock, once some do and the
+    /// rest of the work started with them has had time to queue too.
+    static func waiters(on server: TestServer) async throws -> Int {
+        let waiting: SQL = """
+            SELECT count(*) AS n FROM pg_locks
+            WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            """
+        var polls = 0
+        while polls < 100, try await server.pool.query(waiting)[0].decode("n", as: Int.self) == 0 {
+            try await Task.sleep(for: .milliseconds(50))
+            polls += 1
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        return try await server.pool.query(waiting)[0].decode("n")
+    }
+}

@@ -163,41 +163,49 @@ public struct GuestStore: Sendable {
         let session = screener.map { _ in
             (token: Self.tokenPrefix + SessionStore.newToken(), expiresAt: campus.localDate(at: now).adding(days: 1).start(in: campus.zone))
         }
-        let visit = try await client.withTransaction(campus: campus.id.rawValue) { connection -> GuestVisit in
-            // One registration of the campus at a time: the cap is counted, then taken.
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended('guests:' || \(campus.id)::text, 0))")
-            let host = try await Self.host(connection, campus: campus.id, text: hostText)
-            let counts = try await connection.query(
-                """
-                SELECT count(*) AS today, count(*) FILTER (WHERE email_key = \(emailKey)) AS same_email
-                FROM guest_visits WHERE campus_id = \(campus.id) AND local_date = \(date)
-                """)
-            guard try counts[0].decode("today", as: Int.self) < policy.dailyCap else {
-                throw GuestError.dailyCapReached(contact: policy.contact)
+        // One registration of the campus at a time (the cap is counted, then taken): in this
+        // process before a connection is taken, across servers by the advisory lock.
+        let visit = try await Self.registrations.inTurn(of: campus.id) {
+            try await client.withTransaction(campus: campus.id.rawValue) { connection -> GuestVisit in
+                try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended('guests:' || \(campus.id)::text, 0))")
+                let host = try await Self.host(connection, campus: campus.id, text: hostText)
+                let counts = try await connection.query(
+                    """
+                    SELECT count(*) AS today, count(*) FILTER (WHERE email_key = \(emailKey)) AS same_email
+                    FROM guest_visits WHERE campus_id = \(campus.id) AND local_date = \(date)
+                    """)
+                guard try counts[0].decode("today", as: Int.self) < policy.dailyCap else {
+                    throw GuestError.dailyCapReached(contact: policy.contact)
+                }
+                guard try counts[0].decode("same_email", as: Int.self) < GuestPolicy.visitsPerEmail else {
+                    throw GuestError.tooManyForEmail
+                }
+                let codeHash = code.map { Self.mac(key, "guest-code", id.lowercasedText + "/" + $0) }
+                let sessionHash = session.map { SessionStore.hash($0.token) }
+                try await connection.query(
+                    """
+                    INSERT INTO guest_visits (campus_id, id, name, email, email_key, host_id, local_date, created_at, code_hash,
+                        code_expires_at, verified_at, screener_id, session_hash, session_expires_at)
+                    VALUES (\(campus.id), \(id), \(name), \(email), \(emailKey), \(host.id), \(date), \(now), \(codeHash),
+                        \(code == nil ? nil : codeExpiresAt), \(screener == nil ? nil : now), \(screener?.id), \(sessionHash), \(session?.expiresAt))
+                    """)
+                if let screener {
+                    try await AuditLog.record(
+                        connection, campus: campus.id, actor: "user:\(screener.email)", action: "guest.vouch",
+                        target: "visit \(id.lowercasedText)",
+                        details: ["host": host.name])
+                }
+                return GuestVisit(id: id, name: name, email: email, host: host.id, hostName: host.name, date: date, screener: screener?.id)
             }
-            guard try counts[0].decode("same_email", as: Int.self) < GuestPolicy.visitsPerEmail else { throw GuestError.tooManyForEmail }
-            let codeHash = code.map { Self.mac(key, "guest-code", id.lowercasedText + "/" + $0) }
-            let sessionHash = session.map { SessionStore.hash($0.token) }
-            try await connection.query(
-                """
-                INSERT INTO guest_visits (campus_id, id, name, email, email_key, host_id, local_date, created_at, code_hash,
-                    code_expires_at, verified_at, screener_id, session_hash, session_expires_at)
-                VALUES (\(campus.id), \(id), \(name), \(email), \(emailKey), \(host.id), \(date), \(now), \(codeHash),
-                    \(code == nil ? nil : codeExpiresAt), \(screener == nil ? nil : now), \(screener?.id), \(sessionHash), \(session?.expiresAt))
-                """)
-            if let screener {
-                try await AuditLog.record(
-                    connection, campus: campus.id, actor: "user:\(screener.email)", action: "guest.vouch",
-                    target: "visit \(id.lowercasedText)",
-                    details: ["host": host.name])
-            }
-            return GuestVisit(id: id, name: name, email: email, host: host.id, hostName: host.name, date: date, screener: screener?.id)
         }
         return Registration(
             visit: visit, code: code, codeExpiresAt: codeExpiresAt,
             eraseToken: Self.mac(key, "guest-erase", id.lowercasedText).base64URLEncoded(),
             session: session)
     }
+
+    /// Every campus's registrations in this process, one at a time.
+    static let registrations = Turns<CampusID>()
 
     /// The member a visitor named: by email, or by their name as the campus has it (active members only).
     static func host(_ connection: PostgresConnection, campus: CampusID, text: String) async throws -> (id: UserID, name: String) {
