@@ -207,8 +207,9 @@ struct AnotherServersLock {
             SELECT count(*) AS n FROM pg_locks
             WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
             """
+        // Up to 15 s for the first: on a loaded CI machine the work may be slow to start.
         var polls = 0
-        while polls < 100, try await server.pool.query(waiting)[0].decode("n", as: Int.self) == 0 {
+        while polls < 300, try await server.pool.query(waiting)[0].decode("n", as: Int.self) == 0 {
             try await Task.sleep(for: .milliseconds(50))
             polls += 1
         }
