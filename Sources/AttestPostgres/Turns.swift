@@ -66,6 +66,11 @@ public final class Turns<Key: Hashable & Sendable>: Sendable {
         }
     }
 
+    /// How much work waits for `key`'s turn (not counting the work that has it).
+    public func waiting(for key: Key) -> Int {
+        state.withLock { $0.queues[key]?.count ?? 0 }
+    }
+
     /// Gives the turn to the first work waiting, or frees it.
     private func pass(_ key: Key) {
         let next = state.withLock { state -> Waiter? in

@@ -154,16 +154,21 @@ public struct HealthRecords: Sendable {
             // match) in memory, not in batches on disk.
             try await connection.query(
                 """
-                SELECT set_config('jit', 'off', true), set_config('work_mem', '32MB', true),
-                       pg_advisory_xact_lock(\(Self.lockClass), hashtext(\(campus.id.rawValue.lowercasedText)))
+                SELECT set_config('jit', 'off', true), set_config('work_mem', '32MB', true), \(Self.lock(campus: campus.id))
                 """)
             return try await body(connection)
         }
     }
 
     /// The advisory locks' first key: "rec" (records); the second is the campus's hash
-    /// (`hashtext` of its id). Public for a process that must hold a campus's records still.
-    public static let lockClass: Int32 = 0x72_6563
+    /// (`hashtext` of its id).
+    static let lockClass: Int32 = 0x72_6563
+
+    /// The call that takes `campus`'s records lock until its transaction ends (a SELECT's
+    /// expression). Public for a process that must hold a campus's records still.
+    public static func lock(campus: CampusID) -> SQL {
+        "pg_advisory_xact_lock(\(lockClass), hashtext(\(campus.rawValue.lowercasedText)))"
+    }
 
     /// Recomputes the status of `users` at `campus` from their whole record, inside the
     /// caller's transaction; writes the ones that changed and, when any did, moves the

@@ -299,7 +299,7 @@ struct GuestTests {
         defer { Task { await setup.smtp.stop() } }
         let (server, campus) = (setup.server, setup.north)
         let lock = try await AnotherServersLock.take(
-            "SELECT pg_advisory_xact_lock(hashtextextended('guests:' || \(campus.id)::text, 0))", on: server, campus: campus.id)
+            "SELECT \(GuestStore.registrationLock(campus: campus.id))", on: server, campus: campus.id)
         let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
             defer { lock.release() }
             for index in 0..<16 {

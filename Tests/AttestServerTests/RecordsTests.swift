@@ -5,10 +5,11 @@ import AttestTestSupport
 import Foundation
 import HTTPTypes
 import Identity
-import Records
 import Surveys
 import Tenancy
 import Testing
+
+@testable import Records
 
 /// Health records (DESIGN §11): a laboratory's FHIR results through `POST …/lab/results`, the
 /// badge they set within the request, corrections, the health officers' queue and isolations.
@@ -440,8 +441,7 @@ struct RecordsTests {
         let records = HealthRecords(client: server.pool)
         let base = try #require(FHIRTime.parse("2026-11-01T12:00:00Z", zone: .gmt))
         let lock = try await AnotherServersLock.take(
-            "SELECT pg_advisory_xact_lock(\(HealthRecords.lockClass), hashtext(\(campus.id.rawValue.lowercasedText)))", on: server,
-            campus: campus.id)
+            "SELECT \(HealthRecords.lock(campus: campus.id))", on: server, campus: campus.id)
         try await withThrowingTaskGroup(of: Void.self) { group in
             // Released before the group waits for its deliveries, however this ends.
             defer { lock.release() }
@@ -469,9 +469,15 @@ struct RecordsTests {
                             collectedAt: base, resultedAt: base)
                     ], source: "test", actor: "test")
             }
-            try await Task.sleep(for: .milliseconds(100))
+            // Cancelled once it waits in the line, behind the fifteen.
+            let queued = ContinuousClock.now
+            while HealthRecords.turns.waiting(for: campus.id) < 16, ContinuousClock.now - queued < .seconds(15) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(HealthRecords.turns.waiting(for: campus.id) == 16)
             late.cancel()
             await #expect(throws: CancellationError.self) { try await late.value }
+            #expect(HealthRecords.turns.waiting(for: campus.id) == 15, "the cancelled delivery left the line")
             lock.release()
             try await group.waitForAll()
         }

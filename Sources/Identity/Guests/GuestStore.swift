@@ -167,7 +167,7 @@ public struct GuestStore: Sendable {
         // process before a connection is taken, across servers by the advisory lock.
         let visit = try await Self.registrations.inTurn(of: campus.id) {
             try await client.withTransaction(campus: campus.id.rawValue) { connection -> GuestVisit in
-                try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended('guests:' || \(campus.id)::text, 0))")
+                try await connection.query("SELECT \(Self.registrationLock(campus: campus.id))")
                 let host = try await Self.host(connection, campus: campus.id, text: hostText)
                 let counts = try await connection.query(
                     """
@@ -206,6 +206,12 @@ public struct GuestStore: Sendable {
 
     /// Every campus's registrations in this process, one at a time.
     static let registrations = Turns<CampusID>()
+
+    /// The call that takes `campus`'s registrations lock until its transaction ends (a
+    /// SELECT's expression): one registration at a time across servers, so the cap holds.
+    public static func registrationLock(campus: CampusID) -> SQL {
+        "pg_advisory_xact_lock(hashtextextended('guests:' || \(campus)::text, 0))"
+    }
 
     /// The member a visitor named: by email, or by their name as the campus has it (active members only).
     static func host(_ connection: PostgresConnection, campus: CampusID, text: String) async throws -> (id: UserID, name: String) {
