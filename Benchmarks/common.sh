@@ -1,6 +1,8 @@
 # Benchmarks/common.sh: what every benchmark script shares. Sourced, not run.
 #
 #   bench_prepare              Debian packages and wrk; builds attest (release) into $attest
+#                              (ATTEST_BIN=PATH runs that binary instead: two builds
+#                              alternated by hand in a script without COMPARE)
 #   bench_cluster SETTINGS…    a throwaway PostgreSQL cluster with normal durability, database
 #                              `attest`; sets $dir, $bin, $psql, DATABASE_URL (the owner's) and
 #                              $server_url (the server's login, only a member of attest_app);
@@ -35,7 +37,7 @@ bench_prepare() {
   echo "Building attest and attest-bench-reference (release)…"
   swift build -c release --product attest >/dev/null
   swift build -c release --product attest-bench-reference >/dev/null
-  attest=$PWD/.build/release/attest
+  attest=${ATTEST_BIN:-$PWD/.build/release/attest}
   reference=$PWD/.build/release/attest-bench-reference
 }
 
