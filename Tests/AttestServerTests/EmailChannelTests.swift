@@ -63,7 +63,7 @@ final class SMTPTestServer: Sendable {
 
     static func start(
         _ mode: String = "starttls", user: String? = nil, password: String? = nil, rcptReply: String? = nil, dataReply: String? = nil,
-        pipelining: Bool = false
+        pipelining: Bool = false, dataCommandReply: String? = nil
     ) async throws -> SMTPTestServer {
         var arguments = ["--mode", mode]
         if mode == "starttls" || mode == "tls" { arguments += ["--cert", certificate.cert, "--key", certificate.key] }
@@ -71,6 +71,7 @@ final class SMTPTestServer: Sendable {
         if let rcptReply { arguments += ["--rcpt-reply", rcptReply] }
         if let dataReply { arguments += ["--data-reply", dataReply] }
         if pipelining { arguments.append("--pipelining") }
+        if let dataCommandReply { arguments += ["--data-command-reply", dataCommandReply] }
         return try await SMTPTestServer(arguments)
     }
 
@@ -261,6 +262,30 @@ struct EmailChannelTests {
                 #expect(try refusing.received().isEmpty)
                 await refusing.stop()
             }
+        }
+    }
+
+    /// A refusal is one message's: the client resets the transaction the server still holds
+    /// (here a DATA command refused after MAIL and RCPT were taken) and the next message goes
+    /// over the same kept connection, neither refused as a nested MAIL (503, which would
+    /// dead-letter a good message) nor paying a new connection and TLS handshake.
+    @Test func aRefusalLeavesTheKeptConnectionReadyForTheNextMessage() async throws {
+        for offered in [true, false] {
+            let smtp = try await SMTPTestServer.start(pipelining: offered, dataCommandReply: "451 4.7.1 try DATA again later")
+            let before = smtp.connections
+            let client = try Self.client(Self.settings(smtp, extra: ["maxConnections": .number(1)]))
+            do {
+                try await client.send(from: "attest@demo.example.edu", to: ["ana@demo.example.edu"], data: Self.plainMessage)
+                Issue.record("a refused DATA was taken")
+            } catch {
+                #expect(!error.isPermanent)
+                #expect(error.description.contains("DATA") && error.description.contains("451"), "\(error.description)")
+            }
+            try await client.send(from: "attest@demo.example.edu", to: ["ben@demo.example.edu"], data: Self.plainMessage)
+            await client.shutdown()
+            #expect(try smtp.received().map(\.to) == [["ben@demo.example.edu"]])
+            #expect(smtp.connections - before == 1, "one connection for both (pipelining offered: \(offered))")
+            await smtp.stop()
         }
     }
 

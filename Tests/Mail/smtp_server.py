@@ -4,17 +4,18 @@ server that accepts connections and never answers.
 
     python3 smtp_server.py --dir DIR [--mode starttls|tls|plain|hang] [--cert C --key K]
                            [--user U --password P] [--rcpt-reply '550 ...'] [--data-reply '451 ...']
-                           [--pipelining]
+                           [--pipelining] [--data-command-reply '451 ...']
 
 Prints "READY <port>" once it listens; writes each message it accepts to DIR/<n>.json as
 {"from", "to", "data"} (data as sent, decoded as Latin-1 so every byte survives), and the
 number of connections it saw to DIR/connections. With --pipelining it offers PIPELINING and
-notes whether each message's DATA came with its RCPT.
+notes whether each message's DATA came with its RCPT. With --data-command-reply it refuses
+the first DATA command of its life with that reply, MAIL and RCPT taken.
 """
 import argparse, asyncio, json, os, socket, ssl, sys, threading, time
 
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult, LoginPassword
+from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
 parser = argparse.ArgumentParser()
 parser.add_argument('--dir', required=True)
@@ -26,6 +27,7 @@ parser.add_argument('--password')
 parser.add_argument('--rcpt-reply')
 parser.add_argument('--data-reply')
 parser.add_argument('--pipelining', action='store_true', help='offer PIPELINING (RFC 2920) in EHLO')
+parser.add_argument('--data-command-reply', help='the reply to the first DATA command (after MAIL and RCPT were taken)')
 args = parser.parse_args()
 
 
@@ -77,12 +79,27 @@ def authenticator(server, session, envelope, mechanism, auth_data):
     return AuthResult(success=ok, handled=False)
 
 
+class RefusingData(SMTP):
+    """Refuses the first DATA command with --data-command-reply, its MAIL and RCPT taken: the
+    transaction stays open (a MAIL before RSET is a nested MAIL, 503), as RFC 5321 has it."""
+    refused = False
+
+    async def smtp_DATA(self, arg):
+        if args.data_command_reply and not RefusingData.refused and self.envelope.rcpt_tos:
+            RefusingData.refused = True
+            await self.push(args.data_command_reply)
+            return
+        await super().smtp_DATA(arg)
+
+
 class Counting(Controller):
     def factory(self):
         with lock:
             count['connections'] += 1
         with open(os.path.join(args.dir, 'connections'), 'w') as out:
             out.write(str(count['connections']))
+        if args.data_command_reply:
+            return RefusingData(self.handler, **self.SMTP_kwargs)
         return super().factory()
 
 

@@ -146,6 +146,12 @@ public final class SMTPClient: Sendable {
             try await connection.transaction(from: from, to: to, data: data)
             release(connection)
         } catch {
+            // A refusal leaves the connection good for the next message once RSET is taken:
+            // a campus with a few wrong addresses does not pay a new connection for each.
+            if case .refused = error, await connection.reset() {
+                release(connection)
+                throw error
+            }
             connection.close()
             // A kept connection the server dropped meanwhile: once more on a fresh one.
             guard reused, case .closed = error else {
@@ -225,7 +231,9 @@ final class SMTPConnection: Sendable {
         (self.channel, self.replies, self.server) = (channel, handler, server)
     }
 
-    var isActive: Bool { channel.isActive }
+    /// Open, and not closed by this client (a close takes effect on the event loop later).
+    var isActive: Bool { channel.isActive && !closing.withLock { $0 } }
+    private let closing = Mutex(false)
 
     static func connect(server: SMTPServer, tls: NIOSSLContext?, group: any EventLoopGroup) async throws(SMTPFailure) -> SMTPConnection {
         let timeout = TimeAmount(server.stepTimeout)
@@ -344,10 +352,7 @@ final class SMTPConnection: Sendable {
         guard mail.code == 250 else { throw .refused(command: "MAIL FROM", mail) }
         for recipient in to {
             let reply = try await command("RCPT TO:<\(recipient)>", shown: "RCPT TO")
-            guard reply.code == 250 || reply.code == 251 else {
-                _ = try? await command("RSET", shown: "RSET")
-                throw .refused(command: "RCPT TO", reply)
-            }
+            guard reply.code == 250 || reply.code == 251 else { throw .refused(command: "RCPT TO", reply) }
         }
         let start = try await command("DATA", shown: "DATA")
         guard start.code == 354 else { throw .refused(command: "DATA", start) }
@@ -374,7 +379,7 @@ final class SMTPConnection: Sendable {
             let refusal: SMTPFailure =
                 mail.code == 250 ? .refused(command: "RCPT TO", refusedRecipient ?? start) : .refused(command: "MAIL FROM", mail)
             // A server that would take the message anyway loses the connection: nothing is sent.
-            if start.code == 354 { close() } else { _ = try? await command("RSET", shown: "RSET") }
+            if start.code == 354 { close() }
             throw refusal
         }
         guard start.code == 354 else { throw .refused(command: "DATA", start) }
@@ -389,12 +394,22 @@ final class SMTPConnection: Sendable {
             && replies.dropFirst().dropLast().allSatisfy { $0.code == 250 || $0.code == 251 }
     }
 
+    /// Ends whatever transaction a refusal left open (RFC 5321 §4.1.1.5): true when the server
+    /// took RSET and the connection can carry the next message.
+    func reset() async -> Bool {
+        guard isActive, let reply = try? await command("RSET", shown: "RSET") else { return false }
+        return reply.code == 250
+    }
+
     func quit() async {
         _ = try? await command("QUIT", shown: "QUIT")
         close()
     }
 
-    func close() { channel.close(promise: nil) }
+    func close() {
+        closing.withLock { $0 = true }
+        channel.close(promise: nil)
+    }
 
     /// Lines that begin with a dot get another (RFC 5321 §4.5.2), and the end `CRLF.CRLF`.
     static func dotStuffed(_ data: String) -> [UInt8] {
