@@ -98,6 +98,21 @@ final class SMTPTestServer: Sendable {
         Int((try? String(contentsOf: directory.appending(path: "connections"), encoding: .utf8)) ?? "") ?? 0
     }
 
+    /// A server started as `start` starts one, given to `body`, and stopped in the test's own
+    /// flow, passed or failed (a task started by a `defer` may never run before the test process
+    /// ends, leaving the server running).
+    static func running<T>(_ mode: String = "starttls", _ body: (SMTPTestServer) async throws -> T) async throws -> T {
+        let server = try await start(mode)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
     func stop() async {
         process.signal(SIGTERM)
         _ = try? await process.wait(timeout: .seconds(5))

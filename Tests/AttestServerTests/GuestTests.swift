@@ -31,14 +31,24 @@ struct GuestTests {
         let screenerToken: String
     }
 
-    static func setUp(clock: TestClock? = nil, cap: Int? = nil, visitsPerAddress: Int = 10) async throws -> Setup {
+    /// A server and its campus, given to `body` with an SMTP test server stopped in the test's
+    /// own flow, passed or failed (a task started by a `defer` may never run before the test
+    /// process ends, leaving the server running).
+    static func withSetUp(
+        clock: TestClock? = nil, cap: Int? = nil, visitsPerAddress: Int = 10, _ body: (Setup) async throws -> Void
+    ) async throws {
+        try await SMTPTestServer.running("plain") { smtp in
+            try await body(try await setUp(smtp: smtp, clock: clock, cap: cap, visitsPerAddress: visitsPerAddress))
+        }
+    }
+
+    static func setUp(smtp: SMTPTestServer, clock: TestClock?, cap: Int?, visitsPerAddress: Int) async throws -> Setup {
         var now: @Sendable () -> Date = { Date() }
         if let clock { now = clock.read }
         let server = try await TestServer.make(
             clock: now,
             configuration: ServerConfiguration(
                 rateLimits: RateLimits(guestVisitsPerAddress: visitsPerAddress), outbound: .init(allowedHosts: ["127.0.0.1"])))
-        let smtp = try await SMTPTestServer.start("plain")
         var north = try await server.campus("north")
         let alice = try await UserStore(client: server.pool).add(
             campus: north, email: "alice@example.edu", displayName: "Alice Member", actor: "test")
@@ -95,199 +105,207 @@ struct GuestTests {
     }
 
     @Test func aVisitorChecksInWithTheEmailedCodeAndShowsAGuestBadgeAtTheDoor() async throws {
-        let setup = try await Self.setUp()
-        defer { Task { await setup.smtp.stop() } }
-        let (server, north) = (setup.server, setup.north)
-        // The guests' own questionnaire: one question.
-        _ = try await QuestionnaireStore(client: server.pool).publish(
-            campus: north,
-            draft: try QuestionnaireRules.parse(
-                Data(
-                    #"{"title": "Visitor check", "questions": [{"id": "fever", "kind": "boolean", "prompt": "Do you have a fever?", "symptom": true}]}"#
-                        .utf8)), actor: "test", audience: .guest)
-        let (_, officerToken) = try await server.user("hana@example.edu", at: north, roles: [.healthOfficer])
-        let south = try await server.campus("south")
-        let (_, southScreener) = try await server.user("sue@example.edu", at: south, roles: [.screener])
-        try await server.run { api in
-            // A host nobody is: a 422 naming the field, nothing sent.
-            let nobody = try await Self.register(api, host: "Zed Nobody")
-            #expect(nobody.status == 422 && nobody.problem.fields == ["host"], "\(nobody.body)")
-            // 150 letters each with a combining mark: 150 Characters, 300 code points (the column's measure).
-            let marked = String(repeating: "e\u{301}", count: 150)
-            let long = try await Self.register(api, name: marked)
-            #expect(long.status == 422 && long.problem.fields == ["name"], "\(long.body)")
-            let bad = try await Self.register(api, name: "", email: "not-an-address")
-            #expect(bad.status == 422 && Set(bad.problem.fields) == ["name", "email"], "\(bad.body)")
-            #expect(try setup.smtp.received().isEmpty)
+        try await Self.withSetUp { setup in
+            let (server, north) = (setup.server, setup.north)
+            // The guests' own questionnaire: one question.
+            _ = try await QuestionnaireStore(client: server.pool).publish(
+                campus: north,
+                draft: try QuestionnaireRules.parse(
+                    Data(
+                        #"{"title": "Visitor check", "questions": [{"id": "fever", "kind": "boolean", "prompt": "Do you have a fever?", "symptom": true}]}"#
+                            .utf8)), actor: "test", audience: .guest)
+            let (_, officerToken) = try await server.user("hana@example.edu", at: north, roles: [.healthOfficer])
+            let south = try await server.campus("south")
+            let (_, southScreener) = try await server.user("sue@example.edu", at: south, roles: [.screener])
+            try await server.run { api in
+                // A host nobody is: a 422 naming the field, nothing sent.
+                let nobody = try await Self.register(api, host: "Zed Nobody")
+                #expect(nobody.status == 422 && nobody.problem.fields == ["host"], "\(nobody.body)")
+                // 150 letters each with a combining mark: 150 Characters, 300 code points (the column's measure).
+                let marked = String(repeating: "e\u{301}", count: 150)
+                let long = try await Self.register(api, name: marked)
+                #expect(long.status == 422 && long.problem.fields == ["name"], "\(long.body)")
+                let bad = try await Self.register(api, name: "", email: "not-an-address")
+                #expect(bad.status == 422 && Set(bad.problem.fields) == ["name", "email"], "\(bad.body)")
+                #expect(try setup.smtp.received().isEmpty)
 
-            let created = try await Self.register(api)
-            #expect(created.status == 201, "\(created.body)")
-            let visit = try #require(created.json["id"] as? String)
-            let (code, read) = try await Self.code(setup.smtp, to: "vera@visitor.example.org")
-            #expect(read.defects.isEmpty && read.types.contains("text/plain") && read.types.contains("text/html"))
-            #expect(read.text.contains("Alice Member's guest at North") && read.text.contains("/c/north/visit/erase?visit=\(visit)"))
-            #expect(read.unsubscribe == nil, "a code is no list")
-            // The code is stored only as a keyed hash.
-            let stored = try await server.pool.query(
-                "SELECT code_hash, email FROM guest_visits WHERE campus_id = \(north.id)", campus: north.id.rawValue)
-            #expect(try stored[0].decode("code_hash", as: Data?.self)?.count == 32)
+                let created = try await Self.register(api)
+                #expect(created.status == 201, "\(created.body)")
+                let visit = try #require(created.json["id"] as? String)
+                let (code, read) = try await Self.code(setup.smtp, to: "vera@visitor.example.org")
+                #expect(read.defects.isEmpty && read.types.contains("text/plain") && read.types.contains("text/html"))
+                #expect(read.text.contains("Alice Member's guest at North") && read.text.contains("/c/north/visit/erase?visit=\(visit)"))
+                #expect(read.unsubscribe == nil, "a code is no list")
+                // The code is stored only as a keyed hash.
+                let stored = try await server.pool.query(
+                    "SELECT code_hash, email FROM guest_visits WHERE campus_id = \(north.id)", campus: north.id.rawValue)
+                #expect(try stored[0].decode("code_hash", as: Data?.self)?.count == 32)
 
-            let wrong = try await Self.verify(api, visit: visit, code: code == "000000" ? "111111" : "000000")
-            #expect(wrong.status == 422 && wrong.problem.fields == ["code"] && wrong.body.contains("4 tries left"), "\(wrong.body)")
-            let pass = try await Self.verify(api, visit: visit, code: code)
-            #expect(pass.status == 200, "\(pass.body)")
-            let token = try #require(pass.json["token"] as? String)
-            #expect(token.hasPrefix("guest.") && (pass.json["expiresAt"] as? String) != nil)
-            let again = try await Self.verify(api, visit: visit, code: code)
-            #expect(again.status == 409, "\(again.body)")
+                let wrong = try await Self.verify(api, visit: visit, code: code == "000000" ? "111111" : "000000")
+                #expect(wrong.status == 422 && wrong.problem.fields == ["code"] && wrong.body.contains("4 tries left"), "\(wrong.body)")
+                let pass = try await Self.verify(api, visit: visit, code: code)
+                #expect(pass.status == 200, "\(pass.body)")
+                let token = try #require(pass.json["token"] as? String)
+                #expect(token.hasPrefix("guest.") && (pass.json["expiresAt"] as? String) != nil)
+                let again = try await Self.verify(api, visit: visit, code: code)
+                #expect(again.status == 409, "\(again.body)")
 
-            // The pass opens the guests' survey, the submission and the badge; nothing else.
-            let survey = try await api.send(.get, "/v1/campuses/north/survey", template: "/v1/campuses/{campus}/survey", token: token)
-            #expect(survey.status == 200 && survey.json["title"] as? String == "Visitor check", "\(survey.body)")
-            let version = try #require(survey.json["version"] as? Int)
-            for (path, template) in [
-                ("/v1/campuses/north/me/attestations", "/v1/campuses/{campus}/me/attestations"),
-                ("/v1/campuses/north/me/journal", "/v1/campuses/{campus}/me/journal"),
-                ("/v1/campuses/north/me/records", "/v1/campuses/{campus}/me/records"),
-                ("/v1/campuses/north/me", "/v1/campuses/{campus}/me"),
-            ] {
-                let refused = try await api.send(.get, path, template: template, token: token)
-                #expect(refused.status == 401, "\(path): \(refused.status) \(refused.body)")
-            }
-            let asScreener = try await api.send(
-                .post, "/v1/campuses/north/badges/verify", template: "/v1/campuses/{campus}/badges/verify", token: token,
-                json: #"{"token": "x"}"#)
-            #expect(asScreener.status == 401, "\(asScreener.body)")
-            let elsewhere = try await api.send(.get, "/v1/campuses/south/survey", template: "/v1/campuses/{campus}/survey", token: token)
-            #expect(elsewhere.status == 401, "a pass from north is nothing at south: \(elsewhere.body)")
+                // The pass opens the guests' survey, the submission and the badge; nothing else.
+                let survey = try await api.send(.get, "/v1/campuses/north/survey", template: "/v1/campuses/{campus}/survey", token: token)
+                #expect(survey.status == 200 && survey.json["title"] as? String == "Visitor check", "\(survey.body)")
+                let version = try #require(survey.json["version"] as? Int)
+                for (path, template) in [
+                    ("/v1/campuses/north/me/attestations", "/v1/campuses/{campus}/me/attestations"),
+                    ("/v1/campuses/north/me/journal", "/v1/campuses/{campus}/me/journal"),
+                    ("/v1/campuses/north/me/records", "/v1/campuses/{campus}/me/records"),
+                    ("/v1/campuses/north/me", "/v1/campuses/{campus}/me"),
+                ] {
+                    let refused = try await api.send(.get, path, template: template, token: token)
+                    #expect(refused.status == 401, "\(path): \(refused.status) \(refused.body)")
+                }
+                let asScreener = try await api.send(
+                    .post, "/v1/campuses/north/badges/verify", template: "/v1/campuses/{campus}/badges/verify", token: token,
+                    json: #"{"token": "x"}"#)
+                #expect(asScreener.status == 401, "\(asScreener.body)")
+                let elsewhere = try await api.send(
+                    .get, "/v1/campuses/south/survey", template: "/v1/campuses/{campus}/survey", token: token)
+                #expect(elsewhere.status == 401, "a pass from north is nothing at south: \(elsewhere.body)")
 
-            let gray = try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: token)
-            #expect(gray.json["color"] as? String == "gray", "\(gray.body)")
-            let missing = try await api.send(
-                .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
-                json: #"{"surveyVersion": \#(version), "answers": {}}"#)
-            #expect(missing.status == 422 && missing.problem.fields == ["answers.fever"], "\(missing.body)")
-            let answered = try await api.send(
-                .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
-                json: #"{"surveyVersion": \#(version), "answers": {"fever": true}}"#)
-            #expect(answered.status == 201, "\(answered.body)")
-            // One symptom: yellow under the standard rule.
-            #expect((answered.json["badge"] as? [String: Any])?["color"] as? String == "yellow" && answered.json["id"] as? String == visit)
-            let twice = try await api.send(
-                .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
-                json: #"{"surveyVersion": \#(version), "answers": {"fever": false}}"#)
-            #expect(twice.status == 409, "\(twice.body)")
+                let gray = try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: token)
+                #expect(gray.json["color"] as? String == "gray", "\(gray.body)")
+                let missing = try await api.send(
+                    .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
+                    json: #"{"surveyVersion": \#(version), "answers": {}}"#)
+                #expect(missing.status == 422 && missing.problem.fields == ["answers.fever"], "\(missing.body)")
+                let answered = try await api.send(
+                    .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
+                    json: #"{"surveyVersion": \#(version), "answers": {"fever": true}}"#)
+                #expect(answered.status == 201, "\(answered.body)")
+                // One symptom: yellow under the standard rule.
+                #expect(
+                    (answered.json["badge"] as? [String: Any])?["color"] as? String == "yellow" && answered.json["id"] as? String == visit)
+                let twice = try await api.send(
+                    .post, "/v1/campuses/north/attestations", template: "/v1/campuses/{campus}/attestations", token: token,
+                    json: #"{"surveyVersion": \#(version), "answers": {"fever": false}}"#)
+                #expect(twice.status == 409, "\(twice.body)")
 
-            let badge = try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: token)
-            #expect(badge.json["color"] as? String == "yellow", "\(badge.body)")
-            let badgeToken = try #require(badge.json["token"] as? String)
-            let claims = try Self.claims(badgeToken)
-            #expect(claims["guest"] as? String == "Alice Member" && claims.count == 7, "\(claims)")
-            let door = try await api.send(
-                .post, "/v1/campuses/north/badges/verify", template: "/v1/campuses/{campus}/badges/verify", token: setup.screenerToken,
-                json: #"{"token": "\#(badgeToken)"}"#)
-            #expect(
-                door.status == 200 && door.json["valid"] as? Bool == true && door.json["guest"] as? String == "Alice Member", "\(door.body)"
-            )
-            let otherDoor = try await api.send(
-                .post, "/v1/campuses/south/badges/verify", template: "/v1/campuses/{campus}/badges/verify", token: southScreener,
-                json: #"{"token": "\#(badgeToken)"}"#)
-            #expect(otherDoor.json["valid"] as? Bool == false, "\(otherDoor.body)")
+                let badge = try await api.send(
+                    .get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: token)
+                #expect(badge.json["color"] as? String == "yellow", "\(badge.body)")
+                let badgeToken = try #require(badge.json["token"] as? String)
+                let claims = try Self.claims(badgeToken)
+                #expect(claims["guest"] as? String == "Alice Member" && claims.count == 7, "\(claims)")
+                let door = try await api.send(
+                    .post, "/v1/campuses/north/badges/verify", template: "/v1/campuses/{campus}/badges/verify", token: setup.screenerToken,
+                    json: #"{"token": "\#(badgeToken)"}"#)
+                #expect(
+                    door.status == 200 && door.json["valid"] as? Bool == true && door.json["guest"] as? String == "Alice Member",
+                    "\(door.body)"
+                )
+                let otherDoor = try await api.send(
+                    .post, "/v1/campuses/south/badges/verify", template: "/v1/campuses/{campus}/badges/verify", token: southScreener,
+                    json: #"{"token": "\#(badgeToken)"}"#)
+                #expect(otherDoor.json["valid"] as? Bool == false, "\(otherDoor.body)")
 
-            // The host hears of it through their own channel; health officers see the guest.
-            let events = try await server.pool.query(
-                "SELECT payload FROM notification_outbox WHERE campus_id = \(north.id) AND event = 'guest.arrived'",
-                campus: north.id.rawValue)
-            #expect(events.count == 1)
-            _ = try await server.services.outbox.runOnce()
-            // On the wall clock past the campus's reminder time, Alice's daily reminder goes out
-            // in the same round: the guest's message is the one counted here.
-            let toHost = try await EmailChannelTests.read(
-                try setup.smtp.received().filter { $0.to == ["alice@example.edu"] }, dkimRecord: nil
-            ).filter { !$0.subject.hasPrefix("Reminder:") }
-            #expect(toHost.count == 1 && toHost.first?.subject == "Your guest Vera Visitor checked in at North", "\(toHost)")
-            #expect(toHost.first?.text.contains("Their guest badge is yellow") == true && toHost.first?.unsubscribe != nil)
-            let guestsPath = "/v1/campuses/{campus}/health/guests"
-            let day = try await api.send(.get, "/v1/campuses/north/health/guests", template: guestsPath, token: officerToken)
-            #expect(day.status == 200, "\(day.body)")
-            let counts = day.json["counts"] as? [String: Int]
-            #expect(counts == ["green": 0, "yellow": 1, "red": 0], "\(day.body)")
-            let followUps = day.json["followUps"] as? [[String: Any]] ?? []
-            #expect(followUps.count == 1 && followUps.first?["name"] as? String == "Vera Visitor", "\(day.body)")
-            #expect(
-                followUps.first?["host"] as? String == "Alice Member" && followUps.first?["email"] as? String == "vera@visitor.example.org")
-            let audited = try await server.pool.query(
-                "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(north.id) AND action = 'guests.read'", campus: north.id.rawValue)
-            #expect(try audited[0].decode("n", as: Int.self) == 1)
-            for refused in [setup.screenerToken, token] {
-                let answer = try await api.send(.get, "/v1/campuses/north/health/guests", template: guestsPath, token: refused)
-                #expect([401, 403].contains(answer.status), "\(answer.body)")
+                // The host hears of it through their own channel; health officers see the guest.
+                let events = try await server.pool.query(
+                    "SELECT payload FROM notification_outbox WHERE campus_id = \(north.id) AND event = 'guest.arrived'",
+                    campus: north.id.rawValue)
+                #expect(events.count == 1)
+                _ = try await server.services.outbox.runOnce()
+                // On the wall clock past the campus's reminder time, Alice's daily reminder goes out
+                // in the same round: the guest's message is the one counted here.
+                let toHost = try await EmailChannelTests.read(
+                    try setup.smtp.received().filter { $0.to == ["alice@example.edu"] }, dkimRecord: nil
+                ).filter { !$0.subject.hasPrefix("Reminder:") }
+                #expect(toHost.count == 1 && toHost.first?.subject == "Your guest Vera Visitor checked in at North", "\(toHost)")
+                #expect(toHost.first?.text.contains("Their guest badge is yellow") == true && toHost.first?.unsubscribe != nil)
+                let guestsPath = "/v1/campuses/{campus}/health/guests"
+                let day = try await api.send(.get, "/v1/campuses/north/health/guests", template: guestsPath, token: officerToken)
+                #expect(day.status == 200, "\(day.body)")
+                let counts = day.json["counts"] as? [String: Int]
+                #expect(counts == ["green": 0, "yellow": 1, "red": 0], "\(day.body)")
+                let followUps = day.json["followUps"] as? [[String: Any]] ?? []
+                #expect(followUps.count == 1 && followUps.first?["name"] as? String == "Vera Visitor", "\(day.body)")
+                #expect(
+                    followUps.first?["host"] as? String == "Alice Member"
+                        && followUps.first?["email"] as? String == "vera@visitor.example.org")
+                let audited = try await server.pool.query(
+                    "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(north.id) AND action = 'guests.read'",
+                    campus: north.id.rawValue)
+                #expect(try audited[0].decode("n", as: Int.self) == 1)
+                for refused in [setup.screenerToken, token] {
+                    let answer = try await api.send(.get, "/v1/campuses/north/health/guests", template: guestsPath, token: refused)
+                    #expect([401, 403].contains(answer.status), "\(answer.body)")
+                }
             }
         }
     }
 
     @Test func fiveWrongCodesLockTheVisitAndACodeExpiresAfterTenMinutes() async throws {
         let clock = TestClock(Date())
-        let setup = try await Self.setUp(clock: clock)
-        defer { Task { await setup.smtp.stop() } }
-        try await setup.server.run { api in
-            let visit = try #require(try await Self.register(api).json["id"] as? String)
-            let (code, _) = try await Self.code(setup.smtp, to: "vera@visitor.example.org")
-            let wrongCode = code == "123456" ? "654321" : "123456"
-            for left in (1...4).reversed() {
-                let wrong = try await Self.verify(api, visit: visit, code: wrongCode)
-                #expect(wrong.status == 422 && wrong.body.contains("\(left) \(left == 1 ? "try" : "tries") left"), "\(wrong.body)")
-            }
-            let fifth = try await Self.verify(api, visit: visit, code: wrongCode)
-            #expect(fifth.status == 403 && fifth.problem.type.hasSuffix("visit-locked"), "\(fifth.body)")
-            let sixth = try await Self.verify(api, visit: visit, code: code)
-            #expect(sixth.status == 403, "the right code after five wrong ones: \(sixth.body)")
+        try await Self.withSetUp(clock: clock) { setup in
+            try await setup.server.run { api in
+                let visit = try #require(try await Self.register(api).json["id"] as? String)
+                let (code, _) = try await Self.code(setup.smtp, to: "vera@visitor.example.org")
+                let wrongCode = code == "123456" ? "654321" : "123456"
+                for left in (1...4).reversed() {
+                    let wrong = try await Self.verify(api, visit: visit, code: wrongCode)
+                    #expect(wrong.status == 422 && wrong.body.contains("\(left) \(left == 1 ? "try" : "tries") left"), "\(wrong.body)")
+                }
+                let fifth = try await Self.verify(api, visit: visit, code: wrongCode)
+                #expect(fifth.status == 403 && fifth.problem.type.hasSuffix("visit-locked"), "\(fifth.body)")
+                let sixth = try await Self.verify(api, visit: visit, code: code)
+                #expect(sixth.status == 403, "the right code after five wrong ones: \(sixth.body)")
 
-            let late = try #require(try await Self.register(api, email: "late@visitor.example.org").json["id"] as? String)
-            let (lateCode, _) = try await Self.code(setup.smtp, to: "late@visitor.example.org")
-            clock.advance(by: 601)
-            let expired = try await Self.verify(api, visit: late, code: lateCode)
-            #expect(expired.status == 410, "\(expired.body)")
-            let unknown = try await Self.verify(api, visit: UUID().uuidString, code: lateCode)
-            #expect(unknown.status == 404, "\(unknown.body)")
+                let late = try #require(try await Self.register(api, email: "late@visitor.example.org").json["id"] as? String)
+                let (lateCode, _) = try await Self.code(setup.smtp, to: "late@visitor.example.org")
+                clock.advance(by: 601)
+                let expired = try await Self.verify(api, visit: late, code: lateCode)
+                #expect(expired.status == 410, "\(expired.body)")
+                let unknown = try await Self.verify(api, visit: UUID().uuidString, code: lateCode)
+                #expect(unknown.status == 404, "\(unknown.body)")
+            }
         }
     }
 
     @Test func signUpsAreLimitedPerEmailPerCampusDayAndPerAddress() async throws {
-        let setup = try await Self.setUp(cap: 4)
-        defer { Task { await setup.smtp.stop() } }
-        try await setup.server.run { api in
-            for _ in 0..<3 { #expect(try await Self.register(api, email: "same@visitor.example.org").status == 201) }
-            let fourth = try await Self.register(api, email: "same@visitor.example.org")
-            #expect(fourth.status == 429 && fourth.problem.type.hasSuffix("guest-email-limit"), "\(fourth.body)")
-            #expect(try await Self.register(api, email: "other@visitor.example.org").status == 201)
-            let capped = try await Self.register(api, email: "fifth@visitor.example.org")
-            #expect(capped.status == 429 && capped.problem.type.hasSuffix("guest-cap"), "\(capped.body)")
-            #expect(capped.problem.detail.contains("Contact your host"), "\(capped.body)")
+        try await Self.withSetUp(cap: 4) { setup in
+            try await setup.server.run { api in
+                for _ in 0..<3 { #expect(try await Self.register(api, email: "same@visitor.example.org").status == 201) }
+                let fourth = try await Self.register(api, email: "same@visitor.example.org")
+                #expect(fourth.status == 429 && fourth.problem.type.hasSuffix("guest-email-limit"), "\(fourth.body)")
+                #expect(try await Self.register(api, email: "other@visitor.example.org").status == 201)
+                let capped = try await Self.register(api, email: "fifth@visitor.example.org")
+                #expect(capped.status == 429 && capped.problem.type.hasSuffix("guest-cap"), "\(capped.body)")
+                #expect(capped.problem.detail.contains("Contact your host"), "\(capped.body)")
+            }
         }
         // One address signing up 1,000 times: the first ten pass (then one a minute), the rest are 429s.
-        let flood = try await Self.setUp()
-        defer { Task { await flood.smtp.stop() } }
-        _ = try await CampusStore(client: flood.server.pool).set(slug: "north", key: "guest-daily-cap", value: "100000", actor: "test")
-        try await flood.server.run { api in
-            var statuses: [Int: Int] = [:]
-            for index in 0..<1_000 {
-                let reply = try await api.client.execute(
-                    uri: "/v1/campuses/north/guests/visits", method: .post, headers: [.contentType: "application/json"],
-                    body: ByteBuffer(
-                        string: #"{"name": "V \#(index)", "email": "v\#(index)@visitor.example.org", "host": "alice@example.edu"}"#))
-                statuses[Int(reply.status.code), default: 0] += 1
+        try await Self.withSetUp { flood in
+            _ = try await CampusStore(client: flood.server.pool).set(slug: "north", key: "guest-daily-cap", value: "100000", actor: "test")
+            try await flood.server.run { api in
+                var statuses: [Int: Int] = [:]
+                for index in 0..<1_000 {
+                    let reply = try await api.client.execute(
+                        uri: "/v1/campuses/north/guests/visits", method: .post, headers: [.contentType: "application/json"],
+                        body: ByteBuffer(
+                            string: #"{"name": "V \#(index)", "email": "v\#(index)@visitor.example.org", "host": "alice@example.edu"}"#))
+                    statuses[Int(reply.status.code), default: 0] += 1
+                }
+                #expect(statuses[201] == 10 && statuses[429] == 990, "\(statuses)")
+                #expect(try flood.smtp.received().count == 10)
             }
-            #expect(statuses[201] == 10 && statuses[429] == 990, "\(statuses)")
-            #expect(try flood.smtp.received().count == 10)
         }
         // Behind a guest Wi-Fi's NAT an operator raises it (`serve --guest-visits-per-address 40`).
-        let wifi = try await Self.setUp(visitsPerAddress: 40)
-        defer { Task { await wifi.smtp.stop() } }
-        try await wifi.server.run { api in
-            var created = 0
-            for index in 0..<41 where try await Self.register(api, email: "w\(index)@visitor.example.org").status == 201 { created += 1 }
-            #expect(created == 40)
+        try await Self.withSetUp(visitsPerAddress: 40) { wifi in
+            try await wifi.server.run { api in
+                var created = 0
+                for index in 0..<41 where try await Self.register(api, email: "w\(index)@visitor.example.org").status == 201 {
+                    created += 1
+                }
+                #expect(created == 40)
+            }
         }
     }
 
@@ -295,152 +313,155 @@ struct GuestTests {
     /// while another server registers, they wait for their turn in the process, one of them
     /// holding a connection, and the pool serves everything else.
     @Test func registrationsAtOnceWaitTheirTurnAndTheCapHoldsExactly() async throws {
-        let setup = try await Self.setUp(cap: 10)
-        defer { Task { await setup.smtp.stop() } }
-        let (server, campus) = (setup.server, setup.north)
-        let lock = try await AnotherServersLock.take(
-            "SELECT \(GuestStore.registrationLock(campus: campus.id))", on: server, campus: campus.id)
-        let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
-            defer { lock.release() }
-            for index in 0..<16 {
-                group.addTask {
-                    do {
-                        _ = try await server.services.guests.register(
-                            campus: campus, name: "V \(index)", email: "v\(index)@visitor.example.org", host: "alice@example.edu",
-                            now: Date())
-                        return "registered"
-                    } catch GuestError.dailyCapReached {
-                        return "capped"
+        try await Self.withSetUp(cap: 10) { setup in
+            let (server, campus) = (setup.server, setup.north)
+            let lock = try await AnotherServersLock.take(
+                "SELECT \(GuestStore.registrationLock(campus: campus.id))", on: server, campus: campus.id)
+            let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+                defer { lock.release() }
+                for index in 0..<16 {
+                    group.addTask {
+                        do {
+                            _ = try await server.services.guests.register(
+                                campus: campus, name: "V \(index)", email: "v\(index)@visitor.example.org", host: "alice@example.edu",
+                                now: Date())
+                            return "registered"
+                        } catch GuestError.dailyCapReached {
+                            return "capped"
+                        }
                     }
                 }
+                let waiting = try await AnotherServersLock.waiters(on: server)
+                #expect(waiting == 1, "one registration waits for the lock with a connection; the others wait for their turn without")
+                lock.release()
+                return try await group.reduce(into: [String: Int]()) { $0[$1, default: 0] += 1 }
             }
-            let waiting = try await AnotherServersLock.waiters(on: server)
-            #expect(waiting == 1, "one registration waits for the lock with a connection; the others wait for their turn without")
-            lock.release()
-            return try await group.reduce(into: [String: Int]()) { $0[$1, default: 0] += 1 }
+            try await lock.end()
+            #expect(outcomes == ["registered": 10, "capped": 6])
         }
-        try await lock.end()
-        #expect(outcomes == ["registered": 10, "capped": 6])
     }
 
     @Test func aGuestErasesTheirVisitFromTheEmailAndVisitsArePurgedAfterRetention() async throws {
-        let setup = try await Self.setUp()
-        defer { Task { await setup.smtp.stop() } }
-        let (server, north) = (setup.server, setup.north)
-        try await server.run { api in
-            let visit = try #require(try await Self.register(api).json["id"] as? String)
-            let (code, read) = try await Self.code(setup.smtp, to: "vera@visitor.example.org")
-            let link = try #require(
-                read.text.split(whereSeparator: \.isNewline).first { $0.contains("/visit/erase?") }.flatMap {
-                    $0.split(separator: " ").last
-                })
-            let query = try #require(URLComponents(string: String(link))?.queryItems)
-            let token = try #require(query.first { $0.name == "token" }?.value)
-            let web = WebClient(api.client)
-            let page = try await web.get("/c/north/visit/erase?visit=\(visit)&token=\(token)")
-            #expect(page.status == 200 && page.body.contains("Erase my visit"))
-            let forged = try await web.post("/c/north/visit/erase", form: [("visit", visit), ("token", String(token.reversed()))])
-            #expect(forged.status == 404)
-            let erased = try await web.post("/c/north/visit/erase", form: [("visit", visit), ("token", token)])
-            #expect(erased.status == 200 && erased.body.contains("Your visit is erased"), "\(erased.body.prefix(300))")
-            #expect(try await Self.verify(api, visit: visit, code: code).status == 404)
+        try await Self.withSetUp { setup in
+            let (server, north) = (setup.server, setup.north)
+            try await server.run { api in
+                let visit = try #require(try await Self.register(api).json["id"] as? String)
+                let (code, read) = try await Self.code(setup.smtp, to: "vera@visitor.example.org")
+                let link = try #require(
+                    read.text.split(whereSeparator: \.isNewline).first { $0.contains("/visit/erase?") }.flatMap {
+                        $0.split(separator: " ").last
+                    })
+                let query = try #require(URLComponents(string: String(link))?.queryItems)
+                let token = try #require(query.first { $0.name == "token" }?.value)
+                let web = WebClient(api.client)
+                let page = try await web.get("/c/north/visit/erase?visit=\(visit)&token=\(token)")
+                #expect(page.status == 200 && page.body.contains("Erase my visit"))
+                let forged = try await web.post("/c/north/visit/erase", form: [("visit", visit), ("token", String(token.reversed()))])
+                #expect(forged.status == 404)
+                let erased = try await web.post("/c/north/visit/erase", form: [("visit", visit), ("token", token)])
+                #expect(erased.status == 200 && erased.body.contains("Your visit is erased"), "\(erased.body.prefix(300))")
+                #expect(try await Self.verify(api, visit: visit, code: code).status == 404)
 
-            // Another visit, checked in, then the purge after the campus's retention (3 days here).
-            _ = try await CampusStore(client: server.pool).set(slug: "north", key: "guest-retention-days", value: "3", actor: "test")
-            // Asked in Spanish, the code's email is in Spanish.
-            let second = try #require(
-                try await Self.register(api, email: "w@visitor.example.org", headers: [.acceptLanguage: "es-MX,es;q=0.9,en;q=0.5"]).json[
-                    "id"]
-                    as? String)
-            let (secondCode, spanish) = try await Self.code(setup.smtp, to: "w@visitor.example.org")
-            #expect(spanish.subject == "\(secondCode) es su código de visita para North" && spanish.language == "es", "\(spanish)")
-            #expect(spanish.text.contains("días después de la visita"), "\(spanish.text)")
-            let pass = try #require(try await Self.verify(api, visit: second, code: secondCode).json["token"] as? String)
-            let campus = try await CampusStore(client: server.pool).require(slug: "north")
-            #expect(
-                try await GuestUpkeep(client: server.pool).run(campus: campus, now: Date().addingTimeInterval(3 * 86_400))["guests_purged"]
-                    == 0)
-            #expect(
-                try await GuestUpkeep(client: server.pool).run(campus: campus, now: Date().addingTimeInterval(4 * 86_400 + 3_600))[
-                    "guests_purged"] == 1)
-            let left = try await server.pool.query(
-                "SELECT count(*) AS n FROM guest_visits WHERE campus_id = \(north.id)", campus: north.id.rawValue)
-            #expect(try left[0].decode("n", as: Int.self) == 0)
-            let gone = try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: pass)
-            #expect(gone.status == 401)
-            let audit = try await server.pool.query(
-                "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(north.id) AND action = 'guest.erase'", campus: north.id.rawValue)
-            #expect(try audit[0].decode("n", as: Int.self) == 1)
+                // Another visit, checked in, then the purge after the campus's retention (3 days here).
+                _ = try await CampusStore(client: server.pool).set(slug: "north", key: "guest-retention-days", value: "3", actor: "test")
+                // Asked in Spanish, the code's email is in Spanish.
+                let second = try #require(
+                    try await Self.register(api, email: "w@visitor.example.org", headers: [.acceptLanguage: "es-MX,es;q=0.9,en;q=0.5"])
+                        .json[
+                            "id"]
+                        as? String)
+                let (secondCode, spanish) = try await Self.code(setup.smtp, to: "w@visitor.example.org")
+                #expect(spanish.subject == "\(secondCode) es su código de visita para North" && spanish.language == "es", "\(spanish)")
+                #expect(spanish.text.contains("días después de la visita"), "\(spanish.text)")
+                let pass = try #require(try await Self.verify(api, visit: second, code: secondCode).json["token"] as? String)
+                let campus = try await CampusStore(client: server.pool).require(slug: "north")
+                #expect(
+                    try await GuestUpkeep(client: server.pool).run(campus: campus, now: Date().addingTimeInterval(3 * 86_400))[
+                        "guests_purged"]
+                        == 0)
+                #expect(
+                    try await GuestUpkeep(client: server.pool).run(campus: campus, now: Date().addingTimeInterval(4 * 86_400 + 3_600))[
+                        "guests_purged"] == 1)
+                let left = try await server.pool.query(
+                    "SELECT count(*) AS n FROM guest_visits WHERE campus_id = \(north.id)", campus: north.id.rawValue)
+                #expect(try left[0].decode("n", as: Int.self) == 0)
+                let gone = try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: pass)
+                #expect(gone.status == 401)
+                let audit = try await server.pool.query(
+                    "SELECT count(*) AS n FROM audit_log WHERE campus_id = \(north.id) AND action = 'guest.erase'",
+                    campus: north.id.rawValue)
+                #expect(try audit[0].decode("n", as: Int.self) == 1)
+            }
         }
     }
 
     @Test func aKioskChecksInVisitorsOnAScreenersWordAndTheAdminPrintsThePoster() async throws {
-        let setup = try await Self.setUp()
-        defer { Task { await setup.smtp.stop() } }
-        let (server, north) = (setup.server, setup.north)
-        let (_, adminToken) = try await server.user("ada@example.edu", at: north, roles: [.admin])
-        let (_, memberToken) = try await server.user("mo@example.edu", at: north)
-        try await server.run { api in
-            let desk = WebClient(api.client)
-            desk.cookies.withLock { $0["attest-north"] = setup.screenerToken }
-            let kiosk = try await desk.get("/c/north/kiosk")
-            #expect(
-                kiosk.status == 200 && kiosk.body.contains("autocomplete=\"off\"") && kiosk.body.contains("/static/kiosk."),
-                "\(kiosk.status)")
-            let csrf = try #require(kiosk.csrf)
-            let version = try #require(kiosk.field("surveyVersion"))
-            var form: [(String, String)] = [
-                ("csrf", csrf), ("surveyVersion", version), ("name", "Kim Kiosk"), ("email", "kim@visitor.example.org"),
-                ("host", "Alice Member"),
-            ]
-            for question in DemoQuestionnaire.draft.questions {
-                switch question.kind {
-                case .boolean: form.append(("answers.\(question.id)", "no"))
-                case .number: form.append(("answers.\(question.id)", "36.8"))
-                case .choice: form.append(("answers.\(question.id)", question.options?.first ?? ""))
-                case .text: form.append(("answers.\(question.id)", "ok"))
+        try await Self.withSetUp { setup in
+            let (server, north) = (setup.server, setup.north)
+            let (_, adminToken) = try await server.user("ada@example.edu", at: north, roles: [.admin])
+            let (_, memberToken) = try await server.user("mo@example.edu", at: north)
+            try await server.run { api in
+                let desk = WebClient(api.client)
+                desk.cookies.withLock { $0["attest-north"] = setup.screenerToken }
+                let kiosk = try await desk.get("/c/north/kiosk")
+                #expect(
+                    kiosk.status == 200 && kiosk.body.contains("autocomplete=\"off\"") && kiosk.body.contains("/static/kiosk."),
+                    "\(kiosk.status)")
+                let csrf = try #require(kiosk.csrf)
+                let version = try #require(kiosk.field("surveyVersion"))
+                var form: [(String, String)] = [
+                    ("csrf", csrf), ("surveyVersion", version), ("name", "Kim Kiosk"), ("email", "kim@visitor.example.org"),
+                    ("host", "Alice Member"),
+                ]
+                for question in DemoQuestionnaire.draft.questions {
+                    switch question.kind {
+                    case .boolean: form.append(("answers.\(question.id)", "no"))
+                    case .number: form.append(("answers.\(question.id)", "36.8"))
+                    case .choice: form.append(("answers.\(question.id)", question.options?.first ?? ""))
+                    case .text: form.append(("answers.\(question.id)", "ok"))
+                    }
                 }
-            }
-            let checkedIn = try await desk.post(
-                "/c/north/kiosk", form: form, headers: [.accept: "application/json", HTTPField.Name("X-CSRF-Token")!: csrf])
-            #expect(checkedIn.status == 201, "\(checkedIn.body.prefix(400))")
-            let json = try #require(try JSONSerialization.jsonObject(with: Data(checkedIn.body.utf8)) as? [String: Any])
-            #expect(json["guestName"] as? String == "Kim Kiosk" && json["guestOf"] as? String == "Guest of Alice Member")
-            #expect((json["qr"] as? String)?.hasPrefix("<svg") == true && json["color"] as? String == "green", "\(json)")
-            #expect(!checkedIn.setCookies.contains { $0.contains("guest") }, "the kiosk gives the visitor no cookie")
-            #expect(try setup.smtp.received().isEmpty, "no code is emailed at the kiosk")
-            let vouched = try await server.pool.query(
-                "SELECT actor FROM audit_log WHERE campus_id = \(north.id) AND action = 'guest.vouch'", campus: north.id.rawValue)
-            #expect(try vouched.map { try $0.decode("actor", as: String.self) } == ["user:sam@example.edu"])
-            // A member is not a screener: the kiosk is refused.
-            let member = WebClient(api.client)
-            member.cookies.withLock { $0["attest-north"] = memberToken }
-            #expect(try await member.get("/c/north/kiosk").status == 403)
+                let checkedIn = try await desk.post(
+                    "/c/north/kiosk", form: form, headers: [.accept: "application/json", HTTPField.Name("X-CSRF-Token")!: csrf])
+                #expect(checkedIn.status == 201, "\(checkedIn.body.prefix(400))")
+                let json = try #require(try JSONSerialization.jsonObject(with: Data(checkedIn.body.utf8)) as? [String: Any])
+                #expect(json["guestName"] as? String == "Kim Kiosk" && json["guestOf"] as? String == "Guest of Alice Member")
+                #expect((json["qr"] as? String)?.hasPrefix("<svg") == true && json["color"] as? String == "green", "\(json)")
+                #expect(!checkedIn.setCookies.contains { $0.contains("guest") }, "the kiosk gives the visitor no cookie")
+                #expect(try setup.smtp.received().isEmpty, "no code is emailed at the kiosk")
+                let vouched = try await server.pool.query(
+                    "SELECT actor FROM audit_log WHERE campus_id = \(north.id) AND action = 'guest.vouch'", campus: north.id.rawValue)
+                #expect(try vouched.map { try $0.decode("actor", as: String.self) } == ["user:sam@example.edu"])
+                // A member is not a screener: the kiosk is refused.
+                let member = WebClient(api.client)
+                member.cookies.withLock { $0["attest-north"] = memberToken }
+                #expect(try await member.get("/c/north/kiosk").status == 403)
 
-            let admin = WebClient(api.client)
-            admin.cookies.withLock { $0["attest-north"] = adminToken }
-            let dashboard = try await admin.get("/c/north/admin")
-            #expect(dashboard.body.contains("admin/poster.pdf") && dashboard.body.contains("Green 1"), "\(dashboard.status)")
-            let pdf = try await admin.get("/c/north/admin/poster.pdf")
-            #expect(pdf.status == 200 && pdf.headers[.contentType] == "application/pdf" && pdf.bytes.starts(with: Array("%PDF-".utf8)))
-            let svg = try await admin.get("/c/north/admin/poster.svg")
-            #expect(svg.status == 200 && svg.headers[.contentType] == "image/svg+xml")
-            // Read by others: qpdf checks the PDF, poppler draws it and pyzbar reads its QR code;
-            // Python's XML parser reads the SVG, whose code, drawn again from its path, reads the same.
-            let link = server.services.origin + "/c/north/visit"
-            let files = FileManager.default.temporaryDirectory.appending(path: "poster-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: files) }
-            try pdf.bytes.write(to: files.appending(path: "poster.pdf"))
-            try Data(svg.body.utf8).write(to: files.appending(path: "poster.svg"))
-            let check = try await ChildProcess.run(["/usr/bin/qpdf", "--check", files.appending(path: "poster.pdf").path])
-            #expect(check.status == 0, "qpdf: \(check.stdout) \(check.stderr)")
-            let text = try await ExportTests.text(ofPDF: pdf.bytes)
-            #expect(text.contains("Visiting today?") && text.contains(link), "\(text)")
-            let read = try await ChildProcess.run(["/usr/bin/env", "python3", "-c", Self.posterOracle, files.path])
-            #expect(read.status == 0, "\(read.stderr)")
-            #expect(read.stdout.split(whereSeparator: \.isNewline).map(String.init) == [link, link], "\(read.stdout)")
-            #expect(try await member.get("/c/north/admin/poster.pdf").status == 403)
+                let admin = WebClient(api.client)
+                admin.cookies.withLock { $0["attest-north"] = adminToken }
+                let dashboard = try await admin.get("/c/north/admin")
+                #expect(dashboard.body.contains("admin/poster.pdf") && dashboard.body.contains("Green 1"), "\(dashboard.status)")
+                let pdf = try await admin.get("/c/north/admin/poster.pdf")
+                #expect(pdf.status == 200 && pdf.headers[.contentType] == "application/pdf" && pdf.bytes.starts(with: Array("%PDF-".utf8)))
+                let svg = try await admin.get("/c/north/admin/poster.svg")
+                #expect(svg.status == 200 && svg.headers[.contentType] == "image/svg+xml")
+                // Read by others: qpdf checks the PDF, poppler draws it and pyzbar reads its QR code;
+                // Python's XML parser reads the SVG, whose code, drawn again from its path, reads the same.
+                let link = server.services.origin + "/c/north/visit"
+                let files = FileManager.default.temporaryDirectory.appending(path: "poster-\(UUID().uuidString.prefix(8))")
+                try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: files) }
+                try pdf.bytes.write(to: files.appending(path: "poster.pdf"))
+                try Data(svg.body.utf8).write(to: files.appending(path: "poster.svg"))
+                let check = try await ChildProcess.run(["/usr/bin/qpdf", "--check", files.appending(path: "poster.pdf").path])
+                #expect(check.status == 0, "qpdf: \(check.stdout) \(check.stderr)")
+                let text = try await ExportTests.text(ofPDF: pdf.bytes)
+                #expect(text.contains("Visiting today?") && text.contains(link), "\(text)")
+                let read = try await ChildProcess.run(["/usr/bin/env", "python3", "-c", Self.posterOracle, files.path])
+                #expect(read.status == 0, "\(read.stderr)")
+                #expect(read.stdout.split(whereSeparator: \.isNewline).map(String.init) == [link, link], "\(read.stdout)")
+                #expect(try await member.get("/c/north/admin/poster.pdf").status == 403)
+            }
         }
     }
 
