@@ -81,44 +81,50 @@ public struct HealthRecords: Sendable {
                         collected_at = EXCLUDED.collected_at, resulted_at = EXCLUDED.resulted_at, source = EXCLUDED.source,
                         received_at = now(), dismissed_at = NULL
                     RETURNING t.id, t.specimen_id, t.user_id
+                ), outcome AS (
+                    SELECT s.id, s.specimen_id, s.user_id, p.user_id AS previous_user,
+                           p.specimen_id IS NOT NULL AND (p.subject, p.test_code, p.detected, p.collected_at)
+                               IS DISTINCT FROM (i.subject, i.test_code, i.detected, i.collected_at) AS corrected,
+                           p.detected AS previous_detected, i.detected
+                    FROM stored s JOIN incoming i USING (specimen_id) LEFT JOIN previous p USING (specimen_id)
                 )
-                SELECT s.id, s.specimen_id, s.user_id, p.user_id AS previous_user,
-                       p.specimen_id IS NOT NULL AND (p.subject, p.test_code, p.detected, p.collected_at)
-                           IS DISTINCT FROM (i.subject, i.test_code, i.detected, i.collected_at) AS corrected,
-                       p.detected AS previous_detected, i.detected
-                FROM stored s JOIN incoming i USING (specimen_id) LEFT JOIN previous p USING (specimen_id)
+                -- The counts and the members touched in one row, then a row for each correction:
+                -- not a row for every result, read back and decoded to be counted.
+                SELECT (SELECT count(*) FROM outcome) AS received, (SELECT count(user_id) FROM outcome) AS matched,
+                       ARRAY(SELECT user_id FROM outcome WHERE user_id IS NOT NULL
+                             UNION SELECT previous_user FROM outcome WHERE previous_user IS NOT NULL) AS touched,
+                       NULL::uuid AS id, NULL::text AS specimen_id, NULL::bool AS previous_detected, NULL::bool AS detected
+                UNION ALL
+                SELECT NULL, NULL, NULL, id, specimen_id, previous_detected, detected FROM outcome WHERE corrected
                 """)
-            var touched = Set<UUID>()
-            var matched = 0, corrected = 0
+            var received = 0, matched = 0, corrected = 0
+            var touched: [UUID] = []
             for row in rows {
-                let user = try row.decode("user_id", as: UUID?.self)
-                if let user {
-                    matched += 1
-                    touched.insert(user)
+                if let count = try row.decode("received", as: Int?.self) {
+                    (received, matched) = (count, try row.decode("matched"))
+                    touched = try row.decode("touched")
+                    continue
                 }
-                if let previous = try row.decode("previous_user", as: UUID?.self) { touched.insert(previous) }
-                if try row.decode("corrected", as: Bool.self) {
-                    corrected += 1
-                    let before = try row.decode("previous_detected", as: Bool?.self), after = try row.decode("detected", as: Bool.self)
-                    try await AuditLog.record(
-                        connection, campus: campus.id, actor: actor, action: "result.correct",
-                        target: "specimen:\(try row.decode("specimen_id", as: String.self))",
-                        details: [
-                            "result": try row.decode("id", as: UUID.self).lowercasedText, "source": source,
-                            "was": before.map(Self.words) ?? "", "now": Self.words(after),
-                        ])
-                }
+                corrected += 1
+                let before = try row.decode("previous_detected", as: Bool?.self), after = try row.decode("detected", as: Bool.self)
+                try await AuditLog.record(
+                    connection, campus: campus.id, actor: actor, action: "result.correct",
+                    target: "specimen:\(try row.decode("specimen_id", as: String.self))",
+                    details: [
+                        "result": try row.decode("id", as: UUID.self).lowercasedText, "source": source,
+                        "was": before.map(Self.words) ?? "", "now": Self.words(after),
+                    ])
             }
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: "results.receive", target: source,
                 details: [
-                    "received": "\(rows.count)", "matched": "\(matched)", "unmatched": "\(rows.count - matched)",
+                    "received": "\(received)", "matched": "\(matched)", "unmatched": "\(received - matched)",
                     "corrected": "\(corrected)",
                 ])
-            let changed = try await Self.recompute(connection, campus: campus, users: Array(touched), policy: policy)
+            let changed = try await Self.recompute(connection, campus: campus, users: touched, policy: policy)
             return (
                 Receipt(
-                    received: rows.count, matched: matched, unmatched: rows.count - matched, corrected: corrected,
+                    received: received, matched: matched, unmatched: received - matched, corrected: corrected,
                     statusesChanged: changed),
                 changed
             )
