@@ -16,12 +16,20 @@ struct DevCommandTests {
             try? FileManager.default.removeItem(atPath: directory)
         }
         let port = try LoopbackHTTP.freePort()
+        let passedBefore = Self.deadlineHasPassed(minute: 600)
         let first = try ChildProcess(
             [ChildProcess.attestBinary, "dev", "--port", "\(port)", "--data-dir", directory],
             environment: ["DATABASE_URL": nil])
         try await LoopbackHTTP.waitFor(port: port, path: "/readyz", timeout: .seconds(90), while: first)
         #expect(first.stdout.contains("Demo campus:  demo"))
         #expect(first.stdout.contains("http://127.0.0.1:\(port)/readyz"))
+        // Reminders: the window a member's time is chosen in, and after the deadline how to
+        // open the rest of the day (unless the deadline passed while the server started).
+        #expect(first.stdout.contains("(America/New_York, daily deadline 10:00)"))
+        #expect(first.stdout.contains("/c/demo/settings sets yours: a time from 00:00 to 10:00, America/New_York time"))
+        if passedBefore == Self.deadlineHasPassed(minute: 600) {
+            #expect(first.stdout.contains("attest campus set demo deadline 23:59 (and back with 10:00)") == passedBefore)
+        }
         if geteuid() == 0 { #expect(first.stdout.contains("runs as the unprivileged 'postgres' system user")) }
 
         // Only a Unix socket, in the data directory; its URL is saved for other commands.
@@ -55,6 +63,8 @@ struct DevCommandTests {
         // Episodes there get made-up weather: the demo's own context provider.
         let context = try await client.query("SELECT plugin_id FROM campus_plugins WHERE kind = 'context'")
         #expect(try context.map { try $0.decode("plugin_id", as: String.self) } == ["made-up"])
+        // Moved by an operator (here to midnight, always passed): the next run says so.
+        _ = try await client.query("UPDATE campuses SET deadline_minute = 0")
         await client.shutdown()
 
         // The demo campus takes visitors: a visit's code is printed here, and it works.
@@ -85,12 +95,22 @@ struct DevCommandTests {
             environment: ["DATABASE_URL": nil])
         try await LoopbackHTTP.waitFor(port: port, path: "/readyz", timeout: .seconds(60), while: second)
         #expect(!second.stderr.contains("creating a PostgreSQL cluster"))
+        #expect(second.stdout.contains("(America/New_York, daily deadline 00:00)"))
+        #expect(second.stdout.contains("attest campus set demo deadline 23:59 (and back with 00:00)"))
         let again = PostgresClient(configuration: PostgresConfiguration(connectionString: url), logger: TestDatabase.testLogger)
         #expect(try await again.query("SELECT count(*) AS n FROM campuses")[0].decode("n", as: Int.self) == 1)
         await again.shutdown()
         second.signal(SIGINT)
         #expect(try await second.wait(timeout: .seconds(30)) == 0)
         #expect(!FileManager.default.fileExists(atPath: directory + "/pgdata/postmaster.pid"))
+    }
+
+    /// Whether the demo campus's clock (New York) shows `minute` or later now.
+    static func deadlineHasPassed(minute: Int) -> Bool {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "America/New_York") ?? .gmt
+        let parts = calendar.dateComponents([.hour, .minute], from: Date())
+        return (parts.hour ?? 0) * 60 + (parts.minute ?? 0) >= minute
     }
 
     @Test func aDataDirectoryTooDeepForASocketIsRefusedClearly() async throws {

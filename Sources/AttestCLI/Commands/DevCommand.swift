@@ -85,6 +85,7 @@ struct DevCommand: AsyncParsableCommand {
         let host = self.host
         let tokens = Mutex<[(email: String, role: Role, token: String)]>([])
         let machineTokens = Mutex<(lab: String, directory: String)>(("", ""))
+        let demo = Mutex<Campus?>(nil)
         try await migrateThenServe(
             database: database, migrateURL: nil, kek: kek,
             server: ServerConfiguration(
@@ -94,15 +95,17 @@ struct DevCommand: AsyncParsableCommand {
             logger: logger, registry: PluginSystem.registry.withDemoPlugins(),
             afterMigration: {
                 let client = try database.applicationClient(logger: logger)
-                let (issued, lab, directory) = try await withShutdown(client) {
+                let (issued, lab, directory, campus) = try await withShutdown(client) {
                     (
                         try await DemoCampus.ensure(client: client, kek: kek),
                         try await DemoCampus.machineToken(client: client, role: .lab, name: "demo-lab"),
-                        try await DemoCampus.machineToken(client: client, role: .provisioner, name: "demo-directory")
+                        try await DemoCampus.machineToken(client: client, role: .provisioner, name: "demo-directory"),
+                        try await CampusStore(client: client).find(slug: DemoCampus.slug)
                     )
                 }
                 tokens.withLock { $0 = issued }
                 machineTokens.withLock { $0 = (lab, directory) }
+                demo.withLock { $0 = campus }
             },
             onServerRunning: { port in
                 let base = "http://\(host):\(port)"
@@ -112,10 +115,8 @@ struct DevCommand: AsyncParsableCommand {
                     Campus Attest is running (Ctrl-C stops the server and PostgreSQL).
                       Health:       \(base)/healthz
                       Readiness:    \(base)/readyz
-                      Demo campus:  \(DemoCampus.slug) (\(DemoCampus.timeZone), daily deadline 10:00)
+                    \(DemoCampus.summary(demo.withLock { $0 }, base: base, at: Date()))
                       Web pages:    \(base)/c/\(DemoCampus.slug)/  (sign in as any demo person there)
-                      Reminders:    printed here, as email would send them, at each member's time
-                                    (\(base)/c/\(DemoCampus.slug)/settings sets yours)
                       Visitors:     \(base)/c/\(DemoCampus.slug)/visit  (host: Alice Member; the code is printed here)
                       Database:     \(url)
                                     (saved in \(cluster.directory.path)/database-url; other attest commands here use it)
@@ -252,6 +253,27 @@ enum DemoCampus {
     /// for each person (valid for the campus's session lifetime).
     /// A fresh token of a demo machine at the demo campus: the laboratory (`demo-lab`) sends
     /// results, the directory (`demo-directory`) provisions over SCIM.
+    /// The lines `attest dev` prints about the demo campus: its zone and deadline as they are
+    /// now (an operator may have moved them), and where reminders appear. A reminder time can
+    /// be chosen up to the deadline only, so once the deadline has passed on the campus's clock
+    /// they say how to open the rest of the day and watch one arrive at a minute chosen now.
+    static func summary(_ campus: Campus?, base: String, at now: Date) -> String {
+        guard let campus else { return "  Demo campus:  \(slug)" }
+        let deadline = CampusFormats.clock(fromMinute: campus.deadlineMinute)
+        var lines = [
+            "  Demo campus:  \(slug) (\(campus.timeZone), daily deadline \(deadline))",
+            "  Reminders:    printed here, as email would send them, at each member's time",
+            "                (\(base)/c/\(slug)/settings sets yours: a time from 00:00 to \(deadline), \(campus.timeZone) time)",
+        ]
+        if CampusSchedule.hasPassed(minute: campus.deadlineMinute, in: campus.zone, at: now) {
+            lines += [
+                "                The deadline has passed there today; to watch a reminder arrive at a minute you",
+                "                choose now: attest campus set \(slug) deadline 23:59 (and back with \(deadline))",
+            ]
+        }
+        return lines.joined(separator: "\n")
+    }
+
     static func machineToken(client: PostgresClient, role: MachineTokens.Role, name: String) async throws -> String {
         let campus = try await CampusStore(client: client).require(slug: slug)
         return try await MachineTokens(client: client).issue(campus: campus, role: role, name: name, lifetime: nil, actor: "attest dev")
