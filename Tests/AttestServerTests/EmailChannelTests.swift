@@ -488,7 +488,7 @@ struct EmailChannelTests {
             campus: north.id, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30, language: "es"), now: clock.read())
         // A directory's user it gave no address (SCIM): theirs is in the reserved .invalid domain, never mailed.
         let kay = UUID()
-        try await server.pool.withTransaction(campus: north.id.rawValue) { connection in
+        _ = try await server.pool.withTransaction(campus: north.id.rawValue) { connection in
             try await connection.query(
                 "INSERT INTO users (campus_id, id, email, display_name) VALUES (\(north.id), \(kay), \(kay.lowercasedText + "@directory.invalid"), 'Kay')"
             )
