@@ -84,6 +84,11 @@ public struct CampusStore: Sendable {
         }
     }
 
+    /// The settings kept among the campus's `settings` object, each set with a key of its own.
+    static let keptInSettings: Set<CampusSetting> = [
+        .scimDelete, .provisioning, .groupsClaim, .guests, .guestDailyCap, .guestRetentionDays, .guestContact,
+    ]
+
     /// `column = $n` for a setting, after checking the value.
     static func assignment(_ setting: CampusSetting, _ value: String) throws -> SQL {
         func invalid(_ expected: String) -> CampusError {
@@ -119,10 +124,18 @@ public struct CampusStore: Sendable {
             guard let count = Int(value), (0...10_000).contains(count) else { throw invalid("a whole number from 0 to 10000") }
             return "stats_min_count = \(count)"
         case .settings:
-            guard case .object? = try? JSONValue(parsing: Array(value.utf8)) else {
+            guard case .object(let fields)? = try? JSONValue(parsing: Array(value.utf8)) else {
                 throw invalid("a JSON object such as {\"key\": \"value\"}")
             }
-            return "settings = \(PostgresJSON(value))"
+            // The settings named by keys of their own are set through them, checked.
+            if let named = fields.keys.sorted().first(where: { CampusSetting(rawValue: $0).map(keptInSettings.contains) == true }) {
+                throw invalid(
+                    "a JSON object without \"\(named)\", which is set (and checked) with its own key: attest campus set <slug> \(named) <value>"
+                )
+            }
+            // Merged into what the campus has (its other settings stay); a key given null is removed.
+            let removed = fields.filter { $0.value == .null }.map(\.key).sorted()
+            return "settings = (settings || \(PostgresJSON(value))) - \(removed)::text[]"
         case .scimDelete, .provisioning, .groupsClaim:
             let allowed: [String]
             switch setting {

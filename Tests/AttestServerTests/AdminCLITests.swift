@@ -64,6 +64,26 @@ struct AdminCLITests {
         let shown = try await cli.run("campus", "show", "north-u")
         #expect(shown.stdout.contains("deadline:         11:15"))
         #expect(shown.stdout.contains("session-lifetime: 12h"))
+
+        // `settings` merges: what other keys keep there stays (sign-in for the directory's
+        // users only, guests), a key given null goes, and a key of its own is refused there.
+        for (key, value) in [("provisioning", "scim-only"), ("guests", "on")] {
+            #expect(try await cli.run("campus", "set", "north-u", key, value).status == 0)
+        }
+        for value in [
+            #"{"shc-identity": "off", "isolationDays": 5}"#, #"{"isolationDays": 7, "episodeKinds": ["x"]}"#, #"{"episodeKinds": null}"#,
+        ] {
+            #expect(try await cli.run("campus", "set", "north-u", "settings", value).status == 0)
+        }
+        Self.expectFailure(
+            try await cli.run("campus", "set", "north-u", "settings", #"{"provisioning": "open"}"#),
+            #"without "provisioning", which is set (and checked) with its own key: attest campus set <slug> provisioning <value>"#)
+        let merged = try await cli.run("campus", "show", "north-u", "--json")
+        let settings = try #require(try JSONSerialization.jsonObject(with: Data(merged.stdout.utf8)) as? [String: Any])["settings"]
+        #expect(
+            NSDictionary(dictionary: try #require(settings as? [String: Any]))
+                == ["provisioning": "scim-only", "guests": "on", "shc-identity": "off", "isolationDays": 7] as NSDictionary,
+            "\(merged.stdout)")
     }
 
     @Test func usersRolesTokensAndTheAuditTrail() async throws {

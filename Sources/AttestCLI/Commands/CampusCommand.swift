@@ -91,7 +91,10 @@ extension CampusCommand {
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change one setting.",
-            discussion: "Keys: \(CampusSetting.allCases.map(\.rawValue).joined(separator: ", ")).")
+            discussion: """
+                Keys: \(CampusSetting.allCases.map(\.rawValue).joined(separator: ", ")). `settings` takes a JSON object merged into \
+                the campus's settings (the others stay; a key given null is removed).
+                """)
         @Argument var slug: String
         @Argument var key: String
         @Argument var value: String
