@@ -241,7 +241,7 @@ let package = Package(
             dependencies: [
                 "AttestFoundation", "AttestPostgres", "AttestSchema", "AttestPlugins", "AttestPluginHTTP", "Tenancy", "Community",
                 "Identity",
-                "Surveys", "Notifications", "Records", "AttestServer", "AttestAPI", "AttestWeb",
+                "Surveys", "Notifications", "Records", "Journal", "AttestServer", "AttestAPI", "AttestWeb",
                 // `attest dev` adds the made-up context provider to the executable's registry.
                 "BuiltinPlugins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

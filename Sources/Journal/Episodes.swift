@@ -82,6 +82,16 @@ public struct EpisodeDraft: Sendable, Equatable {
         return (standardKinds + extra).filter { seen.insert($0).inserted }
     }
 
+    /// What is wrong with `episodeKinds` among a campus's new `settings` (null: being removed):
+    /// what `attest campus set … settings` refuses, where a kind would be quietly left out.
+    public static func problems(in settings: [String: JSONValue]) -> [String] {
+        guard let value = settings["episodeKinds"], value != .null else { return [] }
+        if case .array(let items) = value, items.allSatisfy({ if case .string(let kind) = $0 { isValidKind(kind) } else { false } }) {
+            return []
+        }
+        return ["episodeKinds: an array of kinds, each a lowercase letter then up to 39 of a-z, 0-9 and -, such as [\"cluster-headache\"]"]
+    }
+
     public static func isValidKind(_ kind: String) -> Bool {
         guard let first = kind.utf8.first, (0x61...0x7A).contains(first), kind.utf8.count <= 40 else { return false }
         return kind.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }

@@ -22,16 +22,31 @@ public struct MemberQuotas: Sendable, Equatable {
     public init(campus: Campus) {
         self.init()
         let settings = campus.settings.bytes.withUnsafeBytes { try? JSONValue(parsing: $0) }
-        func whole(_ name: String, _ range: ClosedRange<Int>) -> Int? {
-            guard case .number(let number)? = settings?[name], number.rounded() == number,
-                number >= Double(range.lowerBound), number <= Double(range.upperBound)
-            else { return nil }
-            return Int(exactly: number)
+        func whole(_ name: String) -> Int? { Self.whole(settings?[name], in: Self.bounds[name] ?? 0...0) }
+        entriesPerDay = whole("journalEntriesPerDay") ?? entriesPerDay
+        episodesPerDay = whole("episodesPerDay") ?? episodesPerDay
+        recordingBytes = whole("recordingMegabytes").map { $0 * 1024 * 1024 } ?? recordingBytes
+        openLinks = whole("openLinks") ?? openLinks
+    }
+
+    /// The settings' keys and the whole numbers each may be.
+    static let bounds: [String: ClosedRange<Int>] = [
+        "journalEntriesPerDay": 1...100_000, "episodesPerDay": 1...100_000, "recordingMegabytes": 5...10_000, "openLinks": 1...1_000,
+    ]
+
+    static func whole(_ value: JSONValue?, in range: ClosedRange<Int>) -> Int? {
+        guard case .number(let number)? = value, let whole = Int(exactly: number), range.contains(whole) else { return nil }
+        return whole
+    }
+
+    /// What is wrong with the quotas' keys among a campus's new `settings`, each as "key: what
+    /// it must be" (a key given null is being removed): what `attest campus set … settings`
+    /// refuses, where the quotas would quietly keep their defaults.
+    public static func problems(in settings: [String: JSONValue]) -> [String] {
+        bounds.keys.sorted().compactMap { key in
+            guard let value = settings[key], value != .null, let range = bounds[key], whole(value, in: range) == nil else { return nil }
+            return "\(key): a whole number from \(range.lowerBound) to \(range.upperBound)"
         }
-        entriesPerDay = whole("journalEntriesPerDay", 1...100_000) ?? entriesPerDay
-        episodesPerDay = whole("episodesPerDay", 1...100_000) ?? episodesPerDay
-        recordingBytes = whole("recordingMegabytes", 5...10_000).map { $0 * 1024 * 1024 } ?? recordingBytes
-        openLinks = whole("openLinks", 1...1_000) ?? openLinks
     }
 
     /// A quota a request would go past, named with its limit.

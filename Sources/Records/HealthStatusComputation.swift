@@ -38,6 +38,31 @@ public struct RecordsPolicy: Sendable, Equatable {
         }
         if case .string(let system)? = settings["memberIdSystem"], (1...300).contains(system.utf8.count) { memberIDSystem = system }
     }
+
+    /// What is wrong with the policy's keys among a campus's new `settings`, each as "key: what
+    /// it must be" (a key given null is being removed): what `attest campus set … settings`
+    /// refuses, where the policy read from the campus would quietly keep the default.
+    public static func problems(in settings: [String: JSONValue]) -> [String] {
+        var problems: [String] = []
+        for key in ["isolationDays", "quarantineDays"] {
+            guard let value = settings[key], value != .null else { continue }
+            if case .number(let number) = value, let days = Int(exactly: number), Self.days.contains(days) { continue }
+            problems.append("\(key): a whole number of days from \(Self.days.lowerBound) to \(Self.days.upperBound)")
+        }
+        if let value = settings["shc-identity"], value != .null {
+            if case .string(let text) = value, SmartHealthCards.IdentityCheck(rawValue: text) != nil {
+            } else {
+                problems.append("shc-identity: off, lenient or strict")
+            }
+        }
+        if let value = settings["memberIdSystem"], value != .null {
+            if case .string(let system) = value, (1...300).contains(system.utf8.count) {
+            } else {
+                problems.append("memberIdSystem: a URI of 1 to 300 characters, such as https://id.example.edu/student")
+            }
+        }
+        return problems
+    }
 }
 
 /// A member's status from their whole record, and nothing else: the same record gives the

@@ -78,6 +78,19 @@ struct AdminCLITests {
         Self.expectFailure(
             try await cli.run("campus", "set", "north-u", "settings", #"{"provisioning": "open"}"#),
             #"without "provisioning", which is set (and checked) with its own key: attest campus set <slug> provisioning <value>"#)
+        // The keys the product reads are checked (where a wrong value would quietly keep the default).
+        let refused = try await cli.run(
+            "campus", "set", "north-u", "settings",
+            #"{"isolationDays": 61, "quarantineDays": 2.5, "shc-identity": "loose", "openLinks": "5", "episodeKinds": ["Cluster"], "redAt": 38}"#
+        )
+        #expect(refused.status != 0)
+        for named in [
+            "isolationDays: a whole number of days from 0 to 60", "quarantineDays: a whole number of days from 0 to 60",
+            "shc-identity: off, lenient or strict", "openLinks: a whole number from 1 to 1000", "episodeKinds: an array of kinds",
+        ] {
+            #expect(refused.stderr.contains(named), "\(named): \(refused.stderr)")
+        }
+        #expect(!refused.stderr.contains("redAt"), "a plugin's own key passes")
         let merged = try await cli.run("campus", "show", "north-u", "--json")
         let settings = try #require(try JSONSerialization.jsonObject(with: Data(merged.stdout.utf8)) as? [String: Any])["settings"]
         #expect(

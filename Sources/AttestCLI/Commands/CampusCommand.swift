@@ -1,6 +1,9 @@
 import ArgumentParser
+import AttestPlugins
 import Foundation
 import Identity
+import Journal
+import Records
 import Surveys
 import Tenancy
 
@@ -107,6 +110,15 @@ extension CampusCommand {
         }
 
         func run() async throws {
+            // The keys the product reads from `settings` are checked here, where every module's
+            // are known; a plugin's own keys pass as they are.
+            if key == CampusSetting.settings.rawValue, case .object(let fields)? = try? JSONValue(parsing: Array(value.utf8)) {
+                let problems =
+                    RecordsPolicy.problems(in: fields) + MemberQuotas.problems(in: fields) + EpisodeDraft.problems(in: fields)
+                if !problems.isEmpty {
+                    throw CLIError("invalid settings, nothing changed: \(problems.joined(separator: "; "))")
+                }
+            }
             let campus = try await TenantContext.run(database: database, logging: logging) { context in
                 try await context.campuses.set(slug: slug, key: key, value: value, actor: TenantContext.actor)
             }
