@@ -116,7 +116,6 @@ struct DevCommand: AsyncParsableCommand {
                       Health:       \(base)/healthz
                       Readiness:    \(base)/readyz
                     \(DemoCampus.summary(demo.withLock { $0 }, base: base, at: Date()))
-                      Web pages:    \(base)/c/\(DemoCampus.slug)/  (sign in as any demo person there)
                       Visitors:     \(base)/c/\(DemoCampus.slug)/visit  (host: Alice Member; the code is printed here)
                       Database:     \(url)
                                     (saved in \(cluster.directory.path)/database-url; other attest commands here use it)
@@ -254,14 +253,15 @@ enum DemoCampus {
     /// A fresh token of a demo machine at the demo campus: the laboratory (`demo-lab`) sends
     /// results, the directory (`demo-directory`) provisions over SCIM.
     /// The lines `attest dev` prints about the demo campus: its zone and deadline as they are
-    /// now (an operator may have moved them), and where reminders appear. A reminder time can
+    /// now (an operator may have moved them), its pages, and where reminders appear. A reminder time can
     /// be chosen up to the deadline only, so once the deadline has passed on the campus's clock
     /// they say how to open the rest of the day and watch one arrive at a minute chosen now.
     static func summary(_ campus: Campus?, base: String, at now: Date) -> String {
-        guard let campus else { return "  Demo campus:  \(slug)" }
+        guard let campus else { return "  Demo campus:  \(slug)\n  Web pages:    \(base)/c/\(slug)/" }
         let deadline = CampusFormats.clock(fromMinute: campus.deadlineMinute)
         var lines = [
             "  Demo campus:  \(slug) (\(campus.timeZone), daily deadline \(deadline))",
+            "  Web pages:    \(base)/c/\(slug)/  (sign in as any demo person there)",
             "  Reminders:    printed here, as email would send them, at each member's time",
             "                (\(base)/c/\(slug)/settings sets yours: a time from 00:00 to \(deadline), \(campus.timeZone) time)",
         ]
