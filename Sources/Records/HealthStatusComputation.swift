@@ -44,22 +44,23 @@ public struct RecordsPolicy: Sendable, Equatable {
     /// refuses, where the policy read from the campus would quietly keep the default.
     public static func problems(in settings: [String: JSONValue]) -> [String] {
         var problems: [String] = []
+        func check(_ key: String, _ expected: String, _ valid: (JSONValue) -> Bool) {
+            guard let value = settings[key], value != .null, !valid(value) else { return }
+            problems.append("\(key): \(expected)")
+        }
         for key in ["isolationDays", "quarantineDays"] {
-            guard let value = settings[key], value != .null else { continue }
-            if case .number(let number) = value, let days = Int(exactly: number), Self.days.contains(days) { continue }
-            problems.append("\(key): a whole number of days from \(Self.days.lowerBound) to \(Self.days.upperBound)")
-        }
-        if let value = settings["shc-identity"], value != .null {
-            if case .string(let text) = value, SmartHealthCards.IdentityCheck(rawValue: text) != nil {
-            } else {
-                problems.append("shc-identity: off, lenient or strict")
+            check(key, "a whole number of days from \(days.lowerBound) to \(days.upperBound)") {
+                guard case .number(let number) = $0, let whole = Int(exactly: number) else { return false }
+                return days.contains(whole)
             }
         }
-        if let value = settings["memberIdSystem"], value != .null {
-            if case .string(let system) = value, (1...300).contains(system.utf8.count) {
-            } else {
-                problems.append("memberIdSystem: a URI of 1 to 300 characters, such as https://id.example.edu/student")
-            }
+        check("shc-identity", "off, lenient or strict") {
+            guard case .string(let text) = $0 else { return false }
+            return SmartHealthCards.IdentityCheck(rawValue: text) != nil
+        }
+        check("memberIdSystem", "a URI of 1 to 300 characters, such as https://id.example.edu/student") {
+            guard case .string(let system) = $0 else { return false }
+            return (1...300).contains(system.utf8.count)
         }
         return problems
     }

@@ -248,14 +248,11 @@ enum DemoCampus {
             ]))
     }
 
-    /// Creates the campus and its people when missing, and returns a fresh session token
-    /// for each person (valid for the campus's session lifetime).
-    /// A fresh token of a demo machine at the demo campus: the laboratory (`demo-lab`) sends
-    /// results, the directory (`demo-directory`) provisions over SCIM.
     /// The lines `attest dev` prints about the demo campus: its zone and deadline as they are
-    /// now (an operator may have moved them), its pages, and where reminders appear. A reminder time can
-    /// be chosen up to the deadline only, so once the deadline has passed on the campus's clock
-    /// they say how to open the rest of the day and watch one arrive at a minute chosen now.
+    /// now (an operator may have moved them), its pages, and where reminders appear. A reminder
+    /// time can be chosen up to the deadline only, so once the deadline has passed on the
+    /// campus's clock they say how to open the rest of the day and watch one arrive at a minute
+    /// chosen now.
     static func summary(_ campus: Campus?, base: String, at now: Date) -> String {
         guard let campus else { return "  Demo campus:  \(slug)\n  Web pages:    \(base)/c/\(slug)/" }
         let deadline = CampusFormats.clock(fromMinute: campus.deadlineMinute)
@@ -274,12 +271,16 @@ enum DemoCampus {
         return lines.joined(separator: "\n")
     }
 
+    /// A fresh token of a demo machine at the demo campus: the laboratory (`demo-lab`) sends
+    /// results, the directory (`demo-directory`) provisions over SCIM.
     static func machineToken(client: PostgresClient, role: MachineTokens.Role, name: String) async throws -> String {
         let campus = try await CampusStore(client: client).require(slug: slug)
         return try await MachineTokens(client: client).issue(campus: campus, role: role, name: name, lifetime: nil, actor: "attest dev")
             .token
     }
 
+    /// Creates the campus and its people when missing, and returns a fresh session token
+    /// for each person (valid for the campus's session lifetime).
     static func ensure(client: PostgresClient, kek: KeyEncryptionKey) async throws -> [(email: String, role: Role, token: String)] {
         let campuses = CampusStore(client: client)
         let users = UserStore(client: client)
