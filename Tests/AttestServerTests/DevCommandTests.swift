@@ -1,6 +1,7 @@
 import AttestPostgres
 import AttestTestSupport
 import Foundation
+import Tenancy
 import Testing
 
 @Suite("attest dev, end to end")
@@ -107,10 +108,7 @@ struct DevCommandTests {
 
     /// Whether the demo campus's clock (New York) shows `minute` or later now.
     static func deadlineHasPassed(minute: Int) -> Bool {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "America/New_York") ?? .gmt
-        let parts = calendar.dateComponents([.hour, .minute], from: Date())
-        return (parts.hour ?? 0) * 60 + (parts.minute ?? 0) >= minute
+        CampusSchedule.hasPassed(minute: minute, in: TimeZone(identifier: "America/New_York") ?? .gmt, at: Date())
     }
 
     @Test func aDataDirectoryTooDeepForASocketIsRefusedClearly() async throws {
