@@ -179,7 +179,27 @@ public struct HealthRecords: Sendable {
     /// Recomputes the status of `users` at `campus` from their whole record, inside the
     /// caller's transaction; writes the ones that changed and, when any did, moves the
     /// campus's sign-in generation on. Returns how many changed.
-    static func recompute(_ connection: PostgresConnection, campus: Campus, users: [UUID], policy: RecordsPolicy) async throws -> Int {
+    /// `slice` members' records are read at a time, so that a delivery or a policy change
+    /// that touches a whole campus holds no more than a slice's records in memory.
+    static func recompute(
+        _ connection: PostgresConnection, campus: Campus, users: [UUID], policy: RecordsPolicy, slice: Int = recomputeSlice
+    ) async throws -> Int {
+        var changed = 0
+        for start in stride(from: 0, to: users.count, by: max(slice, 1)) {
+            changed += try await recomputeOnce(
+                connection, campus: campus, users: Array(users[start..<min(start + max(slice, 1), users.count)]), policy: policy)
+        }
+        if changed > 0 { try await AuthGenerations.bump(connection, campus: campus.id) }
+        return changed
+    }
+
+    /// The most members whose records one read of `recompute` takes by default.
+    public static let recomputeSlice = 10_000
+
+    /// `recompute` for one slice of members; the caller moves the generation on.
+    private static func recomputeOnce(
+        _ connection: PostgresConnection, campus: Campus, users: [UUID], policy: RecordsPolicy
+    ) async throws -> Int {
         guard !users.isEmpty else { return 0 }
         let rows = try await connection.query(
             """
@@ -269,13 +289,13 @@ public struct HealthRecords: Sendable {
         if !cleared.isEmpty {
             try await connection.query("DELETE FROM member_health WHERE campus_id = \(campus.id) AND user_id = ANY(\(cleared))")
         }
-        try await AuthGenerations.bump(connection, campus: campus.id)
         return ids.count + cleared.count
     }
 
     /// Recomputes every status at `campus` whose record could have changed without a new
-    /// entry: after the campus's policy changed. Returns how many changed.
-    public func recomputeAll(campus: Campus) async throws -> Int {
+    /// entry: after the campus's policy or zone changed (`attest campus set` calls it then).
+    /// `slice` members' records are read at a time. Returns how many changed.
+    public func recomputeAll(campus: Campus, slice: Int = recomputeSlice) async throws -> Int {
         let policy = RecordsPolicy(campus: campus)
         let changed = try await changingRecords(of: campus) { connection in
             let rows = try await connection.query(
@@ -286,7 +306,8 @@ public struct HealthRecords: Sendable {
                 UNION SELECT user_id FROM exemptions WHERE campus_id = \(campus.id) AND status = 'approved'
                 UNION SELECT user_id FROM vaccinations WHERE campus_id = \(campus.id)
                 """)
-            return try await Self.recompute(connection, campus: campus, users: try rows.map { try $0.decode("user_id") }, policy: policy)
+            return try await Self.recompute(
+                connection, campus: campus, users: try rows.map { try $0.decode("user_id") }, policy: policy, slice: slice)
         }
         if changed > 0 { generations?.advance(campus.id) }
         return changed

@@ -39,6 +39,19 @@ public struct RecordsPolicy: Sendable, Equatable {
         if case .string(let system)? = settings["memberIdSystem"], (1...300).contains(system.utf8.count) { memberIDSystem = system }
     }
 
+    /// Whether kept statuses may change when `setting` is set to `value`: the campus's zone
+    /// (the day a positive result was collected on) or `isolationDays` among its settings,
+    /// given even unchanged or removed, so that running the command again recomputes them.
+    public static func statusesDepend(on setting: CampusSetting, value: String) -> Bool {
+        switch setting {
+        case .timezone: return true
+        case .settings:
+            guard case .object(let fields)? = try? JSONValue(parsing: Array(value.utf8)) else { return false }
+            return fields["isolationDays"] != nil
+        default: return false
+        }
+    }
+
     /// What is wrong with the policy's keys among a campus's new `settings`, each as "key: what
     /// it must be" (a key given null is being removed): what `attest campus set … settings`
     /// refuses, where the policy read from the campus would quietly keep the default.

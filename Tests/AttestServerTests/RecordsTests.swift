@@ -495,26 +495,33 @@ struct RecordsTests {
     }
 
     /// The campus's `isolationDays` sets a positive result's isolation; changing it and
-    /// recomputing moves every status it touches.
+    /// recomputing moves every status it touches, however many slices the members take.
     @Test func theCampusPolicySetsHowLongAnIsolationLasts() async throws {
         let clock = try TestClock("2026-11-20T16:00:00Z")
         let (server, campus) = try await AttestationTests.setUp(clock: clock)
-        let alice = try await server.user("alice@example.edu", at: campus).user
+        let members = ["alice@example.edu", "bob@example.edu", "carol@example.edu"]
+        var ids: [UUID] = []
+        for email in members { ids.append(try await server.user(email, at: campus).user.id.rawValue) }
         let records = HealthRecords(client: server.pool)
         let collected = try #require(FHIRTime.parse("2026-11-18T10:00:00-05:00", zone: .gmt))
         _ = try await records.receive(
             campus: campus,
-            results: [
+            results: members.enumerated().map { index, email in
                 LabResult(
-                    specimenID: "P-1", subject: "alice@example.edu", testCode: "94500-6", detected: true, collectedAt: collected,
+                    specimenID: "P-\(index)", subject: email, testCode: "94500-6", detected: true, collectedAt: collected,
                     resultedAt: collected.addingTimeInterval(3600))
-            ], source: "test", actor: "test")
-        func until() async throws -> LocalDate? {
-            let row = try await server.pool.query(
-                "SELECT \(UserStore.health) FROM users u WHERE campus_id = \(campus.id) AND id = \(alice.id)", campus: campus.id.rawValue)
-            return HealthStatus.stored(try row[0].decode("health", as: PostgresJSON?.self))?.restriction?.until
+            }, source: "test", actor: "test")
+        func until() async throws -> [LocalDate?] {
+            let rows = try await server.pool.query(
+                "SELECT u.id, \(UserStore.health) FROM users u WHERE campus_id = \(campus.id) AND id = ANY(\(ids))",
+                campus: campus.id.rawValue)
+            var byID: [UUID: LocalDate?] = [:]
+            for row in rows {
+                byID[try row.decode("id")] = HealthStatus.stored(try row.decode("health", as: PostgresJSON?.self))?.restriction?.until
+            }
+            return ids.map { byID[$0] ?? nil }
         }
-        #expect(try await until() == LocalDate("2026-11-28"), "10 days by default")
+        #expect(try await until() == Array(repeating: LocalDate("2026-11-28"), count: 3), "10 days by default")
         for ignored in [#"{"isolationDays": 61}"#, #"{"isolationDays": 2.5}"#, #"{"isolationDays": "5"}"#] {
             let changed = try await CampusStore(client: server.pool).set(slug: "north", key: "settings", value: ignored, actor: "test")
             #expect(RecordsPolicy(campus: changed) == RecordsPolicy(), "\(ignored) is no number of days: the defaults stand")
@@ -522,9 +529,53 @@ struct RecordsTests {
         let shorter = try await CampusStore(client: server.pool).set(
             slug: "north", key: "settings", value: #"{"isolationDays": 5, "quarantineDays": 3}"#, actor: "test")
         #expect(RecordsPolicy(campus: shorter) == RecordsPolicy(isolationDays: 5, quarantineDays: 3))
-        #expect(try await records.recomputeAll(campus: shorter) == 1)
-        #expect(try await until() == LocalDate("2026-11-23"))
+        // Two members a read: the last slice holds one.
+        #expect(try await records.recomputeAll(campus: shorter, slice: 2) == 3)
+        #expect(try await until() == Array(repeating: LocalDate("2026-11-23"), count: 3))
+        #expect(try await records.recomputeAll(campus: shorter, slice: 2) == 0)
         await server.pool.shutdown()
+    }
+
+    /// An operator's `attest campus set` of `isolationDays` or of the zone moves every kept
+    /// status at once (the badge says "Isolation until …" from it), and says how many changed;
+    /// a setting no status reads recomputes nothing.
+    @Test func campusSetRecomputesTheStatusesThePolicyOrTheZoneMoves() async throws {
+        let cli = try await AdminCLITests.cli()
+        #expect(
+            try await cli.run("campus", "create", "north", "--name", "North", "--timezone", "UTC", "--email-domain", "example.edu").status
+                == 0)
+        #expect(try await cli.run("user", "add", "north", "alice@example.edu").status == 0)
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-policy-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appending(path: "results.csv")
+        // Collected at 09:30 UTC on the 20th: the 19th in Honolulu.
+        try Data(
+            "specimen_id,member,collected_at,resulted_at,test_code,result\nS-1,alice@example.edu,2026-11-20T09:30:00Z,2026-11-20T15:00:00Z,94500-6,detected\n"
+                .utf8
+        ).write(to: file)
+        #expect(try await cli.run("results", "import", "north", file.path).status == 0)
+        let owner = TestDatabase.client(database: cli.database, role: nil, maxConnections: 1)
+        func until() async throws -> LocalDate? {
+            let rows = try await owner.query("SELECT health FROM member_health")
+            return HealthStatus.stored(try rows.first?.decode("health", as: PostgresJSON?.self))?.restriction?.until
+        }
+        #expect(try await until() == LocalDate("2026-11-30"))
+
+        let shorter = try await cli.run("campus", "set", "north", "settings", #"{"isolationDays": 5}"#)
+        #expect(shorter.status == 0 && shorter.stdout.contains("Health statuses recomputed: 1 changed."), "\(shorter)")
+        #expect(try await until() == LocalDate("2026-11-25"))
+        let zone = try await cli.run("campus", "set", "north", "timezone", "Pacific/Honolulu", "--json")
+        #expect(zone.status == 0, "\(zone.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(zone.stdout.utf8)) as? [String: Any]
+        #expect(object?["statusesChanged"] as? Int == 1)
+        #expect(try await until() == LocalDate("2026-11-24"))
+        // Given again, nothing moves; a setting no status reads recomputes nothing.
+        let again = try await cli.run("campus", "set", "north", "settings", #"{"isolationDays": 5}"#)
+        #expect(again.stdout.contains("Health statuses recomputed: 0 changed."), "\(again)")
+        let other = try await cli.run("campus", "set", "north", "settings", #"{"quarantineDays": 3}"#)
+        #expect(other.status == 0 && other.stdout == "Set settings of north.\n", "\(other)")
+        await owner.shutdown()
     }
 
     /// The stored status is always the one the whole record gives: random histories of

@@ -96,7 +96,7 @@ extension CampusCommand {
             abstract: "Change one setting.",
             discussion: """
                 Keys: \(CampusSetting.allCases.map(\.rawValue).joined(separator: ", ")). `settings` takes a JSON object merged into \
-                the campus's settings (the others stay; a key given null is removed).
+                the campus's settings (the others stay; a key given null is removed). Setting `timezone`, or                 `isolationDays` in `settings`, recomputes every member's health status and says how many changed.
                 """)
         @Argument var slug: String
         @Argument var key: String
@@ -119,10 +119,26 @@ extension CampusCommand {
                     throw CLIError("invalid settings, nothing changed: \(problems.joined(separator: "; "))")
                 }
             }
-            let campus = try await TenantContext.run(database: database, logging: logging) { context in
-                try await context.campuses.set(slug: slug, key: key, value: value, actor: TenantContext.actor)
+            let (campus, recomputed) = try await TenantContext.run(database: database, logging: logging) { context in
+                let campus = try await context.campuses.set(slug: slug, key: key, value: value, actor: TenantContext.actor)
+                // A kept status read the old policy or zone: every one at the campus follows now.
+                guard let setting = CampusSetting(rawValue: key), RecordsPolicy.statusesDepend(on: setting, value: value) else {
+                    return (campus, nil as Int?)
+                }
+                do {
+                    return (campus, try await HealthRecords(client: context.client).recomputeAll(campus: campus))
+                } catch {
+                    throw CLIError(
+                        "set \(key) of \(slug), but the members' health statuses were not recomputed (\(error)): "
+                            + "run the same command again to recompute them")
+                }
             }
-            if json { printJSONObject(campus.jsonObject) } else { say("Set \(key) of \(slug).") }
+            if json {
+                var object = campus.jsonObject
+                if let recomputed { object["statusesChanged"] = recomputed }
+                return printJSONObject(object)
+            }
+            say("Set \(key) of \(slug)." + (recomputed.map { " Health statuses recomputed: \($0) changed." } ?? ""))
         }
     }
 
