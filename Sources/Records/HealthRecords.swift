@@ -92,7 +92,7 @@ public struct HealthRecords: Sendable {
                 -- not a row for every result, read back and decoded to be counted.
                 SELECT (SELECT count(*) FROM outcome) AS received, (SELECT count(user_id) FROM outcome) AS matched,
                        ARRAY(SELECT user_id FROM outcome WHERE user_id IS NOT NULL
-                             UNION SELECT previous_user FROM outcome WHERE previous_user IS NOT NULL) AS touched,
+                             UNION SELECT previous_user FROM outcome WHERE previous_user IS NOT NULL ORDER BY 1) AS touched,
                        NULL::uuid AS id, NULL::text AS specimen_id, NULL::bool AS previous_detected, NULL::bool AS detected
                 UNION ALL
                 SELECT NULL, NULL, NULL, id, specimen_id, previous_detected, detected FROM outcome WHERE corrected
@@ -180,7 +180,8 @@ public struct HealthRecords: Sendable {
     /// caller's transaction; writes the ones that changed and, when any did, moves the
     /// campus's sign-in generation on. Returns how many changed.
     /// `slice` members' records are read at a time, so that a delivery or a policy change
-    /// that touches a whole campus holds no more than a slice's records in memory.
+    /// that touches a whole campus holds no more than a slice's records in memory. Give
+    /// `users` in their order: each slice's statuses then reach one stretch of the index.
     static func recompute(
         _ connection: PostgresConnection, campus: Campus, users: [UUID], policy: RecordsPolicy, slice: Int = recomputeSlice
     ) async throws -> Int {
@@ -305,6 +306,7 @@ public struct HealthRecords: Sendable {
                 UNION SELECT user_id FROM isolations WHERE campus_id = \(campus.id)
                 UNION SELECT user_id FROM exemptions WHERE campus_id = \(campus.id) AND status = 'approved'
                 UNION SELECT user_id FROM vaccinations WHERE campus_id = \(campus.id)
+                ORDER BY 1
                 """)
             return try await Self.recompute(
                 connection, campus: campus, users: try rows.map { try $0.decode("user_id") }, policy: policy, slice: slice)
