@@ -34,7 +34,7 @@ struct CLIErrorTests {
     @Test func aServerErrorThatQuotesNoValuesIsShownInFull() async throws {
         let name = try await TestDatabase.create()
         let admin = TestDatabase.client(database: name, role: nil, maxConnections: 1)
-        try await admin.withConnection {
+        _ = try await admin.withConnection {
             try await $0.runScript(unsafeSQL: "REVOKE EXECUTE ON FUNCTION attest_campus_directory() FROM attest_app")
         }
         await admin.shutdown()

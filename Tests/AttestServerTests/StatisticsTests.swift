@@ -794,10 +794,12 @@ struct StatisticsTests {
         let campus = try await server.campus("north")
         let role = "seeder_\(UUID().uuidString.prefix(8).lowercased())"
         let admin = TestDatabase.client(database: server.database, role: nil, maxConnections: 1)
-        try await admin.withConnection { try await $0.runScript(unsafeSQL: "CREATE ROLE \(role) LOGIN NOSUPERUSER IN ROLE attest_app") }
+        _ = try await admin.withConnection { try await $0.runScript(unsafeSQL: "CREATE ROLE \(role) LOGIN NOSUPERUSER IN ROLE attest_app") }
         let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: server.database) + " user=\(role)"]
         // Without the right to temporary tables: refused before anything is stored, with the fix.
-        try await admin.withConnection { try await $0.runScript(unsafeSQL: "REVOKE TEMPORARY ON DATABASE \(server.database) FROM PUBLIC") }
+        _ = try await admin.withConnection {
+            try await $0.runScript(unsafeSQL: "REVOKE TEMPORARY ON DATABASE \(server.database) FROM PUBLIC")
+        }
         let refused = try await ChildProcess.run(
             [ChildProcess.attestBinary, "dev", "seed", "--campus", "north", "--members", "10", "--days", "3"], environment: environment)
         #expect(refused.status == 1)
@@ -810,11 +812,11 @@ struct StatisticsTests {
             SELECT (SELECT count(*) FROM users WHERE campus_id = \(campus.id)) + (SELECT count(*) FROM questionnaires WHERE campus_id = \(campus.id)) AS n
             """, campus: campus.id.rawValue)[0].decode("n", as: Int.self)
         #expect(leftBehind == 0, "nothing stored, not even the demo survey")
-        try await admin.withConnection { try await $0.runScript(unsafeSQL: "GRANT TEMPORARY ON DATABASE \(server.database) TO PUBLIC") }
+        _ = try await admin.withConnection { try await $0.runScript(unsafeSQL: "GRANT TEMPORARY ON DATABASE \(server.database) TO PUBLIC") }
 
         let seeded = try await ChildProcess.run(
             [ChildProcess.attestBinary, "dev", "seed", "--campus", "north", "--members", "2600", "--days", "3"], environment: environment)
-        try await admin.withConnection { try await $0.runScript(unsafeSQL: "DROP ROLE \(role)") }
+        _ = try await admin.withConnection { try await $0.runScript(unsafeSQL: "DROP ROLE \(role)") }
         await admin.shutdown()
         #expect(seeded.status == 0, "\(seeded.stderr)")
         #expect(seeded.stdout.contains("Seeded north: 2600 members"), "\(seeded.stdout)")

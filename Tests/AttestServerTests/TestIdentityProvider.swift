@@ -220,7 +220,7 @@ final class TestIdentityProvider: Sendable {
     func addRS256Key(kid: String) async throws {
         let key = try Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
         await signingKeys.add(rsa: key, digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
-        publicPEM.withLock { $0[kid] = try? key.publicKey.pemRepresentation }
+        publicPEM.withLock { $0[kid] = key.publicKey.pemRepresentation }
         let (modulus, exponent) = try key.publicKey.getKeyPrimitives()
         let jwk = JWK.rsa(
             .rs256, identifier: JWKIdentifier(string: kid), modulus: modulus.base64URL, exponent: exponent.base64URL)
