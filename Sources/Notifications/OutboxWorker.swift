@@ -172,14 +172,26 @@ public final class OutboxWorker: Service, Sendable {
             }
             outcome.attempts += claimed.count
             deliveries.add {
-                // The delivered ones are recorded together, in one statement when the batch ends.
-                let delivered = await withTaskGroup(of: Claimed?.self) { group in
-                    for entry in claimed { group.addTask { await self.attempt(entry, campus: campus) ? entry : nil } }
-                    var delivered: [Claimed] = []
-                    for await entry in group { if let entry { delivered.append(entry) } }
-                    return delivered
+                // A full batch is followed by the campus's next, claimed here: a day's reminders
+                // are not a round's look across campuses each (with the outbox's index full of
+                // the rows just delivered, a third of PostgreSQL's work a reminder).
+                var batch = claimed
+                while true {
+                    // The delivered ones are recorded together, in one statement when the batch ends.
+                    let delivered = await withTaskGroup(of: Claimed?.self) { group in
+                        for entry in batch { group.addTask { await self.attempt(entry, campus: campus) ? entry : nil } }
+                        var delivered: [Claimed] = []
+                        for await entry in group { if let entry { delivered.append(entry) } }
+                        return delivered
+                    }
+                    await self.recordDelivered(delivered, campus: campus)
+                    guard batch.count >= self.configuration.batchSize, !Task.isCancelled, !Task.isShuttingDownGracefully else { break }
+                    do { batch = try await self.claim(campus: campus) } catch {
+                        self.logger.warning("cannot claim the next batch", metadata: ["error": "\(error)"])
+                        break
+                    }
+                    if batch.isEmpty { break }
                 }
-                await self.recordDelivered(delivered, campus: campus)
                 self.endBatch(campus)
                 // What else the campus has due is claimed now, not at the next poll.
                 self.signal.wake()
