@@ -96,7 +96,8 @@ extension CampusCommand {
             abstract: "Change one setting.",
             discussion: """
                 Keys: \(CampusSetting.allCases.map(\.rawValue).joined(separator: ", ")). `settings` takes a JSON object merged into \
-                the campus's settings (the others stay; a key given null is removed). Setting `timezone`, or                 `isolationDays` in `settings`, recomputes every member's health status and says how many changed.
+                the campus's settings (the others stay; a key given null is removed). Setting `timezone`, or \
+                `isolationDays` in `settings`, recomputes every member's health status and says how many changed.
                 """)
         @Argument var slug: String
         @Argument var key: String
