@@ -63,7 +63,7 @@ struct SettingsPage: Sendable {
             }
             guard errors.isEmpty else { return try page(visit: visit, values: values, errors: errors, status: .unprocessableContent) }
             try await store.set(
-                campus: campus.id, user: user,
+                campus: campus, user: user,
                 NotificationPreferences(
                     email: values.email, push: values.push, reminderMinute: reminder, quietHours: quiet, language: language),
                 now: services.clock())

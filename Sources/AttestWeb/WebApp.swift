@@ -58,7 +58,7 @@ struct WebApp: Sendable {
             let store = NotificationPreferenceStore(client: services.database)
             var preferences = try await store.preferences(campus: visit.campus.id, user: user)
             preferences.push = true
-            try await store.set(campus: visit.campus.id, user: user, preferences, now: services.clock())
+            try await store.set(campus: visit.campus, user: user, preferences, now: services.clock())
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
         }
     }

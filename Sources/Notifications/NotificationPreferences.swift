@@ -88,18 +88,32 @@ public struct NotificationPreferenceStore: Sendable {
             quietHours: from.flatMap { from in to.map { (Int(from), Int($0)) } }, language: try row.decode("language", as: String?.self))
     }
 
-    /// Keeps `preferences` (checked by the caller with `NotificationPreferences.problems`).
-    public func set(campus: CampusID, user: UserID, _ preferences: NotificationPreferences, now: Date) async throws {
+    /// Keeps `preferences` (checked by the caller with `NotificationPreferences.problems`). When
+    /// today's reminders already went past the member's minute (they were reminded, had
+    /// attested, or had no reminder that day), the row keeps that day in `reminder_passed_on`,
+    /// so a time moved later that day does not remind them a second time. The day's run row is
+    /// read `FOR SHARE`: a run writing reminders finishes before this is decided, and a run
+    /// starting after it sees the mark.
+    public func set(campus: Campus, user: UserID, _ preferences: NotificationPreferences, now: Date) async throws {
         let minute = preferences.reminderMinute.map { Int16(clamping: $0) }
         let from = preferences.quietHours.map { Int16(clamping: $0.from) }, to = preferences.quietHours.map { Int16(clamping: $0.to) }
+        let today = campus.localDate(at: now)
+        let through: SQL = """
+            (SELECT r.through_minute FROM reminder_runs r WHERE r.campus_id = \(campus.id) AND r.local_date = \(today) FOR SHARE)
+            """
         try await client.query(
             """
-            INSERT INTO member_notifications (campus_id, user_id, email, push, reminder_minute, quiet_from, quiet_to, language, updated_at)
-            VALUES (\(campus), \(user.rawValue), \(preferences.email), \(preferences.push), \(minute), \(from), \(to), \(preferences.language), \(now))
+            INSERT INTO member_notifications AS n
+                (campus_id, user_id, email, push, reminder_minute, quiet_from, quiet_to, language, updated_at, reminder_passed_on)
+            VALUES (
+                \(campus.id), \(user.rawValue), \(preferences.email), \(preferences.push), \(minute), \(from), \(to), \(preferences.language), \(now),
+                CASE WHEN \(through) >= \(campus.reminderMinute)::int THEN \(today)::date END)
             ON CONFLICT (campus_id, user_id) DO UPDATE SET
                 email = EXCLUDED.email, push = EXCLUDED.push, reminder_minute = EXCLUDED.reminder_minute,
                 quiet_from = EXCLUDED.quiet_from, quiet_to = EXCLUDED.quiet_to, language = EXCLUDED.language,
-                updated_at = EXCLUDED.updated_at
-            """, campus: campus.rawValue)
+                updated_at = EXCLUDED.updated_at,
+                reminder_passed_on = CASE WHEN \(through) >= \(Reminders.effectiveMinute(campus)) THEN \(today)::date
+                                          ELSE n.reminder_passed_on END
+            """, campus: campus.id.rawValue)
     }
 }

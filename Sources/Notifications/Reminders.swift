@@ -11,7 +11,9 @@ import Tenancy
 /// reminder for them. A run writes the members due after the minute the last run reached and
 /// up to now, under the lock of the campus's `reminder_runs` row of the day, so however many
 /// servers run (and whenever they wake), each member is reminded once; no member is read when
-/// no sink takes reminders.
+/// no sink takes reminders. A member who moves their time later after the day's run passed
+/// their old one is not reminded again that day (`NotificationPreferenceStore.set` marks
+/// them); one who moves it to a minute already passed is reminded from the next day.
 public struct Reminders: Sendable {
     let client: PostgresClient
     let audience: ReminderAudience
@@ -100,6 +102,7 @@ public struct Reminders: Sendable {
                     SELECT u.user_id FROM unattested u
                     LEFT JOIN member_notifications n ON n.campus_id = \(campus.id) AND n.user_id = u.user_id
                     WHERE \(Self.effectiveMinute(campus)) > \(through)::int AND \(Self.effectiveMinute(campus)) <= \(minute)::int
+                      AND n.reminder_passed_on IS DISTINCT FROM \(date)::date
                 ), events AS (
                     SELECT gen_random_uuid() AS id, \(event)::text AS event, \(OutboxEvents.payload(
                                event: "\(event)::text", campus: "\(campus.slug)::text", occurredAt: "\(now)::timestamptz", userId: "d.user_id",

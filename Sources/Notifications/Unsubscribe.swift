@@ -63,8 +63,8 @@ public struct UnsubscribeTokens: Sendable {
 extension NotificationPreferenceStore {
     /// Turns `channel` off for the member (their other choices kept); true when it was on.
     @discardableResult
-    public func turnOff(campus: CampusID, user: UserID, channel: NotificationChannel, now: Date) async throws -> Bool {
-        var preferences = try await preferences(campus: campus, user: user)
+    public func turnOff(campus: Campus, user: UserID, channel: NotificationChannel, now: Date) async throws -> Bool {
+        var preferences = try await preferences(campus: campus.id, user: user)
         let wasOn: Bool
         switch channel {
         case .email: (wasOn, preferences.email) = (preferences.email, false)

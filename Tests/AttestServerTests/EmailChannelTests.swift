@@ -434,13 +434,13 @@ struct EmailChannelTests {
 
         let preferences = NotificationPreferenceStore(client: server.pool)
         let (ana, _) = try await server.user("ana@example.edu", at: north)
-        try await preferences.set(campus: north.id, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
+        try await preferences.set(campus: north, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
         let (jose, _) = try await server.user("jose@example.edu", at: north)
         try await preferences.set(
-            campus: north.id, user: jose.id, NotificationPreferences(reminderMinute: 7 * 60 + 30, language: "es"), now: clock.read())
+            campus: north, user: jose.id, NotificationPreferences(reminderMinute: 7 * 60 + 30, language: "es"), now: clock.read())
         let (quiet, _) = try await server.user("quiet@example.edu", at: north)
         try await preferences.set(
-            campus: north.id, user: quiet.id, NotificationPreferences(email: false, reminderMinute: 7 * 60 + 30), now: clock.read())
+            campus: north, user: quiet.id, NotificationPreferences(email: false, reminderMinute: 7 * 60 + 30), now: clock.read())
 
         let metrics = ServerMetrics()
         let worker = Self.worker(server, clock: clock, metrics: metrics)
@@ -485,7 +485,7 @@ struct EmailChannelTests {
         )
         let (ana, _) = try await server.user("ana@example.edu", at: north)
         try await NotificationPreferenceStore(client: server.pool).set(
-            campus: north.id, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30, language: "es"), now: clock.read())
+            campus: north, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30, language: "es"), now: clock.read())
         // A directory's user it gave no address (SCIM): theirs is in the reserved .invalid domain, never mailed.
         let kay = UUID()
         _ = try await server.pool.withTransaction(campus: north.id.rawValue) { connection in
@@ -494,7 +494,7 @@ struct EmailChannelTests {
             )
         }
         try await NotificationPreferenceStore(client: server.pool).set(
-            campus: north.id, user: UserID(kay), NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
+            campus: north, user: UserID(kay), NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
         let printed = Mutex<[String]>([])
         let worker = Self.worker(
             server, clock: clock, origin: "http://127.0.0.1:8080", terminal: { text in printed.withLock { $0.append(text) } })
@@ -519,7 +519,7 @@ struct EmailChannelTests {
                 actor: "test")
             let (bo, _) = try await server.user("bo@example.edu", at: south)
             try await NotificationPreferenceStore(client: server.pool).set(
-                campus: south.id, user: bo.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
+                campus: south, user: bo.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
             try await Self.worker(server, clock: clock).runOnce()
             let waiting = try await OutboxStore(client: server.pool).list(campus: south.id, state: .pending)
             #expect(waiting.count == 1 && waiting.first?.lastError?.contains("attest dev only") == true, "\(waiting)")
@@ -538,8 +538,8 @@ struct EmailChannelTests {
         let preferences = NotificationPreferenceStore(client: server.pool)
         let (ana, _) = try await server.user("ana@example.edu", at: north)
         let (bo, _) = try await server.user("bo@example.edu", at: north)
-        try await preferences.set(campus: north.id, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
-        try await preferences.set(campus: north.id, user: bo.id, NotificationPreferences(reminderMinute: 7 * 60 + 31), now: clock.read())
+        try await preferences.set(campus: north, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
+        try await preferences.set(campus: north, user: bo.id, NotificationPreferences(reminderMinute: 7 * 60 + 31), now: clock.read())
         let first = SymmetricKey(size: .bits256), second = SymmetricKey(size: .bits256)
         let secret = Mutex(first), printed = Mutex<[String]>([])
         let worker = OutboxWorker(
@@ -610,7 +610,7 @@ struct EmailChannelTests {
             actor: "test")
         let (ana, _) = try await server.user("ana@example.edu", at: north)
         try await NotificationPreferenceStore(client: server.pool).set(
-            campus: north.id, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
+            campus: north, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
         let metrics = ServerMetrics()
         let worker = Self.worker(server, clock: clock, metrics: metrics)
         try await server.run { _ in

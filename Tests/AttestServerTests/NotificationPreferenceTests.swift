@@ -120,7 +120,7 @@ struct UnsubscribeTests {
         #expect(northTokens.read(email, campus: north.id)?.user == ana.id && northTokens.read(email, campus: north.id)?.channel == .email)
         let store = NotificationPreferenceStore(client: server.pool)
         try await store.set(
-            campus: north.id, user: ana.id, NotificationPreferences(email: true, push: true, reminderMinute: 480), now: Date())
+            campus: north, user: ana.id, NotificationPreferences(email: true, push: true, reminderMinute: 480), now: Date())
         try await server.run { api in
             // The page changes nothing.
             let page = try await api.send(.get, "/v1/campuses/north/unsubscribe?token=\(email)", template: Self.path)

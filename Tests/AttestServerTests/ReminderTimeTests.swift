@@ -32,7 +32,7 @@ struct ReminderTimeTests {
             memberTokens[name] = token
             if minute != nil || quiet != nil {
                 try await store.set(
-                    campus: north.id, user: user.id, NotificationPreferences(reminderMinute: minute, quietHours: quiet), now: clock.read())
+                    campus: north, user: user.id, NotificationPreferences(reminderMinute: minute, quietHours: quiet), now: clock.read())
             }
         }
         let (members, tokens) = (memberIDs, memberTokens)
@@ -106,6 +106,39 @@ struct ReminderTimeTests {
                 WHERE event = 'reminder.due' AND payload->>'date' = '2026-11-02' AND payload->>'userId' = \(members["campus-time"]?.description ?? "")
                 """, campus: north.id.rawValue)
             #expect(try nextDay.first?.decode("n", as: Int.self) == 1)
+
+            // Moving the time later after that day's reminder came does not remind a second
+            // time; moving it before the old minute came reminds once, at the new one.
+            try clock.set("2026-11-02T11:30:00Z")  // 06:30
+            for (name, time) in [("campus-time", "09:00"), ("seven", "08:30")] {
+                let moved = try await api.send(
+                    .put, "/v1/campuses/north/me/notifications", template: NotificationPreferenceTests.path, token: tokens[name],
+                    json: #"{"reminderTime": "\#(time)"}"#)
+                #expect(moved.status == 200)
+            }
+            try clock.set("2026-11-02T12:01:00Z")  // 07:01: "seven"'s old minute, no longer theirs
+            try await bothWorkers()
+            try clock.set("2026-11-02T14:01:00Z")  // 09:01
+            try await bothWorkers()
+            try await bothWorkers()
+            let secondDay = try await server.pool.query(
+                """
+                SELECT payload->>'userId' AS user_id, count(*)::int AS n FROM notification_outbox
+                WHERE event = 'reminder.due' AND payload->>'date' = '2026-11-02' GROUP BY 1
+                """, campus: north.id.rawValue)
+            var perMember: [String: Int] = [:]
+            for row in secondDay {
+                let id = try row.decode("user_id", as: String.self)
+                if let name = members.first(where: { $0.value.description == id })?.key { perMember[name] = try row.decode("n") }
+            }
+            #expect(perMember["campus-time"] == 1)
+            #expect(perMember["seven"] == 1)
+            let sevenAt = try await server.pool.query(
+                """
+                SELECT payload->>'occurredAt' AS at FROM notification_outbox
+                WHERE event = 'reminder.due' AND payload->>'date' = '2026-11-02' AND payload->>'userId' = \(members["seven"]?.description ?? "")
+                """, campus: north.id.rawValue)
+            #expect(try sevenAt.first?.decode("at", as: String.self).hasPrefix("2026-11-02T14:01") == true)
         }
     }
 
@@ -118,7 +151,7 @@ struct ReminderTimeTests {
         #expect(try await reminders.nextDue(campus, after: clock.read()) == (try Date("2026-11-20T13:00:00Z", strategy: .iso8601)))  // 08:00
         let (user, _) = try await server.user("x@example.edu", at: north)
         try await NotificationPreferenceStore(client: server.pool).set(
-            campus: north.id, user: user.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
+            campus: north, user: user.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
         #expect(try await reminders.nextDue(campus, after: clock.read()) == (try Date("2026-11-20T12:30:00Z", strategy: .iso8601)))
         // Past every minute of the day: tomorrow's first.
         #expect(

@@ -113,7 +113,7 @@ struct WebPushChannelTests {
             actor: "test")
         let (ana, token) = try await server.user("ana@example.edu", at: north)
         try await NotificationPreferenceStore(client: server.pool).set(
-            campus: north.id, user: ana.id, NotificationPreferences(email: false, push: true, reminderMinute: 7 * 60 + 30),
+            campus: north, user: ana.id, NotificationPreferences(email: false, push: true, reminderMinute: 7 * 60 + 30),
             now: clock.read())
         let push = try await LoopbackServer.start()
         push.answer(.init(status: 201), .init(status: 410))

@@ -88,7 +88,7 @@ struct NotificationRoutes: Sendable {
                     reminderMinute: preferences.reminderMinute, quietHours: preferences.quietHours, language: preferences.language,
                     campus: campus))
             try reader.finish()
-            try await store.set(campus: campus.id, user: user, preferences, now: services.clock())
+            try await store.set(campus: campus, user: user, preferences, now: services.clock())
             // The campus's reminders wake now and find the member's new time.
             try await CampusSchedule(client: services.database).bringForward(.reminders, campus: campus.id, to: services.clock())
             return try JournalRoutes.private(Body(preferences: preferences, campus: campus), request, context)

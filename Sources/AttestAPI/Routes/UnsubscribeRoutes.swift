@@ -39,7 +39,7 @@ struct UnsubscribeRoutes: Sendable {
                     ])
                 }
             }
-            try await store.turnOff(campus: campusValue.id, user: user, channel: channel, now: services.clock())
+            try await store.turnOff(campus: campusValue, user: user, channel: channel, now: services.clock())
             return Self.page(campus: campusValue, channel: channel, done: true)
         }
     }
