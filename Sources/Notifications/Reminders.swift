@@ -13,7 +13,8 @@ import Tenancy
 /// servers run (and whenever they wake), each member is reminded once; no member is read when
 /// no sink takes reminders. A member who moves their time later after the day's run passed
 /// their old one is not reminded again that day (`NotificationPreferenceStore.set` marks
-/// them); one who moves it to a minute already passed is reminded from the next day.
+/// them); one who moves it to a minute already passed is reminded from the next day. A run
+/// that comes late writes nobody whose quiet hours have begun since their minute.
 public struct Reminders: Sendable {
     let client: PostgresClient
     let audience: ReminderAudience
@@ -53,6 +54,18 @@ public struct Reminders: Sendable {
                 ELSE coalesce(n.reminder_minute, \(campusMinute)::int)
             END)
             """
+    }
+
+    /// The SQL of whether `minute` lies in the quiet hours of `member_notifications` row `n`
+    /// (false without a row or quiet hours). A run that comes late (a server was down at the
+    /// member's minute) writes nobody whose quiet hours have begun since: they are skipped
+    /// that day, as a reminder is that quiet hours would push past the deadline.
+    static func isQuiet(minute: Int) -> SQL {
+        """
+        (n.quiet_from IS NOT NULL AND CASE WHEN n.quiet_from < n.quiet_to
+            THEN \(minute)::int >= n.quiet_from AND \(minute)::int < n.quiet_to
+            ELSE \(minute)::int >= n.quiet_from OR \(minute)::int < n.quiet_to END)
+        """
     }
 
     /// Writes the reminders due at every campus of `campuses` up to `now`. Returns the number
@@ -103,6 +116,7 @@ public struct Reminders: Sendable {
                     LEFT JOIN member_notifications n ON n.campus_id = \(campus.id) AND n.user_id = u.user_id
                     WHERE \(Self.effectiveMinute(campus)) > \(through)::int AND \(Self.effectiveMinute(campus)) <= \(minute)::int
                       AND n.reminder_passed_on IS DISTINCT FROM \(date)::date
+                      AND NOT \(Self.isQuiet(minute: minute))
                 ), events AS (
                     SELECT gen_random_uuid() AS id, \(event)::text AS event, \(OutboxEvents.payload(
                                event: "\(event)::text", campus: "\(campus.slug)::text", occurredAt: "\(now)::timestamptz", userId: "d.user_id",

@@ -142,6 +142,35 @@ struct ReminderTimeTests {
         }
     }
 
+    @Test func aRunThatComesLateRemindsNobodyWhoseQuietHoursHaveBegun() async throws {
+        let clock = try TestClock("2026-11-20T12:00:00Z")  // 07:00 in New York; the campus reminds at 08:00
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        let (plain, _) = try await server.user("plain@example.edu", at: north)
+        let (quiet, _) = try await server.user("quiet@example.edu", at: north)
+        try await NotificationPreferenceStore(client: server.pool).set(
+            campus: north, user: quiet.id, NotificationPreferences(quietHours: (510, 720)), now: clock.read())  // 08:30 to 12:00
+        let reminders = Reminders(client: server.pool, audience: .unattested)
+        func reminded(on date: String) async throws -> Set<String> {
+            Set(
+                try await server.pool.query(
+                    "SELECT payload->>'userId' AS id FROM notification_outbox WHERE event = 'reminder.due' AND payload->>'date' = \(date)",
+                    campus: north.id.rawValue
+                ).map { try $0.decode("id", as: String.self) })
+        }
+        // No server ran at 08:00; the first run comes at 09:00, inside one member's quiet hours.
+        try clock.set("2026-11-20T14:00:00Z")
+        #expect(try await reminders.run(campuses: [north], at: clock.read()) == ["north": 1])
+        try clock.set("2026-11-20T17:30:00Z")  // 12:30, after their quiet hours: still nobody twice, nobody late
+        #expect(try await reminders.run(campuses: [north], at: clock.read()) == ["north": 0])
+        #expect(try await reminded(on: "2026-11-20") == [plain.id.description])
+        // On time the next day, both.
+        try clock.set("2026-11-21T13:00:30Z")
+        #expect(try await reminders.run(campuses: [north], at: clock.read()) == ["north": 2])
+        #expect(try await reminded(on: "2026-11-21") == [plain.id.description, quiet.id.description])
+    }
+
     @Test func theNextDueTimeIsTheNextMinuteAMemberOrTheCampusChose() async throws {
         let clock = try TestClock("2026-11-20T12:00:00Z")  // 07:00 in New York
         let (server, north) = try await AttestationTests.setUp(clock: clock)
