@@ -69,7 +69,7 @@ public final class OutboxWorker: Service, Sendable {
         kek: KeyEncryptionKey? = nil, signal: OutboxSignal = OutboxSignal(), reminderAudience: ReminderAudience,
         reach: MemberReach? = nil
     ) {
-        self.memberChannels = reach.map { MemberChannelSinks(reach: $0, client: client, kek: kek) }
+        self.memberChannels = reach.map { MemberChannelSinks(reach: $0, client: client, kek: kek, clock: clock) }
         self.reminders = Reminders(client: client, audience: reminderAudience)
         self.plugins = CampusPluginStore(client: client, kek: kek)
         func outcome(_ name: String) -> Counter {

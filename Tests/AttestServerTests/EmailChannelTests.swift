@@ -527,6 +527,40 @@ struct EmailChannelTests {
         }
     }
 
+    /// A reminder sent late (the relay refused it for a while, no server ran) is not sent once
+    /// the member's quiet hours have begun, nor once its day has ended.
+    @Test func aLateReminderIsNotSentInQuietHoursNorAfterItsDay() async throws {
+        let clock = try TestClock("2026-11-29T12:30:10Z")  // 07:30 in New York
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "terminal", settings: try MemberChannels.prepare(id: "terminal", settings: .null), actor: "test"
+        )
+        let preferences = NotificationPreferenceStore(client: server.pool)
+        let (ana, _) = try await server.user("ana@example.edu", at: north)
+        try await preferences.set(campus: north, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
+        let (bo, _) = try await server.user("bo@example.edu", at: north)
+        try await preferences.set(  // quiet from 07:40 to 09:00
+            campus: north, user: bo.id, NotificationPreferences(reminderMinute: 7 * 60 + 30, quietHours: (460, 540)), now: clock.read())
+        let printed = Mutex<[String]>([])
+        let worker = Self.worker(server, clock: clock, terminal: { text in printed.withLock { $0.append(text) } })
+        let reminders = Reminders(client: server.pool, audience: .unattested)
+        let outbox = OutboxStore(client: server.pool)
+        try await server.run { _ in
+            #expect(try await reminders.run(campuses: [north], at: clock.read()) == ["north": 2])
+            try clock.set("2026-11-29T12:45:00Z")  // 07:45: Bo's quiet hours have begun
+            try await worker.runOnce()
+            #expect(printed.withLock { $0 }.map { $0.contains("ana@example.edu") } == [true])
+            #expect(try await outbox.list(campus: north.id, state: .delivered).count == 2)
+
+            try clock.set("2026-11-30T12:30:10Z")  // the next day's reminders, sent only on the day after
+            #expect(try await reminders.run(campuses: [north], at: clock.read()) == ["north": 2])
+            try clock.set("2026-12-01T12:00:00Z")  // 07:00 on 1 December
+            try await worker.runOnce()
+            #expect(printed.withLock { $0.count } == 1)
+            #expect(try await outbox.list(campus: north.id, state: .delivered).count == 4)
+        }
+    }
+
     /// The unsubscribe keys are derived once a campus and again when its secret changes: a
     /// reminder after a change carries a token the new secret reads and the old one does not.
     @Test func aReminderAfterTheSecretChangesCarriesATokenOfTheNewSecret() async throws {

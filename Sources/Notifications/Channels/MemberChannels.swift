@@ -341,10 +341,13 @@ final class MemberChannelSinks: Sendable {
     let campuses: CampusDirectory
     let pushKeys: PushKeyStore
     let subscriptions: PushSubscriptionStore
+    /// The outbox's clock: whether a reminder is still of today and outside quiet hours.
+    let clock: @Sendable () -> Date
 
-    init(reach: MemberReach, client: PostgresClient, kek: KeyEncryptionKey?) {
+    init(reach: MemberReach, client: PostgresClient, kek: KeyEncryptionKey?, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.reach = reach
         self.client = client
+        self.clock = clock
         self.pushKeys = PushKeyStore(client: client, kek: kek)
         self.subscriptions = PushSubscriptionStore(client: client, kek: kek)
         self.smtp = SMTPClients(allowedHosts: reach.allowedHosts)
@@ -378,6 +381,7 @@ final class MemberChannelSinks: Sendable {
         var name, email: String
         var language: String?
         var attested, emailOn, pushOn: Bool
+        var quietHours: (from: Int, to: Int)?
     }
 
     private static func recipients(_ client: PostgresClient, reach: MemberReach, day: RecipientDay, users: [UserID]) async throws
@@ -387,14 +391,16 @@ final class MemberChannelSinks: Sendable {
             """
             WITH r AS (\(reach.recipients.select(day.campus, users, day.date)))
             SELECT r.user_id, r.email, r.display_name, r.attested, coalesce(n.email, true) AND r.email NOT LIKE '%.invalid' AS email_on,
-                   coalesce(n.push, false) AS push_on, n.language
+                   coalesce(n.push, false) AS push_on, n.language, n.quiet_from, n.quiet_to
             FROM r LEFT JOIN member_notifications n ON n.campus_id = \(day.campus) AND n.user_id = r.user_id
             """, campus: day.campus.rawValue)
         var found: [UserID: Row] = [:]
         for row in rows {
+            let from = try row.decode("quiet_from", as: Int16?.self), to = try row.decode("quiet_to", as: Int16?.self)
             found[UserID(try row.decode("user_id"))] = Row(
                 name: try row.decode("display_name"), email: try row.decode("email"), language: try row.decode("language"),
-                attested: try row.decode("attested"), emailOn: try row.decode("email_on"), pushOn: try row.decode("push_on"))
+                attested: try row.decode("attested"), emailOn: try row.decode("email_on"), pushOn: try row.decode("push_on"),
+                quietHours: from.flatMap { from in to.map { (Int(from), Int($0)) } })
         }
         return found
     }
@@ -422,16 +428,21 @@ final class MemberChannelSinks: Sendable {
     /// The member an event names, their address and choices; nil when the event names
     /// nobody who should hear of it now (not a reminder, inactive, erased, attested since). An
     /// address in the reserved `.invalid` domain (RFC 2606: a directory's user it gave none) is
-    /// never mailed.
+    /// never mailed. A reminder whose sending comes late (the relay refused it for a while, the
+    /// server was down) is not sent once its day has ended on the campus's clock or once the
+    /// member's quiet hours have begun.
     func recipient(_ notification: AttestNotification, campus: Campus) async throws -> Recipient? {
         guard MemberChannels.events.contains(notification.event), let text = notification.userId, let uuid = UUID(uuidString: text)
         else { return nil }
-        let user = UserID(uuid)
-        let date = notification.date.flatMap(LocalDate.init) ?? campus.localDate(at: Date())
+        let user = UserID(uuid), now = clock()
+        let date = notification.date.flatMap(LocalDate.init) ?? campus.localDate(at: now)
+        let isReminder = notification.event == .reminderDue
+        if isReminder, date != campus.localDate(at: now) { return nil }
         // A reminder goes only to a member who has not attested since; a guest's arrival to its host.
         guard let row = try await lookups.value(for: user, in: RecipientDay(campus: campus.id, date: date)),
-            notification.event == .guestArrived || !row.attested
+            !isReminder || !row.attested
         else { return nil }
+        if isReminder, NotificationPreferences(quietHours: row.quietHours).isQuiet(Reminders.minute(campus, at: now)) { return nil }
         var guest: String?
         if notification.event == .guestArrived {
             guard let visit = notification.attestationId.flatMap(UUID.init(uuidString:)) else { return nil }
