@@ -191,6 +191,15 @@ struct EmailChannelTests {
     }
 
     /// An outbox worker that reaches members as the server's does, with links at `origin`.
+    /// A campus "north" whose reminders go to the `terminal` channel.
+    static func terminalCampus(clock: TestClock) async throws -> (TestServer, Campus) {
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "terminal", settings: try MemberChannels.prepare(id: "terminal", settings: .null), actor: "test"
+        )
+        return (server, north)
+    }
+
     static func worker(
         _ server: TestServer, clock: TestClock, metrics: ServerMetrics = ServerMetrics(), origin: String = "https://attest.example.edu",
         terminal: (@Sendable (String) -> Void)? = nil
@@ -479,10 +488,7 @@ struct EmailChannelTests {
 
     @Test func theTerminalChannelPrintsTheReminderAsEmailWouldSendIt() async throws {
         let clock = try TestClock("2026-11-30T12:30:10Z")  // 07:30 in New York
-        let (server, north) = try await AttestationTests.setUp(clock: clock)
-        try await CampusPluginStore(client: server.pool).enable(
-            campus: north, kind: .sink, id: "terminal", settings: try MemberChannels.prepare(id: "terminal", settings: .null), actor: "test"
-        )
+        let (server, north) = try await Self.terminalCampus(clock: clock)
         let (ana, _) = try await server.user("ana@example.edu", at: north)
         try await NotificationPreferenceStore(client: server.pool).set(
             campus: north, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30, language: "es"), now: clock.read())
@@ -531,10 +537,7 @@ struct EmailChannelTests {
     /// the member's quiet hours have begun, nor once its day has ended.
     @Test func aLateReminderIsNotSentInQuietHoursNorAfterItsDay() async throws {
         let clock = try TestClock("2026-11-29T12:30:10Z")  // 07:30 in New York
-        let (server, north) = try await AttestationTests.setUp(clock: clock)
-        try await CampusPluginStore(client: server.pool).enable(
-            campus: north, kind: .sink, id: "terminal", settings: try MemberChannels.prepare(id: "terminal", settings: .null), actor: "test"
-        )
+        let (server, north) = try await Self.terminalCampus(clock: clock)
         let preferences = NotificationPreferenceStore(client: server.pool)
         let (ana, _) = try await server.user("ana@example.edu", at: north)
         try await preferences.set(campus: north, user: ana.id, NotificationPreferences(reminderMinute: 7 * 60 + 30), now: clock.read())
@@ -565,10 +568,7 @@ struct EmailChannelTests {
     /// reminder after a change carries a token the new secret reads and the old one does not.
     @Test func aReminderAfterTheSecretChangesCarriesATokenOfTheNewSecret() async throws {
         let clock = try TestClock("2026-11-30T12:30:10Z")  // 07:30 in New York
-        let (server, north) = try await AttestationTests.setUp(clock: clock)
-        try await CampusPluginStore(client: server.pool).enable(
-            campus: north, kind: .sink, id: "terminal", settings: try MemberChannels.prepare(id: "terminal", settings: .null), actor: "test"
-        )
+        let (server, north) = try await Self.terminalCampus(clock: clock)
         let preferences = NotificationPreferenceStore(client: server.pool)
         let (ana, _) = try await server.user("ana@example.edu", at: north)
         let (bo, _) = try await server.user("bo@example.edu", at: north)
