@@ -82,6 +82,9 @@ public struct EpisodeDraft: Sendable, Equatable {
         return (standardKinds + extra).filter { seen.insert($0).inserted }
     }
 
+    /// The keys of a campus's `settings` the episodes read.
+    public static let settingKeys = ["episodeKinds"]
+
     /// What is wrong with `episodeKinds` among a campus's new `settings` (null: being removed):
     /// what `attest campus set … settings` refuses, where a kind would be quietly left out.
     public static func problems(in settings: [String: JSONValue]) -> [String] {

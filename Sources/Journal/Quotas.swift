@@ -29,6 +29,9 @@ public struct MemberQuotas: Sendable, Equatable {
         openLinks = whole("openLinks") ?? openLinks
     }
 
+    /// The keys of a campus's `settings` the quotas read.
+    public static var settingKeys: [String] { bounds.keys.sorted() }
+
     /// The settings' keys and the whole numbers each may be.
     static let bounds: [String: ClosedRange<Int>] = [
         "journalEntriesPerDay": 1...100_000, "episodesPerDay": 1...100_000, "recordingMegabytes": 5...10_000, "openLinks": 1...1_000,

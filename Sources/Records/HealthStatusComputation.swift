@@ -52,6 +52,9 @@ public struct RecordsPolicy: Sendable, Equatable {
         }
     }
 
+    /// The keys of a campus's `settings` the policy reads.
+    public static let settingKeys = ["isolationDays", "quarantineDays", "shc-identity", "memberIdSystem"]
+
     /// What is wrong with the policy's keys among a campus's new `settings`, each as "key: what
     /// it must be" (a key given null is being removed): what `attest campus set … settings`
     /// refuses, where the policy read from the campus would quietly keep the default.

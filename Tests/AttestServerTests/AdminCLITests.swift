@@ -91,6 +91,18 @@ struct AdminCLITests {
             #expect(refused.stderr.contains(named), "\(named): \(refused.stderr)")
         }
         #expect(!refused.stderr.contains("redAt"), "a plugin's own key passes")
+        // A key a letter or two (or a letter case) from one the product reads is a typo, refused.
+        let typos = try await cli.run(
+            "campus", "set", "north-u", "settings", #"{"isolationDay": 5, "QuarantineDays": 3, "timeZone": "UTC", "note": "x"}"#)
+        #expect(typos.status != 0)
+        for named in [
+            #"isolationDay: not a key Campus Attest reads; did you mean "isolationDays"?"#,
+            #"QuarantineDays: not a key Campus Attest reads; did you mean "quarantineDays"?"#,
+            "timeZone: not a key Campus Attest reads in settings; did you mean the setting timezone (attest campus set <slug> timezone <value>)?",
+        ] {
+            #expect(typos.stderr.contains(named), "\(named): \(typos.stderr)")
+        }
+        #expect(!typos.stderr.contains("note"), "a plugin's own key passes")
         let merged = try await cli.run("campus", "show", "north-u", "--json")
         let settings = try #require(try JSONSerialization.jsonObject(with: Data(merged.stdout.utf8)) as? [String: Any])["settings"]
         #expect(

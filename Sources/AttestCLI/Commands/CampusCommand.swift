@@ -97,7 +97,8 @@ extension CampusCommand {
             discussion: """
                 Keys: \(CampusSetting.allCases.map(\.rawValue).joined(separator: ", ")). `settings` takes a JSON object merged into \
                 the campus's settings (the others stay; a key given null is removed). Setting `timezone`, or \
-                `isolationDays` in `settings`, recomputes every member's health status and says how many changed.
+                `isolationDays` in `settings`, recomputes every member's health status and says how many changed. \
+                A key in `settings` a letter or two from one Campus Attest reads is refused as a typo.
                 """)
         @Argument var slug: String
         @Argument var key: String
@@ -112,10 +113,12 @@ extension CampusCommand {
 
         func run() async throws {
             // The keys the product reads from `settings` are checked here, where every module's
-            // are known; a plugin's own keys pass as they are.
+            // are known; a plugin's own keys pass as they are, unless one is a near miss of the
+            // product's (a typo would quietly keep the default).
             if key == CampusSetting.settings.rawValue, case .object(let fields)? = try? JSONValue(parsing: Array(value.utf8)) {
                 let problems =
-                    RecordsPolicy.problems(in: fields) + MemberQuotas.problems(in: fields) + EpisodeDraft.problems(in: fields)
+                    CampusSettingsKeys.nearMisses(in: fields.keys.sorted()) + RecordsPolicy.problems(in: fields)
+                    + MemberQuotas.problems(in: fields) + EpisodeDraft.problems(in: fields)
                 if !problems.isEmpty {
                     throw CLIError("invalid settings, nothing changed: \(problems.joined(separator: "; "))")
                 }
@@ -372,4 +375,47 @@ extension OIDCIssuer {
 
     /// How `campus show` names it.
     var textLabel: String { allowAnyDomain ? "\(issuer) (any email domain)" : issuer }
+}
+
+/// The keys of a campus's `settings` that Campus Attest's own modules read, and the settings
+/// set with keys of their own: a key given in `settings` that is one or two letters (or a
+/// letter case) away from one of them is a typo that would quietly change nothing.
+enum CampusSettingsKeys {
+    static var read: [String] { RecordsPolicy.settingKeys + MemberQuotas.settingKeys + EpisodeDraft.settingKeys }
+
+    /// "key: what it must be" for each key of `keys` that is not one the product reads but
+    /// lies near one (or near a setting of its own key).
+    static func nearMisses(in keys: [String]) -> [String] {
+        let own = CampusSetting.allCases.map(\.rawValue).filter { $0 != CampusSetting.settings.rawValue }
+        let known = Set(read + own)
+        return keys.filter { !known.contains($0) }.compactMap { key in
+            let folded = Array(key.lowercased().unicodeScalars)
+            if let near = read.first(where: { isNear(folded, $0) }) {
+                return "\(key): not a key Campus Attest reads; did you mean \"\(near)\"?"
+            }
+            if let near = own.first(where: { isNear(folded, $0) }) {
+                return
+                    "\(key): not a key Campus Attest reads in settings; did you mean the setting \(near) (attest campus set <slug> \(near) <value>)?"
+            }
+            return nil
+        }
+    }
+
+    /// Whether `key` (lowercased scalars) is at most two edits from `known` (a key of eight or
+    /// more letters; one edit for shorter ones), letter case aside.
+    static func isNear(_ key: [Unicode.Scalar], _ known: String) -> Bool {
+        let target = Array(known.lowercased().unicodeScalars)
+        let limit = target.count >= 8 ? 2 : 1
+        guard abs(key.count - target.count) <= limit else { return false }
+        // Levenshtein distance, one row at a time.
+        var previous = Array(0...target.count)
+        for (i, a) in key.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: target.count)
+            for (j, b) in target.enumerated() {
+                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (a == b ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[target.count] <= limit
+    }
 }
