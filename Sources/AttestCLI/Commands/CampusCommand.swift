@@ -114,10 +114,11 @@ extension CampusCommand {
         func run() async throws {
             // The keys the product reads from `settings` are checked here, where every module's
             // are known; a plugin's own keys pass as they are, unless one is a near miss of the
-            // product's (a typo would quietly keep the default).
+            // product's (a typo would quietly keep the default); any key may be removed (null).
             if key == CampusSetting.settings.rawValue, case .object(let fields)? = try? JSONValue(parsing: Array(value.utf8)) {
                 let problems =
-                    CampusSettingsKeys.nearMisses(in: fields.keys.sorted()) + RecordsPolicy.problems(in: fields)
+                    CampusSettingsKeys.nearMisses(in: fields.filter { $0.value != .null }.keys.sorted())
+                    + RecordsPolicy.problems(in: fields)
                     + MemberQuotas.problems(in: fields) + EpisodeDraft.problems(in: fields)
                 if !problems.isEmpty {
                     throw CLIError("invalid settings, nothing changed: \(problems.joined(separator: "; "))")
