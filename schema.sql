@@ -379,6 +379,9 @@ CREATE TABLE IF NOT EXISTS reminder_runs (
     ran_at          timestamptz NOT NULL DEFAULT now(),
     reminded        integer NOT NULL DEFAULT 0,
     through_minute  smallint NOT NULL DEFAULT -1 CHECK (through_minute BETWEEN -1 AND 1439),
+    -- The campus's reminder minute once a run of the day passed it (schema version 28): the
+    -- day's later runs keep it, so a time the campus moves later that day reminds nobody twice.
+    campus_minute   smallint CHECK (campus_minute BETWEEN 0 AND 1439),
     PRIMARY KEY (campus_id, local_date)
 );
 

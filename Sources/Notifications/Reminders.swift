@@ -13,8 +13,9 @@ import Tenancy
 /// servers run (and whenever they wake), each member is reminded once; no member is read when
 /// no sink takes reminders. A member who moves their time later after the day's run passed
 /// their old one is not reminded again that day (`NotificationPreferenceStore.set` marks
-/// them); one who moves it to a minute already passed is reminded from the next day. A run
-/// that comes late writes nobody whose quiet hours have begun since their minute.
+/// them); one who moves it to a minute already passed is reminded from the next day. So with
+/// the campus's own time: once a run passed it, the day keeps it (`reminder_runs.campus_minute`).
+/// A run that comes late writes nobody whose quiet hours have begun since their minute.
 public struct Reminders: Sendable {
     let client: PostgresClient
     let audience: ReminderAudience
@@ -39,9 +40,10 @@ public struct Reminders: Sendable {
     }
 
     /// The SQL of a member's reminder minute that day, from `member_notifications` row `n`
-    /// (absent: the campus's): NULL when quiet hours skip it.
-    static func effectiveMinute(_ campus: Campus) -> SQL {
-        let campusMinute = campus.reminderMinute, latest = max(campus.deadlineMinute, campus.reminderMinute)
+    /// (absent: the campus's `campusMinute`, by default its reminder time now): NULL when quiet
+    /// hours skip it.
+    static func effectiveMinute(_ campus: Campus, campusMinute: Int? = nil) -> SQL {
+        let campusMinute = campusMinute ?? campus.reminderMinute, latest = max(campus.deadlineMinute, campusMinute)
         return """
             (CASE
                 WHEN n.quiet_from IS NULL THEN coalesce(n.reminder_minute, \(campusMinute)::int)
@@ -91,14 +93,21 @@ public struct Reminders: Sendable {
                 "INSERT INTO reminder_runs (campus_id, local_date) VALUES (\(campus.id), \(date)) ON CONFLICT DO NOTHING")
             let locked = try await connection.query(
                 """
-                SELECT through_minute FROM reminder_runs WHERE campus_id = \(campus.id) AND local_date = \(date) FOR UPDATE
+                SELECT through_minute, campus_minute FROM reminder_runs
+                WHERE campus_id = \(campus.id) AND local_date = \(date) FOR UPDATE
                 """)
             guard let row = locked.first else { return nil }
             let through = Int(try row.decode("through_minute", as: Int16.self))
             guard through < minute else { return nil }
+            // The campus's minute once a run passed it stays the day's: a time the campus moved
+            // later since reminds nobody twice (a new one takes effect the next day).
+            let passed = try row.decode("campus_minute", as: Int16?.self).map(Int.init)
+            let campusMinute = passed ?? campus.reminderMinute
+            let passesNow = passed == nil && through < campusMinute && campusMinute <= minute
             try await connection.query(
                 """
-                UPDATE reminder_runs SET through_minute = \(Int16(clamping: minute)), ran_at = \(now)
+                UPDATE reminder_runs SET through_minute = \(Int16(clamping: minute)), ran_at = \(now),
+                    campus_minute = \(passesNow ? Int16(clamping: campusMinute) : passed.map { Int16(clamping: $0) })
                 WHERE campus_id = \(campus.id) AND local_date = \(date)
                 """)
             // No sink takes reminders: nobody is read. Finding who has not attested reads every
@@ -114,7 +123,8 @@ public struct Reminders: Sendable {
                 ), due AS (
                     SELECT u.user_id FROM unattested u
                     LEFT JOIN member_notifications n ON n.campus_id = \(campus.id) AND n.user_id = u.user_id
-                    WHERE \(Self.effectiveMinute(campus)) > \(through)::int AND \(Self.effectiveMinute(campus)) <= \(minute)::int
+                    WHERE \(Self.effectiveMinute(campus, campusMinute: campusMinute)) > \(through)::int
+                      AND \(Self.effectiveMinute(campus, campusMinute: campusMinute)) <= \(minute)::int
                       AND n.reminder_passed_on IS DISTINCT FROM \(date)::date
                       AND NOT \(Self.isQuiet(minute: minute))
                 ), events AS (

@@ -171,6 +171,25 @@ struct ReminderTimeTests {
         #expect(try await reminded(on: "2026-11-21") == [plain.id.description, quiet.id.description])
     }
 
+    @Test func aCampusTimeMovedLaterAfterItsRemindersWentRemindsNobodyTwice() async throws {
+        let clock = try TestClock("2026-11-20T13:00:30Z")  // 08:00 in New York, the campus's time
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        _ = try await server.user("plain@example.edu", at: north)
+        let reminders = Reminders(client: server.pool, audience: .unattested)
+        let campuses = CampusStore(client: server.pool)
+        #expect(try await reminders.run(campuses: [north], at: clock.read()) == ["north": 1])
+        let moved = try await campuses.set(slug: "north", key: "reminder", value: "09:00", actor: "test")
+        try clock.set("2026-11-20T14:00:30Z")  // 09:00
+        #expect(try await reminders.run(campuses: [moved], at: clock.read()) == ["north": 0])
+        // The next day, at the new time only.
+        try clock.set("2026-11-21T13:00:30Z")
+        #expect(try await reminders.run(campuses: [moved], at: clock.read()).isEmpty)
+        try clock.set("2026-11-21T14:00:30Z")
+        #expect(try await reminders.run(campuses: [moved], at: clock.read()) == ["north": 1])
+    }
+
     @Test func theNextDueTimeIsTheNextMinuteAMemberOrTheCampusChose() async throws {
         let clock = try TestClock("2026-11-20T12:00:00Z")  // 07:00 in New York
         let (server, north) = try await AttestationTests.setUp(clock: clock)
