@@ -1,6 +1,7 @@
 import AttestPlugins
 import AttestPostgres
 import Foundation
+import Tenancy
 
 /// One row of the outbox: an event for one sink.
 public struct OutboxEntry: Sendable {
@@ -58,5 +59,48 @@ public struct OutboxStore: Sendable {
             WHERE campus_id = \(campus) AND dead_at IS NOT NULL \(only)
             """, campus: campus.rawValue)
         return rows.affectedRows
+    }
+}
+
+/// A campus's outbox kept small and brief (the daily upkeep): a delivered event goes
+/// `deliveredDays` (7) after its delivery, a dead letter `deadDays` (30) after it died (time to
+/// mend the sink and `attest outbox retry`), neither later than the campus's `retention-days`
+/// (an event names a member, and a `badge.red` their badge); and a day's reminder runs go after
+/// a week. Deleted 10,000 rows a statement, so a first run on a long-kept outbox holds no lock
+/// for long.
+public struct OutboxUpkeep: DailyUpkeep {
+    public static let deliveredDays = 7
+    public static let deadDays = 30
+    static let slice = 10_000
+
+    let client: PostgresClient
+
+    public init(client: PostgresClient) { self.client = client }
+
+    public var name: String { "outbox" }
+
+    public func run(campus: Campus, now: Date) async throws -> [String: Int] {
+        func before(days: Int) -> Date { now.addingTimeInterval(-Double(min(days, max(campus.retentionDays, 1))) * 86_400) }
+        let delivered = before(days: Self.deliveredDays), dead = before(days: Self.deadDays)
+        var purged = 0
+        while true {
+            let gone = try await client.query(
+                """
+                DELETE FROM notification_outbox o USING (
+                    SELECT id, sink_id FROM notification_outbox
+                    WHERE campus_id = \(campus.id) AND (delivered_at < \(delivered) OR dead_at < \(dead))
+                    LIMIT \(Self.slice)
+                ) old
+                WHERE o.campus_id = \(campus.id) AND o.id = old.id AND o.sink_id = old.sink_id
+                """, campus: campus.id.rawValue
+            ).affectedRows
+            purged += gone
+            if gone < Self.slice { break }
+        }
+        let runs = try await client.query(
+            "DELETE FROM reminder_runs WHERE campus_id = \(campus.id) AND local_date < \(campus.localDate(at: now).adding(days: -7))",
+            campus: campus.id.rawValue
+        ).affectedRows
+        return ["outbox_purged": purged, "reminder_runs_purged": runs]
     }
 }

@@ -344,6 +344,55 @@ struct NotificationTests {
     /// A campus none of whose sinks takes reminders (it has none, or one that lists other
     /// events) has its day claimed with nobody reminded and no member read; a campus whose
     /// sink takes every event gets one reminder per member who has not attested.
+    /// Delivered events go a week after delivery, dead letters a month after they died, neither
+    /// later than the campus's retention; pending ones stay whatever their age; a day's reminder
+    /// runs go after a week. `attest purge` does the same.
+    @Test func theDailyUpkeepRemovesDeliveredAndDeadEventsPastTheirKeeping() async throws {
+        let clock = try TestClock("2026-11-20T13:00:30Z")  // 08:00 in New York
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        for name in ["a", "b", "c", "d", "e"] { _ = try await server.user("\(name)@example.edu", at: north) }
+        #expect(try await Reminders(client: server.pool, audience: .unattested).run(campuses: [north], at: clock.read()) == ["north": 5])
+        let ids = try await server.pool.query("SELECT id FROM notification_outbox ORDER BY id", campus: north.id.rawValue).map {
+            try $0.decode("id", as: UUID.self)
+        }
+        try #require(ids.count == 5)
+        let now = clock.read()
+        func ago(_ days: Double) -> Date { now.addingTimeInterval(-days * 86_400) }
+        for (id, delivered, dead) in [
+            (ids[0], ago(8), nil), (ids[1], ago(6), nil), (ids[2], nil, ago(31)), (ids[3], nil, ago(20)), (ids[4], nil, nil),
+        ] as [(UUID, Date?, Date?)] {
+            _ = try await server.pool.query(
+                "UPDATE notification_outbox SET delivered_at = \(delivered), dead_at = \(dead), created_at = \(ago(40)) WHERE id = \(id)",
+                campus: north.id.rawValue)
+        }
+        _ = try await server.pool.query(
+            "INSERT INTO reminder_runs (campus_id, local_date) VALUES (\(north.id), '2026-11-12'), (\(north.id), '2026-11-14')",
+            campus: north.id.rawValue)
+        func left() async throws -> [UUID] {
+            try await server.pool.query("SELECT id FROM notification_outbox ORDER BY id", campus: north.id.rawValue).map {
+                try $0.decode("id", as: UUID.self)
+            }
+        }
+        let upkeep = OutboxUpkeep(client: server.pool)
+        #expect(try await upkeep.run(campus: north, now: now) == ["outbox_purged": 2, "reminder_runs_purged": 1])
+        #expect(try await left() == [ids[1], ids[3], ids[4]])
+        // A campus keeping answers five days keeps no event longer.
+        let brief = try await CampusStore(client: server.pool).set(slug: "north", key: "retention-days", value: "5", actor: "test")
+        #expect(try await upkeep.run(campus: brief, now: now)["outbox_purged"] == 2)
+        #expect(try await left() == [ids[4]])
+        // Another campus's upkeep touches none of this one's.
+        let south = try await server.campus("south")
+        _ = try await server.pool.query(
+            "UPDATE notification_outbox SET delivered_at = \(ago(9)) WHERE id = \(ids[4])", campus: north.id.rawValue)
+        #expect(try await upkeep.run(campus: south, now: now)["outbox_purged"] == 0)
+        #expect(try await left() == [ids[4]])
+        let cli = try await AdminCLITests.CLI(database: server.database).run("purge", "--campus", "north", "--json")
+        #expect(cli.status == 0 && cli.stdout.contains(#""outboxEvents":1"#), "\(cli.stdout) \(cli.stderr)")
+        #expect(try await left() == [])
+    }
+
     @Test func remindersAreMadeOnlyWhereASinkTakesThem() async throws {
         let clock = try TestClock("2026-11-20T13:20:00Z")  // 08:20 in New York
         let (server, north) = try await AttestationTests.setUp(clock: clock)

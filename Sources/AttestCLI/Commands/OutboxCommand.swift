@@ -27,7 +27,8 @@ extension OutboxCommand {
 
     struct Dead: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Dead letters: events a sink refused or that failed past their maximum age.")
+            abstract: "Dead letters: events a sink refused or that failed past their maximum age.",
+            discussion: "Kept 30 days (or the campus's retention-days, if fewer) for `attest outbox retry`; delivered events 7.")
         @Argument var campus: String
         @Option(help: "At most this many.") var limit = 100
         @Flag(help: "Print JSON.") var json = false

@@ -147,7 +147,7 @@ public struct AttestServices: Sendable {
             client: database, logger: logger, clock: clock,
             upkeeps: [
                 SignInUpkeep(client: database), JournalUpkeep(client: database), RecordsUpkeep(records: records),
-                GuestUpkeep(client: database),
+                GuestUpkeep(client: database), OutboxUpkeep(client: database),
             ])
         self.signIns = SignInGuard(client: database)
         self.signIn = SignInService(issuers: issuers, verifier: idTokens, guardian: signIns, users: users, sessions: sessions)
