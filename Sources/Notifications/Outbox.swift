@@ -104,3 +104,21 @@ public struct OutboxUpkeep: DailyUpkeep {
         return ["outbox_purged": purged, "reminder_runs_purged": runs]
     }
 }
+
+/// An erased member's events in the outbox (delivered, dead or still waiting): each names them
+/// (`userId`), and a `badge.red` their badge. One scan of the campus's outbox, which the daily
+/// upkeep keeps to about a week.
+public struct OutboxErasure: MemberErasure {
+    let client: PostgresClient
+
+    public init(client: PostgresClient) { self.client = client }
+
+    public func forget(_ member: ErasedMember, campus: Campus) async throws -> [String: Int] {
+        let gone = try await client.query(
+            """
+            DELETE FROM notification_outbox WHERE campus_id = \(campus.id) AND payload->>'userId' = \(member.id.rawValue.lowercasedText)
+            """, campus: campus.id.rawValue
+        ).affectedRows
+        return ["outboxEvents": gone]
+    }
+}

@@ -421,6 +421,18 @@ public struct HealthRecords: Sendable {
     }
 }
 
+/// An erased member's results still waiting to be matched (under their email or the campus's
+/// id for them); their matched records went with their `users` row.
+public struct RecordsErasure: MemberErasure {
+    let records: HealthRecords
+
+    public init(records: HealthRecords) { self.records = records }
+
+    public func forget(_ member: ErasedMember, campus: Campus) async throws -> [String: Int] {
+        ["waitingResults": try await records.forgetWaiting(campus: campus, subject: member.email, memberID: member.memberID)]
+    }
+}
+
 /// Retention of health records (the campus's `retention-days`, as for answers), once a day:
 /// what can no longer weigh on a badge and is older than the cutoff is deleted. A result
 /// collected before the cutoff goes unless it is its member's latest (the status's latest

@@ -7,6 +7,7 @@ import Hummingbird
 import HummingbirdTesting
 import Identity
 import Notifications
+import Records
 import Tenancy
 import Testing
 
@@ -157,11 +158,34 @@ struct SCIMTests {
         _ = try await server.campus("north")
         let north = try await CampusStore(client: server.pool).set(slug: "north", key: "scim-delete", value: "erase", actor: "test")
         let token = try await Self.provisioner(server, north)
+        // A laboratory's result waiting under the address before the directory sends the user.
+        let records = HealthRecords(client: server.pool)
+        _ = try await records.receive(
+            campus: north,
+            results: [
+                LabResult(
+                    specimenID: "S-1", subject: "gone@example.edu", testCode: "94500-6", detected: false, collectedAt: Date(),
+                    resultedAt: Date())
+            ], source: "test", actor: "test")
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        @Sendable func named(_ id: String) async throws -> Int {
+            try await server.pool.query(
+                "SELECT count(*)::int AS n FROM notification_outbox WHERE payload->>'userId' = \(id)", campus: north.id.rawValue
+            ).first?.decode("n") ?? -1
+        }
         try await server.run { api in
             let created = try await Self.scim(
                 api, .post, "/scim/v2/campuses/north/Users", token: token, json: Self.user("gone@example.edu"))
             let id = try #require(created.json["id"] as? String)
+            let evening = north.startOfDay(north.localDate(at: Date())).addingTimeInterval(23 * 3_600)
+            #expect(try await Reminders(client: server.pool, audience: .unattested).run(campuses: [north], at: evening) == ["north": 1])
+            #expect(try await named(id) == 1)
+            #expect(try await records.unmatched(campus: north, actor: "test").count == 1)
             #expect(try await Self.scim(api, .delete, "/scim/v2/campuses/north/Users/\(id)", token: token).status == 204)
+            // What names them without a foreign key goes too: the outbox's events, the waiting result.
+            #expect(try await named(id) == 0)
+            #expect(try await records.unmatched(campus: north, actor: "test").isEmpty)
             let after = try await Self.scim(api, .get, "/scim/v2/campuses/north/Users/\(id)", token: token)
             #expect(after.status == 404 && after.json["schemas"] as? [String] == ["urn:ietf:params:scim:api:messages:2.0:Error"])
             #expect(try await UserStore(client: server.pool).find(campus: north.id, email: "gone@example.edu") == nil)

@@ -1,3 +1,4 @@
+import AttestPlugins
 import AttestPluginsTesting
 import AttestPostgres
 import AttestTestSupport
@@ -80,6 +81,10 @@ struct UserLifecycleTests {
         let (server, north) = try await AttestationTests.setUp(clock: clock)
         let (ana, token) = try await server.user("ana@example.edu", at: north, roles: [.screener])
         let (bob, bobToken) = try await server.user("bob@example.edu", at: north)
+        // Each submission's event waits in the outbox, naming its member.
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "log", settings: .object(["events": .array([.string("attestation.submitted")])]),
+            actor: "test")
         try await server.run { api in
             for member in [token, bobToken] {
                 let requests = [
@@ -97,8 +102,15 @@ struct UserLifecycleTests {
         #expect(refused.status == 1 && refused.stderr.contains("pass --yes"))
         let erased = try await Self.attest("user", "erase", "north", "ana@example.edu", "--yes", database: server.database)
         #expect(erased.status == 0 && erased.stdout.contains("audit entries naming them removed"), "\(erased.stderr)")
+        #expect(erased.stdout.contains("; 1 notification events naming them deleted."), "\(erased.stdout)")
 
         let owner = TestDatabase.client(database: server.database, role: nil, maxConnections: 1)
+        let events = try await owner.query(
+            """
+            SELECT count(*) FILTER (WHERE payload->>'userId' = \(ana.id.rawValue.lowercasedText))::int AS ana,
+                   count(*) FILTER (WHERE payload->>'userId' = \(bob.id.rawValue.lowercasedText))::int AS bob FROM notification_outbox
+            """)
+        #expect(try events.first?.decode("ana", as: Int.self) == 0 && events.first?.decode("bob", as: Int.self) == 1)
         for table in ["users", "sessions", "attestations", "journal_entries", "journal_shares", "member_settings", "episodes"] {
             let column = table == "users" ? "id" : "user_id"
             let counts = try await owner.query(

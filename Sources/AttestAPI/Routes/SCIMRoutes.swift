@@ -91,9 +91,12 @@ package struct SCIMRoutes: Sendable {
         }
         scim.delete("Users/:id") { request, context in
             let (campus, machine) = (try context.requireCampus(), try context.requireMachine())
-            try await services.directory.deleteUser(
+            if let erased = try await services.directory.deleteUser(
                 campus: campus, id: try Self.id(context), ifMatch: request.headers[.ifMatch], actor: machine,
                 base: try base(request, context))
+            {
+                for erasure in services.erasures { _ = try await erasure.forget(erased, campus: campus) }
+            }
             return Response(status: .noContent)
         }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AttestPlugins
+import AttestServer
 import Foundation
 import Identity
 import Records
@@ -181,13 +182,21 @@ extension UserCommand {
                 let campus = try await CampusStore(client: owner).require(slug: campus)
                 let memberID = try await UserStore(client: owner).memberID(campus: campus, email: email)
                 let erased = try await UserStore(client: owner).erase(campus: campus, email: email, actor: TenantContext.actor)
-                // Their results went with their row; those still waiting under their email or campus id go too.
-                let results = try await HealthRecords(client: owner).forgetWaiting(campus: campus, subject: email, memberID: memberID)
-                return (erased.id, erased.auditEntriesRemoved, results)
+                // Their rows went with their row; what names them without a foreign key goes too:
+                // results still waiting under their email or campus id, the outbox's events.
+                var forgotten: [String: Int] = [:]
+                for erasure in AttestServices.memberErasures(owner) {
+                    forgotten.merge(
+                        try await erasure.forget(ErasedMember(id: erased.id, email: email, memberID: memberID), campus: campus),
+                        uniquingKeysWith: +)
+                }
+                return (erased.id, erased.auditEntriesRemoved, forgotten)
             }
+            let results = outcome.2["waitingResults"] ?? 0, events = outcome.2["outboxEvents"] ?? 0
             say(
                 "Erased \(email) at \(campus) (user \(outcome.0)); \(outcome.1) audit entries naming them removed, one recording the erasure kept"
-                    + (outcome.2 > 0 ? "; \(outcome.2) unmatched test results under their email deleted." : ".")
+                    + (results > 0 ? "; \(results) unmatched test results under their email deleted" : "")
+                    + (events > 0 ? "; \(events) notification events naming them deleted" : "") + "."
             )
         }
     }

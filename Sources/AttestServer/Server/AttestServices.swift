@@ -39,6 +39,9 @@ public struct AttestServices: Sendable {
     public var badges: BadgeService
     /// Test results, isolations and each member's health status (Records).
     public var records: HealthRecords
+    /// What each module forgets of an erased member beyond their row's cascade, run after
+    /// every erasure (SCIM's here, `attest user erase` through `memberErasures(_:)`).
+    public var erasures: [any MemberErasure]
     /// Machines' tokens: laboratories', the directory's provisioner's.
     public var machineTokens: MachineTokens
     /// The campus's users and groups as the university's directory pushes them (SCIM).
@@ -111,6 +114,7 @@ public struct AttestServices: Sendable {
                 await attestations.decide(health: health, answered: answered, campus: campus, at: now)
             })
         self.records = HealthRecords(client: database, generations: authGenerations, kek: kek)
+        self.erasures = Self.memberErasures(database)
         self.machineTokens = MachineTokens(client: database)
         self.directory = Directory(client: database)
         let subjectKeys = badges.keys
@@ -154,4 +158,11 @@ public struct AttestServices: Sendable {
         self.browserSignIn = BrowserSignIn(issuers: issuers, guardian: signIns, signIn: signIn, http: http, kek: kek)
         self.clock = clock
     }
+
+    /// The modules' `MemberErasure`s: the results waiting under the member's email or id
+    /// (Records), the outbox's events naming them (Notifications).
+    public static func memberErasures(_ client: PostgresClient) -> [any MemberErasure] {
+        [RecordsErasure(records: HealthRecords(client: client)), OutboxErasure(client: client)]
+    }
+
 }

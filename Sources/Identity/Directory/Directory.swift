@@ -262,10 +262,12 @@ public struct Directory: Sendable {
         return render(try await userRow(connection, campus: campus.id, id: id, lock: false), groups: groups, base: base)
     }
 
-    /// `DELETE /Users/{id}`: deactivates, or erases under `scim-delete: erase`.
-    public func deleteUser(campus: Campus, id: UUID, ifMatch: String?, actor: String, base: String) async throws {
+    /// `DELETE /Users/{id}`: deactivates, or erases under `scim-delete: erase`. Returns the
+    /// member erased, for the modules' `MemberErasure`s to run once this has committed.
+    @discardableResult
+    public func deleteUser(campus: Campus, id: UUID, ifMatch: String?, actor: String, base: String) async throws -> ErasedMember? {
         let policy = DirectoryPolicy(campus: campus)
-        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+        return try await client.withTransaction(campus: campus.id.rawValue) { connection -> ErasedMember? in
             let row = try await Self.userRow(connection, campus: campus.id, id: id, lock: true)
             if let ifMatch {
                 let groups = try await Self.groupsOf(connection, campus: campus.id, users: [id])
@@ -294,7 +296,11 @@ public struct Directory: Sendable {
                 try await AuditLog.record(
                     connection, campus: campus.id, actor: actor, action: "user.deactivate", target: row.email,
                     details: ["source": "scim", "sessionsRevoked": "\(revoked)"])
+                return nil
             case .erase:
+                let memberID = try await connection.query(
+                    "SELECT member_id FROM users WHERE campus_id = \(campus.id) AND id = \(id)"
+                ).first?.decode("member_id", as: String?.self)
                 try await connection.query("DELETE FROM users WHERE campus_id = \(campus.id) AND id = \(id)")
                 if row.active { try await UserStore.countMemberChange(connection, campus: campus, change: -1, at: Date()) }
                 let removed = try await connection.query("SELECT attest_forget_audited(\(campus.id), \(row.email)) AS removed")
@@ -302,6 +308,7 @@ public struct Directory: Sendable {
                 try await AuditLog.record(
                     connection, campus: campus.id, actor: actor, action: "user.erase", target: id.lowercasedText,
                     details: ["source": "scim", "auditEntriesRemoved": "\(try removed.first?.decode("removed", as: Int.self) ?? 0)"])
+                return ErasedMember(id: UserID(id), email: row.email, memberID: memberID)
             }
         }
     }
