@@ -549,10 +549,10 @@ CREATE TABLE IF NOT EXISTS member_notifications (
     quiet_to         smallint CHECK (quiet_to BETWEEN 0 AND 1439),
     language         text CHECK (language ~ '^[a-z]{2}$'),
     updated_at       timestamptz NOT NULL DEFAULT now(),
-    -- The campus-local day on which the member's reminder minute had already passed when they
-    -- last changed their choices (schema version 28): that day's later runs leave them out, so
-    -- a time moved later does not remind them twice.
-    reminder_passed_on  date,
+    -- The campus-local day on which the member had been reminded when they last changed their
+    -- choices (schema version 28): that day's later runs leave them out, so a time moved later
+    -- does not remind them twice.
+    reminded_on      date,
     PRIMARY KEY (campus_id, user_id),
     FOREIGN KEY (campus_id, user_id) REFERENCES users (campus_id, id) ON DELETE CASCADE,
     CHECK ((quiet_from IS NULL) = (quiet_to IS NULL) AND (quiet_from IS NULL OR quiet_from <> quiet_to))

@@ -88,45 +88,39 @@ public struct NotificationPreferenceStore: Sendable {
             quietHours: from.flatMap { from in to.map { (Int(from), Int($0)) } }, language: try row.decode("language", as: String?.self))
     }
 
-    /// Keeps `preferences` (checked by the caller with `NotificationPreferences.problems`). When
-    /// today's reminders already went past the member's minute (they were reminded, or passed
-    /// over having attested), the row keeps that day in `reminder_passed_on`, so a time moved
-    /// later that day does not remind them a second time. The day's run row is read `FOR
-    /// SHARE`: a run writing reminders finishes before this is decided, and a run starting
-    /// after it sees the mark.
+    /// Keeps `preferences` (checked by the caller with `NotificationPreferences.problems`). A
+    /// member already reminded today keeps that day in `reminded_on`, so a time moved later that
+    /// day does not remind them a second time (one not reminded yet, a newcomer or one who had
+    /// attested, is reminded at the new time). The day's run row is read `FOR SHARE` first: a run
+    /// writing reminders finishes before this looks, and a run starting after it sees the mark.
     public func set(campus: Campus, user: UserID, _ preferences: NotificationPreferences, now: Date) async throws {
         let minute = preferences.reminderMinute.map { Int16(clamping: $0) }
         let from = preferences.quietHours.map { Int16(clamping: $0.from) }, to = preferences.quietHours.map { Int16(clamping: $0.to) }
         let today = campus.localDate(at: now)
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
-            let run = try await connection.query(
+            let ran = try await connection.query(
+                "SELECT 1 FROM reminder_runs WHERE campus_id = \(campus.id) AND local_date = \(today) FOR SHARE")
+            // Today's reminders are written under the day's run row: none without it.
+            let reminded: SQL =
+                ran.isEmpty
+                ? "NULL::date"
+                : """
+                (SELECT \(today)::date WHERE EXISTS (
+                    SELECT 1 FROM notification_outbox o
+                    WHERE o.campus_id = \(campus.id) AND o.event = \(NotificationEvent.reminderDue.rawValue)
+                      AND o.payload->>'userId' = \(user.rawValue.lowercasedText) AND o.payload->>'date' = \(today.description)))
                 """
-                SELECT through_minute, campus_minute FROM reminder_runs
-                WHERE campus_id = \(campus.id) AND local_date = \(today) FOR SHARE
-                """
-            ).first
-            // Whether the member's minute as it was had passed: the campus's (no row yet), or theirs.
-            var inserted: SQL = "NULL::date", updated: SQL = "n.reminder_passed_on"
-            if let run {
-                let through = Int(try run.decode("through_minute", as: Int16.self))
-                let campusMinute = try run.decode("campus_minute", as: Int16?.self).map(Int.init) ?? campus.reminderMinute
-                inserted = "CASE WHEN \(through)::int >= \(campusMinute)::int THEN \(today)::date END"
-                updated = """
-                    CASE WHEN \(through)::int >= \(Reminders.effectiveMinute(campus, campusMinute: campusMinute)) THEN \(today)::date
-                         ELSE n.reminder_passed_on END
-                    """
-            }
             try await connection.query(
                 """
                 INSERT INTO member_notifications AS n
-                    (campus_id, user_id, email, push, reminder_minute, quiet_from, quiet_to, language, updated_at, reminder_passed_on)
+                    (campus_id, user_id, email, push, reminder_minute, quiet_from, quiet_to, language, updated_at, reminded_on)
                 VALUES (
                     \(campus.id), \(user.rawValue), \(preferences.email), \(preferences.push), \(minute), \(from), \(to),
-                    \(preferences.language), \(now), \(inserted))
+                    \(preferences.language), \(now), \(reminded))
                 ON CONFLICT (campus_id, user_id) DO UPDATE SET
                     email = EXCLUDED.email, push = EXCLUDED.push, reminder_minute = EXCLUDED.reminder_minute,
                     quiet_from = EXCLUDED.quiet_from, quiet_to = EXCLUDED.quiet_to, language = EXCLUDED.language,
-                    updated_at = EXCLUDED.updated_at, reminder_passed_on = \(updated)
+                    updated_at = EXCLUDED.updated_at, reminded_on = coalesce(EXCLUDED.reminded_on, n.reminded_on)
                 """)
         }
     }

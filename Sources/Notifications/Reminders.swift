@@ -11,10 +11,10 @@ import Tenancy
 /// reminder for them. A run writes the members due after the minute the last run reached and
 /// up to now, under the lock of the campus's `reminder_runs` row of the day, so however many
 /// servers run (and whenever they wake), each member is reminded once; no member is read when
-/// no sink takes reminders. A member who moves their time later after the day's run passed
-/// their old one is not reminded again that day (`NotificationPreferenceStore.set` marks
-/// them); one who moves it to a minute already passed is reminded from the next day. So with
-/// the campus's own time: once a run passed it, the day keeps it (`reminder_runs.campus_minute`).
+/// no sink takes reminders. A member reminded who then moves their time later is not reminded
+/// again that day (`NotificationPreferenceStore.set` marks them); one who moves it to a minute
+/// already passed is reminded from the next day. So with the campus's own time: once a run
+/// passed it, the day keeps it (`reminder_runs.campus_minute`).
 /// A run that comes late writes nobody whose quiet hours have begun since their minute.
 public struct Reminders: Sendable {
     let client: PostgresClient
@@ -125,7 +125,7 @@ public struct Reminders: Sendable {
                     LEFT JOIN member_notifications n ON n.campus_id = \(campus.id) AND n.user_id = u.user_id
                     WHERE \(Self.effectiveMinute(campus, campusMinute: campusMinute)) > \(through)::int
                       AND \(Self.effectiveMinute(campus, campusMinute: campusMinute)) <= \(minute)::int
-                      AND n.reminder_passed_on IS DISTINCT FROM \(date)::date
+                      AND n.reminded_on IS DISTINCT FROM \(date)::date
                       AND NOT \(Self.isQuiet(minute: minute))
                 ), events AS (
                     SELECT gen_random_uuid() AS id, \(event)::text AS event, \(OutboxEvents.payload(

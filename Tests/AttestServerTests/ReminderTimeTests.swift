@@ -139,6 +139,21 @@ struct ReminderTimeTests {
                 WHERE event = 'reminder.due' AND payload->>'date' = '2026-11-02' AND payload->>'userId' = \(members["seven"]?.description ?? "")
                 """, campus: north.id.rawValue)
             #expect(try sevenAt.first?.decode("at", as: String.self).hasPrefix("2026-11-02T14:01") == true)
+
+            // A member new since the campus's time went by, choosing a later one, is reminded at it.
+            let (newcomer, newcomerToken) = try await server.user("newcomer@example.edu", at: north)
+            let chosen = try await api.send(
+                .put, "/v1/campuses/north/me/notifications", template: NotificationPreferenceTests.path, token: newcomerToken,
+                json: #"{"reminderTime": "09:30"}"#)
+            #expect(chosen.status == 200)
+            try clock.set("2026-11-02T14:31:00Z")  // 09:31
+            try await bothWorkers()
+            let newcomerReminded = try await server.pool.query(
+                """
+                SELECT count(*)::int AS n FROM notification_outbox
+                WHERE event = 'reminder.due' AND payload->>'date' = '2026-11-02' AND payload->>'userId' = \(newcomer.id.description)
+                """, campus: north.id.rawValue)
+            #expect(try newcomerReminded.first?.decode("n", as: Int.self) == 1)
         }
     }
 
