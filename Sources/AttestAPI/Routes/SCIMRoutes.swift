@@ -95,7 +95,15 @@ package struct SCIMRoutes: Sendable {
                 campus: campus, id: try Self.id(context), ifMatch: request.headers[.ifMatch], actor: machine,
                 base: try base(request, context))
             {
-                for erasure in services.erasures { _ = try await erasure.forget(erased, campus: campus) }
+                // The erasure has committed: the directory is told so whatever follows (a retried
+                // DELETE would find nobody); what a module failed to forget, its upkeep purges.
+                for erasure in services.erasures {
+                    do { _ = try await erasure.forget(erased, campus: campus) } catch {
+                        context.logger.warning(
+                            "erased a user, but rows naming them remain until the daily upkeep",
+                            metadata: ["campus": "\(campus.slug)", "erasure": "\(type(of: erasure))", "error": "\(error)"])
+                    }
+                }
             }
             return Response(status: .noContent)
         }
