@@ -44,29 +44,26 @@ public struct Reminders: Sendable {
     /// hours skip it.
     static func effectiveMinute(_ campus: Campus, campusMinute: Int? = nil) -> SQL {
         let campusMinute = campusMinute ?? campus.reminderMinute, latest = max(campus.deadlineMinute, campusMinute)
+        let chosen: SQL = "coalesce(n.reminder_minute, \(campusMinute)::int)"
         return """
             (CASE
-                WHEN n.quiet_from IS NULL THEN coalesce(n.reminder_minute, \(campusMinute)::int)
-                WHEN (n.quiet_from < n.quiet_to AND coalesce(n.reminder_minute, \(campusMinute)::int) >= n.quiet_from
-                          AND coalesce(n.reminder_minute, \(campusMinute)::int) < n.quiet_to)
-                  OR (n.quiet_from > n.quiet_to AND (coalesce(n.reminder_minute, \(campusMinute)::int) >= n.quiet_from
-                          OR coalesce(n.reminder_minute, \(campusMinute)::int) < n.quiet_to))
-                THEN CASE WHEN n.quiet_to > coalesce(n.reminder_minute, \(campusMinute)::int) AND n.quiet_to <= \(latest)::int
-                          THEN n.quiet_to::int END
-                ELSE coalesce(n.reminder_minute, \(campusMinute)::int)
+                WHEN \(isQuiet(chosen))
+                THEN CASE WHEN n.quiet_to > \(chosen) AND n.quiet_to <= \(latest)::int THEN n.quiet_to::int END
+                ELSE \(chosen)
             END)
             """
     }
 
     /// The SQL of whether `minute` lies in the quiet hours of `member_notifications` row `n`
-    /// (false without a row or quiet hours). A run that comes late (a server was down at the
-    /// member's minute) writes nobody whose quiet hours have begun since: they are skipped
-    /// that day, as a reminder is that quiet hours would push past the deadline.
-    static func isQuiet(minute: Int) -> SQL {
+    /// (false without a row or quiet hours: from inclusive, to exclusive, across midnight when
+    /// from is later, as `NotificationPreferences.isQuiet`). A run that comes late (a server was
+    /// down at the member's minute) writes nobody whose quiet hours have begun since: they are
+    /// skipped that day, as a reminder is that quiet hours would push past the deadline.
+    static func isQuiet(_ minute: SQL) -> SQL {
         """
         (n.quiet_from IS NOT NULL AND CASE WHEN n.quiet_from < n.quiet_to
-            THEN \(minute)::int >= n.quiet_from AND \(minute)::int < n.quiet_to
-            ELSE \(minute)::int >= n.quiet_from OR \(minute)::int < n.quiet_to END)
+            THEN \(minute) >= n.quiet_from AND \(minute) < n.quiet_to
+            ELSE \(minute) >= n.quiet_from OR \(minute) < n.quiet_to END)
         """
     }
 
@@ -126,7 +123,7 @@ public struct Reminders: Sendable {
                     WHERE \(Self.effectiveMinute(campus, campusMinute: campusMinute)) > \(through)::int
                       AND \(Self.effectiveMinute(campus, campusMinute: campusMinute)) <= \(minute)::int
                       AND n.reminded_on IS DISTINCT FROM \(date)::date
-                      AND NOT \(Self.isQuiet(minute: minute))
+                      AND NOT \(Self.isQuiet("\(minute)::int"))
                 ), events AS (
                     SELECT gen_random_uuid() AS id, \(event)::text AS event, \(OutboxEvents.payload(
                                event: "\(event)::text", campus: "\(campus.slug)::text", occurredAt: "\(now)::timestamptz", userId: "d.user_id",
