@@ -5,6 +5,7 @@ import Community
 import Foundation
 import Hummingbird
 import Identity
+import Notifications
 import Records
 import ServiceLifecycle
 import Surveys
@@ -162,6 +163,14 @@ struct BrowserTests {
         }
         provider.setProfile(email: "vera@example.edu", name: "Vera Card", birthdate: "1990-04-02")
 
+        // Unsubscribe links: Uma chose Spanish for her messages, Ugo chose nothing.
+        let (uma, _) = try await server.user("uma@example.edu", at: north)
+        let (ugo, _) = try await server.user("ugo@example.edu", at: north)
+        try await NotificationPreferenceStore(client: server.pool).set(
+            campus: north, user: uma.id, NotificationPreferences(email: true, language: "es"), now: now)
+        let unsubscribe = UnsubscribeTokens(campusSecret: try await server.services.badges.keys.subjectKey(campus: north.id))
+        let unsubscribePath = "/v1/campuses/north/unsubscribe?token="
+
         let screenshots = Self.root.appending(path: ".build/screenshots").path
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
         let config: [String: Any] = [
@@ -172,6 +181,8 @@ struct BrowserTests {
             "adminToken": adminToken, "goodToken": good, "expiredToken": expired, "forgedToken": forged, "otherCampusToken": otherCampus,
             "redToken": red, "shcCampus": "west", "shcMember": "vic@example.edu", "shcPhotoMember": "quinn@example.edu",
             "shcStrictMember": "vera@example.edu",
+            "unsubscribeSpanish": unsubscribePath + unsubscribe.token(campus: north.id, user: uma.id, channel: .email),
+            "unsubscribeEnglish": unsubscribePath + unsubscribe.token(campus: north.id, user: ugo.id, channel: .push),
             "screenshots": screenshots,
         ]
         let configPath = FileManager.default.temporaryDirectory.appending(path: "attest-browser-\(UUID().uuidString.prefix(8)).json").path

@@ -2,6 +2,7 @@ import AttestPlugins
 import AttestPostgres
 import AttestTestSupport
 import Foundation
+import HTTPTypes
 import Identity
 import Notifications
 import Tenancy
@@ -160,6 +161,67 @@ struct UnsubscribeTests {
                 .post, "/v1/campuses/north/unsubscribe?token=\(email)", template: Self.path, json: "List-Unsubscribe=One-Click&x=1",
                 contentType: "application/x-www-form-urlencoded")
             #expect(extra.status == 422 && extra.problem.fields == ["x"])
+        }
+    }
+
+    @Test func itsPagesSpeakTheMembersLanguageAndARefusalToABrowserIsAPage() async throws {
+        let server = try await TestServer.make()
+        let north = try await server.campus("north")
+        let (eva, _) = try await server.user("eva@example.edu", at: north)
+        let (leo, _) = try await server.user("leo@example.edu", at: north)
+        let tokens = UnsubscribeTokens(campusSecret: try await server.services.badges.keys.subjectKey(campus: north.id))
+        try await NotificationPreferenceStore(client: server.pool).set(
+            campus: north, user: eva.id, NotificationPreferences(email: true, language: "es"), now: Date())
+        let evas = tokens.token(campus: north.id, user: eva.id, channel: .email)
+        let leos = tokens.token(campus: north.id, user: leo.id, channel: .push)
+        let browser: HTTPFields = [.accept: "text/html,application/xhtml+xml,*/*;q=0.8", .acceptLanguage: "en-US,en;q=0.9"]
+        let form = "application/x-www-form-urlencoded"
+        try await server.run { api in
+            // Eva chose Spanish for her messages: her pages are Spanish whatever the browser asks.
+            let ask = try await api.send(.get, "/v1/campuses/north/unsubscribe?token=\(evas)", template: Self.path, headers: browser)
+            #expect(
+                ask.status == 200 && ask.body.contains("<html lang=\"es\">") && ask.body.contains("¿Dejar de recibir correos?")
+                    && ask.body.contains("<a href=\"/c/north/settings\">configuración</a>"), "\(ask.body)")
+            let done = try await api.send(
+                .post, "/v1/campuses/north/unsubscribe?token=\(evas)", template: Self.path, json: "List-Unsubscribe=One-Click",
+                contentType: form, headers: browser)
+            #expect(done.status == 200 && done.body.contains("Suscripción cancelada") && done.body.contains("no te enviará más correos"))
+
+            // Leo chose none: the browser's language, else English.
+            let spanish = try await api.send(
+                .get, "/v1/campuses/north/unsubscribe?token=\(leos)", template: Self.path,
+                headers: [.acceptLanguage: "es-MX,es;q=0.9,en;q=0.5"])
+            #expect(spanish.body.contains("<html lang=\"es\">") && spanish.body.contains("¿Dejar de recibir notificaciones push?"))
+            let english = try await api.send(.get, "/v1/campuses/north/unsubscribe?token=\(leos)", template: Self.path)
+            #expect(
+                english.body.contains("<html lang=\"en\">") && english.body.contains("Stop push notifications?")
+                    && english.body.contains("<a href=\"/c/north/settings\">settings</a>"))
+
+            // A link cut short: to a browser a page with the 404, in its language; to a script,
+            // or a mail client's one click, problem+json as before.
+            let cut = "/v1/campuses/north/unsubscribe?token=\(evas.dropLast(3))"
+            let page = try await api.send(.get, cut, template: Self.path, headers: browser)
+            #expect(
+                page.status == 404 && page.headers[.contentType] == "text/html; charset=utf-8"
+                    && page.body.contains("This link does not work") && page.body.contains("/c/north/settings"), "\(page.body)")
+            var spanishBrowser = browser
+            spanishBrowser[.acceptLanguage] = "es"
+            let pageES = try await api.send(.post, cut, template: Self.path, headers: spanishBrowser)
+            #expect(pageES.status == 404 && pageES.body.contains("Este enlace no funciona"))
+            for (method, headers) in [(HTTPRequest.Method.get, [:] as HTTPFields), (.post, [.accept: "*/*"])] {
+                let script = try await api.send(method, cut, template: Self.path, headers: headers)
+                #expect(script.status == 404 && script.headers[.contentType] == "application/problem+json")
+            }
+
+            // An address trying link after link is slowed: the page says so, with Retry-After.
+            var slowed: APIClient.Reply?
+            for _ in 0..<120 where slowed == nil {
+                let reply = try await api.send(.get, cut, template: Self.path, headers: browser)
+                if reply.status == 429 { slowed = reply }
+            }
+            #expect(
+                slowed?.body.contains("Too many tries") == true && slowed?.headers[.retryAfter] != nil
+                    && slowed?.headers[.contentType] == "text/html; charset=utf-8")
         }
     }
 }

@@ -808,6 +808,35 @@ class WebApp(unittest.TestCase):
             d.quit()
 
 
+class Unsubscribe(unittest.TestCase):
+    """A message's unsubscribe link, opened in the browser: the page in the language the member
+    chose for their messages (else the browser's), its button, and a link cut short."""
+
+    def test_the_pages_speak_the_members_language(self):
+        d = make_driver()
+        try:
+            d.get(CONFIG['base'] + CONFIG['unsubscribeEnglish'])
+            self.assertEqual(d.find_element(By.TAG_NAME, 'html').get_attribute('lang'), 'en')
+            self.assertEqual(d.find_element(By.TAG_NAME, 'h1').text, 'Stop push notifications?')
+            check_page(d, 'unsubscribe-en')
+            d.get(CONFIG['base'] + CONFIG['unsubscribeSpanish'])
+            self.assertEqual(d.find_element(By.TAG_NAME, 'html').get_attribute('lang'), 'es')
+            self.assertEqual(d.find_element(By.TAG_NAME, 'h1').text, '¿Dejar de recibir correos?')
+            check_page(d, 'unsubscribe-es')
+            d.find_element(By.CSS_SELECTOR, 'button[type="submit"]').click()
+            wait_for(d, lambda d: d.find_element(By.TAG_NAME, 'h1').text == 'Suscripción cancelada')
+            check_page(d, 'unsubscribed-es')
+            # Cut short, as a mail client wrapping a long line may leave it: a page saying so,
+            # with the way to the settings page.
+            d.get(CONFIG['base'] + CONFIG['unsubscribeEnglish'][:-3])
+            self.assertEqual(d.find_element(By.TAG_NAME, 'h1').text, 'This link does not work')
+            check_page(d, 'unsubscribe-broken-en')
+            d.find_element(By.LINK_TEXT, 'settings').click()
+            wait_for(d, lambda d: '/signin' in d.current_url)
+        finally:
+            d.quit()
+
+
 class AdminAndHealthOfficer(unittest.TestCase):
     def test_dashboard_equals_the_api(self):
         d = make_driver()

@@ -14,6 +14,8 @@ import Tenancy
 /// nothing); `POST` the same URL (what a mail client sends for `List-Unsubscribe-Post:
 /// List-Unsubscribe=One-Click`, or the page's button) turns that channel off for that member.
 /// An unknown, altered or other campus's token is one 404, and an address trying many is slowed.
+/// The pages speak the member's language (`UnsubscribeWords`) and link to their settings; a
+/// refusal a browser asked for is a page too (`asPage`).
 struct UnsubscribeRoutes: Sendable {
     let services: AttestServices
 
@@ -25,22 +27,28 @@ struct UnsubscribeRoutes: Sendable {
     func register(on campus: RouterGroup<AttestRequestContext>) {
         let store = NotificationPreferenceStore(client: services.database)
         campus.get("unsubscribe") { request, context -> Response in
-            let (campusValue, _, channel) = try await read(request, context)
-            return Self.page(campus: campusValue, channel: channel, done: false)
+            try await Self.asPage(request, context) {
+                let (campusValue, user, channel) = try await read(request, context)
+                let language = try await Self.language(request, chosen: store.preferences(campus: campusValue.id, user: user).language)
+                return Self.page(.ask(channel), campus: campusValue, language: language)
+            }
         }
         campus.post("unsubscribe") { request, context -> Response in
-            let (campusValue, user, channel) = try await read(request, context)
-            if request.headers[.contentType] != nil {
-                // RFC 8058's body, or the page's button: nothing else.
-                let form = try await WebForm.read(request, context: context, limit: 1_024)
-                for field in form.fields where field.name != "List-Unsubscribe" {
-                    throw Problem.validation([
-                        .init(field: FieldProblem.name(field.name), message: "is not a field here (only List-Unsubscribe)")
-                    ])
+            try await Self.asPage(request, context) {
+                let (campusValue, user, channel) = try await read(request, context)
+                if request.headers[.contentType] != nil {
+                    // RFC 8058's body, or the page's button: nothing else.
+                    let form = try await WebForm.read(request, context: context, limit: 1_024)
+                    for field in form.fields where field.name != "List-Unsubscribe" {
+                        throw Problem.validation([
+                            .init(field: FieldProblem.name(field.name), message: "is not a field here (only List-Unsubscribe)")
+                        ])
+                    }
                 }
+                try await store.turnOff(campus: campusValue, user: user, channel: channel, now: services.clock())
+                let language = try await Self.language(request, chosen: store.preferences(campus: campusValue.id, user: user).language)
+                return Self.page(.done(channel), campus: campusValue, language: language)
             }
-            try await store.turnOff(campus: campusValue, user: user, channel: channel, now: services.clock())
-            return Self.page(campus: campusValue, channel: channel, done: true)
         }
     }
 
@@ -65,17 +73,124 @@ struct UnsubscribeRoutes: Sendable {
         return (campus, user, channel)
     }
 
-    static func page(campus: Campus, channel: NotificationChannel, done: Bool) -> Response {
-        let escape = HTMLText.escape
-        let what = channel == .email ? "email" : "push notifications"
-        let body =
-            done
-            ? "<h1>Unsubscribed</h1><p>\(escape(campus.name)) will send you no more \(what). You can turn them on again on the campus's settings page.</p>"
-            : "<h1>Stop \(what)?</h1><p>\(escape(campus.name)) sends you reminders and notices by \(what). One click stops them; the settings page turns them on again.</p><form method=\"post\"><input type=\"hidden\" name=\"List-Unsubscribe\" value=\"One-Click\"><p><button type=\"submit\">Stop \(what)</button></p></form>"
-        let page = """
-            <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
-            <title>\(done ? "Unsubscribed" : "Unsubscribe") · \(escape(campus.name))</title></head><body><main>\(body)</main></body></html>
-            """
-        return StandalonePage.response(page)
+    /// The language of the page: the one the member chose for their messages, else the best
+    /// the browser asks for of those the messages speak, else English.
+    static func language(_ request: Request, chosen: String?) -> String {
+        if let chosen, NotificationPreferences.languages.contains(chosen) { return chosen }
+        return Questionnaire.bestLanguage(
+            request.headers[.acceptLanguage] ?? "", available: Set(NotificationPreferences.languages)) ?? "en"
     }
+
+    /// Runs `answer`; a refusal to a browser (one that accepts `text/html`: a person who
+    /// clicked a link copied wrong) is a page saying what went wrong in the browser's
+    /// language, with the refusal's status; to anything else (a mail client's one-click POST,
+    /// a script) it stays `application/problem+json`.
+    static func asPage(_ request: Request, _ context: AttestRequestContext, _ answer: () async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await answer()
+        } catch let problem as Problem {
+            // Only the link's own refusals: a database that cannot be reached (503) or a body
+            // too slow or too large stays what it is.
+            let kind: Page
+            switch problem.status {
+            case .notFound, .unprocessableContent: kind = .broken
+            case .tooManyRequests: kind = .busy
+            default: throw problem
+            }
+            guard request.headers[.accept]?.contains("text/html") == true, let campus = try? context.requireCampus() else { throw problem }
+            return page(kind, campus: campus, language: language(request, chosen: nil), status: problem.status, headers: problem.headers)
+        }
+    }
+
+    /// What the page says.
+    enum Page {
+        /// Asks whether to stop the channel, with a button; changes nothing.
+        case ask(NotificationChannel)
+        /// The channel was turned off.
+        case done(NotificationChannel)
+        /// The link names nobody here (or was cut short).
+        case broken
+        /// The address tried too many links that name nobody.
+        case busy
+    }
+
+    static func page(
+        _ kind: Page, campus: Campus, language: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]
+    ) -> Response {
+        let escape = HTMLText.escape
+        let words = UnsubscribeWords.of(language)
+        let settings = "<a href=\"/c/\(escape(campus.slug))/settings\">\(words.settings)</a>"
+        func fill(_ text: String) -> String {
+            // The link first: a campus's name is never read for a placeholder.
+            text.replacingOccurrences(of: "{settings}", with: settings).replacingOccurrences(of: "{campus}", with: escape(campus.name))
+        }
+        let title: String, body: String
+        switch kind {
+        case .ask(let channel):
+            let email = channel == .email
+            title = words.askTitle
+            body =
+                "<h1>\(email ? words.askEmail : words.askPush)</h1><p>\(fill(email ? words.whyEmail : words.whyPush))</p>"
+                + "<form method=\"post\"><input type=\"hidden\" name=\"List-Unsubscribe\" value=\"One-Click\">"
+                + "<p><button type=\"submit\">\(email ? words.stopEmail : words.stopPush)</button></p></form>"
+        case .done(let channel):
+            title = words.doneTitle
+            body = "<h1>\(words.doneTitle)</h1><p>\(fill(channel == .email ? words.doneEmail : words.donePush))</p>"
+        case .broken:
+            title = words.brokenTitle
+            body = "<h1>\(words.brokenTitle)</h1><p>\(fill(words.broken))</p>"
+        case .busy:
+            title = words.busyTitle
+            body = "<h1>\(words.busyTitle)</h1><p>\(fill(words.busy))</p>"
+        }
+        let page = """
+            <!doctype html><html lang="\(language)"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
+            <title>\(title) · \(escape(campus.name))</title></head><body><main>\(body)</main></body></html>
+            """
+        return StandalonePage.response(page, status: status, headers: headers)
+    }
+}
+
+/// The unsubscribe page's words in each language the messages speak (the reminder's are
+/// `ReminderTexts`). `{campus}` is the campus's name, `{settings}` a link to the settings page.
+struct UnsubscribeWords {
+    var askTitle, askEmail, askPush, whyEmail, whyPush, stopEmail, stopPush: String
+    var doneTitle, doneEmail, donePush, brokenTitle, broken, busyTitle, busy, settings: String
+
+    static func of(_ language: String) -> UnsubscribeWords { language == "es" ? spanish : english }
+
+    static let english = UnsubscribeWords(
+        askTitle: "Unsubscribe", askEmail: "Stop email?", askPush: "Stop push notifications?",
+        whyEmail: "{campus} sends you reminders and notices by email. One click stops them; your {settings} turn them on again.",
+        whyPush:
+            "{campus} sends you reminders and notices as push notifications. One click stops them; your {settings} turn them on again.",
+        stopEmail: "Stop email", stopPush: "Stop push notifications",
+        doneTitle: "Unsubscribed",
+        doneEmail: "{campus} will send you no more email. You can turn email on again in your {settings}.",
+        donePush: "{campus} will send you no more push notifications. You can turn them on again in your {settings}.",
+        brokenTitle: "This link does not work",
+        broken:
+            "It names nobody at {campus}: it may have been copied wrong or cut short. You can choose your messages in your {settings} (you may be asked to sign in).",
+        busyTitle: "Too many tries",
+        busy:
+            "This address tried too many links that do not work. Wait a few minutes and try again, or choose your messages in your {settings}.",
+        settings: "settings")
+    static let spanish = UnsubscribeWords(
+        askTitle: "Cancelar la suscripción", askEmail: "¿Dejar de recibir correos?", askPush: "¿Dejar de recibir notificaciones push?",
+        whyEmail: "{campus} te envía recordatorios y avisos por correo. Un clic los detiene; tu {settings} los vuelve a activar.",
+        whyPush:
+            "{campus} te envía recordatorios y avisos como notificaciones push. Un clic las detiene; tu {settings} las vuelve a activar.",
+        stopEmail: "Dejar de recibir correos", stopPush: "Dejar de recibir notificaciones push",
+        doneTitle: "Suscripción cancelada",
+        doneEmail: "{campus} no te enviará más correos. Puedes volver a activarlos en tu {settings}.",
+        donePush: "{campus} no te enviará más notificaciones push. Puedes volver a activarlas en tu {settings}.",
+        brokenTitle: "Este enlace no funciona",
+        broken:
+            "No corresponde a nadie en {campus}: puede que se haya copiado mal o esté incompleto. Puedes elegir tus mensajes en tu {settings} (quizá se te pida iniciar sesión).",
+        busyTitle: "Demasiados intentos",
+        busy:
+            "Desde esta dirección se probaron demasiados enlaces que no funcionan. Espera unos minutos y vuelve a intentarlo, o elige tus mensajes en tu {settings}.",
+        settings: "configuración")
 }
