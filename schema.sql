@@ -362,10 +362,17 @@ CREATE TABLE IF NOT EXISTS notification_outbox (
     -- The W3C traceparent of what caused the event, when it was traced (schema version 17):
     -- its delivery's span continues that trace. Random ids only, nothing about a person.
     trace_parent     text CHECK (length(trace_parent) <= 256),
+    -- The member a `reminder.due` is for (schema version 29; NULL for every other event), so
+    -- that saving one's choices finds whether one was reminded today by an index: one on the
+    -- payload's `userId` would be of no use under row-level security (jsonb's operators are
+    -- not leakproof).
+    reminder_for     uuid,
     PRIMARY KEY (campus_id, id, sink_id)
 );
 CREATE INDEX IF NOT EXISTS notification_outbox_due ON notification_outbox (campus_id, next_attempt_at)
     WHERE delivered_at IS NULL AND dead_at IS NULL;
+CREATE INDEX IF NOT EXISTS notification_outbox_reminders ON notification_outbox (campus_id, reminder_for)
+    WHERE reminder_for IS NOT NULL;
 
 -- One row per campus and local day once that day's reminders were written (by whichever
 -- server got here first), so each member is reminded at most once a day.

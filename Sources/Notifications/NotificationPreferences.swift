@@ -100,15 +100,16 @@ public struct NotificationPreferenceStore: Sendable {
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
             let ran = try await connection.query(
                 "SELECT 1 FROM reminder_runs WHERE campus_id = \(campus.id) AND local_date = \(today) FOR SHARE")
-            // Today's reminders are written under the day's run row: none without it.
+            // Today's reminders are written under the day's run row: none without it. Found by
+            // `notification_outbox_reminders` (the member's few reminders, a week at most), not
+            // by reading the campus's outbox.
             let reminded: SQL =
                 ran.isEmpty
                 ? "NULL::date"
                 : """
                 (SELECT \(today)::date WHERE EXISTS (
                     SELECT 1 FROM notification_outbox o
-                    WHERE o.campus_id = \(campus.id) AND o.event = \(NotificationEvent.reminderDue.rawValue)
-                      AND o.payload->>'userId' = \(user.rawValue.lowercasedText) AND o.payload->>'date' = \(today.description)))
+                    WHERE o.campus_id = \(campus.id) AND o.reminder_for = \(user.rawValue) AND o.payload->>'date' = \(today.description)))
                 """
             try await connection.query(
                 """

@@ -30,11 +30,15 @@ public enum OutboxEvents {
     /// and sink, the same event id for all of them. Which sinks take an event is Tenancy's to
     /// say (`CampusPluginStore.sinks`). With `traced`, the CTE also has `trace_parent text`
     /// (`OutboxTrace`), kept with each row for its delivery's span.
-    public static func insert(campus: CampusID, fromCTE events: StaticString = "events", traced: Bool = false) -> SQL {
+    /// With `reminders`, the CTE's events are `reminder.due` and it also has `reminder_for
+    /// uuid`, the member each is for (what finds whether a member was reminded a day).
+    public static func insert(
+        campus: CampusID, fromCTE events: StaticString = "events", traced: Bool = false, reminders: Bool = false
+    ) -> SQL {
         """
-        INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload, trace_parent)
+        INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload, trace_parent, reminder_for)
         SELECT \(campus), e.id, e.event, p.plugin_id, e.payload || jsonb_build_object('id', e.id::text),
-               \(unsafeRaw: traced ? "NULLIF(e.trace_parent, '')" : "NULL")
+               \(unsafeRaw: traced ? "NULLIF(e.trace_parent, '')" : "NULL"), \(unsafeRaw: reminders ? "e.reminder_for" : "NULL::uuid")
         FROM \(unsafeRaw: "\(events)") e
         JOIN \(CampusPluginStore.sinks(campus: campus, as: "p", taking: "e.event"))
         """

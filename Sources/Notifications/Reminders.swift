@@ -127,10 +127,11 @@ public struct Reminders: Sendable {
                 ), events AS (
                     SELECT gen_random_uuid() AS id, \(event)::text AS event, \(OutboxEvents.payload(
                                event: "\(event)::text", campus: "\(campus.slug)::text", occurredAt: "\(now)::timestamptz", userId: "d.user_id",
-                               date: "\(date)::date", links: "jsonb_build_object('survey', \("/v1/campuses/\(campus.slug)/survey")::text)")) AS payload
+                               date: "\(date)::date", links: "jsonb_build_object('survey', \("/v1/campuses/\(campus.slug)/survey")::text)")) AS payload,
+                           d.user_id AS reminder_for
                     FROM due d
                 ), written AS (
-                    \(OutboxEvents.insert(campus: campus.id))
+                    \(OutboxEvents.insert(campus: campus.id, reminders: true))
                 )
                 SELECT count(*)::int AS reminded FROM due
                 """)

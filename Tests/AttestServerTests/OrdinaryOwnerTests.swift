@@ -119,6 +119,53 @@ struct OrdinaryOwnerTests {
         await server.pool.shutdown()
     }
 
+    /// Version 29 gives each reminder of the last two days the member it is for: campus by
+    /// campus, so an owner under the tables' row-level security reaches every campus's rows.
+    @Test func version29FindsTheRecentRemindersMembersUnderAnOrdinaryOwner() async throws {
+        let database = try await Self.database()
+        let superuser = TestDatabase.client(database: database, role: nil, maxConnections: 1)
+        let (north, south, ana, bob) = (UUID(), UUID(), UUID(), UUID())
+        func reminder(_ campus: UUID, _ user: UUID, daysAgo: Int, event: String = "reminder.due") -> String {
+            """
+            ('\(campus)', gen_random_uuid(), '\(event)', 'log',
+             jsonb_build_object('event', '\(event)', 'userId', '\(user.uuidString.lowercased())', 'date', current_date::text),
+             now() - interval '\(daysAgo) days')
+            """
+        }
+        try await superuser.withConnection {
+            try await $0.runScript(
+                unsafeSQL: """
+                    INSERT INTO campuses (id, slug, name, time_zone) VALUES ('\(north)', 'north', 'North', 'UTC'),
+                        ('\(south)', 'south', 'South', 'UTC');
+                    INSERT INTO notification_outbox (campus_id, id, event, sink_id, payload, created_at) VALUES
+                        \(reminder(north, ana, daysAgo: 0)), \(reminder(south, bob, daysAgo: 1)), \(reminder(north, ana, daysAgo: 5)),
+                        \(reminder(north, ana, daysAgo: 0, event: "badge.red"));
+                    DELETE FROM schema_migrations WHERE version >= 29;
+                    """)
+        }
+        let migrating = PostgresClient(
+            configuration: PostgresConfiguration(connectionString: "dbname=\(database) user=\(Self.owner)"),
+            options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
+        let report = try await SchemaMigrator(logger: TestDatabase.testLogger).migrate(migrating)
+        await migrating.shutdown()
+        #expect(report.applied.first == 29)
+        let rows = try await superuser.query(
+            """
+            SELECT event, (now() - created_at > interval '2 days') AS old, reminder_for::text AS reminder_for
+            FROM notification_outbox ORDER BY created_at DESC, event
+            """)
+        await superuser.shutdown()
+        let found = try rows.map {
+            "\(try $0.decode("event", as: String.self)) \(try $0.decode("old", as: Bool.self) ? "old" : "recent") "
+                + (try $0.decode("reminder_for", as: String?.self) ?? "none")
+        }
+        #expect(
+            Set(found) == [
+                "reminder.due recent \(ana.uuidString.lowercased())", "badge.red recent none",
+                "reminder.due recent \(bob.uuidString.lowercased())", "reminder.due old none",
+            ], "\(found)")
+    }
+
     /// A SECURITY DEFINER function runs as its owner: a search_path a caller could put a table
     /// of their own in front of would let them change what it reads. Each ends with pg_temp.
     @Test func everySecurityDefinerFunctionEndsItsSearchPathWithPgTemp() async throws {
