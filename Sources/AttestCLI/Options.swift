@@ -27,15 +27,24 @@ struct DatabaseOptions: ParsableArguments {
     func resolveURL(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
         if let databaseURL, !databaseURL.isEmpty { return try Secret.read(databaseURL, option: "--database-url") }
         if let url = environment["DATABASE_URL"], !url.isEmpty { return try Secret.read(url, option: "DATABASE_URL") }
-        let devFile = URL(fileURLWithPath: ".attest/database-url")
-        if let url = try? String(contentsOf: devFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
-            !url.isEmpty
-        {
-            return url
-        }
+        if let url = Self.devClusterURL() { return url }
         throw CLIError(
             "no database named: set DATABASE_URL, pass --database-url postgresql://user@host/dbname, "
                 + "or run `attest dev` here once to create a local one in ./.attest/")
+    }
+
+    /// The URL `attest dev` wrote into `./.attest/database-url`, when it did.
+    static func devClusterURL() -> String? {
+        let devFile = URL(fileURLWithPath: ".attest/database-url")
+        guard let url = try? String(contentsOf: devFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !url.isEmpty
+        else { return nil }
+        return url
+    }
+
+    /// Whether the database is the cluster `attest dev` keeps in `./.attest/` (no
+    /// `--database-url`, no `DATABASE_URL`): then its key, `./.attest/kek`, is the one to use.
+    func usesDevCluster(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        (databaseURL ?? "").isEmpty && (environment["DATABASE_URL"] ?? "").isEmpty && Self.devClusterURL() != nil
     }
 
     /// `--database-read-url`, else `DATABASE_READ_URL` (either may be @FILE): a streaming
@@ -129,7 +138,7 @@ struct CLIError: Error, CustomStringConvertible {
 struct KeyOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "A file holding the key-encryption key that seals secrets (what `attest keys new-kek` prints). Default: $ATTEST_KEK_FILE, else $ATTEST_KEK (the key itself, base64).",
+            "A file holding the key-encryption key that seals secrets (what `attest keys new-kek` prints). Default: $ATTEST_KEK_FILE, else $ATTEST_KEK (the key itself, base64), else ./.attest/kek when the database is attest dev's cluster there.",
             valueName: "file"))
     var kekFile: String?
 
@@ -147,7 +156,30 @@ struct KeyOptions: ParsableArguments {
         }
     }
 
-    /// The key, or nil when none is named.
+    /// The key `attest dev` made beside its cluster (mode 0600).
+    static let devKeyFile = ".attest/kek"
+
+    /// The key, or nil when none is named. With `database` the dev cluster in `./.attest/`
+    /// and no key named, the key `attest dev` made for it there: a command run beside `attest
+    /// dev` needs no `--kek-file`, and no other database is ever given that key.
+    func load(for database: DatabaseOptions?, environment: [String: String] = ProcessInfo.processInfo.environment) throws
+        -> KeyEncryptionKey?
+    {
+        if let key = try load(environment: environment) { return key }
+        guard let database, database.usesDevCluster(environment: environment), FileManager.default.fileExists(atPath: Self.devKeyFile)
+        else { return nil }
+        guard let data = FileManager.default.contents(atPath: Self.devKeyFile), let text = String(data: data, encoding: .utf8) else {
+            throw CLIError(
+                "\(Self.devKeyFile), the key attest dev made for its cluster here, cannot be read: check that this user may read it")
+        }
+        guard let key = KeyEncryptionKey(text: text) else {
+            throw CLIError(
+                "\(Self.devKeyFile), the key attest dev made for its cluster here, does not hold a key: pass --kek-file with the right one")
+        }
+        return key
+    }
+
+    /// The key named by `--kek-file`, `ATTEST_KEK_FILE` or `ATTEST_KEK`, or nil when none is.
     func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> KeyEncryptionKey? {
         if let path = kekFile ?? environment["ATTEST_KEK_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
             return try Self.load(files: [path], option: kekFile != nil ? "--kek-file" : "ATTEST_KEK_FILE").first
@@ -161,9 +193,9 @@ struct KeyOptions: ParsableArguments {
         return nil
     }
 
-    /// The key; without one, the error says how to make and pass one.
-    func require() throws -> KeyEncryptionKey {
-        guard let key = try load() else { throw CLIError(CampusError.noKeyEncryptionKey.description) }
+    /// The key (`load(for:)`); without one, the error says how to make and pass one.
+    func require(for database: DatabaseOptions?) throws -> KeyEncryptionKey {
+        guard let key = try load(for: database) else { throw CLIError(CampusError.noKeyEncryptionKey.description) }
         return key
     }
 }

@@ -372,6 +372,35 @@ struct AdminCLITests {
             try await cli.run("campus", "oidc", "remove", "idp-u", "--issuer", "https://accounts.google.com"), "is not configured")
     }
 
+    /// Beside `attest dev` (its `./.attest/database-url` and `./.attest/kek`), a command needs
+    /// no `--kek-file`: with the dev cluster it uses the key `attest dev` made; with any other
+    /// database named, never.
+    @Test func theDevClustersKeyIsUsedWithTheDevClusterOnly() async throws {
+        let database = try await TestDatabase.create()
+        let url = TestDatabase.url(database: database)
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-devkey-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory + "/.attest", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let made = try await ChildProcess.run([ChildProcess.attestBinary, "keys", "new-kek"])
+        try Data(made.stdout.utf8).write(to: URL(fileURLWithPath: directory + "/.attest/kek"))
+        try Data(url.utf8).write(to: URL(fileURLWithPath: directory + "/.attest/database-url"))
+        func attest(_ arguments: String..., databaseURL: String? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
+            try await ChildProcess.run(
+                [ChildProcess.attestBinary] + arguments,
+                environment: ["DATABASE_URL": databaseURL, "ATTEST_KEK": nil, "ATTEST_KEK_FILE": nil], directory: directory)
+        }
+        let created = try await attest("campus", "create", "north", "--name", "North", "--timezone", "UTC")
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(try await attest("campus", "rotate-badge-key", "north").status == 0)
+        // The same database named outright: not the dev cluster, so no key but one named.
+        Self.expectFailure(
+            try await attest("campus", "rotate-badge-key", "north", databaseURL: url), "no key-encryption key: make one with")
+        try Data("not a key".utf8).write(to: URL(fileURLWithPath: directory + "/.attest/kek"))
+        Self.expectFailure(
+            try await attest("campus", "rotate-badge-key", "north"),
+            ".attest/kek, the key attest dev made for its cluster here, does not hold a key")
+    }
+
     /// The key-encryption key: made with `keys new-kek`, required where badge keys are made or
     /// used, and rotated with `keys rotate-kek` (after which only the new key opens them).
     @Test func theKeyEncryptionKeyIsRequiredAndRotates() async throws {

@@ -31,7 +31,7 @@ extension CampusCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let kek = try keys.require()  // the campus's first badge key is sealed with it
+            let kek = try keys.require(for: database)  // the campus's first badge key is sealed with it
             guard let minute = CampusFormats.minute(fromClock: deadline) else {
                 throw CampusError.invalidTime(key: "--deadline", value: deadline)
             }
@@ -162,7 +162,7 @@ extension CampusCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let kek = try keys.require()
+            let kek = try keys.require(for: database)
             let (kid, retired) = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: slug)
                 return try await BadgeKeyStore(client: context.client, kek: kek).rotate(campus: campus, actor: TenantContext.actor)
@@ -316,7 +316,7 @@ extension CampusCommand.OIDC {
             if let label { entry.label = label }
             entry.clientID = clientId
             let secret = try clientSecretFile.map { try Secret.read("@" + $0, option: "--client-secret-file") }
-            let kek = secret == nil ? nil : try keys.require()
+            let kek = secret == nil ? nil : try keys.require(for: database)
             try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: slug)
                 try await context.issuers.add(campus: campus, entry, actor: TenantContext.actor, clientSecret: secret, kek: kek)

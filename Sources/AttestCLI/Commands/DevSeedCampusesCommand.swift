@@ -35,7 +35,7 @@ extension DevCommand {
         }
 
         func run() async throws {
-            let kek = try keys.require()
+            let kek = try keys.require(for: database)
             let started = ContinuousClock.now
             let zones = timeZones.isEmpty ? ["America/New_York"] : timeZones
             var database = self.database

@@ -58,7 +58,7 @@ extension KeysCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let old = try keys.require().accepting(try KeyOptions.load(files: previousKekFile, option: "--previous-kek-file"))
+            let old = try keys.require(for: nil).accepting(try KeyOptions.load(files: previousKekFile, option: "--previous-kek-file"))
             guard let new = try KeyOptions.load(files: [newKekFile], option: "--new-kek-file").first else {
                 throw CLIError("--new-kek-file names no key")
             }

@@ -38,7 +38,7 @@ extension NotifyCommand {
 
         func run() async throws {
             guard channel == "email" || channel == "push" else { throw CLIError("--channel \(channel): give email or push") }
-            guard let kek = try keys.load() else {
+            guard let kek = try keys.load(for: database) else {
                 throw CLIError(
                     "the channel's settings and the unsubscribe link need the key-encryption key: pass --kek-file (or set ATTEST_KEK_FILE)")
             }
@@ -107,7 +107,7 @@ struct PushCommand: AsyncParsableCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            guard let kek = try keys.load() else {
+            guard let kek = try keys.load(for: database) else {
                 throw CLIError("the key is stored sealed under the key-encryption key: pass --kek-file (or set ATTEST_KEK_FILE)")
             }
             let publicKey = try await TenantContext.run(database: database, logging: logging) { context in

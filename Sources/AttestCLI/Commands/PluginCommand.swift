@@ -123,7 +123,7 @@ extension PluginCommand {
             let secret = registry.secretMembers(of: value, kind: kind, id: id)
             var kek: KeyEncryptionKey?
             if !secret.isEmpty {
-                guard let key = try keys.load() else {
+                guard let key = try keys.load(for: database) else {
                     throw CLIError(
                         "these settings hold secrets (\(secret.sorted().joined(separator: ", "))), which are stored sealed under the key-encryption key: pass --kek-file (or set ATTEST_KEK_FILE)"
                     )

@@ -106,7 +106,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = logging.makeLogger(label: "attest")
-        let kek = try keys.require().accepting(try KeyOptions.load(files: previousKekFile, option: "--previous-kek-file"))
+        let kek = try keys.require(for: database).accepting(try KeyOptions.load(files: previousKekFile, option: "--previous-kek-file"))
         try await migrateThenServe(
             database: database, readURL: try database.resolveReadURL(databaseReadURL),
             migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek,
