@@ -28,6 +28,8 @@ BEGIN
     IF NOT pg_has_role(current_user, 'attest_app', 'MEMBER') THEN
         EXECUTE format('GRANT attest_app TO %I', current_user);
     END IF;
+EXCEPTION WHEN unique_violation THEN
+    NULL; -- granted concurrently by a migration of another database in this cluster, by the same owner
 END $$;
 
 CREATE TABLE IF NOT EXISTS schema_migrations (
