@@ -10,9 +10,9 @@ itself. Prints one line per role and exits non-zero on any failure or server err
     python3 Tests/Contract/contract.py [--attest .build/debug/attest] [--examples 100]
                                        [--seed 20261124] [--max-time SECONDS]
 
-CI runs 40 examples per operation (about 3.4 minutes a role on 2 cores with 64 operations; 60
-took 15.5 of CI's 45 minutes; at 100 the five runs took 21); a release check runs
-`--examples 1000` (see docs/reliability.md).
+CI runs 60 examples per operation (about 3 minutes a role on 2 cores, 39 operations; at
+100 the five runs took 21 of CI's 45 minutes); a release check runs `--examples 1000` (see
+docs/reliability.md).
 """
 
 import argparse
@@ -194,7 +194,7 @@ def summary(output):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attest", default=os.path.join(ROOT, ".build", "debug", "attest"))
-    parser.add_argument("--examples", type=int, default=40)
+    parser.add_argument("--examples", type=int, default=60)
     parser.add_argument("--seed", type=int, default=20261124)
     parser.add_argument("--max-time", type=int, default=0)
     parser.add_argument("--roles", default=",".join(ROLES))
