@@ -29,6 +29,9 @@ extension HealthRecords {
         let start = startsOn ?? campus.localDate(at: now)
         let end = until ?? start.adding(days: kind == .isolation ? policy.isolationDays : policy.quarantineDays)
         var problems: [RecordsError.Problem] = []
+        // An address first: what is none (a control character, a NUL PostgreSQL's text cannot
+        // hold) is named, never sent to the database.
+        if LabResult.email(email) == nil { problems.append(.init("email", "must be a member's email address")) }
         if end < start { problems.append(.init("until", "is before startsOn")) }
         if start.days(until: end) > RecordsPolicy.days.upperBound {
             problems.append(.init("until", "is more than \(RecordsPolicy.days.upperBound) days after the start"))

@@ -47,4 +47,14 @@ struct ObjectReaderTests {
         #expect(JSONValue.number(11).wholeNumber(in: 1...10) == nil)
         #expect(JSONValue.string("5").wholeNumber(in: 1...10) == nil)
     }
+
+    /// PostgreSQL's text cannot hold NUL: a string with one is refused by its field's name,
+    /// before anything reaches the database.
+    @Test func aTextHoldingNULIsRefusedByName() {
+        var reader = ObjectReader(["reason": .string("ok\u{0}then"), "note": .string("fine")], fields: ["reason", "note"])
+        #expect(reader.text("reason", required: "a reason") == nil)
+        #expect(reader.text("note") == "fine")
+        #expect(reader.problems.map(\.field) == ["reason"])
+        #expect(reader.problems.first?.message == "must not hold the NUL character (\\u0000)")
+    }
 }

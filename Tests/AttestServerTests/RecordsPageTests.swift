@@ -64,6 +64,15 @@ struct RecordsPageTests {
             let matched = try await hana.post(
                 "/c/north/health/results/\(result)/match", form: [("csrf", token), ("email", "ana@example.edu")])
             #expect(matched.status == 303 && matched.location == "/c/north/health?done=1")
+            // Text the database cannot hold (a NUL, as a form may carry it), in a form whose
+            // reader checks no such thing: refused, not a server error, and nothing decided.
+            for (path, form) in [
+                ("/c/north/health/exemptions/\(exemption)", [("csrf", token), ("decision", "denied"), ("reason", "no\u{0}pe")]),
+                ("/c/north/health/isolations", [("csrf", token), ("email", "sam\u{0}@example.edu"), ("kind", "quarantine")]),
+            ] {
+                let refused = try await hana.post(path, form: form)
+                #expect(refused.status == 422, "\(path): \(refused.status) \(refused.body.prefix(300))")
+            }
             let approved = try await hana.post(
                 "/c/north/health/exemptions/\(exemption)", form: [("csrf", token), ("decision", "approved"), ("expires", "2027-06-30")])
             #expect(approved.status == 303)

@@ -312,6 +312,11 @@ struct RecordsTests {
                 (#"{"email": "bob@example.edu", "kind": "isolation", "startsOn": "2026-11-20", "until": "2026-11-19"}"#, "until"),
                 (#"{"email": "bob@example.edu", "kind": "isolation", "until": "2027-06-01"}"#, "until"),
                 (#"{"kind": "isolation"}"#, "email"),
+                // What Schemathesis sent (a NUL, which PostgreSQL's text cannot hold: it was a 500),
+                // and what is no address either.
+                (#"{"email": "\u0019\u0000\b\u008e", "kind": "isolation", "startsOn": "2026-11-10", "until": "2026-11-12"}"#, "email"),
+                (#"{"email": "bob@exa\u0000mple.edu", "kind": "isolation"}"#, "email"),
+                (#"{"email": "bob", "kind": "isolation"}"#, "email"),
             ] {
                 let refused = try await api.send(
                     .post, "/v1/campuses/north/health/isolations", template: Self.isolations, token: officer, json: body)

@@ -52,6 +52,14 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             throw Problem(error)
         } catch let error as MemberQuotas.Exceeded {
             throw Problem(error)
+        } catch let error as PostgresError where error.code == .encoding {
+            // A value the database cannot hold (a text with a NUL), which the wrapper refuses to
+            // send and no reader refused first: the client's to mend, not the server's. Readers
+            // name the field where they can (ObjectReader.text).
+            context.logger.info("a value the database cannot hold", metadata: ["error": "\(error.code)"])
+            throw Problem(
+                .unprocessableContent, slug: "validation", title: "Invalid request",
+                detail: "A text in the request holds a character that cannot be stored (such as NUL, \\u0000): remove it and send again.")
         } catch let error as PostgresError where error.isTransient {
             context.logger.warning("database unavailable", metadata: ["error": "\(error)"])
             throw Problem.databaseUnavailable

@@ -57,8 +57,14 @@ package struct ObjectReader {
         return read
     }
 
+    /// A string. One holding the NUL character (`\u0000`) is refused by name: PostgreSQL's
+    /// text cannot hold it, and it would otherwise reach the database and fail there.
     package mutating func text(_ name: String, required: String? = nil, wrong: String = "must be text") -> String? {
-        value(name, required: required, wrong: wrong) { if case .string(let text) = $0 { text } else { nil } }
+        if case .string(let text)? = object[name], text.unicodeScalars.contains("\0") {
+            problem(name, "must not hold the NUL character (\\u0000)")
+            return nil
+        }
+        return value(name, required: required, wrong: wrong) { if case .string(let text) = $0 { text } else { nil } }
     }
 
     /// A whole number in `range` (a JSON number with no fraction).
