@@ -1,6 +1,7 @@
 import ArgumentParser
 import AttestPostgres
 import AttestSchema
+import AttestServer
 import Foundation
 import Logging
 import Surveys
@@ -105,6 +106,38 @@ struct LoggingOptions: ParsableArguments {
         let format = logFormat.flatMap(LineLogHandler.Format.init(rawValue:)) ?? (isatty(2) == 1 ? .text : .json)
         return Logger(label: label) { label in LineLogHandler(label: label, level: level, format: format) }
     }
+}
+
+/// `--trusted-proxy`, for `serve` and `dev`: the reverse proxies whose `X-Forwarded-For`
+/// names the client that rate limits count and logs show.
+struct TrustedProxyOptions: ParsableArguments {
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: ArgumentHelp(
+            "The address of a reverse proxy in front (repeatable): requests from it name their client in X-Forwarded-For.",
+            valueName: "address"))
+    var trustedProxies: [String] = []
+
+    var addresses: Swift.Set<String> { Swift.Set(trustedProxies) }
+}
+
+/// `--own-data-requests-per-minute`, for `serve` and `dev`: how many requests one member may
+/// make for their own private data, counted by each server.
+struct OwnDataLimitOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Requests one member may make a minute for their own private data (journal, episodes, exports, links, profile, health records), after a fifth of that at once (300 by default: 60 at once): raise it for a campus app that syncs often.",
+            valueName: "count"))
+    var ownDataRequestsPerMinute = 300
+
+    func validate() throws {
+        guard (5...1_000_000).contains(ownDataRequestsPerMinute) else {
+            throw ValidationError("--own-data-requests-per-minute must be from 5 to 1000000")
+        }
+    }
+
+    /// The server's limit: a fifth of the minute's allowance at once, then the allowance a minute.
+    var limit: RateLimit { RateLimit(burst: Double(ownDataRequestsPerMinute / 5), perMinute: Double(ownDataRequestsPerMinute)) }
 }
 
 /// A value that may be a secret: given as is, or as `@FILE` (the file's text, trimmed), or

@@ -8,6 +8,7 @@ import Tenancy
 import Testing
 
 @testable import AttestAPI
+@testable import AttestCLI
 @testable import AttestServer
 @testable import AttestWeb
 
@@ -182,6 +183,28 @@ struct MemberThrottleTests {
             #expect(
                 try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: member).status
                     == 200)
+        }
+    }
+
+    /// `serve` and `dev` take `--own-data-requests-per-minute N` (a campus app that syncs
+    /// often; the API contract's fuzzing): N a minute after a fifth of N at once, the default
+    /// the limits' own; a figure that leaves no request at once is refused by name.
+    @Test func theOwnDataAllowanceIsAnOptionOfServeAndDev() throws {
+        #expect(try OwnDataLimitOptions.parse([]).limit == RateLimits().ownDataRequestsPerMember)
+        #expect(
+            try ServeCommand.parse(["--own-data-requests-per-minute", "3000"]).ownData.limit == RateLimit(burst: 600, perMinute: 3_000))
+        #expect(try DevCommand.parse(["--own-data-requests-per-minute", "7"]).ownData.limit == RateLimit(burst: 1, perMinute: 7))
+        // dev takes serve's --trusted-proxy too (the contract's runs each name an address behind it).
+        #expect(
+            try DevCommand.parse(["--trusted-proxy", "127.0.0.1", "--trusted-proxy", "::1"]).proxies.addresses == ["127.0.0.1", "::1"])
+        for bad in ["4", "0", "-5", "1000001", "many"] {
+            #expect(throws: (any Error).self, "\(bad)") { try ServeCommand.parse(["--own-data-requests-per-minute", bad]) }
+        }
+        do {
+            _ = try DevCommand.parse(["--own-data-requests-per-minute", "4"])
+            Issue.record("4 a minute was taken")
+        } catch {
+            #expect(DevCommand.message(for: error) == "--own-data-requests-per-minute must be from 5 to 1000000")
         }
     }
 

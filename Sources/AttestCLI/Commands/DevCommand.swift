@@ -37,6 +37,8 @@ struct DevCommand: AsyncParsableCommand {
             "A host the server may reach over plain http and at private or loopback addresses (repeatable), as `serve` has it: a webhook receiver on 127.0.0.1.",
             valueName: "host"))
     var outboundHosts: [String] = []
+    @OptionGroup var proxies: TrustedProxyOptions
+    @OptionGroup var ownData: OwnDataLimitOptions
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -89,7 +91,8 @@ struct DevCommand: AsyncParsableCommand {
         try await migrateThenServe(
             database: database, migrateURL: nil, kek: kek,
             server: ServerConfiguration(
-                host: host, port: port, outbound: .init(allowedHosts: Swift.Set(outboundHosts)),
+                host: host, port: port, rateLimits: RateLimits(ownDataRequestsPerMember: ownData.limit), trustedProxies: proxies.addresses,
+                outbound: .init(allowedHosts: Swift.Set(outboundHosts)),
                 // The demo sign-in is offered here alone; with a fixed port the pages know their address.
                 web: WebConfiguration(publicURL: port == 0 ? nil : URL(string: "http://\(host):\(port)"), demoSignIn: true)),
             logger: logger, registry: PluginSystem.registry.withDemoPlugins(),

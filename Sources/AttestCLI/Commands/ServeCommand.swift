@@ -30,12 +30,7 @@ struct ServeCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "The schema owner's libpq URI (or @FILE): apply pending migrations with it before serving.", valueName: "url"))
     var migrateURL: String?
-    @Option(
-        name: .customLong("trusted-proxy"),
-        help: ArgumentHelp(
-            "The address of a reverse proxy in front (repeatable): requests from it name their client in X-Forwarded-For.",
-            valueName: "address"))
-    var trustedProxies: [String] = []
+    @OptionGroup var proxies: TrustedProxyOptions
     @Option(
         name: .customLong("allow-outbound-host"),
         help: ArgumentHelp(
@@ -72,6 +67,7 @@ struct ServeCommand: AsyncParsableCommand {
             "Visits one client address may register at once (then a tenth of that a minute; 10 by default): raise it when visitors arrive through one NAT address, such as the campus's guest Wi-Fi.",
             valueName: "count"))
     var guestVisitsPerAddress = 10
+    @OptionGroup var ownData: OwnDataLimitOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var keys: KeyOptions
     @OptionGroup var logging: LoggingOptions
@@ -112,8 +108,9 @@ struct ServeCommand: AsyncParsableCommand {
             migrateURL: try migrateURL.map { try Secret.read($0, option: "--migrate-url") }, kek: kek,
             server: ServerConfiguration(
                 host: host, port: port, writeWorkers: writeWorkers, metricsPort: metricsPort,
-                rateLimits: RateLimits(ipv6Prefix: rateLimitIPv6Prefix, guestVisitsPerAddress: guestVisitsPerAddress),
-                trustedProxies: Swift.Set(trustedProxies),
+                rateLimits: RateLimits(
+                    ipv6Prefix: rateLimitIPv6Prefix, ownDataRequestsPerMember: ownData.limit, guestVisitsPerAddress: guestVisitsPerAddress),
+                trustedProxies: proxies.addresses,
                 outbound: .init(allowedHosts: Swift.Set(outboundHosts)), idleTimeout: .seconds(idleTimeout),
                 web: WebConfiguration(publicURL: publicURL.flatMap(WebConfiguration.parsePublicURL))), logger: logger
         ) { port in
