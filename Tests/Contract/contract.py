@@ -12,9 +12,9 @@ itself. Prints one line per role and exits non-zero on any failure or server err
 
 The runs go at once (`--parallel 1`: one after another), each as a client address of its
 own behind the server's trusted loopback proxy, and a member's own data is not rate limited
-here, so that its operations' cases reach them. CI runs 60 examples per operation (about 2.5
-minutes for the six runs on 2 cores; one after another, with the limit, they took 14 of CI's
-minutes); a release check runs `--examples 1000` (see docs/reliability.md).
+here, so that its operations' cases reach them. CI runs 100 examples per operation (about 5
+minutes for the six runs on 2 cores; at 60, one after another and with the limit, they took 14
+of CI's minutes); a release check runs `--examples 1000` (see docs/reliability.md).
 """
 
 import argparse
@@ -208,7 +208,7 @@ def summary(output):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attest", default=os.path.join(ROOT, ".build", "debug", "attest"))
-    parser.add_argument("--examples", type=int, default=60)
+    parser.add_argument("--examples", type=int, default=100)
     parser.add_argument("--seed", type=int, default=20261124)
     parser.add_argument("--max-time", type=int, default=0)
     parser.add_argument("--roles", default=",".join(ROLES))
