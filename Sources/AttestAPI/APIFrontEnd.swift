@@ -10,8 +10,13 @@ package struct APIFrontEnd: FrontEnd {
         OpenAPIRoute().register(on: router)
         SCIMRoutes(services: services, origin: configuration.web.origin).register(on: router)
         let campus = router.group("v1/campuses/:campus").add(middleware: CampusMiddleware(directory: services.campuses))
+        // What a person reaches by following a link, with no session: refusals to a browser are pages.
+        func links(_ page: @escaping LinkRefusalPages.Page) -> RouterGroup<AttestRequestContext> {
+            router.group("v1/campuses/:campus").add(middleware: LinkRefusalPages(campuses: services.campuses, page: page))
+                .add(middleware: CampusMiddleware(directory: services.campuses))
+        }
         SessionRoutes(services: services).register(on: campus)
-        UnsubscribeRoutes(services: services).register(on: campus)
+        UnsubscribeRoutes(services: services).register(on: links(UnsubscribeRoutes.refusal))
         GuestRoutes(services: services).register(on: campus)
         let signedIn = campus.group().add(middleware: AuthenticationMiddleware(services: services))
         SurveyRoutes(services: services).register(on: signedIn)
@@ -28,7 +33,7 @@ package struct APIFrontEnd: FrontEnd {
         ExportRoutes(services: services).register(on: ownData)
         PlaceRoutes(services: services).register(on: ownData)
         ProfileRoutes(services: services).register(on: ownData)
-        ShareRoutes(services: services).register(campus: campus, signedIn: ownData)
+        ShareRoutes(services: services).register(links: links(ShareRoutes.refusal), signedIn: ownData)
         StatisticsRoutes(services: services).register(campus: campus, signedIn: signedIn)
         RecordsRoutes(services: services).register(campus: campus, signedIn: signedIn, ownData: ownData)
     }

@@ -61,16 +61,15 @@ public struct UnsubscribeTokens: Sendable {
 }
 
 extension NotificationPreferenceStore {
-    /// Turns `channel` off for the member (their other choices kept); true when it was on.
+    /// Turns `channel` off for the member (their other choices kept); their choices now.
     @discardableResult
-    public func turnOff(campus: Campus, user: UserID, channel: NotificationChannel, now: Date) async throws -> Bool {
+    public func turnOff(campus: Campus, user: UserID, channel: NotificationChannel, now: Date) async throws -> NotificationPreferences {
         var preferences = try await preferences(campus: campus.id, user: user)
-        let wasOn: Bool
         switch channel {
-        case .email: (wasOn, preferences.email) = (preferences.email, false)
-        case .push: (wasOn, preferences.push) = (preferences.push, false)
+        case .email: preferences.email = false
+        case .push: preferences.push = false
         }
         try await set(campus: campus, user: user, preferences, now: now)
-        return wasOn
+        return preferences
     }
 }

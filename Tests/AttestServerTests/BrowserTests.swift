@@ -5,6 +5,7 @@ import Community
 import Foundation
 import Hummingbird
 import Identity
+import Journal
 import Notifications
 import Records
 import ServiceLifecycle
@@ -170,6 +171,10 @@ struct BrowserTests {
             campus: north, user: uma.id, NotificationPreferences(email: true, language: "es"), now: now)
         let unsubscribe = UnsubscribeTokens(campusSecret: try await server.services.badges.keys.subjectKey(campus: north.id))
         let unsubscribePath = "/v1/campuses/north/unsubscribe?token="
+        // A link Uma gave a clinician.
+        let (_, shareToken) = try await JournalShareStore(client: server.pool).create(
+            campus: north.id, user: uma.id, actor: "test", from: north.localDate(at: now), to: north.localDate(at: now), seconds: 86_400,
+            now: now)
 
         let screenshots = Self.root.appending(path: ".build/screenshots").path
         try FileManager.default.createDirectory(atPath: screenshots, withIntermediateDirectories: true)
@@ -183,6 +188,7 @@ struct BrowserTests {
             "shcStrictMember": "vera@example.edu",
             "unsubscribeSpanish": unsubscribePath + unsubscribe.token(campus: north.id, user: uma.id, channel: .email),
             "unsubscribeEnglish": unsubscribePath + unsubscribe.token(campus: north.id, user: ugo.id, channel: .push),
+            "sharedLink": "/v1/campuses/north/shared/\(shareToken)",
             "screenshots": screenshots,
         ]
         let configPath = FileManager.default.temporaryDirectory.appending(path: "attest-browser-\(UUID().uuidString.prefix(8)).json").path

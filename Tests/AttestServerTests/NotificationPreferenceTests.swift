@@ -218,6 +218,13 @@ struct UnsubscribeTests {
                 let script = try await api.send(method, cut, template: Self.path, headers: headers)
                 #expect(script.status == 404 && script.headers[.contentType] == "application/problem+json")
             }
+            // A link whose campus is unknown (its slug mistyped): a page too, naming no campus.
+            let nowhere = "/v1/campuses/nowher/unsubscribe?token=\(evas)"
+            let lost = try await api.send(.get, nowhere, template: Self.path, headers: spanishBrowser)
+            #expect(
+                lost.status == 404 && lost.headers[.contentType] == "text/html; charset=utf-8" && lost.body.contains("<html lang=\"es\">")
+                    && lost.body.contains("No corresponde a ningún campus de aquí") && !lost.body.contains("href="), "\(lost.body)")
+            #expect(try await api.send(.post, nowhere, template: Self.path).headers[.contentType] == "application/problem+json")
 
             // An address trying link after link is slowed: the page says so, with Retry-After.
             var slowed: APIClient.Reply?

@@ -119,6 +119,63 @@ struct ShareTests {
         #expect(!audit.contains { $0.action.contains("open") })
     }
 
+    /// A clinician's browser gets the link's page in its language, and every refusal as a page
+    /// saying what to do (an unknown campus's too); a script keeps problem+json.
+    @Test func aClinicianSeesTheLinkAndItsRefusalsInTheirLanguage() async throws {
+        var limits = RateLimits()
+        limits.unknownTokensPerAddress = .init(burst: 8, perMinute: 0)
+        let (server, _, _, member, _) = try await ExportTests.setUp(rateLimits: limits)
+        let browser: HTTPFields = [.accept: "text/html,application/xhtml+xml,*/*;q=0.8", .acceptLanguage: "en-GB,en;q=0.9"]
+        let spanish: HTTPFields = [.accept: "text/html", .acceptLanguage: "es-MX,es;q=0.9,en;q=0.4"]
+        try await server.run { api in
+            let made = try await api.send(
+                .post, "/v1/campuses/north/me/shares", template: Self.mine, token: member,
+                json: #"{"expiresIn": 86400, "from": "2026-11-18", "to": "2026-11-18"}"#)
+            let url = try #require(made.json["url"] as? String)
+            let page = try await api.send(.get, url, template: Self.shared, headers: spanish)
+            #expect(
+                page.status == 200 && page.body.contains(#"<html lang="es">"#)
+                    && page.body.contains("<title>Diario de salud compartido por ana@example.edu</title>")
+                    && page.body.contains("Compartido por <strong>ana@example.edu</strong> de North, del 2026-11-18 al 2026-11-18.")
+                    && page.body.contains("puede abrirse 20 veces más") && page.body.contains(#"value="csv">Abrir como CSV"#),
+                "\(page.body)")
+            let english = try await api.send(.get, url + "?format=json", template: Self.shared, headers: browser)
+            #expect(
+                english.body.contains(#"<html lang="en">"#)
+                    && english.body.contains(#"<p><button type="submit" name="format" value="json">Open as JSON"#))
+
+            // Refusals a browser gets as pages, each with its status, in its language.
+            let token = String(url.split(separator: "/").last ?? "")
+            let changed = "/v1/campuses/north/shared/\(token.dropLast(2))"
+            for (method, uri, headers, status, words) in [
+                (HTTPRequest.Method.get, changed, browser, 404, "This link does not open anything"),
+                (.post, changed, spanish, 404, "Pide un enlace nuevo a la persona que lo compartió"),
+                (.get, "/v1/campuses/nowhere/shared/\(token)", browser, 404, "Ask the person who shared it for a new link"),
+                (.get, url + "?format=xls", browser, 422, "it opens as PDF, CSV or JSON"),
+                (.post, url + "?format=doc", spanish, 422, "Este enlace se modificó"),
+            ] {
+                let refused = try await api.send(method, uri, template: Self.shared, headers: headers)
+                #expect(
+                    refused.status == status && refused.headers[.contentType] == "text/html; charset=utf-8"
+                        && refused.body.contains(words) && refused.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true,
+                    "\(method) \(uri): \(refused.body)")
+                #expect(refused.body.contains("· North</title>") == uri.contains("/north/"), "the campus named when it is known")
+                // A script (no text/html) keeps the problem.
+                let script = try await api.send(method, uri, template: Self.shared, headers: [.accept: "application/json"])
+                #expect(script.status == status && script.headers[.contentType] == "application/problem+json")
+            }
+            // Too many unknown links from one address: the page says to wait, with Retry-After.
+            var slowed: APIClient.Reply?
+            for _ in 0..<8 where slowed == nil {
+                let reply = try await api.send(.get, changed, template: Self.shared, headers: browser)
+                if reply.status == 429 { slowed = reply }
+            }
+            #expect(
+                slowed?.body.contains("<h1>Too many tries</h1>") == true && slowed?.headers[.retryAfter] != nil
+                    && slowed?.headers[.contentType] == "text/html; charset=utf-8")
+        }
+    }
+
     /// A link opens at most `maxOpenings` times; then a 429 naming the limit, and nothing more
     /// is recorded. Describing it costs no opening.
     @Test func aLinkOpensAsOftenAsTheLimitAndNoMore() async throws {
@@ -137,6 +194,10 @@ struct ShareTests {
             #expect(
                 refused.status == 429 && refused.problem.type.hasSuffix("/link-openings-exhausted")
                     && refused.problem.detail.contains("at most 20 times"))
+            let page = try await api.send(.post, url, template: Self.shared, headers: [.accept: "text/html", .acceptLanguage: "es"])
+            #expect(
+                page.status == 429 && page.body.contains("<h1>Este enlace ya se abrió todas las veces permitidas</h1>")
+                    && page.body.contains("como máximo 20 veces"), "\(page.body)")
             let listed = try await api.send(.get, "/v1/campuses/north/me/shares", template: Self.mine, token: member)
             #expect(((listed.json["items"] as? [[String: Any]])?.first?["openings"] as? [Any])?.count == JournalShareStore.maxOpenings)
             let unknownField = try await api.send(

@@ -42,7 +42,7 @@ CONFIG = {}
 AXE_REPORT = []
 
 
-def make_driver(javascript=True, media=False, camera=None):
+def make_driver(javascript=True, media=False, camera=None, languages='en-US,en'):
     options = webdriver.ChromeOptions()
     options.binary_location = '/usr/bin/chromium'
     for argument in ('--headless=new', '--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', '--window-size=1100,1400',
@@ -57,7 +57,7 @@ def make_driver(javascript=True, media=False, camera=None):
         options.add_argument('--use-fake-ui-for-media-stream')
         options.add_argument('--use-fake-device-for-media-stream')
         options.add_argument('--use-file-for-fake-video-capture=' + camera)
-    prefs = {'intl.accept_languages': 'en-US,en'}
+    prefs = {'intl.accept_languages': languages}
     if not javascript:
         prefs['profile.managed_default_content_settings.javascript'] = 2
     options.add_experimental_option('prefs', prefs)
@@ -833,6 +833,28 @@ class Unsubscribe(unittest.TestCase):
             check_page(d, 'unsubscribe-broken-en')
             d.find_element(By.LINK_TEXT, 'settings').click()
             wait_for(d, lambda d: '/signin' in d.current_url)
+        finally:
+            d.quit()
+
+
+class ClinicianLink(unittest.TestCase):
+    """A link a member gave a clinician, opened in a Spanish browser: the page in Spanish, and a
+    link cut short or naming an unknown campus a page saying what to do, not a problem's JSON."""
+
+    def test_the_page_and_its_refusals_speak_the_browsers_language(self):
+        d = make_driver(languages='es-MX,es')
+        try:
+            d.get(CONFIG['base'] + CONFIG['sharedLink'])
+            self.assertEqual(d.find_element(By.TAG_NAME, 'html').get_attribute('lang'), 'es')
+            self.assertEqual(d.find_element(By.TAG_NAME, 'h1').text, 'Diario de salud y episodios')
+            self.assertIn('Compartido por', d.find_element(By.TAG_NAME, 'main').text)
+            check_page(d, 'shared-link-es')
+            for path, name in ((CONFIG['sharedLink'][:-2], 'shared-link-broken-es'),
+                               (CONFIG['sharedLink'].replace('/north/', '/nrth/'), 'shared-link-nowhere-es')):
+                d.get(CONFIG['base'] + path)
+                self.assertEqual(d.find_element(By.TAG_NAME, 'h1').text, 'Este enlace no abre nada')
+                self.assertIn('Pide un enlace nuevo', d.find_element(By.TAG_NAME, 'main').text)
+                check_page(d, name)
         finally:
             d.quit()
 

@@ -59,7 +59,7 @@ struct ShareRoutes: Sendable {
 
     var store: JournalShareStore { JournalShareStore(client: services.database) }
 
-    func register(campus: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
+    func register(links: RouterGroup<AttestRequestContext>, signedIn: RouterGroup<AttestRequestContext>) {
         signedIn.post("me/shares") { request, context -> Response in
             let (campusValue, user) = try JournalRoutes.member(context)
             let now = services.clock()
@@ -116,7 +116,7 @@ struct ShareRoutes: Sendable {
         // A GET makes nothing: a page saying whose record it is, with a button per format (a
         // chat's or mail's link scanner fetches it without opening anything). The POST its
         // form sends makes the export and is the opening recorded.
-        campus.get("shared/{token}") { request, context -> Response in
+        links.get("shared/{token}") { request, context -> Response in
             let campusValue = try context.requireCampus()
             let query = QueryParameters(request, accepting: ["format"])
             guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
@@ -127,12 +127,13 @@ struct ShareRoutes: Sendable {
                 try await store.describe(campus: campusValue.id, token: token, now: now)
             }
             let member = try await services.users.find(campus: campusValue.id, id: link.user)
+            let language = StandalonePage.language(request)
             let page = Self.page(
-                campus: campusValue, member: member.map(ExportHTTP.name(of:)) ?? "a member", link: link,
-                chosen: query["format"].flatMap(MemberExport.Format.init(rawValue:)))
+                campus: campusValue, member: member.map(ExportHTTP.name(of:)) ?? ShareWords.of(language).someone, link: link,
+                chosen: query["format"].flatMap(MemberExport.Format.init(rawValue:)), language: language)
             return StandalonePage.response(page)
         }
-        campus.post("shared/{token}") { request, context -> Response in
+        links.post("shared/{token}") { request, context -> Response in
             let campusValue = try context.requireCampus()
             // The format from the query or the form (the form's wins); each must be one.
             var format = MemberExport.Format.pdf
@@ -198,24 +199,85 @@ struct ShareRoutes: Sendable {
         return found
     }
 
-    /// The page a link shows: whose record, which range, until when, and a button per format
-    /// (the one a `?format=` names first). No script, no style from elsewhere.
-    static func page(campus: Campus, member: String, link: JournalShareStore.Described, chosen: MemberExport.Format?) -> String {
-        let escape = HTMLText.escape
-        let formats = [(MemberExport.Format.pdf, "PDF, to read or print"), (.csv, "CSV, for a spreadsheet"), (.json, "JSON, for software")]
+    /// The page a link shows, in the browser's language: whose record, which range, until
+    /// when, and a button per format (the one a `?format=` names first). No script, no style
+    /// from elsewhere.
+    static func page(
+        campus: Campus, member: String, link: JournalShareStore.Described, chosen: MemberExport.Format?, language: String
+    ) -> String {
+        let escape = HTMLText.escape, words = ShareWords.of(language)
+        let formats = [(MemberExport.Format.pdf, words.openPDF), (.csv, words.openCSV), (.json, words.openJSON)]
             .sorted { first, _ in first.0 == chosen }
         let buttons = formats.map { format, words in
-            #"<p><button type="submit" name="format" value="\#(format.rawValue)">Open as \#(words)</button></p>"#
+            #"<p><button type="submit" name="format" value="\#(format.rawValue)">\#(words)</button></p>"#
         }.joined()
         let left = max(0, JournalShareStore.maxOpenings - link.openings)
-        return """
-            <!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
-            <title>Health journal shared by \(escape(member))</title></head><body><main>\
-            <h1>Health journal and episodes</h1>\
-            <p>Shared by <strong>\(escape(member))</strong> of \(escape(campus.name)), from \(link.from) to \(link.to).</p>\
-            <p>The link works until \(escape(PostgresDate.timestamp(link.expiresAt))) and may be opened \(left) more \(left == 1 ? "time" : "times"); \
-            each opening is shown to \(escape(member)).</p>\
-            <form method="post">\(buttons)</form></main></body></html>
-            """
+        let body =
+            "<h1>\(words.heading)</h1><p>"
+            + words.sharedBy.filled([
+                "member": "<strong>\(escape(member))</strong>", "campus": escape(campus.name), "from": "\(link.from)", "to": "\(link.to)",
+            ]) + "</p><p>"
+            + (left == 1 ? words.opensOnce : words.opensLeft).filled([
+                "until": escape(PostgresDate.timestamp(link.expiresAt)), "left": "\(left)", "member": escape(member),
+            ]) + "</p><form method=\"post\">\(buttons)</form>"
+        return StandalonePage.html(language: language, title: words.title.filled(["member": escape(member)]), campus: nil, body: body)
     }
+
+    /// The page a refusal shows a browser (`LinkRefusalPages`): the link opens nothing (unknown
+    /// here, expired, revoked, cut short, or its campus unknown), it was opened as often as a
+    /// link may be, its address asks for what a link does not offer, or too many tries.
+    static func refusal(_ problem: Problem, campus: Campus?, language: String) -> String {
+        let words = ShareWords.of(language)
+        let (title, text): (String, String)
+        switch problem.status {
+        case .tooManyRequests where problem.slug == "link-openings-exhausted":
+            (title, text) = (words.usedUpTitle, words.usedUp.filled(["max": "\(JournalShareStore.maxOpenings)"]))
+        case .tooManyRequests: (title, text) = (words.busyTitle, words.busy)
+        case .unprocessableContent: (title, text) = (words.changedTitle, words.changed)
+        default: (title, text) = (words.brokenTitle, words.broken)
+        }
+        return StandalonePage.html(language: language, title: title, campus: campus, body: "<h1>\(title)</h1><p>\(text)</p>")
+    }
+}
+
+/// The words of a clinician's page and of its refusals, in each language those pages speak.
+/// `{member}`, `{campus}`, `{from}`, `{to}`, `{until}`, `{left}` and `{max}` are filled in.
+struct ShareWords {
+    var title, heading, sharedBy, opensLeft, opensOnce, openPDF, openCSV, openJSON, someone: String
+    var brokenTitle, broken, usedUpTitle, usedUp, changedTitle, changed, busyTitle, busy: String
+
+    static func of(_ language: String) -> ShareWords { language == "es" ? spanish : english }
+
+    static let english = ShareWords(
+        title: "Health journal shared by {member}", heading: "Health journal and episodes",
+        sharedBy: "Shared by {member} of {campus}, from {from} to {to}.",
+        opensLeft: "The link works until {until} and may be opened {left} more times; each opening is shown to {member}.",
+        opensOnce: "The link works until {until} and may be opened {left} more time; each opening is shown to {member}.",
+        openPDF: "Open as PDF, to read or print", openCSV: "Open as CSV, for a spreadsheet", openJSON: "Open as JSON, for software",
+        someone: "a member",
+        brokenTitle: "This link does not open anything",
+        broken: "It expired, was revoked, or was copied wrong or cut short. Ask the person who shared it for a new link.",
+        usedUpTitle: "This link was opened as often as a link may be",
+        usedUp: "A link opens at most {max} times, and this one has been. Ask the person who shared it for a new link.",
+        changedTitle: "This link was changed",
+        changed:
+            "Its address asks for something a shared link does not offer (it opens as PDF, CSV or JSON). Open the link as it was given to you.",
+        busyTitle: "Too many tries",
+        busy: "Too many requests came for this just now. Wait a few minutes and try again.")
+    static let spanish = ShareWords(
+        title: "Diario de salud compartido por {member}", heading: "Diario de salud y episodios",
+        sharedBy: "Compartido por {member} de {campus}, del {from} al {to}.",
+        opensLeft: "El enlace funciona hasta {until} y puede abrirse {left} veces más; cada apertura se le muestra a {member}.",
+        opensOnce: "El enlace funciona hasta {until} y puede abrirse {left} vez más; cada apertura se le muestra a {member}.",
+        openPDF: "Abrir como PDF, para leer o imprimir", openCSV: "Abrir como CSV, para una hoja de cálculo",
+        openJSON: "Abrir como JSON, para programas", someone: "un miembro",
+        brokenTitle: "Este enlace no abre nada",
+        broken: "Caducó, se revocó, o se copió mal o incompleto. Pide un enlace nuevo a la persona que lo compartió.",
+        usedUpTitle: "Este enlace ya se abrió todas las veces permitidas",
+        usedUp: "Un enlace se abre como máximo {max} veces, y este ya se abrió tantas. Pide un enlace nuevo a la persona que lo compartió.",
+        changedTitle: "Este enlace se modificó",
+        changed:
+            "Su dirección pide algo que un enlace compartido no ofrece (se abre como PDF, CSV o JSON). Abre el enlace tal como te lo dieron.",
+        busyTitle: "Demasiados intentos",
+        busy: "Llegaron demasiadas solicitudes para esto hace un momento. Espera unos minutos y vuelve a intentarlo.")
 }

@@ -1,11 +1,18 @@
+import AttestFoundation
+import AttestPlugins
+import AttestServer
 import HTTPTypes
 import Hummingbird
+import Tenancy
 
 /// A small page the API answers to a person without a session (a clinician's link, an
 /// unsubscribe link): no script, no style or frame from elsewhere, not cached or indexed, and
 /// no referrer carrying its token away. `status` and `headers` (such as `Retry-After`) for a
 /// refusal shown to a person as a page.
 enum StandalonePage {
+    /// The languages these pages speak (those of members' messages).
+    static let languages: Set<String> = ["en", "es"]
+
     static func response(_ html: String, status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
         var headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8", .cacheControl: "private, no-store",
@@ -19,5 +26,64 @@ enum StandalonePage {
             if let name = HTTPField.Name(name) { headers[name] = value }
         }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// A whole page: `title` (the campus's name after it, when known) and `body`, in `language`.
+    static func html(language: String, title: String, campus: Campus?, body: String) -> String {
+        let suffix = campus.map { " · \(HTMLText.escape($0.name))" } ?? ""
+        return """
+            <!doctype html><html lang="\(language)"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
+            <title>\(title)\(suffix)</title></head><body><main>\(body)</main></body></html>
+            """
+    }
+
+    /// The best language of `request`'s `Accept-Language` these pages speak, else English.
+    static func language(_ request: Request) -> String {
+        Questionnaire.bestLanguage(request.headers[.acceptLanguage] ?? "", available: languages) ?? "en"
+    }
+}
+
+/// For the routes a person reaches by following a link with no session (an unsubscribe link, a
+/// clinician's link): a refusal of the link's own (404, 422, 429) to a browser, a request that
+/// accepts `text/html`, is a page saying what went wrong and how to mend it, in the browser's
+/// language, with the refusal's status and fields (`Retry-After`); to anything else (a mail
+/// client's one-click POST, a script) it stays `application/problem+json`. A database that
+/// cannot be reached (503) or a body too slow or too large stays what it is. It stands before
+/// `CampusMiddleware`, so a link whose campus is unknown (cut short, mistyped) is a page too.
+struct LinkRefusalPages: RouterMiddleware {
+    typealias Context = AttestRequestContext
+    /// The page's HTML for a refusal: the campus when the link's is known, the language to speak.
+    typealias Page = @Sendable (_ refusal: Problem, _ campus: Campus?, _ language: String) -> String
+
+    let campuses: CampusDirectory
+    let page: Page
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let problem as Problem {
+            guard [.notFound, .unprocessableContent, .tooManyRequests].contains(problem.status),
+                request.headers[.accept]?.contains("text/html") == true
+            else { throw problem }
+            // Only for the page's words: a campus that cannot be read now is named by none.
+            let campus = try? await campuses.campus(slug: context.parameters.get("campus") ?? "")
+            let html = page(problem, campus, StandalonePage.language(request))
+            return StandalonePage.response(html, status: problem.status, headers: problem.headers)
+        }
+    }
+}
+
+extension String {
+    /// The text with each `{name}` of `values` replaced, in one pass: a value is never read
+    /// for a placeholder.
+    func filled(_ values: [String: String]) -> String {
+        var result = "", rest = self[...]
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            result += rest[..<open]
+            let name = String(rest[rest.index(after: open)..<close])
+            if let value = values[name] { result += value } else { result += rest[open...close] }
+            rest = rest[rest.index(after: close)...]
+        }
+        return result + rest
     }
 }

@@ -15,7 +15,7 @@ import Tenancy
 /// List-Unsubscribe=One-Click`, or the page's button) turns that channel off for that member.
 /// An unknown, altered or other campus's token is one 404, and an address trying many is slowed.
 /// The pages speak the member's language (`UnsubscribeWords`) and link to their settings; a
-/// refusal a browser asked for is a page too (`asPage`).
+/// refusal a browser asked for is a page too (`refusal`, through `LinkRefusalPages`).
 struct UnsubscribeRoutes: Sendable {
     let services: AttestServices
 
@@ -27,28 +27,24 @@ struct UnsubscribeRoutes: Sendable {
     func register(on campus: RouterGroup<AttestRequestContext>) {
         let store = NotificationPreferenceStore(client: services.database)
         campus.get("unsubscribe") { request, context -> Response in
-            try await Self.asPage(request, context) {
-                let (campusValue, user, channel) = try await read(request, context)
-                let language = try await Self.language(request, chosen: store.preferences(campus: campusValue.id, user: user).language)
-                return Self.page(.ask(channel), campus: campusValue, language: language)
-            }
+            let (campusValue, user, channel) = try await read(request, context)
+            let language = try await Self.language(request, chosen: store.preferences(campus: campusValue.id, user: user).language)
+            return StandalonePage.response(Self.html(.ask(channel), campus: campusValue, language: language))
         }
         campus.post("unsubscribe") { request, context -> Response in
-            try await Self.asPage(request, context) {
-                let (campusValue, user, channel) = try await read(request, context)
-                if request.headers[.contentType] != nil {
-                    // RFC 8058's body, or the page's button: nothing else.
-                    let form = try await WebForm.read(request, context: context, limit: 1_024)
-                    for field in form.fields where field.name != "List-Unsubscribe" {
-                        throw Problem.validation([
-                            .init(field: FieldProblem.name(field.name), message: "is not a field here (only List-Unsubscribe)")
-                        ])
-                    }
+            let (campusValue, user, channel) = try await read(request, context)
+            if request.headers[.contentType] != nil {
+                // RFC 8058's body, or the page's button: nothing else.
+                let form = try await WebForm.read(request, context: context, limit: 1_024)
+                for field in form.fields where field.name != "List-Unsubscribe" {
+                    throw Problem.validation([
+                        .init(field: FieldProblem.name(field.name), message: "is not a field here (only List-Unsubscribe)")
+                    ])
                 }
-                try await store.turnOff(campus: campusValue, user: user, channel: channel, now: services.clock())
-                let language = try await Self.language(request, chosen: store.preferences(campus: campusValue.id, user: user).language)
-                return Self.page(.done(channel), campus: campusValue, language: language)
             }
+            let chosen = try await store.turnOff(campus: campusValue, user: user, channel: channel, now: services.clock())
+            let language = Self.language(request, chosen: chosen.language)
+            return StandalonePage.response(Self.html(.done(channel), campus: campusValue, language: language))
         }
     }
 
@@ -77,31 +73,19 @@ struct UnsubscribeRoutes: Sendable {
     /// the browser asks for of those the messages speak, else English.
     static func language(_ request: Request, chosen: String?) -> String {
         if let chosen, NotificationPreferences.languages.contains(chosen) { return chosen }
-        return Questionnaire.bestLanguage(
-            request.headers[.acceptLanguage] ?? "", available: Set(NotificationPreferences.languages)) ?? "en"
+        return StandalonePage.language(request)
     }
 
-    /// Runs `answer`; a refusal to a browser (one that accepts `text/html`: a person who
-    /// clicked a link copied wrong) is a page saying what went wrong in the browser's
-    /// language, with the refusal's status; to anything else (a mail client's one-click POST,
-    /// a script) it stays `application/problem+json`.
-    static func asPage(_ request: Request, _ context: AttestRequestContext, _ answer: () async throws -> Response) async throws
-        -> Response
-    {
-        do {
-            return try await answer()
-        } catch let problem as Problem {
-            // Only the link's own refusals: a database that cannot be reached (503) or a body
-            // too slow or too large stays what it is.
-            let kind: Page
-            switch problem.status {
-            case .notFound, .unprocessableContent: kind = .broken
-            case .tooManyRequests: kind = .busy
-            default: throw problem
-            }
-            guard request.headers[.accept]?.contains("text/html") == true, let campus = try? context.requireCampus() else { throw problem }
-            return page(kind, campus: campus, language: language(request, chosen: nil), status: problem.status, headers: problem.headers)
+    /// The page a refusal shows a browser (`LinkRefusalPages`): the link names nobody here
+    /// (or was cut short, or its campus is unknown), or the address tried too many.
+    static func refusal(_ problem: Problem, campus: Campus?, language: String) -> String {
+        guard let campus else {
+            let words = UnsubscribeWords.of(language)
+            return StandalonePage.html(
+                language: language, title: words.brokenTitle, campus: nil,
+                body: "<h1>\(words.brokenTitle)</h1><p>\(words.brokenNowhere)</p>")
         }
+        return html(problem.status == .tooManyRequests ? .busy : .broken, campus: campus, language: language)
     }
 
     /// What the page says.
@@ -116,16 +100,11 @@ struct UnsubscribeRoutes: Sendable {
         case busy
     }
 
-    static func page(
-        _ kind: Page, campus: Campus, language: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]
-    ) -> Response {
+    static func html(_ kind: Page, campus: Campus, language: String) -> String {
         let escape = HTMLText.escape
         let words = UnsubscribeWords.of(language)
         let settings = "<a href=\"/c/\(escape(campus.slug))/settings\">\(words.settings)</a>"
-        func fill(_ text: String) -> String {
-            // The link first: a campus's name is never read for a placeholder.
-            text.replacingOccurrences(of: "{settings}", with: settings).replacingOccurrences(of: "{campus}", with: escape(campus.name))
-        }
+        func fill(_ text: String) -> String { text.filled(["settings": settings, "campus": escape(campus.name)]) }
         let title: String, body: String
         switch kind {
         case .ask(let channel):
@@ -145,11 +124,7 @@ struct UnsubscribeRoutes: Sendable {
             title = words.busyTitle
             body = "<h1>\(words.busyTitle)</h1><p>\(fill(words.busy))</p>"
         }
-        let page = """
-            <!doctype html><html lang="\(language)"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
-            <title>\(title) · \(escape(campus.name))</title></head><body><main>\(body)</main></body></html>
-            """
-        return StandalonePage.response(page, status: status, headers: headers)
+        return StandalonePage.html(language: language, title: title, campus: campus, body: body)
     }
 }
 
@@ -157,7 +132,7 @@ struct UnsubscribeRoutes: Sendable {
 /// `ReminderTexts`). `{campus}` is the campus's name, `{settings}` a link to the settings page.
 struct UnsubscribeWords {
     var askTitle, askEmail, askPush, whyEmail, whyPush, stopEmail, stopPush: String
-    var doneTitle, doneEmail, donePush, brokenTitle, broken, busyTitle, busy, settings: String
+    var doneTitle, doneEmail, donePush, brokenTitle, broken, brokenNowhere, busyTitle, busy, settings: String
 
     static func of(_ language: String) -> UnsubscribeWords { language == "es" ? spanish : english }
 
@@ -173,6 +148,8 @@ struct UnsubscribeWords {
         brokenTitle: "This link does not work",
         broken:
             "It names nobody at {campus}: it may have been copied wrong or cut short. You can choose your messages in your {settings} (you may be asked to sign in).",
+        brokenNowhere:
+            "It names no campus here: it may have been copied wrong or cut short. Open the link in your last message again, or choose your messages on your campus's settings page.",
         busyTitle: "Too many tries",
         busy:
             "This address tried too many links that do not work. Wait a few minutes and try again, or choose your messages in your {settings}.",
@@ -189,6 +166,8 @@ struct UnsubscribeWords {
         brokenTitle: "Este enlace no funciona",
         broken:
             "No corresponde a nadie en {campus}: puede que se haya copiado mal o esté incompleto. Puedes elegir tus mensajes en tu {settings} (quizá se te pida iniciar sesión).",
+        brokenNowhere:
+            "No corresponde a ningún campus de aquí: puede que se haya copiado mal o esté incompleto. Abre de nuevo el enlace de tu último mensaje, o elige tus mensajes en la página de configuración de tu campus.",
         busyTitle: "Demasiados intentos",
         busy:
             "Desde esta dirección se probaron demasiados enlaces que no funcionan. Espera unos minutos y vuelve a intentarlo, o elige tus mensajes en tu {settings}.",
