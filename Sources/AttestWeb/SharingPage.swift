@@ -36,7 +36,7 @@ struct SharingPage: Sendable {
             let (from, to, format) = try ExportHTTP.parse(query, today: today, defaultFormat: .pdf)
             return try await ExportHTTP.ownExport(
                 services: services, campus: visit.campus, user: try visit.privateUser(), from: from, to: to, format: format,
-                withProfile: try ExportHTTP.wantsProfile(query))
+                language: visit.language, withProfile: try ExportHTTP.wantsProfile(query))
         }
         pages.post("sharing/links") { request, context -> Response in
             let visit = try await web.visit(request, context)

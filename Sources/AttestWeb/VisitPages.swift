@@ -369,7 +369,7 @@ struct KioskPage: Sendable {
         group.get("admin/poster.pdf") { request, context -> Response in
             let visit = try await web.visit(request, context, roles: [.admin])
             let link = services.origin + visit.base + "visit"
-            var pdf = PDFWriter()
+            var pdf = PDFWriter(pageLabel: visit["pdfPageLabel"])
             pdf.centered(visit.campus.name, size: 20, bold: true, after: 24)
             pdf.centered(visit["posterHeading"], size: 34, bold: true, after: 12)
             pdf.centered(visit["posterIntro"], size: 14, after: 24)

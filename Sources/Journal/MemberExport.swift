@@ -34,28 +34,32 @@ public enum MemberExport {
         public var episodes: EpisodeStore.Summary
         /// The member's health profile, only when they asked for it in the export.
         public var profile: HealthProfile?
+        /// The language of the PDF's words (`ExportWords.languages`; English otherwise). The CSV's
+        /// columns and the JSON's keys are the same in every language: software reads them.
+        public var language: String
 
         public init(
             campusName: String, member: String, from: LocalDate, to: LocalDate, zone: TimeZone, generatedAt: Date, entryCount: Int,
-            episodes: EpisodeStore.Summary, profile: HealthProfile? = nil
+            episodes: EpisodeStore.Summary, profile: HealthProfile? = nil, language: String = "en"
         ) {
             (self.campusName, self.member, self.from, self.to, self.zone, self.generatedAt, self.entryCount, self.episodes) =
                 (campusName, member, from, to, zone, generatedAt, entryCount, episodes)
-            self.profile = profile
+            (self.profile, self.language) = (profile, language)
         }
     }
 
-    /// "born 1990 · 170 cm · 65 kg · BMI 22.5": a profile in a line, for the PDF and the CSV.
-    public static func describe(_ profile: HealthProfile) -> String {
+    /// "born 1990 · 170 cm · 65 kg · BMI 22.5": a profile in a line, for the PDF (in its
+    /// language) and the CSV (in English).
+    public static func describe(_ profile: HealthProfile, words: ExportWords = .english) -> String {
         func tenth(_ value: Double) -> String {
             let rounded = (value * 10).rounded() / 10
             return String(format: rounded == rounded.rounded() ? "%.0f" : "%.1f", rounded)
         }
         var parts: [String] = []
-        if let year = profile.birthYear { parts.append("born \(year)") }
+        if let year = profile.birthYear { parts.append(words.born.filled(["year": "\(year)"])) }
         if let height = profile.heightCm { parts.append("\(tenth(height)) cm") }
         if let weight = profile.weightKg { parts.append("\(tenth(weight)) kg") }
-        if let bmi = profile.bmi { parts.append("BMI \(String(format: "%.1f", bmi))") }
+        if let bmi = profile.bmi { parts.append("\(words.bmi) \(String(format: "%.1f", bmi))") }
         return parts.joined(separator: " · ")
     }
 
@@ -81,12 +85,15 @@ public enum MemberExport {
     public struct Writer {
         let format: Format
         let heading: Heading
-        var pdf = PDFWriter()
+        let words: ExportWords
+        var pdf: PDFWriter
         var first = true
 
         public init(format: Format, heading: Heading) {
             self.format = format
             self.heading = heading
+            words = ExportWords.of(heading.language)
+            pdf = PDFWriter(pageLabel: words.page)
         }
 
         public mutating func begin() -> [UInt8] {
@@ -124,16 +131,21 @@ public enum MemberExport {
                 json.literal(",\"journal\":[")
                 return json.bytes
             case .pdf:
-                pdf.paragraph("Health journal and episodes", size: 16, bold: true, after: 2)
+                pdf.paragraph(words.title, size: 16, bold: true, after: 2)
                 pdf.paragraph("\(heading.member) · \(heading.campusName)", size: 10)
                 pdf.paragraph(
-                    "From \(heading.from) to \(heading.to) · made \(local(heading.generatedAt)) (\(heading.zone.identifier))", size: 9,
-                    after: 2)
-                if let profile = heading.profile { pdf.paragraph("Health profile: " + MemberExport.describe(profile), size: 10, after: 2) }
+                    words.range.filled([
+                        "from": "\(heading.from)", "to": "\(heading.to)", "made": local(heading.generatedAt),
+                        "zone": heading.zone.identifier,
+                    ]), size: 9, after: 2)
+                if let profile = heading.profile {
+                    pdf.paragraph(words.profile + MemberExport.describe(profile, words: words), size: 10, after: 2)
+                }
                 pdf.rule()
                 let count = heading.entryCount
-                pdf.paragraph("Journal: \(count) \(count == 1 ? "entry" : "entries")", size: 12, bold: true, after: 6)
-                if count == 0 { pdf.paragraph("No entries in this range.", size: 10, after: 8) }
+                pdf.paragraph(
+                    (count == 1 ? words.oneEntry : words.entries).filled(["count": "\(count)"]), size: 12, bold: true, after: 6)
+                if count == 0 { pdf.paragraph(words.noEntries, size: 10, after: 8) }
                 return pdf.take()
             }
         }
@@ -189,9 +201,9 @@ public enum MemberExport {
                     pdf.need(40)
                     pdf.paragraph("\(entry.date) — \(entry.title)", size: 10.5, bold: true, after: 1)
                     var about: [String] = []
-                    if !entry.tags.isEmpty { about.append("Tags: " + entry.tags.map(\.rawValue).joined(separator: ", ")) }
+                    if !entry.tags.isEmpty { about.append(words.tags + entry.tags.map(\.rawValue).joined(separator: ", ")) }
                     if let audio = entry.audio {
-                        about.append("Recording: \(audio.type.rawValue), \(max(1, audio.size / 1024)) KB (not in this document)")
+                        about.append(words.recording.filled(["type": audio.type.rawValue, "size": "\(max(1, audio.size / 1024))"]))
                     }
                     if !about.isEmpty { pdf.paragraph(about.joined(separator: " · "), size: 8.5, after: 1) }
                     if !entry.text.isEmpty { pdf.paragraph(entry.text, size: 10, after: 8) } else { pdf.paragraph("", size: 4, after: 4) }
@@ -208,23 +220,23 @@ public enum MemberExport {
             case .pdf:
                 pdf.rule()
                 let summary = heading.episodes
-                var title = "Episodes: \(summary.count)"
+                var title = words.episodes.filled(["count": "\(summary.count)"])
                 if summary.closedCount > 0 {
-                    title +=
-                        " · total \(duration(summary.closedSeconds)) · average \(duration(summary.closedSeconds / summary.closedCount))"
+                    title += words.totals.filled([
+                        "total": duration(summary.closedSeconds), "average": duration(summary.closedSeconds / summary.closedCount),
+                    ])
                 }
                 pdf.paragraph(title, size: 12, bold: true, after: 6)
                 if summary.count == 0 {
-                    pdf.paragraph("No episodes in this range.", size: 10)
+                    pdf.paragraph(words.noEpisodes, size: 10)
                 } else {
-                    pdf.row(
-                        ["Kind", "Started", "Stopped", "Duration", "Severity", "Temperature"], columns: Self.columns, bold: true)
+                    pdf.row(words.columns, columns: Self.columns, bold: true)
                 }
                 return pdf.take()
             }
         }
 
-        static let columns = [0.0, 82, 172, 262, 322, 366]
+        static let columns = [0.0, 76, 164, 252, 310, 362]
 
         public mutating func write(_ episodes: [Episode]) -> [UInt8] {
             switch format {
@@ -293,17 +305,18 @@ public enum MemberExport {
                 return json.bytes
             case .pdf:
                 for episode in episodes {
-                    let stopped = episode.stoppedAt.map(local).map { $0 + (episode.autoClosed ? " (auto)" : "") } ?? "open"
+                    let stopped = episode.stoppedAt.map(local).map { $0 + (episode.autoClosed ? words.auto : "") } ?? words.open
                     pdf.row(
                         [
-                            episode.kind, local(episode.startedAt), stopped, duration(episode.durationSeconds), "\(episode.severity)/10",
+                            words.kinds[episode.kind] ?? episode.kind, local(episode.startedAt), stopped, duration(episode.durationSeconds),
+                            "\(episode.severity)/10",
                             episode.context?.temperature.map { "\(number($0)) °C" } ?? "",
                         ],
                         columns: Self.columns)
                     if let context = episode.context, !context.isEmpty {
                         // Every factor on a line of its own: the column holds only the temperature.
-                        let note = context.madeUp == true ? " (made up by the demo's model, attest dev: not measured)" : ""
-                        pdf.paragraph("Weather at the start: " + weather(context) + note, size: 8, indent: 12, after: 1)
+                        let note = context.madeUp == true ? words.madeUp : ""
+                        pdf.paragraph(words.weather + weather(context) + note, size: 8, indent: 12, after: 1)
                     }
                     if !episode.notes.isEmpty { pdf.paragraph(episode.notes, size: 8.5, indent: 12, after: 2) }
                 }
@@ -315,7 +328,7 @@ public enum MemberExport {
             switch format {
             case .csv: []
             case .json: Array("]}".utf8)
-            case .pdf: pdf.finish(title: "Health journal and episodes, \(heading.from) to \(heading.to)")
+            case .pdf: pdf.finish(title: words.documentTitle.filled(["from": "\(heading.from)", "to": "\(heading.to)"]))
             }
         }
 
@@ -329,7 +342,7 @@ public enum MemberExport {
         }
 
         func duration(_ seconds: Int?) -> String {
-            guard let seconds else { return "open" }
+            guard let seconds else { return words.open }
             let minutes = seconds / 60
             return minutes < 60 ? "\(minutes) min" : "\(minutes / 60) h \(minutes % 60) min"
         }
@@ -343,4 +356,38 @@ public enum MemberExport {
             return factors.values.compactMap { item in item.value.map { "\(number($0)) \(item.unit)" } }.joined(separator: ", ")
         }
     }
+}
+
+/// The words of an export's PDF in each language it is written in. `{name}`s are filled in.
+public struct ExportWords: Sendable {
+    public static let languages: Set<String> = ["en", "es"]
+
+    var title, range, profile, born, bmi, oneEntry, entries, noEntries, tags, recording: String
+    var episodes, totals, noEpisodes, auto, open, weather, madeUp, documentTitle, page: String
+    var columns: [String]
+    /// The standard episode kinds' names (a campus's own kinds are shown as they are).
+    var kinds: [String: String]
+
+    public static func of(_ language: String) -> ExportWords { language == "es" ? spanish : english }
+
+    public static let english = ExportWords(
+        title: "Health journal and episodes", range: "From {from} to {to} · made {made} ({zone})", profile: "Health profile: ",
+        born: "born {year}", bmi: "BMI", oneEntry: "Journal: {count} entry", entries: "Journal: {count} entries",
+        noEntries: "No entries in this range.", tags: "Tags: ", recording: "Recording: {type}, {size} KB (not in this document)",
+        episodes: "Episodes: {count}", totals: " · total {total} · average {average}", noEpisodes: "No episodes in this range.",
+        auto: " (auto)", open: "open", weather: "Weather at the start: ",
+        madeUp: " (made up by the demo's model, attest dev: not measured)",
+        documentTitle: "Health journal and episodes, {from} to {to}", page: "Page {page} of ",
+        columns: ["Kind", "Started", "Stopped", "Duration", "Severity", "Temperature"], kinds: [:])
+    public static let spanish = ExportWords(
+        title: "Diario de salud y episodios", range: "Del {from} al {to} · hecho el {made} ({zone})", profile: "Perfil de salud: ",
+        born: "año de nacimiento {year}", bmi: "IMC", oneEntry: "Diario: {count} entrada", entries: "Diario: {count} entradas",
+        noEntries: "Ninguna entrada en este periodo.", tags: "Etiquetas: ",
+        recording: "Grabación: {type}, {size} KB (no incluida en este documento)",
+        episodes: "Episodios: {count}", totals: " · total {total} · promedio {average}", noEpisodes: "Ningún episodio en este periodo.",
+        auto: " (autom.)", open: "abierto", weather: "Tiempo al inicio: ",
+        madeUp: " (inventado por el modelo de la demo, attest dev: no medido)",
+        documentTitle: "Diario de salud y episodios, del {from} al {to}", page: "Página {page} de ",
+        columns: ["Tipo", "Inicio", "Fin", "Duración", "Intensidad", "Temperatura"],
+        kinds: ["headache": "Dolor de cabeza", "migraine": "Migraña"])
 }

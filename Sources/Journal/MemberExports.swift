@@ -58,10 +58,11 @@ public struct MemberExports: Sendable {
     }
 
     /// The export of `user`'s entries dated `from` through `to` and episodes started on those
-    /// campus-local days, headed with `member` (how the campus names them).
+    /// campus-local days, headed with `member` (how the campus names them); a PDF's words in
+    /// `language`.
     public func prepare(
         campus: Campus, user: UserID, member: String, from: LocalDate, to: LocalDate, format: MemberExport.Format, now: Date,
-        profile: HealthProfile? = nil
+        profile: HealthProfile? = nil, language: String = "en"
     ) async throws -> Prepared {
         let started = (from: campus.startOfDay(from), to: campus.startOfDay(to.adding(days: 1)))
         let entryCount = try await journal.count(campus: campus.id, user: user, from: from, to: to)
@@ -69,7 +70,7 @@ public struct MemberExports: Sendable {
         let first = try await journal.range(campus: campus.id, user: user, from: from, to: to, limit: Self.batchSize)
         let heading = MemberExport.Heading(
             campusName: campus.name, member: member, from: from, to: to, zone: campus.zone, generatedAt: now, entryCount: entryCount,
-            episodes: summary, profile: profile)
+            episodes: summary, profile: profile, language: language)
         return Prepared(
             exports: self, campus: campus.id, user: user, format: format, heading: heading, started: started, firstEntries: first)
     }
@@ -78,10 +79,11 @@ public struct MemberExports: Sendable {
     /// audit log as `actor`'s: that it happened and its format, nothing of what it held.
     public func prepareOwn(
         campus: Campus, user: UserID, member: String, actor: String, from: LocalDate, to: LocalDate, format: MemberExport.Format,
-        now: Date, profile: HealthProfile? = nil
+        now: Date, profile: HealthProfile? = nil, language: String = "en"
     ) async throws -> Prepared {
         let prepared = try await prepare(
-            campus: campus, user: user, member: member, from: from, to: to, format: format, now: now, profile: profile)
+            campus: campus, user: user, member: member, from: from, to: to, format: format, now: now, profile: profile,
+            language: language)
         try await journal.client.withTransaction(campus: campus.id.rawValue) { connection in
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: "member.export", target: "", details: ["format": format.rawValue])

@@ -1,7 +1,8 @@
 import Foundation
 
 /// A small streaming PDF 1.4 writer: US Letter pages of text in Helvetica (regular and
-/// bold), lines wrapped by the font's widths, rules, and "Page N of M" at the foot of each.
+/// bold), lines wrapped by the font's widths, rules, and "Page N of M" at the foot of each
+/// (in the document's language: `pageLabel`).
 ///
 /// Each page is written out as soon as it is full (`take()` hands over the bytes made so far),
 /// so a document of any length costs the memory of one page. The catalog, the page tree and
@@ -31,8 +32,11 @@ public struct PDFWriter {
     private var pages: [Int] = []
     private var current: [UInt8] = []
     private var y = pageHeight - margin
+    /// What comes before the page count at each page's foot, `{page}` the page's number.
+    let pageLabel: String
 
-    public init() {
+    public init(pageLabel: String = "Page {page} of ") {
+        self.pageLabel = pageLabel
         output = Array("%PDF-1.4\n%".utf8) + [0xE2, 0xE3, 0xCF, 0xD3, 0x0A]
     }
 
@@ -57,7 +61,7 @@ public struct PDFWriter {
     public mutating func newPage() {
         let number = pages.count + 1
         let page = offsets.count, contents = page + 1
-        let label = "Page \(number) of "
+        let label = pageLabel.replacingOccurrences(of: "{page}", with: "\(number)")
         let labelWidth = Self.width(label, size: 8)
         let x = (Self.pageWidth - labelWidth - Self.width("00", size: 8)) / 2
         var stream = current

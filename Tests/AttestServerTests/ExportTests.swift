@@ -100,6 +100,42 @@ struct ExportTests {
         _ = north
     }
 
+    /// The PDF speaks the reader's language (Accept-Language here; the page's language on the
+    /// sharing page): its words, the standard kinds' names, its title; the member's own words
+    /// and the CSV's columns stay as they are. Every header cell fits its column.
+    @Test func thePDFIsWrittenInTheReadersLanguage() async throws {
+        let (server, _, _, member, _) = try await Self.setUp()
+        try await server.run { api in
+            let response = try await api.client.execute(
+                uri: "/v1/campuses/north/me/export?from=2026-11-01&to=2026-11-20&format=pdf", method: HTTPRequest.Method.get,
+                headers: [.authorization: "Bearer \(member)", .acceptLanguage: "es-MX,es;q=0.9,en;q=0.5"], body: nil)
+            #expect(response.status == .ok && response.headers[.contentType] == "application/pdf")
+            let pdf = Data(response.body.readableBytesView)
+            let text = try await Self.text(ofPDF: pdf)
+            for expected in [
+                "Diario de salud y episodios", "ana@example.edu · North", "Del 2026-11-01 al 2026-11-20 · hecho el 2026-11-20 15:00",
+                "Diario: 3 entradas", "2026-11-18 — Café visit, then a headache", "Etiquetas: symptom",
+                "Grabación: audio/ogg, 3 KB (no incluida en este documento)",
+                "Episodios: 2 · total 1 h 30 min · promedio 1 h 30 min", "Tipo", "Inicio", "Fin", "Duración", "Intensidad", "Temperatura",
+                "Dolor de cabeza", "7/10", "Tiempo al inicio: 21.5 °C, 40 %", "behind the eyes", "abierto",
+            ] {
+                #expect(text.contains(expected), "the PDF lacks \(expected)")
+            }
+            #expect(!text.contains("Health journal") && !text.contains("Episodes:") && !text.contains("…"), "\(text)")
+            // The document's title (its Info dictionary), as poppler reads it.
+            let file = FileManager.default.temporaryDirectory.appending(path: "export-\(UUID().uuidString).pdf")
+            try pdf.write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let info = try await ChildProcess.run(["/usr/bin/pdfinfo", file.path])
+            #expect(info.stdout.contains("Diario de salud y episodios, del 2026-11-01 al 2026-11-20"), "\(info.stdout)")
+            // Nothing else changes with the language: the CSV's columns are software's.
+            let csv = try await api.client.execute(
+                uri: "/v1/campuses/north/me/export?from=2026-11-01&to=2026-11-20&format=csv", method: HTTPRequest.Method.get,
+                headers: [.authorization: "Bearer \(member)", .acceptLanguage: "es"], body: nil)
+            #expect(try CSV.records(String(buffer: csv.body)).first?.fields == MemberExport.csvColumns)
+        }
+    }
+
     @Test func csvAndJSONCarryEverythingAndTheAuditLogOnlyThatAnExportHappened() async throws {
         let (server, north, _, member, _) = try await Self.setUp()
         try await server.run { api in

@@ -456,7 +456,13 @@ struct GuestTests {
                 let check = try await ChildProcess.run(["/usr/bin/qpdf", "--check", files.appending(path: "poster.pdf").path])
                 #expect(check.status == 0, "qpdf: \(check.stdout) \(check.stderr)")
                 let text = try await ExportTests.text(ofPDF: pdf.bytes)
-                #expect(text.contains("Visiting today?") && text.contains(link), "\(text)")
+                #expect(text.contains("Visiting today?") && text.contains(link) && text.contains("Page 1 of 1"), "\(text)")
+                // In Spanish, its foot too.
+                admin.cookies.withLock { $0["attest-lang"] = "es" }
+                let spanish = try await ExportTests.text(ofPDF: try await admin.get("/c/north/admin/poster.pdf").bytes)
+                #expect(
+                    spanish.contains("Página 1 de 1") && !spanish.contains("Page 1") && !spanish.contains("Visiting today?"), "\(spanish)")
+                admin.cookies.withLock { $0["attest-lang"] = nil }
                 let read = try await ChildProcess.run(["/usr/bin/env", "python3", "-c", Self.posterOracle, files.path])
                 #expect(read.status == 0, "\(read.stderr)")
                 #expect(read.stdout.split(whereSeparator: \.isNewline).map(String.init) == [link, link], "\(read.stdout)")

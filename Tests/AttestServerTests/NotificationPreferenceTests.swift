@@ -191,7 +191,7 @@ struct UnsubscribeTests {
             let done = try await api.send(
                 .post, "/v1/campuses/north/unsubscribe?token=\(evas)", template: Self.path, json: "List-Unsubscribe=One-Click",
                 contentType: form, headers: browser)
-            #expect(done.status == 200 && done.body.contains("Suscripción cancelada") && done.body.contains("no te enviará más correos"))
+            #expect(done.status == 200 && done.body.contains("Suscripción cancelada") && done.body.contains("no le enviará más correos"))
 
             // Leo chose none: the browser's language, else English.
             let spanish = try await api.send(

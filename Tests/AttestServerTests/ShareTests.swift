@@ -144,12 +144,19 @@ struct ShareTests {
                 english.body.contains(#"<html lang="en">"#)
                     && english.body.contains(#"<p><button type="submit" name="format" value="json">Open as JSON"#))
 
+            // Opened, the PDF is in the clinician's language too.
+            let opened = try await api.client.execute(
+                uri: url, method: HTTPRequest.Method.post, headers: [.acceptLanguage: "es-MX,es;q=0.9"], body: nil)
+            #expect(opened.status == .ok && opened.headers[.contentType] == "application/pdf")
+            let text = try await ExportTests.text(ofPDF: Data(opened.body.readableBytesView))
+            #expect(text.contains("Diario de salud y episodios") && text.contains("Del 2026-11-18 al 2026-11-18"), "\(text)")
+
             // Refusals a browser gets as pages, each with its status, in its language.
             let token = String(url.split(separator: "/").last ?? "")
             let changed = "/v1/campuses/north/shared/\(token.dropLast(2))"
             for (method, uri, headers, status, words) in [
                 (HTTPRequest.Method.get, changed, browser, 404, "This link does not open anything"),
-                (.post, changed, spanish, 404, "Pide un enlace nuevo a la persona que lo compartió"),
+                (.post, changed, spanish, 404, "Pida un enlace nuevo a la persona que lo compartió"),
                 (.get, "/v1/campuses/nowhere/shared/\(token)", browser, 404, "Ask the person who shared it for a new link"),
                 (.get, url + "?format=xls", browser, 422, "it opens as PDF, CSV or JSON"),
                 (.post, url + "?format=doc", spanish, 422, "Este enlace se modificó"),

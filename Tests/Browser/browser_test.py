@@ -853,7 +853,7 @@ class ClinicianLink(unittest.TestCase):
                                (CONFIG['sharedLink'].replace('/north/', '/nrth/'), 'shared-link-nowhere-es')):
                 d.get(CONFIG['base'] + path)
                 self.assertEqual(d.find_element(By.TAG_NAME, 'h1').text, 'Este enlace no abre nada')
-                self.assertIn('Pide un enlace nuevo', d.find_element(By.TAG_NAME, 'main').text)
+                self.assertIn('Pida un enlace nuevo', d.find_element(By.TAG_NAME, 'main').text)
                 check_page(d, name)
         finally:
             d.quit()

@@ -9,8 +9,9 @@ import Journal
 import Tenancy
 
 /// `GET /v1/campuses/{campus}/me/export?from=&to=&format=pdf|csv|json&profile=true|false`: the
-/// member's journal entries and episodes of a range, headed by their health profile when asked. The audit log records that an export happened (and its
-/// format), nothing of what it held.
+/// member's journal entries and episodes of a range, headed by their health profile when asked;
+/// a PDF in the best language of `Accept-Language` it is written in. The audit log records that
+/// an export happened (and its format), nothing of what it held.
 struct ExportRoutes: Sendable {
     let services: AttestServices
 
@@ -22,7 +23,7 @@ struct ExportRoutes: Sendable {
             let (from, to, format) = try ExportHTTP.parse(query, today: campus.localDate(at: services.clock()), defaultFormat: .pdf)
             return try await ExportHTTP.ownExport(
                 services: services, campus: campus, user: session.user, from: from, to: to, format: format,
-                withProfile: try ExportHTTP.wantsProfile(query))
+                language: StandalonePage.language(request), withProfile: try ExportHTTP.wantsProfile(query))
         }
     }
 }

@@ -170,10 +170,11 @@ struct ShareRoutes: Sendable {
                     )
                 }
                 let member = try await services.users.find(campus: campusValue.id, id: user)
-                let name = member.map(ExportHTTP.name(of:)) ?? "a member"
+                let language = StandalonePage.language(request)
+                let name = member.map(ExportHTTP.name(of:)) ?? ShareWords.of(language).someone
                 return try await ExportHTTP.export(
                     services: services, campus: campusValue, user: user, member: name, from: from, to: to, format: format,
-                    disposition: "inline", admitted: ticket)
+                    language: language, disposition: "inline", admitted: ticket)
             } catch {
                 ticket.finished()
                 throw error
@@ -272,12 +273,12 @@ struct ShareWords {
         openPDF: "Abrir como PDF, para leer o imprimir", openCSV: "Abrir como CSV, para una hoja de cálculo",
         openJSON: "Abrir como JSON, para programas", someone: "un miembro",
         brokenTitle: "Este enlace no abre nada",
-        broken: "Caducó, se revocó, o se copió mal o incompleto. Pide un enlace nuevo a la persona que lo compartió.",
+        broken: "Caducó, se revocó, o se copió mal o incompleto. Pida un enlace nuevo a la persona que lo compartió.",
         usedUpTitle: "Este enlace ya se abrió todas las veces permitidas",
-        usedUp: "Un enlace se abre como máximo {max} veces, y este ya se abrió tantas. Pide un enlace nuevo a la persona que lo compartió.",
+        usedUp: "Un enlace se abre como máximo {max} veces, y este ya se abrió tantas. Pida un enlace nuevo a la persona que lo compartió.",
         changedTitle: "Este enlace se modificó",
         changed:
-            "Su dirección pide algo que un enlace compartido no ofrece (se abre como PDF, CSV o JSON). Abre el enlace tal como te lo dieron.",
+            "Su dirección pide algo que un enlace compartido no ofrece (se abre como PDF, CSV o JSON). Abra el enlace tal como se lo dieron.",
         busyTitle: "Demasiados intentos",
-        busy: "Llegaron demasiadas solicitudes para esto hace un momento. Espera unos minutos y vuelve a intentarlo.")
+        busy: "Llegaron demasiadas solicitudes para esto hace un momento. Espere unos minutos y vuelva a intentarlo.")
 }

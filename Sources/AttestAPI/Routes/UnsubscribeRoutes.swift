@@ -156,20 +156,20 @@ struct UnsubscribeWords {
         settings: "settings")
     static let spanish = UnsubscribeWords(
         askTitle: "Cancelar la suscripción", askEmail: "¿Dejar de recibir correos?", askPush: "¿Dejar de recibir notificaciones push?",
-        whyEmail: "{campus} te envía recordatorios y avisos por correo. Un clic los detiene; tu {settings} los vuelve a activar.",
+        whyEmail: "{campus} le envía recordatorios y avisos por correo. Un clic los detiene; su {settings} los vuelve a activar.",
         whyPush:
-            "{campus} te envía recordatorios y avisos como notificaciones push. Un clic las detiene; tu {settings} las vuelve a activar.",
+            "{campus} le envía recordatorios y avisos como notificaciones push. Un clic las detiene; su {settings} las vuelve a activar.",
         stopEmail: "Dejar de recibir correos", stopPush: "Dejar de recibir notificaciones push",
         doneTitle: "Suscripción cancelada",
-        doneEmail: "{campus} no te enviará más correos. Puedes volver a activarlos en tu {settings}.",
-        donePush: "{campus} no te enviará más notificaciones push. Puedes volver a activarlas en tu {settings}.",
+        doneEmail: "{campus} no le enviará más correos. Puede volver a activarlos en su {settings}.",
+        donePush: "{campus} no le enviará más notificaciones push. Puede volver a activarlas en su {settings}.",
         brokenTitle: "Este enlace no funciona",
         broken:
-            "No corresponde a nadie en {campus}: puede que se haya copiado mal o esté incompleto. Puedes elegir tus mensajes en tu {settings} (quizá se te pida iniciar sesión).",
+            "No corresponde a nadie en {campus}: puede que se haya copiado mal o esté incompleto. Puede elegir sus mensajes en su {settings} (quizá se le pida iniciar sesión).",
         brokenNowhere:
-            "No corresponde a ningún campus de aquí: puede que se haya copiado mal o esté incompleto. Abre de nuevo el enlace de tu último mensaje, o elige tus mensajes en la página de configuración de tu campus.",
+            "No corresponde a ningún campus de aquí: puede que se haya copiado mal o esté incompleto. Abra de nuevo el enlace de su último mensaje, o elija sus mensajes en la página de configuración de su campus.",
         busyTitle: "Demasiados intentos",
         busy:
-            "Desde esta dirección se probaron demasiados enlaces que no funcionan. Espera unos minutos y vuelve a intentarlo, o elige tus mensajes en tu {settings}.",
+            "Desde esta dirección se probaron demasiados enlaces que no funcionan. Espere unos minutos y vuelva a intentarlo, o elija sus mensajes en su {settings}.",
         settings: "configuración")
 }

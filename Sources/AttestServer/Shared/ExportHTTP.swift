@@ -44,11 +44,13 @@ package enum ExportHTTP {
         user.displayName.isEmpty || user.displayName == user.email ? user.email : "\(user.displayName) <\(user.email)>"
     }
 
-    /// The export of `user`'s range, as the response's body and headers.
+    /// The export of `user`'s range, as the response's body and headers; a PDF's words in
+    /// `language` (the reader's: the page's, or the best of `Accept-Language`).
     /// `auditedAs`: the member's own export, recorded in the audit log as this actor's.
     package static func export(
         services: AttestServices, campus: Campus, user: UserID, member: String, from: LocalDate, to: LocalDate, format: MemberExport.Format,
-        disposition: String, admitted: MemberWork.Ticket? = nil, auditedAs actor: String? = nil, withProfile: Bool = false
+        language: String, disposition: String, admitted: MemberWork.Ticket? = nil, auditedAs actor: String? = nil,
+        withProfile: Bool = false
     ) async throws -> Response {
         let exports = MemberExports(journal: services.journal, episodes: services.episodes)
         let ticket = try admitted ?? services.limiters.admitExport(campus: campus.id, member: user)
@@ -58,10 +60,11 @@ package enum ExportHTTP {
                 let profile = withProfile ? try await services.profiles.profile(campus: campus.id, user: user) : nil
                 prepared = try await exports.prepareOwn(
                     campus: campus, user: user, member: member, actor: actor, from: from, to: to, format: format, now: services.clock(),
-                    profile: profile)
+                    profile: profile, language: language)
             } else {
                 prepared = try await exports.prepare(
-                    campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock())
+                    campus: campus, user: user, member: member, from: from, to: to, format: format, now: services.clock(),
+                    language: language)
             }
         } catch {
             ticket.finished()
@@ -94,10 +97,10 @@ package enum ExportHTTP {
     /// `withProfile`: the member's health profile heads it (they ticked it).
     package static func ownExport(
         services: AttestServices, campus: Campus, user: User, from: LocalDate, to: LocalDate, format: MemberExport.Format,
-        withProfile: Bool = false
+        language: String, withProfile: Bool = false
     ) async throws -> Response {
         try await export(
             services: services, campus: campus, user: user.id, member: name(of: user), from: from, to: to, format: format,
-            disposition: "attachment", auditedAs: "user:\(user.email)", withProfile: withProfile)
+            language: language, disposition: "attachment", auditedAs: "user:\(user.email)", withProfile: withProfile)
     }
 }

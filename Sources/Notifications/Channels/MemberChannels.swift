@@ -328,8 +328,8 @@ struct ReminderTexts {
         stop: "To stop email reminders with one click:")
     static let spanish = ReminderTexts(
         subject: "Recordatorio: el control de salud de hoy en {campus}", greeting: "Hola, {name}:", hello: "Hola:",
-        body: "Todavía no has respondido el control de salud de hoy en {campus}. Lleva un minuto:", open: "Responder el control de hoy",
-        why: "Recibes este recordatorio porque los recordatorios por correo están activados en tu configuración:",
+        body: "Todavía no ha respondido el control de salud de hoy en {campus}. Lleva un minuto:", open: "Responder el control de hoy",
+        why: "Recibe este recordatorio porque los recordatorios por correo están activados en su configuración:",
         settings: "configuración", stop: "Para dejar de recibir recordatorios por correo con un clic:")
 }
 
