@@ -125,12 +125,18 @@ public protocol BadgeRule: Sendable {
     /// `evaluate`, and change `version` with it. The default, `input.standardDecision`, is red
     /// while an isolation or quarantine lasts and the answers' badge otherwise.
     func decide(_ input: HealthInput) -> BadgeDecision?
+    /// A reason this rule gave (a badge's, a past attestation's) in `language` (a page's: `es`,
+    /// `es-MX` …), or nil to show it as given. Asked whenever a page shows a reason, so it must
+    /// be pure and quick like `decide`. The default, nil: reasons are shown in the words the
+    /// rule gave them.
+    func localize(reason: String, language: String) -> String?
 }
 
 extension BadgeRule {
     public var evaluatesInline: Bool { false }
     public var historyNeed: HistoryNeed { .everything }
     public func decide(_ input: HealthInput) -> BadgeDecision? { input.standardDecision }
+    public func localize(reason: String, language: String) -> String? { nil }
 }
 
 /// Why a plugin's settings were refused; the message names the setting and the fix.

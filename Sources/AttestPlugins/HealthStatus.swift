@@ -147,4 +147,18 @@ public struct HealthInput: Sendable {
         let kind = restriction.kind == .isolation ? "Isolation" : "Quarantine"
         return "\(kind) until \(restriction.until.day) \(month)"
     }
+
+    /// What `describe` put into words, read back ("Isolation until 2 Dec": isolation, day 2,
+    /// month 12), for a page to say it in its own language; nil for any other reason.
+    public static func described(_ reason: String) -> (kind: HealthStatus.RestrictionKind, day: Int, month: Int)? {
+        let words = reason.split(separator: " ", omittingEmptySubsequences: false)
+        guard words.count == 4, words[1] == "until", let day = Int(words[2]), (1...31).contains(day),
+            let month = months.firstIndex(where: { $0 == words[3] })
+        else { return nil }
+        switch words[0] {
+        case "Isolation": return (.isolation, day, month + 1)
+        case "Quarantine": return (.quarantine, day, month + 1)
+        default: return nil
+        }
+    }
 }

@@ -4,8 +4,9 @@ import Foundation
 /// What the platform expects of every badge rule, checked over the inputs a test gives: the
 /// same input gives the same decision (a rule is a function of its input), the colour is
 /// never gray (gray means "not submitted"), the reason is not empty, the badge is valid no
-/// longer than the day, the decision comes within the platform's budget (100 ms), and the
-/// rule reads no more of the past than its `historyNeed` names. Returns every problem found,
+/// longer than the day, the decision comes within the platform's budget (100 ms), the rule
+/// reads no more of the past than its `historyNeed` names, and its reason in the pages'
+/// languages (`localize`) is the same each time and never empty. Returns every problem found,
 /// each naming its input; none for a conforming rule.
 public enum BadgeRuleConformance {
     public static let budget: Duration = .milliseconds(100)
@@ -35,6 +36,13 @@ public enum BadgeRuleConformance {
             if first.color == .gray { problems.append("\(name): answered gray, which means \"not submitted\"") }
             if first.reason.isEmpty { problems.append("\(name): gave no reason") }
             if first.validUntil > input.endOfDay { problems.append("\(name): valid past the end of the day (\(first.validUntil))") }
+            for language in ["en", "es"] {
+                let once = rule.localize(reason: first.reason, language: language)
+                if once != rule.localize(reason: first.reason, language: language) {
+                    problems.append("\(name): two of its reason's words in \(language) disagree: localize must be deterministic")
+                }
+                if once?.isEmpty == true { problems.append("\(name): its reason in \(language) is empty (nil shows it as given)") }
+            }
         }
         return problems
     }

@@ -203,22 +203,25 @@ struct AdminPages: Sendable {
             campus: visit.campus.id, date: date, colors: [.red, .yellow], after: cursor, limit: 50, actor: "user:\(user.email)")
         let words: [BadgeColor: String] = [.yellow: "colorYellow", .red: "colorRed"]
         let guests = try await services.guests.followUps(campus: visit.campus.id, date: date, actor: "user:\(user.email)")
+        // Every reason on the page in its language, in one call.
+        let given = guests.map { $0.reason ?? "" } + page.items.map(\.reason)
+        let reasons = await web.reasons(given, visit: visit)
         var data: [String: Any] = [
-            "guests": guests.map { guest -> [String: Any] in
+            "guests": zip(guests, reasons).map { guest, reason -> [String: Any] in
                 [
                     "name": guest.name, "email": guest.email, "host": guest.hostName, "color": guest.color?.rawValue ?? "gray",
-                    "colorWord": visit[words[guest.color ?? .gray] ?? "colorGray"], "reason": guest.reason ?? "",
+                    "colorWord": visit[words[guest.color ?? .gray] ?? "colorGray"], "reason": reason,
                 ]
             },
             "hasGuests": !guests.isEmpty,
             "date": date.description,
             "caption": visit.format("followUpsCaption", WebFormat.date(date, campus: visit.campus, language: visit.language)),
             "hasItems": !page.items.isEmpty,
-            "items": page.items.map { item -> [String: Any] in
+            "items": zip(page.items, reasons.dropFirst(guests.count)).map { item, reason -> [String: Any] in
                 [
                     "name": item.name, "email": item.email, "color": item.color.rawValue,
                     "colorWord": visit[words[item.color] ?? "colorGray"],
-                    "reason": item.reason, "submittedAt": WebFormat.time(item.submittedAt, campus: visit.campus), "late": !item.onTime,
+                    "reason": reason, "submittedAt": WebFormat.time(item.submittedAt, campus: visit.campus), "late": !item.onTime,
                 ]
             },
         ]

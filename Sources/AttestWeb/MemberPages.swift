@@ -18,7 +18,7 @@ struct MemberPages: Sendable {
             let visit = try await web.visit(request, context)
             let badge = try await services.badges.today(campus: visit.campus, user: try visit.signedInUser().id, now: services.clock())
             let community = await communityLine(visit: visit)
-            if badge.submitted { return try badgePage(badge, visit: visit, current: "today", community: community) }
+            if badge.submitted { return try await badgePage(badge, visit: visit, current: "today", community: community) }
             return try await surveyPage(visit: visit, request: request, community: community)
         }
         pages.post { request, context -> Response in
@@ -27,7 +27,7 @@ struct MemberPages: Sendable {
         pages.get("badge") { request, context -> Response in
             let visit = try await web.visit(request, context)
             let badge = try await services.badges.today(campus: visit.campus, user: try visit.signedInUser().id, now: services.clock())
-            return try badgePage(badge, visit: visit, current: "badge")
+            return try await badgePage(badge, visit: visit, current: "badge")
         }
         pages.get("history") { request, context -> Response in
             try await history(request, context)
@@ -98,7 +98,7 @@ struct MemberPages: Sendable {
 
     // MARK: The badge
 
-    private func badgePage(_ badge: Badge, visit: WebVisit, current: String, community: String? = nil) throws -> Response {
+    private func badgePage(_ badge: Badge, visit: WebVisit, current: String, community: String? = nil) async throws -> Response {
         let campus = visit.campus, now = services.clock()
         let word: [BadgeColor: (key: String, symbol: String)] = [
             .green: ("colorGreen", "✓"), .yellow: ("colorYellow", "!"), .red: ("colorRed", "✕"), .gray: ("colorGray", "–"),
@@ -106,7 +106,7 @@ struct MemberPages: Sendable {
         let colorWord = visit[word[badge.color]?.key ?? "colorGray"]
         var data: [String: Any] = [
             "color": badge.color.rawValue, "colorWord": colorWord, "symbol": word[badge.color]?.symbol ?? "",
-            "reason": badge.color != .gray ? badge.reason : visit["colorGray"],
+            "reason": badge.color != .gray ? await web.reasons([badge.reason], visit: visit).first ?? badge.reason : visit["colorGray"],
             "validUntilISO": badge.validUntil.ISO8601Format(),
             "dateText": WebFormat.date(badge.date, campus: campus, language: visit.language),
             "timeNow": WebFormat.time(now, campus: campus, seconds: true),
@@ -137,14 +137,15 @@ struct MemberPages: Sendable {
         let page = try await services.attestations.page(
             campus: visit.campus.id, user: try visit.signedInUser().id, before: cursor, limit: 20)
         let words: [BadgeColor: String] = [.green: "colorGreen", .yellow: "colorYellow", .red: "colorRed", .gray: "colorGray"]
+        let reasons = await web.reasons(page.items.map(\.attestation.reason), visit: visit)
         var data: [String: Any] = [
             "hasItems": !page.items.isEmpty,
-            "items": page.items.map { item -> [String: Any] in
+            "items": zip(page.items, reasons).map { item, reason -> [String: Any] in
                 let attestation = item.attestation
                 return [
                     "date": WebFormat.date(attestation.date, campus: visit.campus, language: visit.language),
                     "color": attestation.color.rawValue, "colorWord": visit[words[attestation.color] ?? "colorGray"],
-                    "reason": attestation.reason, "submittedAt": WebFormat.time(attestation.submittedAt, campus: visit.campus),
+                    "reason": reason, "submittedAt": WebFormat.time(attestation.submittedAt, campus: visit.campus),
                     "late": !attestation.onTime,
                 ]
             },
@@ -223,5 +224,18 @@ struct MemberPages: Sendable {
 extension Double {
     func clamped(to range: ClosedRange<Double>) -> Double {
         isNaN ? range.lowerBound : Swift.min(Swift.max(self, range.lowerBound), range.upperBound)
+    }
+}
+
+extension WebRoutes {
+    /// Reasons in the page's language: the campus's rule's words for them, else the
+    /// platform's own ("Isolation until 2 Dec") in the page's words, else as given.
+    func reasons(_ reasons: [String], visit: WebVisit) async -> [String] {
+        let localized = await services.attestations.localize(reasons, campus: visit.campus, language: visit.language)
+        let months = visit["monthsShort"].split(separator: " ")
+        return zip(reasons, localized).map { given, local in
+            guard local == given, months.count == 12, let (kind, day, month) = HealthInput.described(given) else { return local }
+            return visit.format(kind == .isolation ? "badgeIsolationUntil" : "badgeQuarantineUntil", "\(day) \(months[month - 1])")
+        }
     }
 }

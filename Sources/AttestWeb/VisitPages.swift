@@ -245,7 +245,8 @@ struct VisitPages: Sendable {
         return try web.renderer.render(
             .init(
                 template: "visitbadge", title: visit["guestWord"] + ": " + Self.colorWord(badge.color, visit: visit),
-                data: Self.badgeData(badge, guest: guest, visit: visit), scripts: ["badge.js"]), visit: visit)
+                data: Self.badgeData(badge, guest: guest, visit: visit, reason: await web.reasons([badge.reason], visit: visit).first),
+                scripts: ["badge.js"]), visit: visit)
     }
 
     /// The guests' questionnaire in the visit's language and its form's data.
@@ -273,11 +274,12 @@ struct VisitPages: Sendable {
     }
 
     /// A guest's badge as the visit page and the kiosk show it.
-    static func badgeData(_ badge: Badge, guest: GuestVisit, visit: WebVisit) -> [String: Any] {
+    /// `reason`: the badge's in the page's language (`WebRoutes.reasons`), else as given.
+    static func badgeData(_ badge: Badge, guest: GuestVisit, visit: WebVisit, reason: String?) -> [String: Any] {
         let symbols: [BadgeColor: String] = [.green: "✓", .yellow: "!", .red: "✕", .gray: "–"]
         let colorWord = colorWord(badge.color, visit: visit)
         var data: [String: Any] = [
-            "color": badge.color.rawValue, "colorWord": colorWord, "symbol": symbols[badge.color] ?? "", "reason": badge.reason,
+            "color": badge.color.rawValue, "colorWord": colorWord, "symbol": symbols[badge.color] ?? "", "reason": reason ?? badge.reason,
             "guestName": guest.name, "guestOf": visit.format("guestOf", guest.hostName), "validUntilISO": badge.validUntil.ISO8601Format(),
             "dateText": WebFormat.date(badge.date, campus: visit.campus, language: visit.language),
             "validUntilText": WebFormat.dateTime(badge.validUntil, campus: visit.campus, language: visit.language),
@@ -354,7 +356,8 @@ struct KioskPage: Sendable {
                     services: services)
             else { throw Problem.internalError }
             let badge = try await GuestHTTP.badge(answered, campus: campus, services: services)
-            var data = VisitPages.badgeData(badge, guest: answered, visit: visit)
+            var data = VisitPages.badgeData(
+                badge, guest: answered, visit: visit, reason: await web.reasons([badge.reason], visit: visit).first)
             if wantsJSON {
                 let body = try JSONSerialization.data(withJSONObject: data.compactMapValues { $0 as? String }, options: [.sortedKeys])
                 return Response(

@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPlugins
 import Foundation
 
@@ -40,6 +41,11 @@ import Foundation
 /// `{"testOlderThanDays": N}` (1 to 365: no negative test collected in the last N days). A
 /// matching rule's colour is shown when it is worse than the answers' (for a member who has not
 /// answered, only a red one is); an isolation or quarantine is red whatever the table says.
+///
+/// Every rule, health rule and `default` may carry `translations`, its reason in other
+/// languages, as a questionnaire's prompts do: `{"es": "No se informaron síntomas"}`. A badge
+/// keeps the reason as written; a page in one of those languages shows the translation
+/// (`localize`), and a `lastsDays` rule's "(reported …; applies through …)" in Spanish too.
 public struct StandardBadgeRule: BadgeRule {
     public static let id = "standard"
 
@@ -83,6 +89,7 @@ public struct StandardBadgeRule: BadgeRule {
         var color: BadgeColor
         var reason: String
         var lastsDays: Int
+        var translations: [String: String] = [:]
     }
 
     /// A condition on the member's health record.
@@ -128,11 +135,12 @@ public struct StandardBadgeRule: BadgeRule {
         var when: HealthCondition
         var color: BadgeColor
         var reason: String
+        var translations: [String: String] = [:]
     }
 
     let rules: [Rule]
     let healthRules: [HealthRule]
-    let fallback: (color: BadgeColor, reason: String)
+    let fallback: (color: BadgeColor, reason: String, translations: [String: String])
     public let version: String
     /// Only rules with `lastsDays` look back, and only at their own questions over their own
     /// days: the default table reads one answer (positive test) of the previous 9 days, and
@@ -167,9 +175,9 @@ public struct StandardBadgeRule: BadgeRule {
         if let fallback = object["default"] {
             let color = try Self.color(fallback["color"], at: "default.color")
             guard case .string(let reason)? = fallback["reason"] else { throw PluginSettingsError("default.reason must be a string") }
-            self.fallback = (color, reason)
+            self.fallback = (color, reason, try Self.translations(fallback["translations"], at: "default.translations"))
         } else {
-            fallback = (.green, "No symptoms reported")
+            fallback = (.green, "No symptoms reported", Self.defaultTranslations["No symptoms reported"] ?? [:])
         }
         // The version changes whenever the table does: a stable digest of the settings.
         let encoder = JSONEncoder()
@@ -189,13 +197,14 @@ public struct StandardBadgeRule: BadgeRule {
                 .object([
                     "when": .object(["question": .string(test.id), "equals": .bool(true)]), "color": .string("red"),
                     "reason": .string("Positive test in the last 10 days"), "lastsDays": .number(10),
+                    "translations": translated("Positive test in the last 10 days"),
                 ]))
         }
         if let temperature = questionnaire.question("temperature"), temperature.kind == .number {
             rules.append(
                 .object([
                     "when": .object(["question": .string(temperature.id), "gte": .number(38.0)]), "color": .string("red"),
-                    "reason": .string("Temperature of 38 °C or more"),
+                    "reason": .string("Temperature of 38 °C or more"), "translations": translated("Temperature of 38 °C or more"),
                 ]))
         }
         let flagged = questionnaire.questions.filter {
@@ -206,11 +215,50 @@ public struct StandardBadgeRule: BadgeRule {
                 .object([
                     "when": .object(["any": .array(flagged.map { .object(["question": .string($0.id), "equals": .bool(true)]) })]),
                     "color": .string("yellow"), "reason": .string("Symptoms or a close contact reported"),
+                    "translations": translated("Symptoms or a close contact reported"),
                 ]))
         }
         return .object([
-            "rules": .array(rules), "default": .object(["color": .string("green"), "reason": .string("No symptoms reported")]),
+            "rules": .array(rules),
+            "default": .object([
+                "color": .string("green"), "reason": .string("No symptoms reported"), "translations": translated("No symptoms reported"),
+            ]),
         ])
+    }
+
+    /// The default table's reasons in the languages the pages speak.
+    static let defaultTranslations: [String: [String: String]] = [
+        "Positive test in the last 10 days": ["es": "Prueba positiva en los últimos 10 días"],
+        "Temperature of 38 °C or more": ["es": "Temperatura de 38 °C o más"],
+        "Symptoms or a close contact reported": ["es": "Síntomas o un contacto cercano informados"],
+        "No symptoms reported": ["es": "No se informaron síntomas"],
+    ]
+
+    private static func translated(_ reason: String) -> JSONValue {
+        .object((defaultTranslations[reason] ?? [:]).mapValues { .string($0) })
+    }
+
+    /// How a `lastsDays` rule's reason reads when a past day's answers matched it, per
+    /// language (`evaluate` writes the English).
+    static let lastingWords = ["es": "{reason} (informado el {reported}; vale hasta el {until})"]
+
+    /// The reason in `language` (its primary subtag too: `es-MX` takes `es`) when the table
+    /// has words for it; nil otherwise (a reason of an older table, a language it lacks).
+    public func localize(reason: String, language: String) -> String? {
+        let primary = language.split(separator: "-").first.map { $0.lowercased() } ?? language
+        func words(_ translations: [String: String]) -> String? { translations[language] ?? translations[primary] }
+        for rule in rules {
+            if rule.reason == reason { return words(rule.translations) }
+            // "<reason> (reported 2026-11-20; applies through 2026-11-29)"
+            guard rule.lastsDays > 1, reason.hasPrefix(rule.reason), let local = words(rule.translations),
+                let template = Self.lastingWords[primary],
+                let match = reason.dropFirst(rule.reason.count).wholeMatch(
+                    of: /\ \(reported (\d{4}-\d{2}-\d{2}); applies through (\d{4}-\d{2}-\d{2})\)/)
+            else { continue }
+            return template.filled(["reason": local, "reported": String(match.1), "until": String(match.2)])
+        }
+        if let rule = healthRules.first(where: { $0.reason == reason }) { return words(rule.translations) }
+        return fallback.reason == reason ? words(fallback.translations) : nil
     }
 
     public func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
@@ -282,7 +330,9 @@ public struct StandardBadgeRule: BadgeRule {
             }
             lastsDays = Int(number)
         }
-        return Rule(when: try condition(when, at: "\(path).when", questionnaire), color: color, reason: reason, lastsDays: lastsDays)
+        return Rule(
+            when: try condition(when, at: "\(path).when", questionnaire), color: color, reason: reason, lastsDays: lastsDays,
+            translations: try translations(value["translations"], at: "\(path).translations"))
     }
 
     static func healthRule(_ value: JSONValue, at path: String) throws -> HealthRule {
@@ -291,7 +341,29 @@ public struct StandardBadgeRule: BadgeRule {
         guard case .string(let reason)? = value["reason"], !reason.isEmpty else {
             throw PluginSettingsError("\(path).reason must be a non-empty string")
         }
-        return HealthRule(when: try healthCondition(when, at: "\(path).when"), color: color, reason: reason)
+        return HealthRule(
+            when: try healthCondition(when, at: "\(path).when"), color: color, reason: reason,
+            translations: try translations(value["translations"], at: "\(path).translations"))
+    }
+
+    /// A reason's `translations`: an object of language tags (`es`, `fr-CA`; at most 20) to
+    /// non-empty strings of at most 500 characters.
+    static func translations(_ value: JSONValue?, at path: String) throws -> [String: String] {
+        guard let value else { return [:] }
+        guard case .object(let object) = value, object.count <= 20 else {
+            throw PluginSettingsError("\(path) must be an object of at most 20 languages, each a translation of the reason")
+        }
+        var translations: [String: String] = [:]
+        for (language, text) in object {
+            guard language.wholeMatch(of: /[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,2}/) != nil else {
+                throw PluginSettingsError("\(path): \"\(language.prefix(40))\" is not a language tag (en, es, fr-CA …)")
+            }
+            guard case .string(let words) = text, !words.isEmpty, words.count <= 500 else {
+                throw PluginSettingsError("\(path).\(language) must be a non-empty string of at most 500 characters")
+            }
+            translations[language] = words
+        }
+        return translations
     }
 
     static func healthCondition(_ value: JSONValue, at path: String) throws -> HealthCondition {

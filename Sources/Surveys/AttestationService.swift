@@ -460,6 +460,17 @@ public struct AttestationService: Sendable {
         }
     }
 
+    /// `reasons` (badges' and attestations' of `campus`) in `language`, a page's: each as the
+    /// campus's rule words it (`BadgeRule.localize`), else as given. The rule of the campus's
+    /// active questionnaire answers for every reason: one of an older table it no longer has
+    /// is shown as written.
+    public func localize(_ reasons: [String], campus: Campus, language: String) async -> [String] {
+        guard !reasons.isEmpty, let questionnaire = try? await questionnaires.active(campus: campus.id),
+            let configured = try? await rule(for: campus, questionnaire: questionnaire)
+        else { return reasons }
+        return reasons.map { configured.rule.localize(reason: $0, language: language) ?? $0 }
+    }
+
     /// What the campus's rule shows given the member's health record: its `decide` weighing
     /// `health` against `answered` (what the day's answers gave; nil when none), or the
     /// platform's default when there is no questionnaire or the rule cannot be built. A

@@ -271,6 +271,49 @@ struct WebPageTests {
         }
     }
 
+    /// The badge's reason in the page's language: the campus's rule's translation ("No symptoms
+    /// reported" has Spanish words in the default table), and the platform's own for an
+    /// isolation; the API keeps the words as the rule gave them.
+    @Test func theBadgesReasonIsInThePagesLanguage() async throws {
+        let (server, campus) = try await Self.setUp()
+        let lab = try await RecordsTests.labToken(server, campus)
+        try await server.run { api in
+            let spanish = WebClient(api.client, acceptLanguage: "es-MX,es;q=0.9")
+            try await spanish.demoSignIn(campus: "north", email: "ana@example.edu")
+            let form = try await spanish.get("/c/north/")
+            let csrf = try #require(form.csrf), version = try #require(form.field("surveyVersion"))
+            _ = try await spanish.post("/c/north/", form: [("csrf", csrf), ("surveyVersion", version)] + WebSurvey.healthy)
+            let badge = try await spanish.get("/c/north/badge")
+            #expect(badge.body.contains(#"<p class="reason">No se informaron síntomas</p>"#), "\(badge.body)")
+            #expect(try await spanish.get("/c/north/history").body.contains("<td>No se informaron síntomas</td>"))
+            let english = WebClient(api.client)
+            try await english.demoSignIn(campus: "north", email: "ana@example.edu")
+            #expect(try await english.get("/c/north/badge").body.contains(#"<p class="reason">No symptoms reported</p>"#))
+
+            // A positive result: isolation, in each page's words.
+            let collected = Date().addingTimeInterval(-86_400)
+            let sent = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: RecordsTests.lab, token: lab,
+                json: RecordsTests.bundle([
+                    RecordsTests.observation(
+                        specimen: "S-1", email: "ana@example.edu", detected: true, collected: collected.ISO8601Format(),
+                        issued: Date().ISO8601Format())
+                ]))
+            #expect(sent.status == 200, "\(sent.body)")
+            try await server.services.authGenerations.refresh()
+            let red = try await spanish.get("/c/north/badge")
+            #expect(red.body.contains("class=\"badge red\""), "\(red.body)")
+            #expect(
+                red.body.firstMatch(
+                    of: /<p class="reason">Aislamiento hasta el \d{1,2} (ene|feb|mar|abr|may|jun|jul|ago|sep|oct|nov|dic)<\/p>/)
+                    != nil, "\(red.body)")
+            let redInEnglish = try await english.get("/c/north/badge")
+            #expect(
+                redInEnglish.body.firstMatch(of: /<p class="reason">Isolation until \d{1,2} [A-Z][a-z]{2}<\/p>/) != nil,
+                "\(redInEnglish.body)")
+        }
+    }
+
     @Test func aMemberWithoutASubmissionSeesTheGrayBadgeWithTheDeadlineAndNoCode() async throws {
         let (server, _) = try await Self.setUp()
         try await server.run { api in

@@ -142,6 +142,73 @@ struct StandardBadgeRuleTests {
             refusal(#"{"rules": [{"when": {"question": "mood", "in": []}, "color": "red", "reason": "x"}]}"#).contains("rules[0].when.in"))
     }
 
+    /// A reason's translations are shown by a page in that language (`es-MX` takes `es`); the
+    /// badge keeps the reason as written. A lasting rule's past match reads in Spanish too.
+    @Test func reasonsAreTranslatedForPagesInTheirLanguage() throws {
+        let rule = try StandardBadgeRule(
+            settings: StandardBadgeRule.defaultSettings(for: Self.questionnaire), questionnaire: Self.questionnaire)
+        let green = try rule.evaluate(Self.input(Self.healthy))
+        #expect(green.reason == "No symptoms reported", "the badge keeps the words as written")
+        #expect(rule.localize(reason: green.reason, language: "es") == "No se informaron síntomas")
+        #expect(rule.localize(reason: green.reason, language: "es-MX") == "No se informaron síntomas")
+        #expect(rule.localize(reason: green.reason, language: "en") == nil, "no English words: shown as written")
+        #expect(rule.localize(reason: green.reason, language: "fr") == nil)
+        let yellow = try rule.evaluate(Self.input(Self.with(["cough": .bool(true)])))
+        #expect(rule.localize(reason: yellow.reason, language: "es") == "Síntomas o un contacto cercano informados")
+        let past = [PastAttestation(date: Self.today.adding(days: -3), color: .red, answers: Self.with(["positive_test": .bool(true)]))]
+        let lasting = try rule.evaluate(Self.input(Self.healthy, history: past))
+        #expect(lasting.reason == "Positive test in the last 10 days (reported 2026-11-18; applies through 2026-11-27)")
+        #expect(
+            rule.localize(reason: lasting.reason, language: "es")
+                == "Prueba positiva en los últimos 10 días (informado el 2026-11-18; vale hasta el 2026-11-27)")
+        #expect(rule.localize(reason: lasting.reason + "!", language: "es") == nil, "not the rule's own words")
+        #expect(rule.localize(reason: "Something else", language: "es") == nil)
+
+        // A campus's own table: a rule, a health rule and the default, each with its words.
+        let table = try JSONDecoder().decode(
+            JSONValue.self,
+            from: Data(
+                #"""
+                {"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "Fever",
+                            "translations": {"es": "Fiebre", "fr-CA": "Fièvre"}}],
+                 "health": [{"when": {"record": "no-test"}, "color": "yellow", "reason": "Get tested",
+                             "translations": {"es": "Hágase una prueba"}}],
+                 "default": {"color": "green", "reason": "Fine", "translations": {"es": "Bien"}}}
+                """#.utf8))
+        let own = try StandardBadgeRule(settings: table, questionnaire: Self.questionnaire)
+        #expect(own.localize(reason: "Fever", language: "fr-CA") == "Fièvre" && own.localize(reason: "Fever", language: "fr") == nil)
+        #expect(own.localize(reason: "Get tested", language: "es") == "Hágase una prueba")
+        #expect(own.localize(reason: "Fine", language: "es") == "Bien")
+        #expect(own.localize(reason: "No symptoms reported", language: "es") == nil, "another table's words")
+        // Translations are part of the table: its version changes with them.
+        let plain = try StandardBadgeRule(
+            settings: try JSONDecoder().decode(
+                JSONValue.self, from: Data(#"{"rules": [], "default": {"color": "green", "reason": "Fine"}}"#.utf8)),
+            questionnaire: Self.questionnaire)
+        #expect(plain.localize(reason: "Fine", language: "es") == nil && plain.version != own.version)
+    }
+
+    @Test func translationsThatCannotBeReadAreRefusedNamingThePlace() throws {
+        func refusal(_ translations: String) -> String {
+            do {
+                let json =
+                    #"{"rules": [{"when": {"question": "fever", "equals": true}, "color": "red", "reason": "x", "translations": "#
+                    + translations + "}]}"
+                _ = try StandardBadgeRule(
+                    settings: try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), questionnaire: Self.questionnaire)
+                return "accepted"
+            } catch { return "\(error)" }
+        }
+        #expect(refusal(#"{"es": "Fiebre"}"#) == "accepted")
+        #expect(refusal(#""Fiebre""#).contains("rules[0].translations must be an object"))
+        #expect(refusal(#"{"Spanish": "Fiebre"}"#).contains(#"rules[0].translations: "Spanish" is not a language tag"#))
+        #expect(refusal(#"{"es": ""}"#).contains("rules[0].translations.es must be a non-empty string"))
+        #expect(refusal(#"{"es": 3}"#).contains("rules[0].translations.es"))
+        #expect(refusal(#"{"es": "\#(String(repeating: "a", count: 501))"}"#).contains("at most 500 characters"))
+        let many = (0..<21).map { #""l\#(String(UnicodeScalar(UInt8(97 + $0))))x": "t""# }.joined(separator: ",")
+        #expect(refusal("{\(many)}").contains("at most 20 languages"))
+    }
+
     @Test func aTableIsBoundedInSize() throws {
         // `any` of n predicates is n + 1 conditions; an `in` list counts each of its values.
         func table(rules: Int, each predicates: Int, inValues: Int = 0) -> String {
@@ -190,7 +257,7 @@ struct BadgeRuleConformanceTests {
     ]
 
     struct Faulty: BadgeRule {
-        enum Fault { case random, gray, lateExpiry, silent, slow, throwing }
+        enum Fault { case random, gray, lateExpiry, silent, slow, throwing, unsaid, wavering }
         let fault: Fault
         var version: String { "faulty" }
         func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
@@ -203,6 +270,14 @@ struct BadgeRuleConformanceTests {
                 Thread.sleep(forTimeInterval: 0.15)
                 return BadgeDecision(color: .green, reason: "slow", validUntil: input.endOfDay)
             case .throwing: throw PluginSettingsError("broken")
+            case .unsaid, .wavering: return BadgeDecision(color: .green, reason: "fine", validUntil: input.endOfDay)
+            }
+        }
+        func localize(reason: String, language: String) -> String? {
+            switch fault {
+            case .unsaid: ""
+            case .wavering: Bool.random() ? "bien" : "bueno"
+            default: nil
             }
         }
     }
@@ -226,6 +301,10 @@ struct BadgeRuleConformanceTests {
         #expect(problems(.silent).contains("gave no reason"))
         #expect(problems(.slow).contains("over the"))
         #expect(problems(.throwing).contains("threw"))
+        #expect(problems(.unsaid).contains("its reason in en is empty"))
+        var wavered = false
+        for _ in 0..<5 where !wavered { wavered = problems(.wavering).contains("localize must be deterministic") }
+        #expect(wavered)
     }
 }
 
