@@ -6,7 +6,7 @@ import Foundation
 /// never gray (gray means "not submitted"), the reason is not empty, the badge is valid no
 /// longer than the day, the decision comes within the platform's budget (100 ms), the rule
 /// reads no more of the past than its `historyNeed` names, and its reason in the pages'
-/// languages (`localize`) is the same each time and never empty. Returns every problem found,
+/// languages (`localize`) comes within the budget, is the same each time and is never empty. Returns every problem found,
 /// each naming its input; none for a conforming rule.
 public enum BadgeRuleConformance {
     public static let budget: Duration = .milliseconds(100)
@@ -37,7 +37,11 @@ public enum BadgeRuleConformance {
             if first.reason.isEmpty { problems.append("\(name): gave no reason") }
             if first.validUntil > input.endOfDay { problems.append("\(name): valid past the end of the day (\(first.validUntil))") }
             for language in ["en", "es"] {
+                let asked = ContinuousClock.now
                 let once = rule.localize(reason: first.reason, language: language)
+                if ContinuousClock.now - asked > budget {
+                    problems.append("\(name): its reason in \(language) took over the \(budget) budget")
+                }
                 if once != rule.localize(reason: first.reason, language: language) {
                     problems.append("\(name): two of its reason's words in \(language) disagree: localize must be deterministic")
                 }

@@ -257,7 +257,7 @@ struct BadgeRuleConformanceTests {
     ]
 
     struct Faulty: BadgeRule {
-        enum Fault { case random, gray, lateExpiry, silent, slow, throwing, unsaid, wavering }
+        enum Fault { case random, gray, lateExpiry, silent, slow, throwing, unsaid, wavering, pondering }
         let fault: Fault
         var version: String { "faulty" }
         func evaluate(_ input: BadgeRuleInput) throws -> BadgeDecision {
@@ -270,13 +270,18 @@ struct BadgeRuleConformanceTests {
                 Thread.sleep(forTimeInterval: 0.15)
                 return BadgeDecision(color: .green, reason: "slow", validUntil: input.endOfDay)
             case .throwing: throw PluginSettingsError("broken")
-            case .unsaid, .wavering: return BadgeDecision(color: .green, reason: "fine", validUntil: input.endOfDay)
+            case .unsaid, .wavering, .pondering: return BadgeDecision(color: .green, reason: "fine", validUntil: input.endOfDay)
             }
         }
         func localize(reason: String, language: String) -> String? {
             switch fault {
             case .unsaid: ""
             case .wavering: Bool.random() ? "bien" : "bueno"
+            case .pondering:
+                {
+                    Thread.sleep(forTimeInterval: 0.15)
+                    return "bien"
+                }()
             default: nil
             }
         }
@@ -305,6 +310,7 @@ struct BadgeRuleConformanceTests {
         var wavered = false
         for _ in 0..<5 where !wavered { wavered = problems(.wavering).contains("localize must be deterministic") }
         #expect(wavered)
+        #expect(problems(.pondering).contains("its reason in es took over the"))
     }
 }
 
