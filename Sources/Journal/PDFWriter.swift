@@ -1,3 +1,4 @@
+import AttestFoundation
 import Foundation
 
 /// A small streaming PDF 1.4 writer: US Letter pages of text in Helvetica (regular and
@@ -61,7 +62,7 @@ public struct PDFWriter {
     public mutating func newPage() {
         let number = pages.count + 1
         let page = offsets.count, contents = page + 1
-        let label = pageLabel.replacingOccurrences(of: "{page}", with: "\(number)")
+        let label = pageLabel.filled(["page": "\(number)"])
         let labelWidth = Self.width(label, size: 8)
         let x = (Self.pageWidth - labelWidth - Self.width("00", size: 8)) / 2
         var stream = current

@@ -18,9 +18,10 @@ extension MemberMessage {
         let retention = GuestMessageTexts.retentionDays(campus)
         func fill(_ template: String, html: Bool) -> String {
             func escape(_ text: String) -> String { html ? HTMLText.escape(text) : text }
-            return template.replacingOccurrences(of: "{code}", with: code).replacingOccurrences(of: "{days}", with: "\(retention)")
-                .replacingOccurrences(of: "{campus}", with: escape(campusName)).replacingOccurrences(of: "{host}", with: escape(hostName))
-                .replacingOccurrences(of: "{name}", with: escape(person))
+            // In one pass: a host or guest named "{code}" is shown as named.
+            return template.filled([
+                "code": code, "days": "\(retention)", "campus": escape(campusName), "host": escape(hostName), "name": escape(person),
+            ])
         }
         let subject = fill(words.subject, html: false)
         let lines = [

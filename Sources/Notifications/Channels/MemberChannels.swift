@@ -283,24 +283,7 @@ struct MemberMessage: Sendable {
     /// `template` with `{campus}` and `{name}` filled in one pass (a name holding "{campus}"
     /// stays as written), HTML-escaped for `html`.
     static func fill(_ template: String, campus: String, name: String, html: Bool) -> String {
-        let campusName = html ? HTMLText.escape(campus) : campus
-        let personName = html ? HTMLText.escape(name) : name
-        var out = "", rest = Substring(template)
-        while let open = rest.utf8.firstIndex(of: UInt8(ascii: "{")) {
-            out += rest[..<open]
-            let tail = rest[open...]
-            if tail.hasPrefix("{campus}") {
-                out += campusName
-                rest = tail.dropFirst(8)
-            } else if tail.hasPrefix("{name}") {
-                out += personName
-                rest = tail.dropFirst(6)
-            } else {
-                out += "{"
-                rest = tail.dropFirst()
-            }
-        }
-        return out + rest
+        template.filled(["campus": html ? HTMLText.escape(campus) : campus, "name": html ? HTMLText.escape(name) : name])
     }
 
     func mail(from: MailAddress, replyTo: MailAddress?, now: Date) -> MailMessage {
