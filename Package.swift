@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "AttestPluginsTesting",
             dependencies: [
-                "AttestPlugins", "AttestPluginHTTP",
+                "AttestFoundation", "AttestPlugins", "AttestPluginHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

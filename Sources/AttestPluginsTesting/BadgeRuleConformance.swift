@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPlugins
 import Foundation
 
@@ -36,7 +37,7 @@ public enum BadgeRuleConformance {
             if first.color == .gray { problems.append("\(name): answered gray, which means \"not submitted\"") }
             if first.reason.isEmpty { problems.append("\(name): gave no reason") }
             if first.validUntil > input.endOfDay { problems.append("\(name): valid past the end of the day (\(first.validUntil))") }
-            for language in ["en", "es"] {
+            for language in WrittenLanguages.all {
                 let asked = ContinuousClock.now
                 let once = rule.localize(reason: first.reason, language: language)
                 if ContinuousClock.now - asked > budget {

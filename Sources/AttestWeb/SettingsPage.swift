@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPlugins
 import AttestServer
 import Foundation
@@ -58,7 +59,7 @@ struct SettingsPage: Sendable {
                 }
             }
             let language = values.language.isEmpty ? nil : values.language
-            if let language, !NotificationPreferences.languages.contains(language) {
+            if let language, !WrittenLanguages.all.contains(language) {
                 errors.add("language", anchor: "language", visit["languageError"])
             }
             guard errors.isEmpty else { return try page(visit: visit, values: values, errors: errors, status: .unprocessableContent) }

@@ -34,7 +34,7 @@ public enum MemberExport {
         public var episodes: EpisodeStore.Summary
         /// The member's health profile, only when they asked for it in the export.
         public var profile: HealthProfile?
-        /// The language of the PDF's words (`ExportWords.languages`; English otherwise). The CSV's
+        /// The language of the PDF's words (`WrittenLanguages.all`; English otherwise). The CSV's
         /// columns and the JSON's keys are the same in every language: software reads them.
         public var language: String
 
@@ -359,16 +359,12 @@ public enum MemberExport {
 }
 
 /// The words of an export's PDF in each language it is written in. `{name}`s are filled in.
-public struct ExportWords: Sendable {
-    public static let languages: Set<String> = ["en", "es"]
-
+public struct ExportWords: Wording {
     var title, range, profile, born, bmi, oneEntry, entries, noEntries, tags, recording: String
     var episodes, totals, noEpisodes, auto, open, weather, madeUp, documentTitle, page: String
     var columns: [String]
     /// The standard episode kinds' names (a campus's own kinds are shown as they are).
     var kinds: [String: String]
-
-    public static func of(_ language: String) -> ExportWords { language == "es" ? spanish : english }
 
     public static let english = ExportWords(
         title: "Health journal and episodes", range: "From {from} to {to} · made {made} ({zone})", profile: "Health profile: ",

@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPlugins
 import AttestPostgres
 import Foundation
@@ -26,9 +27,6 @@ public struct NotificationPreferences: Sendable, Equatable {
         a.email == b.email && a.push == b.push && a.reminderMinute == b.reminderMinute && a.quietHours?.from == b.quietHours?.from
             && a.quietHours?.to == b.quietHours?.to && a.language == b.language
     }
-
-    /// The languages messages are written in.
-    public static let languages = ["en", "es"]
 
     /// The window a reminder time must lie in: from midnight to the campus's deadline (a
     /// reminder is to attest on time).
@@ -59,8 +57,8 @@ public struct NotificationPreferences: Sendable, Equatable {
         if let hours = quietHours, hours.from == hours.to {
             problems.append(("quietHours", "must start and end at different times, such as 22:00 to 07:00, or be null"))
         }
-        if let language, !languages.contains(language) {
-            problems.append(("language", "must be \(languages.joined(separator: " or ")), or null for the campus's"))
+        if let language, !WrittenLanguages.all.contains(language) {
+            problems.append(("language", "must be \(WrittenLanguages.all.joined(separator: " or ")), or null for the campus's"))
         }
         return problems
     }

@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPlugins
 import AttestPostgres
 import AttestServer
@@ -81,7 +82,7 @@ struct GuestRoutes: Sendable {
             let registration = try await GuestHTTP.register(
                 campus: campus, name: name, email: email, host: host, address: context.clientAddress,
                 // The code's email in the language the client asks for (Spanish, else English).
-                language: Questionnaire.bestLanguage(request.headers[.acceptLanguage] ?? "", available: ["en", "es"]) ?? "en",
+                language: Questionnaire.bestLanguage(request.headers[.acceptLanguage] ?? "", available: Set(WrittenLanguages.all)) ?? "en",
                 services: services)
             var response = try Created(
                 id: registration.visit.id.lowercasedText, expiresAt: PostgresDate.timestamp(registration.codeExpiresAt)

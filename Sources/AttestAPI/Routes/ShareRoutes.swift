@@ -243,11 +243,9 @@ struct ShareRoutes: Sendable {
 
 /// The words of a clinician's page and of its refusals, in each language those pages speak.
 /// `{member}`, `{campus}`, `{from}`, `{to}`, `{until}`, `{left}` and `{max}` are filled in.
-struct ShareWords {
+struct ShareWords: Wording {
     var title, heading, sharedBy, opensLeft, opensOnce, openPDF, openCSV, openJSON, someone: String
     var brokenTitle, broken, usedUpTitle, usedUp, changedTitle, changed, busyTitle, busy: String
-
-    static func of(_ language: String) -> ShareWords { language == "es" ? spanish : english }
 
     static let english = ShareWords(
         title: "Health journal shared by {member}", heading: "Health journal and episodes",

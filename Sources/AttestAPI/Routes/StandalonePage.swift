@@ -10,9 +10,6 @@ import Tenancy
 /// no referrer carrying its token away. `status` and `headers` (such as `Retry-After`) for a
 /// refusal shown to a person as a page.
 enum StandalonePage {
-    /// The languages these pages speak (those of members' messages).
-    static let languages: Set<String> = ["en", "es"]
-
     static func response(_ html: String, status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
         var headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8", .cacheControl: "private, no-store",
@@ -39,7 +36,7 @@ enum StandalonePage {
 
     /// The best language of `request`'s `Accept-Language` these pages speak, else English.
     static func language(_ request: Request) -> String {
-        Questionnaire.bestLanguage(request.headers[.acceptLanguage] ?? "", available: languages) ?? "en"
+        Questionnaire.bestLanguage(request.headers[.acceptLanguage] ?? "", available: Set(WrittenLanguages.all)) ?? "en"
     }
 }
 

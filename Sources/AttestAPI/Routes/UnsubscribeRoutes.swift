@@ -72,7 +72,7 @@ struct UnsubscribeRoutes: Sendable {
     /// The language of the page: the one the member chose for their messages, else the best
     /// the browser asks for of those the messages speak, else English.
     static func language(_ request: Request, chosen: String?) -> String {
-        if let chosen, NotificationPreferences.languages.contains(chosen) { return chosen }
+        if let chosen, WrittenLanguages.all.contains(chosen) { return chosen }
         return StandalonePage.language(request)
     }
 
@@ -130,11 +130,9 @@ struct UnsubscribeRoutes: Sendable {
 
 /// The unsubscribe page's words in each language the messages speak (the reminder's are
 /// `ReminderTexts`). `{campus}` is the campus's name, `{settings}` a link to the settings page.
-struct UnsubscribeWords {
+struct UnsubscribeWords: Wording {
     var askTitle, askEmail, askPush, whyEmail, whyPush, stopEmail, stopPush: String
     var doneTitle, doneEmail, donePush, brokenTitle, broken, brokenNowhere, busyTitle, busy, settings: String
-
-    static func of(_ language: String) -> UnsubscribeWords { language == "es" ? spanish : english }
 
     static let english = UnsubscribeWords(
         askTitle: "Unsubscribe", askEmail: "Stop email?", askPush: "Stop push notifications?",

@@ -80,10 +80,8 @@ extension MemberMessage {
 }
 
 /// A visitor's code's words per language (Spanish, else English).
-struct GuestMessageTexts {
+struct GuestMessageTexts: Wording {
     var language, subject, hello, intro, within, erase, eraseNow, otherwise: String
-
-    static func of(_ language: String) -> GuestMessageTexts { language == "es" ? spanish : english }
 
     static let english = GuestMessageTexts(
         language: "en", subject: "{code} is your visitor code for {campus}", hello: "Hello {name},",

@@ -299,10 +299,8 @@ struct MemberMessage: Sendable {
 }
 
 /// The reminder's words per language (the member's, else English).
-struct ReminderTexts {
+struct ReminderTexts: Wording {
     var subject, greeting, hello, body, open, why, settings, stop: String
-
-    static func of(_ language: String) -> ReminderTexts { language == "es" ? spanish : english }
 
     static let english = ReminderTexts(
         subject: "Reminder: today's health check at {campus}", greeting: "Hello {name},", hello: "Hello,",
