@@ -344,7 +344,8 @@ struct KioskPage: Sendable {
                         status: .unprocessableContent, headers: [.contentType: "application/problem+json"],
                         body: .init(byteBuffer: ByteBuffer(bytes: body)))
                 }
-                return try await kioskPage(visit, entry: entry, problems: problems, status: .unprocessableContent)
+                return try await kioskPage(
+                    visit, values: (form["name"] ?? "", form["email"] ?? "", form["host"] ?? ""), entry: entry, problems: problems)
             }
             let user = try visit.signedInUser()
             let registration = try await services.guests.register(
@@ -420,23 +421,29 @@ struct KioskPage: Sendable {
             + Array(repeating: blank, count: 4)
     }
 
+    /// The kiosk's form; after a refusal without script, with what was typed and each problem
+    /// by its field (the visitor's own, then the answers'), as the visitor's registration page.
     private func kioskPage(
-        _ visit: WebVisit, entry: SurveyForm.Entry = .init(), problems: [(field: String, message: String)] = [],
-        status: HTTPResponse.Status = .ok
+        _ visit: WebVisit, values: (name: String, email: String, host: String) = ("", "", ""), entry: SurveyForm.Entry = .init(),
+        problems: [(field: String, message: String)] = []
     ) async throws -> Response {
         guard GuestPolicy(campus: visit.campus).open else { throw GuestError.closed(campus: visit.campus.name) }
         var (questionnaire, data) = try await VisitPages.guestSurvey(visit, entry: entry, services: services)
-        let own = problems.filter { !$0.field.hasPrefix("answers.") }
-        if !own.isEmpty || !entry.errors.isEmpty {
-            data["hasErrors"] = true
-            data["errors"] =
-                own.map { ["anchor": "visit-\($0.field)", "message": $0.message] }
-                + questionnaire.questions.compactMap { question in
-                    entry.errors[question.id].map { ["anchor": "q-\(question.id)", "message": $0] }
-                }
+        var errors = FormErrors()
+        for problem in problems where !problem.field.hasPrefix("answers.") {
+            errors.add(problem.field, anchor: "visit-\(problem.field)", problem.message)
         }
+        for question in questionnaire.questions {
+            if let message = entry.errors[question.id] { errors.add("answers.\(question.id)", anchor: "q-\(question.id)", message) }
+        }
+        data["name"] = errors.field("name", value: values.name)
+        data["email"] = errors.field("email", value: values.email)
+        data["host"] = errors.field("host", value: values.host)
+        errors.summary(into: &data)
+        let title = errors.title(visit["kioskTitle"], visit: visit),
+            status: HTTPResponse.Status = errors.isEmpty ? .ok : .unprocessableContent
         return try web.renderer.render(
-            .init(template: "kiosk", title: visit["kioskTitle"], data: data, status: status, scripts: ["kiosk.js"], current: "kiosk"),
+            .init(template: "kiosk", title: title, data: data, status: status, scripts: ["kiosk.js"], current: "kiosk"),
             visit: visit)
     }
 }

@@ -97,6 +97,16 @@ struct GuestTests {
         return (String(digits), read)
     }
 
+    /// The guests' own questionnaire: one question, `fever`.
+    static func publishGuestSurvey(_ server: TestServer, at campus: Campus) async throws {
+        _ = try await QuestionnaireStore(client: server.pool).publish(
+            campus: campus,
+            draft: try QuestionnaireRules.parse(
+                Data(
+                    #"{"title": "Visitor check", "questions": [{"id": "fever", "kind": "boolean", "prompt": "Do you have a fever?", "symptom": true}]}"#
+                        .utf8)), actor: "test", audience: .guest)
+    }
+
     /// The claims of a badge token (its signature checked by the server, not here).
     static func claims(_ token: String) throws -> [String: Any] {
         let parts = token.split(separator: ".")
@@ -107,13 +117,7 @@ struct GuestTests {
     @Test func aVisitorChecksInWithTheEmailedCodeAndShowsAGuestBadgeAtTheDoor() async throws {
         try await Self.withSetUp { setup in
             let (server, north) = (setup.server, setup.north)
-            // The guests' own questionnaire: one question.
-            _ = try await QuestionnaireStore(client: server.pool).publish(
-                campus: north,
-                draft: try QuestionnaireRules.parse(
-                    Data(
-                        #"{"title": "Visitor check", "questions": [{"id": "fever", "kind": "boolean", "prompt": "Do you have a fever?", "symptom": true}]}"#
-                            .utf8)), actor: "test", audience: .guest)
+            try await Self.publishGuestSurvey(server, at: north)
             let (_, officerToken) = try await server.user("hana@example.edu", at: north, roles: [.healthOfficer])
             let south = try await server.campus("south")
             let (_, southScreener) = try await server.user("sue@example.edu", at: south, roles: [.screener])
@@ -467,6 +471,85 @@ struct GuestTests {
                 #expect(read.status == 0, "\(read.stderr)")
                 #expect(read.stdout.split(whereSeparator: \.isNewline).map(String.init) == [link, link], "\(read.stdout)")
                 #expect(try await member.get("/c/north/admin/poster.pdf").status == 403)
+            }
+        }
+    }
+
+    /// What a visitor or a front desk leaves out or gets wrong comes back as the form with each
+    /// problem by its field, and nothing is stored: the visitor's own survey without its answer
+    /// (script off), and the kiosk's form without a name, with an email that is not one and
+    /// without the answer, for its script (JSON, each message with its field's label) and
+    /// without it (the page, with what was typed).
+    @Test func theVisitorsSurveyAndTheKioskSayWhatIsWrongAndStoreNothing() async throws {
+        try await Self.withSetUp { setup in
+            let (server, north) = (setup.server, setup.north)
+            try await Self.publishGuestSurvey(server, at: north)
+            @Sendable func visits() async throws -> [(name: String, color: String?)] {
+                try await server.pool.query(
+                    "SELECT name, color FROM guest_visits WHERE campus_id = \(north.id) ORDER BY created_at", campus: north.id.rawValue
+                ).map { (try $0.decode("name"), try $0.decode("color")) }
+            }
+            try await server.run { api in
+                let visitor = WebClient(api.client)
+                let start = try await visitor.get("/c/north/visit")
+                let csrf = try #require(start.csrf)
+                let registered = try await visitor.post(
+                    "/c/north/visit",
+                    form: [("csrf", csrf), ("name", "Vera Visitor"), ("email", "vera@visitor.example.org"), ("host", "Alice Member")])
+                let codePage = try await visitor.get(try #require(registered.location, "\(registered.status)"))
+                let (code, _) = try await Self.code(setup.smtp, to: "vera@visitor.example.org")
+                let verified = try await visitor.post(
+                    "/c/north/visit/code", form: [("csrf", csrf), ("v", try #require(codePage.field("v"))), ("code", code)])
+                #expect(verified.location?.hasSuffix("/c/north/visit/today") == true, "\(verified.status) \(verified.body.prefix(300))")
+                let survey = try await visitor.get("/c/north/visit/today")
+                let version = try #require(survey.field("surveyVersion"))
+                let unanswered = try await visitor.post(
+                    "/c/north/visit/today", form: [("csrf", try #require(survey.csrf)), ("surveyVersion", version)])
+                #expect(unanswered.status == 422, "\(unanswered.body.prefix(300))")
+                #expect(unanswered.body.contains("class=\"error-summary\"") && unanswered.body.contains("href=\"#q-fever\""))
+                #expect(try await visits().map(\.color) == [nil], "nothing answered is stored")
+                let again = try await visitor.get("/c/north/visit/today")
+                #expect(again.status == 200 && again.body.contains("name=\"answers.fever\""), "still the survey")
+
+                let desk = WebClient(api.client)
+                desk.cookies.withLock { $0["attest-north"] = setup.screenerToken }
+                let kiosk = try await desk.get("/c/north/kiosk")
+                let deskCSRF = try #require(kiosk.csrf)
+                let wrong: [(String, String)] = [
+                    ("csrf", deskCSRF), ("surveyVersion", try #require(kiosk.field("surveyVersion"))), ("name", "  "),
+                    ("email", "kim at visitor"), ("host", "Alice Member"),
+                ]
+                let scripted = try await desk.post(
+                    "/c/north/kiosk", form: wrong, headers: [.accept: "application/json", HTTPField.Name("X-CSRF-Token")!: deskCSRF])
+                #expect(scripted.status == 422 && scripted.headers[.contentType] == "application/problem+json", "\(scripted.body)")
+                let problem = try #require(try JSONSerialization.jsonObject(with: Data(scripted.body.utf8)) as? [String: Any])
+                let errors = try #require(problem["errors"] as? [[String: String]])
+                #expect(Set(errors.compactMap { $0["field"] }) == ["name", "email", "answers.fever"], "\(errors)")
+                #expect(
+                    errors.first { $0["field"] == "answers.fever" }?["message"]?.hasPrefix("Do you have a fever?: ") == true,
+                    "each message says what it is about: \(errors)")
+                let plain = try await desk.post("/c/north/kiosk", form: wrong)
+                #expect(plain.status == 422, "\(plain.body.prefix(300))")
+                for anchor in ["#visit-name", "#visit-email", "#q-fever"] {
+                    #expect(plain.body.contains("href=\"\(anchor)\""), "\(anchor) in the summary")
+                }
+                #expect(
+                    plain.body.contains("value=\"kim at visitor\"") && plain.body.contains("value=\"Alice Member\""),
+                    "what was typed is kept to mend")
+                #expect(plain.body.contains("id=\"visit-name-error\"") && plain.body.contains("id=\"visit-email-error\""))
+                #expect(
+                    plain.count("aria-invalid=\"true\"") == 2 && !plain.body.contains("id=\"visit-host-error\""), "the host was right")
+                #expect(plain.body.contains("<title>Error: "), "the title says the page is an error")
+                #expect(try await visits().count == 1, "the kiosk stored no visit")
+
+                // Mended, without script: the guest's badge page for the desk's screen.
+                let mended = try await desk.post(
+                    "/c/north/kiosk",
+                    form: Array(wrong.prefix(2)) + [
+                        ("name", "Kim Kiosk"), ("email", "kim@visitor.example.org"), ("host", "Alice Member"), ("answers.fever", "no"),
+                    ])
+                #expect(mended.status == 200 && mended.body.contains("Kim Kiosk") && mended.body.contains("Guest of Alice Member"))
+                #expect(try await visits().map(\.color) == [nil, "green"])
             }
         }
     }
