@@ -143,6 +143,25 @@ struct DoorCountTests {
                     [library, "2026-11-20T10:00:00-05:00", "member", "green", "1"],
                     [library, "2026-11-21T10:00:00-05:00", "refused", "expired", "1"],
                 ])
+
+            // The same file from the admin's dashboard, by its link (the last 30 days), and refused
+            // to a screener; a range too long for hours is a page saying so, not a file.
+            let page = WebClient(api.client)
+            page.cookies.withLock { $0["attest-north"] = admin }
+            let dashboard = try await page.get("/c/north/admin")
+            let link = try #require(
+                dashboard.body.firstMatch(of: /href="([^"]*admin\/doors\.csv[^"]*)"/).map { String($0.output.1) }, "the link")
+            let file = try await page.get(link.replacingOccurrences(of: "&amp;", with: "&"))
+            #expect(
+                file.status == 200 && file.headers[.contentType] == "text/csv; charset=utf-8", "\(file.status) \(file.body.prefix(300))")
+            #expect(file.headers[.contentDisposition] == "attachment; filename=\"north-doors-2026-10-23-2026-11-21.csv\"")
+            #expect(try await WriterOracleTests.pythonCSV(Data(file.body.utf8)) == (try await WriterOracleTests.pythonCSV(Data(csv.utf8))))
+            let desk = WebClient(api.client)
+            desk.cookies.withLock { $0["attest-north"] = screener }
+            #expect(try await desk.get("/c/north/admin/doors.csv").status == 403)
+            let tooLong = try await page.get("/c/north/admin/doors.csv?from=2026-01-01&to=2026-11-21")
+            #expect(tooLong.status == 422 && tooLong.headers[.contentType]?.hasPrefix("text/html") == true, "\(tooLong.status)")
+            #expect(tooLong.body.contains("at most 91 days after from (2026-01-01)"), "\(tooLong.body)")
         }
     }
 

@@ -99,6 +99,59 @@ struct RecordsPageTests {
         }
     }
 
+    /// What the pages refuse, each by its field, and what a health officer sets aside: a second
+    /// request while one waits (asked from a page left open), a card form sent empty, a
+    /// restriction of no kind or with no date, a result dismissed (and one nobody has).
+    @Test func thePagesSayWhatTheyRefuseAndAResultIsDismissed() async throws {
+        let (server, campus) = try await WebPageTests.setUp()
+        let lab = try await RecordsTests.labToken(server, campus)
+        try await server.services.authGenerations.refresh()
+        try await server.run { api in
+            let sent = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: RecordsTests.lab, token: lab,
+                json: RecordsTests.bundle([RecordsTests.observation(specimen: "S-9", email: "nobody@example.edu", detected: false)]))
+            #expect(sent.status == 200)
+            let ana = WebClient(api.client)
+            try await ana.demoSignIn(campus: "north", email: "ana@example.edu")
+            let record = try await ana.get("/c/north/records")
+            let csrf = try #require(record.csrf)
+            let ask: [(String, String)] = [("csrf", csrf), ("kind", "religious"), ("note", "my community's practice")]
+            #expect(try await ana.post("/c/north/records/exemptions", form: ask).status == 303)
+            let again = try await ana.post("/c/north/records/exemptions", form: ask)
+            #expect(again.status == 409 && again.body.contains("You have a request waiting already"), "\(again.status)")
+            let noCard = try await ana.post("/c/north/records/vaccinations", form: [("csrf", csrf), ("shc", " \r\n ")])
+            #expect(noCard.status == 422 && noCard.body.contains("text or choose a file."), "\(noCard.status)")
+            #expect(noCard.body.contains("href=\"#shc-text\""), "the summary leads to the field")
+            let exemptions = try await server.pool.query(
+                "SELECT count(*)::int AS n FROM exemptions WHERE campus_id = \(campus.id)", campus: campus.id.rawValue)
+            #expect(try exemptions[0].decode("n", as: Int.self) == 1, "one request, not two")
+
+            let hana = WebClient(api.client)
+            try await hana.demoSignIn(campus: "north", email: "hana@example.edu")
+            let office = try await hana.get("/c/north/health")
+            let token = try #require(office.csrf)
+            let result = try #require(RecordsPageTests.ids(in: office.body).first { office.body.contains("health/results/\($0)/dismiss") })
+            let noKind = try await hana.post(
+                "/c/north/health/isolations", form: [("csrf", token), ("email", "sam@example.edu"), ("kind", "holiday")])
+            #expect(noKind.status == 422 && noKind.body.contains("Choose isolation or quarantine."), "\(noKind.status)")
+            let noDate = try await hana.post(
+                "/c/north/health/isolations",
+                form: [("csrf", token), ("email", "sam@example.edu"), ("kind", "quarantine"), ("until", "next week")])
+            #expect(noDate.status == 422 && noDate.body.contains("Give the last day as a date."), "\(noDate.status)")
+            let restrictions = try await server.pool.query(
+                "SELECT count(*)::int AS n FROM isolations WHERE campus_id = \(campus.id)", campus: campus.id.rawValue)
+            #expect(try restrictions[0].decode("n", as: Int.self) == 0, "nothing started")
+            let dismissed = try await hana.post("/c/north/health/results/\(result)/dismiss", form: [("csrf", token)])
+            #expect(dismissed.status == 303 && dismissed.location == "/c/north/health?done=1")
+            let after = try await hana.get("/c/north/health?done=1")
+            #expect(after.body.contains("Every result found its member.") && !after.body.contains("nobody@example.edu"))
+            let unknown = try await hana.post("/c/north/health/results/\(UUID().uuidString.lowercased())/dismiss", form: [("csrf", token)])
+            #expect(unknown.status == 404, "\(unknown.status)")
+            let actions = try await AuditLog(client: server.pool).entries(campus: campus.id).map(\.action)
+            #expect(actions.filter { $0 == "result.dismiss" }.count == 1)
+        }
+    }
+
     /// The UUIDs a page names, in order.
     static func ids(in body: String) -> [String] {
         let pattern = try? NSRegularExpression(pattern: "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -4,6 +4,7 @@ import AttestPluginsTesting
 import AttestTestSupport
 import Crypto
 import Foundation
+import HTTPTypes
 import Notifications
 import Tenancy
 import Testing
@@ -182,5 +183,54 @@ struct WebPushChannelTests {
             #expect(again.status == 404)
         }
         await push.stop()
+    }
+
+    /// The settings page's own routes for its "Get reminders on this browser" button (push.js):
+    /// the campus's public key, then the browser's subscription, kept and push turned on, only
+    /// with the page's form token; a subscription that is not one is refused by field.
+    @Test func theSettingsPageSubscribesThisBrowserWithItsFormToken() async throws {
+        let (server, north) = try await AttestationTests.setUp(clock: try TestClock("2026-11-30T15:00:00Z"))
+        let (ana, token) = try await server.user("ana@example.edu", at: north)
+        let browser = P256.KeyAgreement.PrivateKey()
+        try await server.run { api in
+            let page = WebClient(api.client)
+            page.cookies.withLock { $0["attest-north"] = token }
+            let settings = try await page.get("/c/north/settings")
+            let csrf = try #require(settings.csrf)
+            #expect(settings.body.contains("id=\"push-subscribe\"") && settings.body.contains("data-csrf=\"\(csrf)\""))
+            let key = try await page.get("/c/north/settings/push-key")
+            let fromAPI = try await api.send(.get, "/v1/campuses/north/push-key", template: "/v1/campuses/{campus}/push-key", token: token)
+            let publicKey = try #require(
+                (try JSONSerialization.jsonObject(with: Data(key.body.utf8)) as? [String: String])?["publicKey"], "\(key.body)")
+            #expect(key.status == 200 && publicKey == fromAPI.json["publicKey"] as? String)
+            #expect(Data(base64URLEncoded: publicKey)?.count == 65, "an uncompressed P-256 point, as applicationServerKey wants")
+
+            let body = """
+                {"endpoint": "https://push.example.net/send/abc", "expirationTime": null,
+                 "keys": {"p256dh": "\(browser.publicKey.x963Representation.base64URLEncoded())", "auth": "\(WebPushTests.random(16).base64URLEncoded())"}}
+                """
+            let json: HTTPFields = [.contentType: "application/json"]
+            var withToken = json
+            withToken[HTTPField.Name("X-CSRF-Token")!] = csrf
+            #expect(try await page.send(.post, "/c/north/settings/push", headers: json, body: body).status == 403, "no form token")
+            let bad = try await page.send(
+                .post, "/c/north/settings/push", headers: withToken,
+                body: #"{"endpoint": "ftp://x", "keys": {"p256dh": "AAAA", "auth": "="}}"#)
+            // A page, as every refusal under /c/ is (push.js only asks whether it was accepted), naming each field.
+            #expect(bad.status == 422 && bad.headers[.contentType]?.hasPrefix("text/html") == true, "\(bad.status)")
+            for field in ["endpoint", "keys.p256dh", "keys.auth"] { #expect(bad.body.contains(field), "\(field): \(bad.body)") }
+            @Sendable func subscriptions() async throws -> Int {
+                try await server.pool.query(
+                    "SELECT count(*)::int AS n FROM push_subscriptions WHERE campus_id = \(north.id)", campus: north.id.rawValue
+                )[0].decode("n")
+            }
+            #expect(try await subscriptions() == 0)
+            #expect(try await NotificationPreferenceStore(client: server.pool).preferences(campus: north.id, user: ana.id).push == false)
+
+            let added = try await page.send(.post, "/c/north/settings/push", headers: withToken, body: body)
+            #expect(added.status == 204, "\(added.body)")
+            #expect(try await subscriptions() == 1)
+            #expect(try await NotificationPreferenceStore(client: server.pool).preferences(campus: north.id, user: ana.id).push)
+        }
     }
 }
