@@ -233,4 +233,46 @@ struct WebPushChannelTests {
             #expect(try await NotificationPreferenceStore(client: server.pool).preferences(campus: north.id, user: ana.id).push)
         }
     }
+
+    /// `attest push keys new`: a new key, sealed, the old one's browsers forgotten (they cannot
+    /// be reached with the new key), audited; refused without the key-encryption key.
+    @Test func pushKeysNewGivesTheCampusANewKeyAndForgetsItsBrowsers() async throws {
+        let (kek, kekText) = KeyEncryptionKey.generate()
+        let server = try await TestServer.make(kek: kek)
+        let north = try await server.campus("north")
+        let (ana, _) = try await server.user("ana@example.edu", at: north)
+        let browser = P256.KeyAgreement.PrivateKey()
+        _ = try await PushSubscriptionStore(client: server.pool, kek: kek).add(
+            campus: north.id, user: ana.id,
+            try #require(
+                PushSubscription.parse(
+                    .object([
+                        "endpoint": .string("https://push.example.net/send/1"),
+                        "keys": .object([
+                            "p256dh": .string(browser.publicKey.x963Representation.base64URLEncoded()),
+                            "auth": .string(WebPushTests.random(16).base64URLEncoded()),
+                        ]),
+                    ])
+                ).subscription))
+        let old = try await PushKeyStore(client: server.pool, kek: kek).key(campus: north.id).publicKeyText
+        let file = FileManager.default.temporaryDirectory.appending(path: "attest-kek-\(UUID().uuidString.prefix(8))")
+        try Data(kekText.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        func run(_ arguments: String..., kek: String?) async throws -> (status: Int32, stdout: String, stderr: String) {
+            try await ChildProcess.run(
+                [ChildProcess.attestBinary, "push", "keys", "new"] + arguments,
+                environment: ["DATABASE_URL": TestDatabase.url(database: server.database), "ATTEST_KEK": nil, "ATTEST_KEK_FILE": kek])
+        }
+        AdminCLITests.expectFailure(try await run("north", kek: nil), "pass --kek-file")
+        AdminCLITests.expectFailure(try await run("nowhere", kek: file.path), "no campus with slug \"nowhere\"")
+        let made = try await run("north", kek: file.path)
+        #expect(made.status == 0, "\(made.stderr)")
+        let printed = try #require(made.stdout.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        #expect(printed != old && Data(base64URLEncoded: printed)?.count == 65, "\(made.stdout)")
+        // What a server reads next (a fresh store: a server's kept copy lasts a minute).
+        #expect(try await PushKeyStore(client: server.pool, kek: kek).key(campus: north.id).publicKeyText == printed)
+        #expect(try await PushSubscriptionStore(client: server.pool, kek: kek).list(campus: north.id, user: ana.id).isEmpty)
+        let audited = try await AuditLog(client: server.pool).entries(campus: north.id).filter { $0.action == "push.key.renew" }
+        #expect(audited.count == 1 && audited.first?.details["subscriptionsForgotten"] == "1", "\(audited)")
+    }
 }
