@@ -652,12 +652,31 @@ struct EmailChannelTests {
             let dead = try await OutboxStore(client: server.pool).list(campus: north.id, state: .dead)
             #expect(dead.count == 1 && dead.first?.lastError?.contains("550 5.1.1") == true, "\(dead)")
             #expect(metric(metrics.registry.emitToString(), #"attest_notifications_total{outcome="dead"}"#) == 1)
+            // What an operator sees and does: the dead letter with its event id and the server's
+            // reply, as text and as JSON, then that one event put back in line.
+            let cli = AdminCLITests.CLI(database: server.database)
+            let id = try #require(dead.first?.id.lowercasedText)
+            let listed = try await cli.run("outbox", "dead", "north")
+            #expect(listed.status == 0 && listed.stdout.split(separator: "\n").count == 1, "\(listed.stdout) \(listed.stderr)")
+            #expect(listed.stdout.contains("reminder.due  email  \(id)  attempts 1  last error: ") && listed.stdout.contains("550 5.1.1"))
+            let json = try await cli.run("outbox", "dead", "north", "--json")
+            let entries = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+            #expect(entries.count == 1 && entries.first?["id"] as? String == id && entries.first?["sink"] as? String == "email")
+            #expect((entries.first?["deadAt"] as? String)?.hasPrefix("2026-11-30T") == true && entries.first?["deliveredAt"] == nil)
             await smtp.stop()
+            let retried = try await cli.run("outbox", "retry", "north", "--event", id)
+            #expect(retried.stdout.contains("Retrying 1 dead letter at north."), "\(retried.stdout) \(retried.stderr)")
             // Nobody answering: tried again later, not dead.
-            _ = try await OutboxStore(client: server.pool).retry(campus: north.id)
             try await worker.runOnce()
             let pending = try await OutboxStore(client: server.pool).list(campus: north.id, state: .pending)
             #expect(pending.count == 1 && pending.first?.lastError?.contains("cannot connect") == true, "\(pending)")
+            let waiting = try await cli.run("outbox", "list", "north")
+            #expect(
+                waiting.stdout.contains("\(id)  attempts 1  last error: ")
+                    && waiting.stdout.contains("cannot connect to the SMTP server: localhost:\(smtp.port): Connection refused\n"),
+                "\(waiting.stdout)"
+            )
+            #expect(try await cli.run("outbox", "dead", "north").stdout.contains("No dead notifications at north."))
         }
     }
 }

@@ -261,12 +261,12 @@ final class SMTPConnection: Sendable {
             if error.connectionErrors.contains(where: { if case .connectTimeout = $0.error as? ChannelError { true } else { false } }) {
                 throw .timedOut("connecting to \(host):\(server.port)")
             }
-            throw .connection("\(host):\(server.port): \(error.connectionErrors.first.map { "\($0.error)" } ?? "\(error)")")
+            throw .connection("\(host):\(server.port): \(Self.words(error.connectionErrors.first?.error ?? error))")
         } catch let error as ChannelError {
             if case .connectTimeout = error { throw .timedOut("connecting to \(host):\(server.port)") }
             throw .connection("\(host):\(server.port): \(error)")
         } catch {
-            throw .connection("\(host):\(server.port): \(error)")
+            throw .connection("\(host):\(server.port): \(Self.words(error))")
         }
         do {
             let handler = try await channel.eventLoop.submit {
@@ -277,6 +277,13 @@ final class SMTPConnection: Sendable {
             channel.close(promise: nil)
             throw .connection("\(error)")
         }
+    }
+
+    /// A socket's error in the words a person reads in one line: the system's for an errno
+    /// ("Connection refused"), NIO's description otherwise.
+    static func words(_ error: any Error) -> String {
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
+        return "\(error)"
     }
 
     /// The name for SNI and certificate checks: nil for an IP address (which SNI cannot carry).
