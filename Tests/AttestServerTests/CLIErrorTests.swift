@@ -94,4 +94,80 @@ struct CLIErrorTests {
         #expect(level.status == 64)
         #expect(level.stderr.contains("unknown --log-level"))
     }
+
+    /// `migrate --server-login` makes the server's login a member of attest_app and sets its
+    /// password from a file on every run (so rotating it is a new file and a run). The SCRAM
+    /// verifier PostgreSQL keeps is checked against the password by Python's hashlib (RFC 5802,
+    /// RFC 7677), not by this project's code; names that are not a plain role name are refused.
+    @Test func migrateMakesTheServersLoginAndSetsItsPasswordFromAFile() async throws {
+        let name = try await TestDatabase.create()
+        let environment: [String: String?] = ["DATABASE_URL": TestDatabase.url(database: name)]
+        for (arguments, message) in [
+            (["--server-login", "attest_x; DROP ROLE postgres"], "--server-login must be a role name of letters, digits and _"),
+            (["--server-login", "attest_app"], "--server-login must differ from attest_app"),
+            (["--server-password-file", "/dev/null"], "--server-password-file needs --server-login"),
+        ] {
+            let refused = try await ChildProcess.run([ChildProcess.attestBinary, "migrate"] + arguments, environment: environment)
+            #expect(refused.status == 64 && refused.stderr.contains(message), "\(arguments): \(refused.stderr)")
+        }
+        let role = "attest_login_\(UUID().uuidString.prefix(8).lowercased())"
+        let files = FileManager.default.temporaryDirectory.appending(path: "attest-login-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+        let owner = TestDatabase.client(database: name, role: nil, maxConnections: 1)
+        defer { try? FileManager.default.removeItem(at: files) }
+        func verifier() async throws -> (password: String, member: Bool) {
+            let rows = try await owner.query(
+                """
+                SELECT rolpassword AS password, pg_has_role(rolname, 'attest_app', 'MEMBER') AS member, rolcanlogin AS login
+                FROM pg_authid WHERE rolname = \(role)
+                """)
+            let row = try #require(rows.first)
+            #expect(try row.decode("login", as: Bool.self))
+            return (try row.decode("password"), try row.decode("member"))
+        }
+        func verifies(_ password: String) async throws -> Bool {
+            let (stored, _) = try await verifier()
+            let check = try await ChildProcess.run(["/usr/bin/env", "python3", "-c", Self.scramOracle, stored, password])
+            #expect(check.stderr.isEmpty, "\(check.stderr)")
+            return check.status == 0
+        }
+        do {
+            for (index, password) in ["first pässword", "second, rotated"].enumerated() {
+                let file = files.appending(path: "password-\(index)")
+                try Data((password + "\n").utf8).write(to: file)
+                let made = try await ChildProcess.run(
+                    [ChildProcess.attestBinary, "migrate", "--server-login", role, "--server-password-file", file.path],
+                    environment: environment)
+                #expect(made.status == 0, "\(made.stderr)")
+                #expect(made.stdout.contains("Schema is up to date (version "), "\(made.stdout)")
+                #expect(made.stdout.contains("The server's login \(role) is a member of attest_app."), "\(made.stdout)")
+                #expect(try await verifier().member)
+                #expect(try await verifies(password), "the verifier holds \(password), the file's line")
+                let withNewline = try await verifies(password + "\n"), wrong = try await verifies("wrong")
+                #expect(!withNewline && !wrong)
+            }
+        } catch {
+            _ = try? await owner.query("DROP ROLE IF EXISTS \(identifier: role)")
+            await owner.shutdown()
+            throw error
+        }
+        _ = try await owner.query("DROP ROLE IF EXISTS \(identifier: role)")
+        await owner.shutdown()
+    }
+
+    /// Exits 0 when argv[1], a SCRAM-SHA-256 verifier as PostgreSQL keeps it
+    /// (`SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`), holds the password argv[2].
+    static let scramOracle = #"""
+        import base64, hashlib, hmac, sys
+        verifier, password = sys.argv[1], sys.argv[2]
+        scheme, rest = verifier.split('$', 1)
+        assert scheme == 'SCRAM-SHA-256', scheme
+        head, keys = rest.split('$')
+        iterations, salt = head.split(':')
+        stored, server = (base64.b64decode(k) for k in keys.split(':'))
+        salted = hashlib.pbkdf2_hmac('sha256', password.encode(), base64.b64decode(salt), int(iterations))
+        client = hmac.new(salted, b'Client Key', hashlib.sha256).digest()
+        ok = hashlib.sha256(client).digest() == stored and hmac.new(salted, b'Server Key', hashlib.sha256).digest() == server
+        sys.exit(0 if ok else 1)
+        """#
 }
