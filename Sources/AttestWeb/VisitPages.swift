@@ -82,6 +82,14 @@ struct VisitPages: Sendable {
                         visitor, title: visitor.visit["visitFullTitle"], text: Problem(error).detail, status: .tooManyRequests)
                 default: throw error
                 }
+            } catch let problem as Problem where problem.slug == GuestHTTP.codeNotSent {
+                // The visit was forgotten; what the mail server said is for the operator's log, not the visitor.
+                var page = try message(
+                    visitor, title: visitor.visit["visitNotSentTitle"],
+                    text: visitor.visit[problem.headers[.retryAfter] == nil ? "visitNotSentNever" : "visitNotSentLater"],
+                    status: .serviceUnavailable, again: true)
+                for field in problem.headers { page.headers.append(field) }
+                return page
             }
         }
         pages.get("visit/code") { request, context -> Response in

@@ -1,3 +1,4 @@
+import AttestFoundation
 import AttestPlugins
 import AttestServer
 import Foundation
@@ -23,10 +24,10 @@ struct WebVisit {
 
     subscript(_ key: String) -> String { text[key] ?? WebText.english[key] ?? key }
 
+    /// The text of `key` with `{0}`, `{1}` … filled in one pass: a value (a guest's name) is
+    /// never read for a placeholder.
     func format(_ key: String, _ values: String...) -> String {
-        var result = self[key]
-        for (index, value) in values.enumerated() { result = result.replacingOccurrences(of: "{\(index)}", with: value) }
-        return result
+        self[key].filled(Dictionary(uniqueKeysWithValues: values.enumerated().map { ("\($0.offset)", $0.element) }))
     }
 
     /// The CSRF token forms on this page carry.

@@ -6,7 +6,7 @@ import Foundation
 /// The pages' words in each language they are offered in: one file a language,
 /// `Web/Resources/texts/<code>.json` (an object of texts by key, embedded with the templates).
 /// Every language has every key English has, with the same `{0}`, `{1}` … (filled by
-/// `WebText.format`); a test holds them to that. English is still the fallback.
+/// `WebVisit.format`); a test holds them to that. English is still the fallback.
 enum WebText {
     /// The languages the pages speak, in the picker's order.
     static let languages: [(code: String, name: String)] = [("en", "English"), ("es", "Español")]
@@ -36,10 +36,4 @@ enum WebText {
     }
 
     static var english: [String: String] { table("en") }
-
-    static func format(_ text: String, _ values: String...) -> String {
-        var result = text
-        for (index, value) in values.enumerated() { result = result.replacingOccurrences(of: "{\(index)}", with: value) }
-        return result
-    }
 }

@@ -475,6 +475,46 @@ struct GuestTests {
         }
     }
 
+    /// A code the mail server will not take: the visit is forgotten and the visitor told why and
+    /// what to do, through the API (the server's reply, `Retry-After` when a later try may work)
+    /// and on the visit page in their language (the front desk when it will not).
+    @Test func aCodeTheMailServerWillNotTakeLeavesNoVisitAndSaysWhatToDo() async throws {
+        for (reply, later) in [("451 4.3.0 try again later", true), ("550 5.7.1 relaying denied", false)] {
+            let smtp = try await SMTPTestServer.start("plain", rcptReply: reply)
+            do {
+                let setup = try await Self.setUp(smtp: smtp, clock: nil, cap: nil, visitsPerAddress: 10)
+                try await setup.server.run { api in
+                    let refused = try await Self.register(api)
+                    #expect(refused.status == 503 && refused.problem.type.hasSuffix("/code-not-sent"), "\(refused.body)")
+                    #expect(refused.problem.detail.contains(String(reply.prefix(9))), "the server's reply: \(refused.body)")
+                    #expect(refused.headers[.retryAfter] == (later ? "60" : nil))
+                    #expect(
+                        refused.problem.detail.hasSuffix(
+                            later ? "Try again in a minute, or ask the front desk." : "Ask the front desk to register you at the kiosk."))
+                    let visitor = WebClient(api.client, acceptLanguage: "es")
+                    let form = try await visitor.get("/c/north/visit")
+                    let page = try await visitor.post(
+                        "/c/north/visit",
+                        form: [
+                            ("csrf", try #require(form.csrf)), ("name", "Vera Visitor"), ("email", "vera@visitor.example.org"),
+                            ("host", "Alice Member"),
+                        ])
+                    #expect(page.status == 503 && page.body.contains("No se pudo enviar su código"), "\(page.status)")
+                    #expect(page.body.contains(later ? "Inténtelo de nuevo en un minuto" : "en el quiosco"))
+                    #expect(!page.body.contains(String(reply.dropFirst(4))), "the mail server's words are not the visitor's")
+                    #expect(page.headers[.retryAfter] == (later ? "60" : nil))
+                    let kept = try await setup.server.pool.query(
+                        "SELECT count(*)::int AS n FROM guest_visits WHERE campus_id = \(setup.north.id)", campus: setup.north.id.rawValue)
+                    #expect(try kept[0].decode("n", as: Int.self) == 0, "no visit waits for a code nobody got")
+                }
+            } catch {
+                await smtp.stop()
+                throw error
+            }
+            await smtp.stop()
+        }
+    }
+
     /// What a visitor or a front desk leaves out or gets wrong comes back as the form with each
     /// problem by its field, and nothing is stored: the visitor's own survey without its answer
     /// (script off), and the kiosk's form without a name, with an email that is not one and
@@ -495,13 +535,15 @@ struct GuestTests {
                 let csrf = try #require(start.csrf)
                 let registered = try await visitor.post(
                     "/c/north/visit",
-                    form: [("csrf", csrf), ("name", "Vera Visitor"), ("email", "vera@visitor.example.org"), ("host", "Alice Member")])
+                    form: [("csrf", csrf), ("name", "Vera {1} Visitor"), ("email", "vera@visitor.example.org"), ("host", "Alice Member")])
                 let codePage = try await visitor.get(try #require(registered.location, "\(registered.status)"))
                 let (code, _) = try await Self.code(setup.smtp, to: "vera@visitor.example.org")
                 let verified = try await visitor.post(
                     "/c/north/visit/code", form: [("csrf", csrf), ("v", try #require(codePage.field("v"))), ("code", code)])
                 #expect(verified.location?.hasSuffix("/c/north/visit/today") == true, "\(verified.status) \(verified.body.prefix(300))")
                 let survey = try await visitor.get("/c/north/visit/today")
+                // A name is never read for a placeholder: "{1}" stays in it, the host's name is not put there.
+                #expect(survey.body.contains("Vera {1} Visitor") && !survey.body.contains("Vera Alice Member Visitor"), "\(survey.body)")
                 let version = try #require(survey.field("surveyVersion"))
                 let unanswered = try await visitor.post(
                     "/c/north/visit/today", form: [("csrf", try #require(survey.csrf)), ("surveyVersion", version)])

@@ -25,7 +25,7 @@ package enum GuestHTTP {
         } catch let failure as GuestCodeFailure {
             try await services.guests.discard(campus: campus.id, visit: visit.id)
             throw Problem(
-                .serviceUnavailable, slug: "code-not-sent", title: "The code could not be sent",
+                .serviceUnavailable, slug: codeNotSent, title: "The code could not be sent",
                 detail: "Your code could not be sent (\(failure.description)). "
                     + (failure.transient
                         ? "Try again in a minute, or ask the front desk." : "Ask the front desk to register you at the kiosk."),
@@ -35,6 +35,9 @@ package enum GuestHTTP {
     }
 
     package typealias Registration = GuestStore.Registration
+
+    /// The problem's slug when a visit's code could not be sent.
+    package static let codeNotSent = "code-not-sent"
 
     /// A guest's badge now: what the guest survey gave, gray before it is answered.
     package static func badge(_ visit: GuestVisit, campus: Campus, services: AttestServices) async throws -> Badge {
