@@ -39,7 +39,7 @@ struct VisitPages: Sendable {
     func visitor(_ request: Request, _ context: AttestRequestContext) async throws -> Visitor {
         var visit = try await web.visit(request, context, signIn: false)
         (visit.session, visit.token) = (nil, nil)
-        guard GuestPolicy(campus: visit.campus).open else { throw GuestError.closed(campus: visit.campus.name) }
+        guard GuestPolicy(campus: visit.campus).open else { throw Self.refusal(.closed(campus: visit.campus.name), visit: visit) }
         var visitor = Visitor(visit: visit)
         if let token = request.cookies[Self.cookieName(campus: visit.campus.slug, secure: web.settings.secure)]?.value,
             let guest = try await services.guests.session(campus: visit.campus.id, token: token, now: services.clock())
@@ -79,7 +79,8 @@ struct VisitPages: Sendable {
                     return try registrationPage(visitor, values: values, error: error)
                 case .dailyCapReached, .tooManyForEmail:
                     return try message(
-                        visitor, title: visitor.visit["visitFullTitle"], text: Problem(error).detail, status: .tooManyRequests)
+                        visitor, title: visitor.visit["visitFullTitle"], text: Self.words(error, visit: visitor.visit),
+                        status: .tooManyRequests)
                 default: throw error
                 }
             } catch let problem as Problem where problem.slug == GuestHTTP.codeNotSent {
@@ -116,9 +117,10 @@ struct VisitPages: Sendable {
                             path: "/", secure: web.settings.secure, httpOnly: true, sameSite: .lax)
                     ])
             } catch let error as GuestError {
-                if case .wrongCode = error { return try codePage(visitor, visit: id, error: error.description) }
+                if case .wrongCode = error { return try codePage(visitor, visit: id, error: Self.words(error, visit: visitor.visit)) }
                 return try message(
-                    visitor, title: visitor.visit["visitCodeTitle"], text: Problem(error).detail, status: Problem(error).status,
+                    visitor, title: visitor.visit["visitCodeTitle"], text: Self.words(error, visit: visitor.visit),
+                    status: Problem(error).status,
                     again: true)
             }
         }
@@ -255,6 +257,29 @@ struct VisitPages: Sendable {
                 template: "visitbadge", title: visit["guestWord"] + ": " + Self.colorWord(badge.color, visit: visit),
                 data: Self.badgeData(badge, guest: guest, visit: visit, reason: await web.reasons([badge.reason], visit: visit).first),
                 scripts: ["badge.js"]), visit: visit)
+    }
+
+    /// A refusal of the visitor's in the page's words (the API's, in `GuestError`, are English
+    /// for software and logs). A form's own problems are shown by field, not here.
+    static func words(_ error: GuestError, visit: WebVisit) -> String {
+        switch error {
+        case .closed(let campus): visit.format("visitClosed", campus)
+        case .dailyCapReached(let contact): visit.format("visitCapReached", contact ?? visit["visitYourHost"])
+        case .tooManyForEmail: visit.format("visitTooManyForEmail", "\(GuestPolicy.visitsPerEmail)")
+        case .unknownVisit: visit["visitUnknown"]
+        case .alreadyVerified: visit["visitAlreadyUsed"]
+        case .locked: visit.format("visitLocked", "\(GuestPolicy.codeTries)")
+        case .codeExpired: visit["visitCodeExpired"]
+        case .wrongCode(let left): visit.format(left == 1 ? "visitTryLeft" : "visitTriesLeft", "\(left)")
+        case .invalid, .hostNotFound, .hostAmbiguous: Problem(error).detail
+        }
+    }
+
+    /// `error` as the problem a page shows, its detail in the page's words.
+    static func refusal(_ error: GuestError, visit: WebVisit) -> Problem {
+        var problem = Problem(error)
+        problem.detail = words(error, visit: visit)
+        return problem
     }
 
     /// The guests' questionnaire in the visit's language and its form's data.
@@ -435,7 +460,7 @@ struct KioskPage: Sendable {
         _ visit: WebVisit, values: (name: String, email: String, host: String) = ("", "", ""), entry: SurveyForm.Entry = .init(),
         problems: [(field: String, message: String)] = []
     ) async throws -> Response {
-        guard GuestPolicy(campus: visit.campus).open else { throw GuestError.closed(campus: visit.campus.name) }
+        guard GuestPolicy(campus: visit.campus).open else { throw VisitPages.refusal(.closed(campus: visit.campus.name), visit: visit) }
         var (questionnaire, data) = try await VisitPages.guestSurvey(visit, entry: entry, services: services)
         var errors = FormErrors()
         for problem in problems where !problem.field.hasPrefix("answers.") {

@@ -515,6 +515,43 @@ struct GuestTests {
         }
     }
 
+    /// The visit pages say each refusal in the visitor's language: a wrong code with the tries
+    /// left, a locked visit, a campus's cap for the day, a campus that takes no guests online.
+    @Test func theVisitPagesSayRefusalsInTheVisitorsLanguage() async throws {
+        try await Self.withSetUp(cap: 1) { setup in
+            try await setup.server.run { api in
+                let visitor = WebClient(api.client, acceptLanguage: "es-MX,es;q=0.9")
+                let start = try await visitor.get("/c/north/visit")
+                let csrf = try #require(start.csrf)
+                func register(_ email: String) async throws -> WebClient.Page {
+                    try await visitor.post(
+                        "/c/north/visit", form: [("csrf", csrf), ("name", "Vera Visitor"), ("email", email), ("host", "Alice Member")])
+                }
+                let registered = try await register("vera@visitor.example.org")
+                let codePage = try await visitor.get(try #require(registered.location, "\(registered.status)"))
+                let (code, _) = try await Self.code(setup.smtp, to: "vera@visitor.example.org")
+                let visit = try #require(codePage.field("v"))
+                let wrong = code == "000000" ? "111111" : "000000"
+                func enter(_ code: String) async throws -> WebClient.Page {
+                    try await visitor.post("/c/north/visit/code", form: [("csrf", csrf), ("v", visit), ("code", code)])
+                }
+                let first = try await enter(wrong)
+                #expect(
+                    first.status == 422 && first.body.contains("Ese no es el código que enviamos: le quedan 4 intentos."), "\(first.body)")
+                for _ in 0..<3 { _ = try await enter(wrong) }
+                let last = try await enter(wrong)
+                #expect(last.body.contains("le queda 1 intento") || last.body.contains("bloqueada"), "\(last.body)")
+                let locked = try await enter(code)
+                #expect(locked.body.contains("esta visita está bloqueada") && !locked.body.contains("locked"), "\(locked.body)")
+                let full = try await register("otra@visitor.example.org")
+                #expect(full.status == 429 && full.body.contains("Comuníquese con su anfitrión."), "\(full.status) \(full.body)")
+                _ = try await setup.server.campus("south")
+                let closed = try await visitor.get("/c/south/visit")
+                #expect(closed.status == 404 && closed.body.contains("no registra visitas en línea"), "\(closed.status)")
+            }
+        }
+    }
+
     /// What a visitor or a front desk leaves out or gets wrong comes back as the form with each
     /// problem by its field, and nothing is stored: the visitor's own survey without its answer
     /// (script off), and the kiosk's form without a name, with an email that is not one and
