@@ -119,7 +119,8 @@ struct ScanPage: Sendable {
             ]
             data["verdictClass"] = "invalid"
             data["verdictText"] = visit[keys[rejection] ?? "verdictMalformed"]
-            data["verdictDetail"] = rejection.detail
+            // In the page's words (the API's `detail` is English, for software and logs).
+            data["verdictDetail"] = visit["verdictWhy-" + rejection.rawValue]
         case nil:
             if let trouble {
                 data["verdictClass"] = "invalid"

@@ -475,6 +475,12 @@ struct WebPageTests {
             #expect(forged.body.contains("Not valid: forged"))
             let junk = try await screener.post("/c/north/scan", form: [("csrf", csrf), ("token", "hello")])
             #expect(junk.body.contains("Not valid: not a badge code"))
+            #expect(forged.body.contains("it was altered or forged."), "why, under the verdict")
+            // A Spanish screener reads the verdict and why in Spanish, none of it in English.
+            screener.cookies.withLock { $0["attest-lang"] = "es" }
+            let spanish = try await screener.post("/c/north/scan", form: [("csrf", csrf), ("token", forgedToken)])
+            #expect(spanish.body.contains("No válida: falsificada") && spanish.body.contains("se modificó o es falsa."), "\(spanish.body)")
+            #expect(!spanish.body.contains("altered or forged"))
         }
     }
 
