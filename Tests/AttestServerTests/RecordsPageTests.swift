@@ -12,19 +12,11 @@ import Testing
 @Suite("Health-record pages")
 struct RecordsPageTests {
     @Test func aMemberAsksForAnExemptionAndAHealthOfficerMatchesApprovesAndReleasesOnTheirPage() async throws {
-        let (server, campus) = try await WebPageTests.setUp()
-        let lab = try await RecordsTests.labToken(server, campus)
-        try await server.services.authGenerations.refresh()
-        try await server.run { api in
-            // A positive result for Ana, and one nobody matches.
-            let sent = try await api.send(
-                .post, "/v1/campuses/north/lab/results", template: RecordsTests.lab, token: lab,
-                json: RecordsTests.bundle([
-                    RecordsTests.observation(specimen: "S-1", email: "ana@example.edu", detected: true, collected: "2026-11-20"),
-                    RecordsTests.observation(specimen: "S-2", email: "ana.typo@example.edu", detected: false),
-                ]))
-            #expect(sent.status == 200)
-
+        // A positive result for Ana, and one nobody matches.
+        try await Self.withResults([
+            RecordsTests.observation(specimen: "S-1", email: "ana@example.edu", detected: true, collected: "2026-11-20"),
+            RecordsTests.observation(specimen: "S-2", email: "ana.typo@example.edu", detected: false),
+        ]) { server, campus, api in
             let ana = WebClient(api.client)
             try await ana.demoSignIn(campus: "north", email: "ana@example.edu")
             let record = try await ana.get("/c/north/records")
@@ -103,14 +95,8 @@ struct RecordsPageTests {
     /// request while one waits (asked from a page left open), a card form sent empty, a
     /// restriction of no kind or with no date, a result dismissed (and one nobody has).
     @Test func thePagesSayWhatTheyRefuseAndAResultIsDismissed() async throws {
-        let (server, campus) = try await WebPageTests.setUp()
-        let lab = try await RecordsTests.labToken(server, campus)
-        try await server.services.authGenerations.refresh()
-        try await server.run { api in
-            let sent = try await api.send(
-                .post, "/v1/campuses/north/lab/results", template: RecordsTests.lab, token: lab,
-                json: RecordsTests.bundle([RecordsTests.observation(specimen: "S-9", email: "nobody@example.edu", detected: false)]))
-            #expect(sent.status == 200)
+        try await Self.withResults([RecordsTests.observation(specimen: "S-9", email: "nobody@example.edu", detected: false)]) {
+            server, campus, api in
             let ana = WebClient(api.client)
             try await ana.demoSignIn(campus: "north", email: "ana@example.edu")
             let record = try await ana.get("/c/north/records")
@@ -149,6 +135,22 @@ struct RecordsPageTests {
             #expect(unknown.status == 404, "\(unknown.status)")
             let actions = try await AuditLog(client: server.pool).entries(campus: campus.id).map(\.action)
             #expect(actions.filter { $0 == "result.dismiss" }.count == 1)
+        }
+    }
+
+    /// The pages' campus with `observations` sent by a laboratory through the FHIR route, then
+    /// `body` with the server running.
+    static func withResults(
+        _ observations: [String], _ body: @escaping @Sendable (TestServer, Campus, APIClient) async throws -> Void
+    ) async throws {
+        let (server, campus) = try await WebPageTests.setUp()
+        let lab = try await RecordsTests.labToken(server, campus)
+        try await server.services.authGenerations.refresh()
+        try await server.run { api in
+            let sent = try await api.send(
+                .post, "/v1/campuses/north/lab/results", template: RecordsTests.lab, token: lab, json: RecordsTests.bundle(observations))
+            #expect(sent.status == 200, "\(sent.body)")
+            try await body(server, campus, api)
         }
     }
 
