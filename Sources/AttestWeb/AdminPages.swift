@@ -41,18 +41,30 @@ struct AdminPages: Sendable {
         }
     }
 
-    /// `from`/`to` of the query, by default the 30 days up to today.
-    private func range(_ request: Request, visit: WebVisit) throws -> DateRange {
+    /// The form of `from`/`to` in the query, by default the 30 days up to today.
+    private func rangeForm(_ request: Request, visit: WebVisit) -> RangeForm {
         let today = visit.campus.localDate(at: services.clock())
-        let from = request.uri.queryParameters.get("from").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 }
-        let to = request.uri.queryParameters.get("to").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 }
-        if from == nil, to == nil { return DateRange(from: today.adding(days: -29), to: today) }
-        return try DateRange.parse(from: from ?? today.adding(days: -29).description, to: to ?? today.description)
+        return RangeForm(request, fallback: DateRange(from: today.adding(days: -29), to: today), visit: visit)
+    }
+
+    /// `from`/`to` of the query, or a 422 saying what is wrong with them.
+    private func range(_ request: Request, visit: WebVisit) throws -> DateRange {
+        try rangeForm(request, visit: visit).checked(visit)
     }
 
     private func dashboard(_ request: Request, _ context: AttestRequestContext) async throws -> Response {
         let visit = try await web.visit(request, context, roles: [.admin])
-        let range = try range(request, visit: visit)
+        let form = rangeForm(request, visit: visit)
+        guard let range = form.range else {
+            // The form again, each date's problem beside it, and no figures.
+            var data: [String: Any] = ["range": form.fields]
+            form.errors.summary(into: &data)
+            return try web.renderer.render(
+                .init(
+                    template: "admin", title: form.errors.title(visit["adminTitle"], visit: visit), data: data,
+                    status: .unprocessableContent, wide: true, current: "admin"),
+                visit: visit)
+        }
         let (days, total, symptoms) = try await services.statisticsService.dashboard(campus: visit.campus.id, range: range)
         let today = visit.campus.localDate(at: services.clock())
         let pieDay = days.last { $0.date == today } ?? days.last
@@ -139,7 +151,7 @@ struct AdminPages: Sendable {
         let guests = try await services.guests.counts(campus: visit.campus.id, date: today)
         let guestsText = colorNames.map { "\($0.label) \(guests[BadgeColor(rawValue: $0.key) ?? .gray] ?? 0)" }.joined(separator: " · ")
         var data: [String: Any] = [
-            "from": range.from.description, "to": range.to.description,
+            "range": form.fields, "figures": true,
             "doorsCsvHref": visit.base + "admin/doors.csv" + rangeQuery, "doorsNone": doors.doors.isEmpty,
             "csvHref": visit.base + "admin/report.csv" + WebRoutes.query([("from", range.from.description), ("to", range.to.description)]),
             "compliance": total.complianceRate.map { WebFormat.percent($0 * 100) + "%" } ?? visit["noData"],

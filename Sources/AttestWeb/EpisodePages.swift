@@ -202,15 +202,21 @@ struct EpisodePages: Sendable {
         let today = campus.localDate(at: now)
         // The summary: by default the six calendar months to today.
         let sixMonths = LocalDate(year: today.month > 5 ? today.year : today.year - 1, month: (today.month + 6) % 12 + 1, day: 1)
-        let range = try DateRange.parse(
-            from: query.get("from").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 } ?? sixMonths.description,
-            to: query.get("to").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 } ?? today.description)
+        let rangeForm = RangeForm(request, fallback: DateRange(from: sixMonths, to: today), visit: visit)
+        var errors = errors, status = status
+        for field in ["from", "to"] {
+            if let message = rangeForm.errors[field] { errors.add(field, anchor: field, message) }
+        }
+        if rangeForm.range == nil { status = .unprocessableContent }
         let cursorText = query.get("cursor").map { String($0) }
         let cursor = cursorText.flatMap { EpisodeStore.Cursor(text: $0) }
-        let (inRange, recent, page) = (
-            try await store.range(
+        var inRange: [Episode]?
+        if let range = rangeForm.range {
+            inRange = try await store.range(
                 campus: campus.id, user: user, from: campus.startOfDay(range.from), to: campus.startOfDay(range.to.adding(days: 1)),
-                now: now),
+                now: now)
+        }
+        let (recent, page) = (
             // Open ones started within the 72 hours before they close on their own.
             try await store.range(
                 campus: campus.id, user: user, from: now.addingTimeInterval(-EpisodeDraft.longest - 3600),
@@ -241,16 +247,18 @@ struct EpisodePages: Sendable {
                 },
                 "kindError": errors["kind"] ?? "",
             ].droppingEmptyText(),
-            "from": range.from.description, "to": range.to.description,
+            "range": rangeForm.fields,
             "hasEpisodes": !page.episodes.isEmpty,
             "episodes": page.episodes.map { item(for: $0, visit: visit) },
         ]
-        let summary = EpisodeSummary(inRange, zone: campus.zone)
-        Self.addSummary(summary, range: range, to: &data, visit: visit, kindWord: { kindWord($0, visit) })
+        if let range = rangeForm.range, let inRange {
+            let summary = EpisodeSummary(inRange, zone: campus.zone)
+            Self.addSummary(summary, range: range, to: &data, visit: visit, kindWord: { kindWord($0, visit) })
+            if summary.madeUp { data["summaryMadeUp"] = visit["madeUpWeather"] }
+        }
         if let bmi = try await services.profiles.profile(campus: campus.id, user: user).bmi {
             data["bmiText"] = visit.format("bmiLine", Charts.number(bmi))
         }
-        if summary.madeUp { data["summaryMadeUp"] = visit["madeUpWeather"] }
         if let next = page.next { data["olderHref"] = visit.base + "episodes?cursor=\(next.text)" }
         if cursorText != nil { data["newerHref"] = visit.base + "episodes" }
         for (flag, key) in [("started", "episodeStarted"), ("stopped", "episodeStopped"), ("deleted", "episodeDeleted")]

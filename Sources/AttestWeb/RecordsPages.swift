@@ -84,8 +84,12 @@ struct RecordsPages: Sendable {
             let notice = request.uri.queryParameters.get("done") == "1" ? visit["healthDone"] : nil
             return try await healthPage(visit: visit, notice: notice)
         }
-        // Each of a health officer's actions: a form posted back to the page, then the page again.
-        func action(_ path: String, _ body: @escaping @Sendable (WebVisit, WebForm, UUID?) async throws -> Void) {
+        // Each of a health officer's actions: a form posted back to the page, then the page again;
+        // refused, the page with why in its words. The form to start an isolation keeps what was
+        // typed, each problem by its field (`isolation-email` …); the others' forms are one button.
+        func action(
+            _ path: String, isolationForm: Bool = false, _ body: @escaping @Sendable (WebVisit, WebForm, UUID?) async throws -> Void
+        ) {
             pages.post(RouterPath(stringLiteral: path)) { request, context -> Response in
                 let visit = try await web.visit(request, context, roles: [.healthOfficer])
                 let form = try await WebForm.read(request, context: context)
@@ -95,15 +99,37 @@ struct RecordsPages: Sendable {
                     try await body(visit, form, id)
                 } catch let error as RecordsError {
                     var errors = FormErrors()
-                    errors.add("action", anchor: "health-title", Problem.sentence(error))
-                    let status: HTTPResponse.Status =
-                        switch error {
-                        case .notFound: .notFound
-                        case .conflict: .conflict
-                        case .sealingUnavailable: .serviceUnavailable
-                        case .invalid: .unprocessableContent
+                    let status: HTTPResponse.Status
+                    switch error {
+                    case .invalid(let problems):
+                        status = .unprocessableContent
+                        for problem in problems {
+                            if isolationForm {
+                                errors.add("isolation-" + problem.field, anchor: "isolation-" + problem.field, problem.message)
+                            } else {
+                                errors.add(problem.field, anchor: "health-title", problem.message)
+                            }
                         }
-                    return try await healthPage(visit: visit, errors: errors, status: status)
+                    case .notFound:
+                        status = .notFound
+                        errors.add("action", anchor: "health-title", visit["healthGone"])
+                    case .noMember(let email):
+                        // The email was typed into this form: said by its field.
+                        status = .unprocessableContent
+                        let message = visit.format("healthNoMember", String(email.prefix(320)))
+                        if isolationForm {
+                            errors.add("isolation-email", anchor: "isolation-email", message)
+                        } else {
+                            errors.add("email", anchor: "health-title", message)
+                        }
+                    case .conflict:
+                        status = .conflict
+                        errors.add("action", anchor: "health-title", visit["healthAlreadyDone"])
+                    case .sealingUnavailable:
+                        status = .serviceUnavailable
+                        errors.add("action", anchor: "health-title", visit["healthNoKey"])
+                    }
+                    return try await healthPage(visit: visit, errors: errors, status: status, typed: isolationForm ? form : nil)
                 }
                 throw WebOutcome.redirect(visit.base + "health?done=1")
             }
@@ -126,15 +152,28 @@ struct RecordsPages: Sendable {
                 reason: String((form["reason"] ?? "").prefix(HealthRecords.maxReason)), actor: try visit.signedInUser().email,
                 now: services.clock())
         }
-        action("health/isolations") { visit, form, _ in
+        action("health/isolations", isolationForm: true) { visit, form, _ in
             guard let kind = HealthStatus.RestrictionKind(rawValue: form["kind"] ?? "") else {
                 throw RecordsError.invalid([.init("kind", visit["isolationKindError"])])
             }
             let until = (form["until"] ?? "").isEmpty ? nil : form["until"].flatMap { LocalDate($0) }
             if !(form["until"] ?? "").isEmpty, until == nil { throw RecordsError.invalid([.init("until", visit["untilError"])]) }
-            _ = try await records.start(
-                campus: visit.campus, email: (form["email"] ?? "").trimmingCharacters(in: .whitespaces), kind: kind, startsOn: nil,
-                until: until, actor: try visit.signedInUser().email, now: services.clock())
+            let email = (form["email"] ?? "").trimmingCharacters(in: .whitespaces)
+            do {
+                _ = try await records.start(
+                    campus: visit.campus, email: email, kind: kind, startsOn: nil, until: until, actor: try visit.signedInUser().email,
+                    now: services.clock())
+            } catch RecordsError.invalid(let problems) {
+                // Records' words are the API's; the page says each in its own.
+                throw RecordsError.invalid(
+                    problems.map { problem in
+                        switch problem.field {
+                        case "email": .init("email", visit["isolationEmailError"])
+                        case "until": .init("until", visit.format("isolationUntilError", "\(RecordsPolicy.days.upperBound)"))
+                        default: problem
+                        }
+                    })
+            }
         }
         action("health/isolations/:id/release") { visit, _, id in
             try await records.release(campus: visit.campus, id: try Self.require(id), actor: try visit.signedInUser().email)
@@ -241,7 +280,8 @@ struct RecordsPages: Sendable {
     ]
 
     private func healthPage(
-        visit: WebVisit, notice: String? = nil, errors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok
+        visit: WebVisit, notice: String? = nil, errors: FormErrors = FormErrors(), status: HTTPResponse.Status = .ok,
+        typed: WebForm? = nil
     ) async throws -> Response {
         let campus = visit.campus, actor = try visit.signedInUser().email, now = services.clock()
         let unmatched = try await services.records.unmatched(campus: campus, actor: actor)
@@ -275,6 +315,12 @@ struct RecordsPages: Sendable {
                 ]
             },
         ]
+        let kind = typed?["kind"] ?? "isolation"
+        data["isolation"] = [
+            "email": errors.field("isolation-email", value: typed?["email"] ?? ""),
+            "until": errors.field("isolation-until", value: typed?["until"] ?? ""),
+            "kindError": errors["isolation-kind"] ?? "", "quarantine": kind == "quarantine",
+        ].droppingEmptyText()
         if let notice { data["notice"] = notice }
         errors.summary(into: &data)
         return try web.renderer.render(

@@ -385,7 +385,7 @@ public struct HealthRecords: Sendable {
         let settled = try rows.first?.decode("settled", as: Bool?.self)
         guard let settled else { return .notFound("no such test result at this campus: the id is not one GET …/health/results gave") }
         if settled { return .conflict("this result is no longer waiting: it was matched or dismissed already") }
-        return .notFound("no member of this campus has the email \(email): check it, or add them with `attest user add`")
+        return .noMember(email: email)
     }
 
     /// Sets an unmatched result aside (a member of another campus, a test sent by mistake), audited.

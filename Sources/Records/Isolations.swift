@@ -48,7 +48,7 @@ extension HealthRecords {
                 RETURNING user_id
                 """)
             guard let row = rows.first else {
-                throw RecordsError.notFound("no member of this campus has the email \(email): check it, or add them with `attest user add`")
+                throw RecordsError.noMember(email: email)
             }
             let user: UUID = try row.decode("user_id")
             try await AuditLog.record(

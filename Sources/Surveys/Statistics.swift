@@ -114,18 +114,34 @@ public struct DateRange: Sendable, Equatable {
     public var to: LocalDate
     public static let maxDays = 366
 
-    /// Parses `from` and `to` (query parameters or CLI options); throws
-    /// `SurveysError.invalidRange` naming each field. A message that mentions the other field
-    /// spells it with `name` (the CLI's `--from`).
-    public static func parse(from: String?, to: String?, name: (String) -> String = { $0 }) throws(SurveysError) -> DateRange {
-        var problems: [FieldProblem] = []
+    /// What is wrong with one end of a range, for a caller that words it itself (the pages,
+    /// in the page's language).
+    public struct Fault: Sendable, Equatable {
+        public enum Kind: Sendable, Equatable {
+            /// Not sent.
+            case missing
+            /// Not an ISO date; the text as sent.
+            case notADate(String)
+            /// `to` before `from` (the date given as `from`).
+            case beforeFrom(LocalDate)
+            /// Longer than `maxDays`: from `from`, `days` days.
+            case tooLong(from: LocalDate, days: Int)
+        }
+        /// `from` or `to`.
+        public var field: String
+        public var kind: Kind
+    }
+
+    /// The range `from` and `to` name, or what is wrong with each (never both).
+    public static func check(from: String?, to: String?) -> Result<DateRange, FaultList> {
+        var faults: [Fault] = []
         func date(_ text: String?, field: String) -> LocalDate? {
             guard let text else {
-                problems.append(FieldProblem(field, "is required: a date as YYYY-MM-DD"))
+                faults.append(Fault(field: field, kind: .missing))
                 return nil
             }
             guard let date = LocalDate(text) else {
-                problems.append(FieldProblem(field, "must be a date as YYYY-MM-DD, got \"\(text.prefix(40))\""))
+                faults.append(Fault(field: field, kind: .notADate(text)))
                 return nil
             }
             return date
@@ -133,17 +149,41 @@ public struct DateRange: Sendable, Equatable {
         let start = date(from, field: "from"), end = date(to, field: "to")
         if let start, let end {
             if end < start {
-                problems.append(FieldProblem("to", "must not be before \(name("from")) (\(start))"))
+                faults.append(Fault(field: "to", kind: .beforeFrom(start)))
             } else if start.days(until: end) + 1 > maxDays {
-                problems.append(
-                    FieldProblem(
-                        "to",
-                        "must be at most \(maxDays - 1) days after \(name("from")) (\(start)): a range spans at most \(maxDays) days, this one \(start.days(until: end) + 1)"
-                    ))
+                faults.append(Fault(field: "to", kind: .tooLong(from: start, days: start.days(until: end) + 1)))
             }
         }
-        guard problems.isEmpty, let start, let end else { throw .invalidRange(problems) }
-        return DateRange(from: start, to: end)
+        guard faults.isEmpty, let start, let end else { return .failure(FaultList(faults: faults)) }
+        return .success(DateRange(from: start, to: end))
+    }
+
+    /// `check`'s faults, as an error.
+    public struct FaultList: Error, Sendable, Equatable {
+        public var faults: [Fault]
+    }
+
+    /// Parses `from` and `to` (query parameters or CLI options); throws
+    /// `SurveysError.invalidRange` naming each field. A message that mentions the other field
+    /// spells it with `name` (the CLI's `--from`).
+    public static func parse(from: String?, to: String?, name: (String) -> String = { $0 }) throws(SurveysError) -> DateRange {
+        switch check(from: from, to: to) {
+        case .success(let range): return range
+        case .failure(let list):
+            throw .invalidRange(
+                list.faults.map { fault in
+                    switch fault.kind {
+                    case .missing: FieldProblem(fault.field, "is required: a date as YYYY-MM-DD")
+                    case .notADate(let text): FieldProblem(fault.field, "must be a date as YYYY-MM-DD, got \"\(text.prefix(40))\"")
+                    case .beforeFrom(let start): FieldProblem(fault.field, "must not be before \(name("from")) (\(start))")
+                    case .tooLong(let start, let days):
+                        FieldProblem(
+                            fault.field,
+                            "must be at most \(maxDays - 1) days after \(name("from")) (\(start)): a range spans at most \(maxDays) days, this one \(days)"
+                        )
+                    }
+                })
+        }
     }
 
     public init(from: LocalDate, to: LocalDate) {

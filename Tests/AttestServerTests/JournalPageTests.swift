@@ -378,8 +378,12 @@ struct JournalPageTests {
                     "<th scope=\"row\">2026-09</th><td class=\"num\">0</td><td class=\"num\">0</td><td class=\"num\">0 min</td><td class=\"num\">–</td>"
                 ))
             #expect(!wider.body.contains("<title>2026-09:"))
-            let badRange = try await ana.get("/c/north/episodes?from=2026-11-20&to=2026-10-01")
+            // A range backwards is the page again with the problem by the date, the episodes still listed.
+            let badRange = try await ana.get("/c/north/episodes?from=2026-11-20&to=2026-10-01", headers: [.acceptLanguage: "es"])
             #expect(badRange.status == 422 && badRange.headers[.contentType] == "text/html; charset=utf-8")
+            #expect(badRange.body.contains("<a href=\"#to\">Elija un último día igual o posterior al primero, "), "\(badRange.body)")
+            #expect(badRange.body.contains(#"name="to" value="2026-10-01" aria-invalid="true""#))
+            #expect(badRange.body.contains("id=\"list-heading\"") && !badRange.body.contains("episodes-per-month-title"))
         }
     }
 

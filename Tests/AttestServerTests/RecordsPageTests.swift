@@ -2,6 +2,7 @@ import AttestPlugins
 import AttestPostgres
 import AttestTestSupport
 import Foundation
+import HTTPTypes
 import Identity
 import Records
 import Tenancy
@@ -52,7 +53,7 @@ struct RecordsPageTests {
 
             let nobody = try await hana.post(
                 "/c/north/health/results/\(result)/match", form: [("csrf", token), ("email", "zed@example.edu")])
-            #expect(nobody.status == 404 && nobody.body.contains("No member of this campus has the email zed@example.edu"))
+            #expect(nobody.status == 422 && nobody.body.contains("No member of this campus has the email zed@example.edu: check it."))
             let matched = try await hana.post(
                 "/c/north/health/results/\(result)/match", form: [("csrf", token), ("email", "ana@example.edu")])
             #expect(matched.status == 303 && matched.location == "/c/north/health?done=1")
@@ -124,6 +125,27 @@ struct RecordsPageTests {
                 "/c/north/health/isolations",
                 form: [("csrf", token), ("email", "sam@example.edu"), ("kind", "quarantine"), ("until", "next week")])
             #expect(noDate.status == 422 && noDate.body.contains("Give the last day as a date."), "\(noDate.status)")
+            // The form comes back as typed, the problem by its field.
+            #expect(noDate.body.contains(#"id="isolation-email" name="email" value="sam@example.edu" required>"#))
+            #expect(noDate.body.contains(#"<option value="quarantine" selected>"#))
+            #expect(
+                noDate.body.contains(
+                    #"name="until" value="next week" aria-describedby="isolation-until-hint isolation-until-error" aria-invalid="true" autofocus>"#
+                ))
+            // In Spanish, what Records refuses in the page's words, by the field it concerns.
+            let spanish: HTTPFields = [.acceptLanguage: "es"]
+            let nobody = try await hana.post(
+                "/c/north/health/isolations", form: [("csrf", token), ("email", "zed@example.edu"), ("kind", "isolation")],
+                headers: spanish)
+            #expect(
+                nobody.status == 422 && nobody.body.contains("Ningún miembro de este campus tiene el correo zed@example.edu: compruébelo."))
+            #expect(nobody.body.contains(#"value="zed@example.edu" required aria-invalid="true" aria-describedby="isolation-email-error""#))
+            let tooLong = try await hana.post(
+                "/c/north/health/isolations",
+                form: [("csrf", token), ("email", "sam@example.edu"), ("kind", "isolation"), ("until", "2099-01-01")],
+                headers: spanish)
+            #expect(tooLong.status == 422 && tooLong.body.contains("Indique un último día entre hoy y 60 días después."), "\(tooLong.body)")
+            #expect(!tooLong.body.contains("startsOn") && !tooLong.body.contains("is more than"))
             let restrictions = try await server.pool.query(
                 "SELECT count(*)::int AS n FROM isolations WHERE campus_id = \(campus.id)", campus: campus.id.rawValue)
             #expect(try restrictions[0].decode("n", as: Int.self) == 0, "nothing started")
@@ -132,7 +154,11 @@ struct RecordsPageTests {
             let after = try await hana.get("/c/north/health?done=1")
             #expect(after.body.contains("Every result found its member.") && !after.body.contains("nobody@example.edu"))
             let unknown = try await hana.post("/c/north/health/results/\(UUID().uuidString.lowercased())/dismiss", form: [("csrf", token)])
-            #expect(unknown.status == 404, "\(unknown.status)")
+            #expect(unknown.status == 404 && unknown.body.contains("That record is not here any more"), "\(unknown.status)")
+            #expect(!unknown.body.contains("GET …"), "the API's words stay in the API")
+            // Dismissed again from a page left open: said plainly, in the page's language.
+            let twice = try await hana.post("/c/north/health/results/\(result)/dismiss", form: [("csrf", token)], headers: spanish)
+            #expect(twice.status == 409 && twice.body.contains("Eso ya se atendió"), "\(twice.status)")
             let actions = try await AuditLog(client: server.pool).entries(campus: campus.id).map(\.action)
             #expect(actions.filter { $0 == "result.dismiss" }.count == 1)
         }

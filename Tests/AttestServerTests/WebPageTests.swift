@@ -436,6 +436,37 @@ struct WebPageTests {
         }
     }
 
+    /// Dates the dashboard cannot show (easy to pick in two date fields) give its form again:
+    /// each date's problem beside it in the page's language, what was typed kept, no figures.
+    @Test func theDashboardSaysWhatIsWrongWithItsDatesInThePagesLanguage() async throws {
+        let (server, _) = try await Self.setUp()
+        try await server.run { api in
+            let admin = WebClient(api.client)
+            try await admin.demoSignIn(campus: "north", email: "ada@example.edu")
+            let backwards = try await admin.get("/c/north/admin?from=2026-11-20&to=2026-10-01")
+            #expect(backwards.status == 422 && backwards.body.contains("<title>Error: Dashboard"), "\(backwards.status)")
+            #expect(backwards.body.contains("<a href=\"#to\">Choose a last day on or after the first day, "), "\(backwards.body)")
+            #expect(
+                backwards.body.contains(
+                    #"id="to" name="to" value="2026-10-01" aria-invalid="true" aria-describedby="to-error" autofocus>"#))
+            #expect(backwards.body.contains(#"id="from" name="from" value="2026-11-20">"#))
+            #expect(!backwards.body.contains("id=\"compliance\"") && !backwards.body.contains("report.csv"))
+            let spanish: HTTPFields = [.acceptLanguage: "es"]
+            let long = try await admin.get("/c/north/admin?from=2024-01-01&to=2026-11-20", headers: spanish)
+            #expect(long.status == 422 && long.body.contains("<title>Error: "))
+            #expect(long.body.contains("Elija como máximo 366 días: del ") && long.body.contains(" a este último día hay 1055 días"))
+            let typo = try await admin.get("/c/north/admin?from=2026-13-01&to=", headers: spanish)
+            #expect(typo.body.contains("Escriba el primer día como una fecha, AAAA-MM-DD (no «2026-13-01»)"), "\(typo.body)")
+            #expect(!typo.body.contains("must") && typo.body.contains(#"id="from" name="from" value="2026-13-01" aria-invalid="true""#))
+            // A download has no form: its refusal says the same in the page's words.
+            let csv = try await admin.get("/c/north/admin/report.csv?from=2026-11-20&to=2026-10-01", headers: spanish)
+            #expect(csv.status == 422 && csv.body.contains("Elija un último día igual o posterior al primero"), "\(csv.body)")
+            let shown = try await admin.get("/c/north/admin?from=2026-10-01&to=2026-11-20")
+            #expect(shown.status == 200 && shown.body.contains(#"id="from" name="from" value="2026-10-01">"#))
+            #expect(shown.body.contains("id=\"compliance\"") && !shown.body.contains("aria-invalid"))
+        }
+    }
+
     @Test func everyViewOfTheFollowUpsPageIsAudited() async throws {
         let (server, campus) = try await Self.setUp()
         try await server.run { api in

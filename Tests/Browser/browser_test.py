@@ -885,6 +885,15 @@ class AdminAndHealthOfficer(unittest.TestCase):
             self.assertIn('Green %d' % today['colors']['green'], pie)
             self.assertTrue(d.find_elements(By.CSS_SELECTOR, 'svg.chart polyline'))
             check_both_languages(d, 'admin')
+            # Dates it cannot show: the form again, the problem by the date (focused), no figures.
+            d.execute_script("document.getElementById('to').value = arguments[0]", '2020-01-01')
+            d.find_element(By.CSS_SELECTOR, 'form.range button[type="submit"]').click()
+            wait_for(d, lambda d: d.title.startswith('Error: '))
+            self.assertIn('Choose a last day on or after the first day', d.find_element(By.CSS_SELECTOR, '.error-summary').text)
+            self.assertEqual(d.switch_to.active_element.get_attribute('id'), 'to')
+            self.assertEqual(d.find_element(By.ID, 'to').get_attribute('aria-invalid'), 'true')
+            self.assertFalse(d.find_elements(By.ID, 'compliance'))
+            check_both_languages(d, 'admin-range-error')
         finally:
             d.quit()
 

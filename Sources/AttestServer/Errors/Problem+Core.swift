@@ -94,7 +94,7 @@ extension Problem {
         let detail = Problem.sentence(error)
         switch error {
         case .invalid(let problems): self = .validation(problems.map { .init(field: $0.field, message: $0.message) })
-        case .notFound: self.init(.notFound, slug: "not-found", title: "Not found", detail: detail)
+        case .notFound, .noMember: self.init(.notFound, slug: "not-found", title: "Not found", detail: detail)
         case .conflict: self.init(.conflict, slug: "conflict", title: "Conflict", detail: detail)
         case .sealingUnavailable: self.init(.serviceUnavailable, slug: "records-unavailable", title: "Records unavailable", detail: detail)
         }
