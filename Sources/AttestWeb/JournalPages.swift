@@ -26,7 +26,7 @@ struct JournalPages: Sendable {
         }
         pages.post("journal") { request, context -> Response in
             let visit = try await web.visit(request, context)
-            let form = try await Self.readForm(request, context)
+            let form = try await Self.readForm(request, context, visit: visit)
             try web.checkCSRF(request, form: form, visit: visit)
             let user = try visit.privateUser().id
             let (values, draft, audio, errors) = try read(form, base: nil, visit: visit)
@@ -45,7 +45,7 @@ struct JournalPages: Sendable {
         }
         pages.post("journal/:id") { request, context -> Response in
             let (visit, entry) = try await find(request, context)
-            let form = try await Self.readForm(request, context)
+            let form = try await Self.readForm(request, context, visit: visit)
             try web.checkCSRF(request, form: form, visit: visit)
             let base = JournalDraft(date: entry.date, title: entry.title, text: entry.text, tags: entry.tags)
             let (values, draft, audio, errors) = try read(form, base: base, visit: visit)
@@ -83,11 +83,12 @@ struct JournalPages: Sendable {
         }
     }
 
-    static func readForm(_ request: Request, _ context: AttestRequestContext) async throws -> WebForm {
+    /// The entry form, up to a recording's size; past it, the page's 413 saying so.
+    static func readForm(_ request: Request, _ context: AttestRequestContext, visit: WebVisit) async throws -> WebForm {
         do {
             return try await WebForm.read(request, context: context, limit: uploadLimit)
         } catch let problem as Problem where problem.status == .contentTooLarge {
-            throw JournalHTTP.tooLarge
+            throw Problem(.contentTooLarge, slug: "recording-too-large", title: visit["tooLargeTitle"], detail: visit["audioTooLarge"])
         }
     }
 

@@ -147,9 +147,8 @@ struct WebResponseMiddleware: RouterMiddleware {
     private func errorPage(_ problem: Problem, request: Request, context: Context) async -> Response {
         if let inCampus = await withCampus(context) {
             if let visit = try? await web.visit(request, inCampus, signIn: false) {
-                let heading =
-                    problem.status == .notFound ? visit["notFoundTitle"] : problem.status.code >= 500 ? visit["errorTitle"] : problem.title
-                var data: [String: Any] = ["heading": heading, "detail": problem.detail, "homeHref": visit.base]
+                let (heading, detail) = Self.words(problem, visit: visit)
+                var data: [String: Any] = ["heading": heading, "detail": detail, "homeHref": visit.base]
                 if problem.status == .unauthorized { data["signInHref"] = visit.base + "signin" }
                 if let page = try? web.renderer.render(
                     .init(template: "error", title: heading, data: data, status: problem.status), visit: visit)
@@ -167,6 +166,28 @@ struct WebResponseMiddleware: RouterMiddleware {
             """
         return Response(
             status: problem.status, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// A problem as a page says it: a heading by its status in the page's language, and the
+    /// page's own sentence for the problems a person can meet on a page (`problem-<slug>` in the
+    /// texts: a body too large or too slow, an unreadable form, a session ended, a service
+    /// down); any other keeps the detail its route wrote (most pages word their refusals
+    /// themselves, by the field).
+    static func words(_ problem: Problem, visit: WebVisit) -> (heading: String, detail: String) {
+        let heading =
+            switch problem.status.code {
+            case 401: visit["signInAgainTitle"]
+            case 403: visit["forbiddenTitle"]
+            case 404: visit["notFoundTitle"]
+            case 413: visit["tooLargeTitle"]
+            case 429: visit["tooManyTitle"]
+            case 500...: visit["errorTitle"]
+            default: problem.slug == "validation" ? visit["errorWord"] : visit["cannotDoTitle"]
+            }
+        guard let words = visit.text["problem-" + problem.slug] ?? WebText.english["problem-" + problem.slug] else {
+            return (heading, problem.detail)
+        }
+        return (heading, words)
     }
 
     /// The context with its campus, which `CampusMiddleware` (inside this one) had found.

@@ -149,7 +149,7 @@ struct JournalPageTests {
             let huge = try await ana.post(
                 "/c/north/journal", multipart: Self.entry(csrf: csrf, title: "Huge"),
                 files: [Self.file(.webm, named: "long.webm", as: "audio/webm", count: JournalPages.uploadLimit)])
-            #expect(huge.status == 413 && huge.body.contains("at most 5 MB"))
+            #expect(huge.status == 413 && huge.body.contains("The recording is larger than 5 MB: record a shorter one"))
             // Without the form's token, or from another site: refused.
             let forged = try await ana.post("/c/north/journal", multipart: Self.entry(csrf: "nope", title: "Forged"), files: [])
             #expect(forged.status == 403)
@@ -161,7 +161,7 @@ struct JournalPageTests {
             let broken = try await ana.send(
                 method: .post, "/c/north/journal", headers: [.contentType: "multipart/form-data; boundary=xyz"],
                 bytes: ByteBuffer(string: "--xyz\r\nno headers"))
-            #expect(broken.status == 400 && broken.body.contains("Unreadable form"))
+            #expect(broken.status == 400 && broken.body.contains("The form could not be read: reload the page and send it again."))
             #expect(try await Self.entries(server, campus, "ana@example.edu").isEmpty)
         }
     }

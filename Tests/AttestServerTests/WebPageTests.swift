@@ -5,6 +5,7 @@ import Community
 import Foundation
 import HTTPTypes
 import Identity
+import NIOCore
 import Surveys
 import Tenancy
 import Testing
@@ -464,6 +465,31 @@ struct WebPageTests {
             let shown = try await admin.get("/c/north/admin?from=2026-10-01&to=2026-11-20")
             #expect(shown.status == 200 && shown.body.contains(#"id="from" name="from" value="2026-10-01">"#))
             #expect(shown.body.contains("id=\"compliance\"") && !shown.body.contains("aria-invalid"))
+        }
+    }
+
+    /// A problem a person meets on a page without a form to show it by (a body too large, a
+    /// form that cannot be read) is said in the page's words and language, heading and all.
+    @Test func aPageSaysTheProblemsNoFormShowsInItsOwnWords() async throws {
+        let (server, _) = try await Self.setUp()
+        try await server.run { api in
+            let member = WebClient(api.client)
+            try await member.demoSignIn(campus: "north", email: "ada@example.edu")
+            let csrf = try #require(try await member.get("/c/north/settings").csrf)
+            let spanish: HTTPFields = [.acceptLanguage: "es"]
+            let huge = try await member.post(
+                "/c/north/settings", form: [("csrf", csrf), ("reminderTime", String(repeating: "9", count: 100_000))], headers: spanish)
+            #expect(huge.status == 413 && huge.body.contains("<h1>Demasiado grande</h1>"), "\(huge.status) \(huge.body)")
+            #expect(huge.body.contains("Lo enviado es más grande de lo que este servidor acepta") && !huge.body.contains("KiB"))
+            let broken = try await member.send(
+                method: .post, "/c/north/settings", headers: [.contentType: "application/x-www-form-urlencoded", .acceptLanguage: "es"],
+                bytes: ByteBuffer(string: "csrf=%FF%FE"))
+            #expect(broken.status == 400 && broken.body.contains("<h1>Eso no se puede hacer</h1>"), "\(broken.status) \(broken.body)")
+            #expect(broken.body.contains("No se pudo leer el formulario: recargue la página y envíelo de nuevo."))
+            let english = try await member.send(
+                method: .post, "/c/north/settings", headers: [.contentType: "application/x-www-form-urlencoded"],
+                bytes: ByteBuffer(string: "csrf=%FF%FE"))
+            #expect(english.body.contains("<h1>That cannot be done</h1>") && english.body.contains("The form could not be read"))
         }
     }
 
