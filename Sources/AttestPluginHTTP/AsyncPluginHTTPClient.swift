@@ -92,6 +92,11 @@ public struct AsyncPluginHTTPClient: PluginHTTPClient {
             throw PluginHTTPError.timedOut
         } catch let error as PluginHTTPError {
             throw error
+        } catch let error as IOError {
+            // A socket's error as the system says it, with where (NIO's own words for a refused
+            // connection read "connection reset (error set): Connection refused) (errno: 111)").
+            let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+            throw PluginHTTPError.connectionFailed("\(url.host ?? ""):\(port): \(String(cString: strerror(error.errnoCode)))")
         } catch {
             throw PluginHTTPError.connectionFailed("\(error)")
         }
