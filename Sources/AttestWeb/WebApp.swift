@@ -40,7 +40,7 @@ struct WebApp: Sendable {
         }
         pages.get("settings/push-key") { request, context -> Response in
             let visit = try await web.visit(request, context)
-            let key = try await services.pushKeys.key(campus: visit.campus.id).publicKeyText
+            let key = try await services.pushKeys.publicKey(campus: visit.campus.id)
             let data = try JSONSerialization.data(withJSONObject: ["publicKey": key])
             return Response(
                 status: .ok, headers: [.contentType: "application/json", .cacheControl: "private, no-store"],
@@ -50,11 +50,12 @@ struct WebApp: Sendable {
             let visit = try await web.visit(request, context)
             try web.checkCSRF(request, form: nil, visit: visit)
             guard let user = visit.user?.id else { throw WebOutcome.redirect(visit.base + "signin") }
-            let parsed = PushSubscription.parse(.object(try await request.jsonObject(context: context)))
-            guard let subscription = parsed.subscription else {
-                throw Problem.validation(parsed.problems.map { .init(field: $0.field, message: $0.message) })
+            let sent = PushHTTP.subscription(try await request.jsonObject(context: context))
+            guard let subscription = sent.subscription else {
+                throw Problem.validation(sent.problems.map { .init(field: $0.field, message: $0.message) })
             }
-            _ = try await services.pushSubscriptions.add(campus: visit.campus.id, user: user, subscription)
+            _ = try await PushHTTP.add(
+                subscription, madeWith: sent.madeWith, campus: visit.campus.id, user: user, to: services.pushSubscriptions)
             let store = NotificationPreferenceStore(client: services.database)
             var preferences = try await store.preferences(campus: visit.campus.id, user: user)
             preferences.push = true

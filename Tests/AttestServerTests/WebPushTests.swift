@@ -104,18 +104,23 @@ struct WebPushTests {
 struct WebPushChannelTests {
     static let subscriptionsPath = "/v1/campuses/{campus}/me/push-subscriptions"
 
-    @Test func aMembersBrowserGetsTheReminderEncryptedWithTheCampusKeyAndAGoneOneIsForgotten() async throws {
-        let clock = try TestClock("2026-11-30T12:30:10Z")  // 07:30 in New York
+    /// The campus with the `web-push` sink (`settings`) and Ana, push on, reminded at 07:30; her token.
+    static func pushCampus(clock: TestClock, settings: [String: JSONValue]) async throws -> (TestServer, Campus, String) {
         let (server, north) = try await AttestationTests.setUp(clock: clock)
         try await CampusPluginStore(client: server.pool).enable(
-            campus: north, kind: .sink, id: "web-push",
-            settings: try MemberChannels.prepare(
-                id: "web-push", settings: .object(["subject": .string("mailto:health@example.edu"), "ttlSeconds": .number(3600)])),
+            campus: north, kind: .sink, id: "web-push", settings: try MemberChannels.prepare(id: "web-push", settings: .object(settings)),
             actor: "test")
         let (ana, token) = try await server.user("ana@example.edu", at: north)
         try await NotificationPreferenceStore(client: server.pool).set(
             campus: north, user: ana.id, NotificationPreferences(email: false, push: true, reminderMinute: 7 * 60 + 30),
             now: clock.read())
+        return (server, north, token)
+    }
+
+    @Test func aMembersBrowserGetsTheReminderEncryptedWithTheCampusKeyAndAGoneOneIsForgotten() async throws {
+        let clock = try TestClock("2026-11-30T12:30:10Z")  // 07:30 in New York
+        let (server, north, token) = try await Self.pushCampus(
+            clock: clock, settings: ["subject": .string("mailto:health@example.edu"), "ttlSeconds": .number(3600)])
         let push = try await LoopbackServer.start()
         push.answer(.init(status: 201), .init(status: 410))
         let browsers = [P256.KeyAgreement.PrivateKey(), P256.KeyAgreement.PrivateKey()]
@@ -232,6 +237,52 @@ struct WebPushChannelTests {
             #expect(try await subscriptions() == 1)
             #expect(try await NotificationPreferenceStore(client: server.pool).preferences(campus: north.id, user: ana.id).push)
         }
+    }
+
+    /// `attest push keys new` while a server runs (the CLI is another process, with its own
+    /// store): the server hands out the new public key at once, refuses a subscription a
+    /// browser made with the old one (409, nothing kept: push.js subscribes again), and signs
+    /// its next push with the new key, though it had the old one in hand.
+    @Test func aKeyRenewedElsewhereIsWhatARunningServerHandsOutChecksAndSignsWith() async throws {
+        let clock = try TestClock("2026-11-30T12:30:10Z")  // 07:30 in New York
+        let (server, north, token) = try await Self.pushCampus(clock: clock, settings: ["subject": .string("mailto:health@example.edu")])
+        let push = try await LoopbackServer.start()
+        push.answer(.init(status: 201))
+        let browser = P256.KeyAgreement.PrivateKey(), auth = WebPushTests.random(16)
+        let worker = EmailChannelTests.worker(server, clock: clock)
+        try await server.run { api in
+            func subscribe(madeWith key: String) async throws -> APIClient.Reply {
+                try await api.send(
+                    .post, "/v1/campuses/north/me/push-subscriptions", template: Self.subscriptionsPath, token: token,
+                    json: """
+                        {"endpoint": "http://127.0.0.1:\(push.port)/push/0", "applicationServerKey": "\(key)",
+                         "keys": {"p256dh": "\(browser.publicKey.x963Representation.base64URLEncoded())", "auth": "\(auth.base64URLEncoded())"}}
+                        """)
+            }
+            func handedOut() async throws -> String {
+                let key = try await api.send(.get, "/v1/campuses/north/push-key", template: "/v1/campuses/{campus}/push-key", token: token)
+                return try #require(key.json["publicKey"] as? String)
+            }
+            @Sendable func kept() async throws -> Int {
+                try await server.pool.query("SELECT count(*)::int AS n FROM push_subscriptions", campus: north.id.rawValue)[0].decode("n")
+            }
+            let old = try await handedOut()
+            #expect(try await subscribe(madeWith: old).status == 201)
+            let renewed = try await PushKeyStore(client: server.pool, kek: TestServer.kek).renew(campus: north, actor: "ops@example.edu")
+            let keptAfterRenewal = try await kept()
+            #expect(renewed != old && keptAfterRenewal == 0)
+            #expect(try await handedOut() == renewed, "the new key at once, not the old one for a minute more")
+            let stale = try await subscribe(madeWith: old)
+            #expect(stale.status == 409 && stale.problem.type == "/problems/push-key-renewed", "\(stale.body)")
+            #expect(try await kept() == 0, "nothing kept")
+            let garbled = try await subscribe(madeWith: "not-a-key")
+            #expect(garbled.status == 422 && garbled.problem.fields == ["applicationServerKey"], "\(garbled.body)")
+            #expect(try await subscribe(madeWith: renewed).status == 201)
+            try await worker.runOnce()
+            let sent = try #require(push.requests.first { $0.path == "/push/0" })
+            #expect(sent.header("Authorization")?.hasSuffix(", k=" + renewed) == true, "signed with the renewed key")
+        }
+        await push.stop()
     }
 
     /// `attest push keys new`: a new key, sealed, the old one's browsers forgotten (they cannot

@@ -804,6 +804,37 @@ class WebApp(unittest.TestCase):
             d.get(url('/settings'))
             wait_for(d, lambda d: d.find_element(By.ID, 'push-subscribe').is_displayed())
             check_both_languages(d, 'settings-push')
+            # The button's flow, with the browser's push service stood in for (none is reachable
+            # here, so PushManager's two calls are replaced in the page): the subscription this
+            # browser holds with another key (the campus renewed its key) is dropped first, since
+            # the browser refuses a second, and the server keeps the new one, made with its key.
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric import ec
+            point = ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+                serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+            p256dh = base64.urlsafe_b64encode(point).rstrip(b'=').decode()
+            auth = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b'=').decode()
+            d.execute_script('''
+                var p256dh = arguments[0], auth = arguments[1];
+                window.pushCalls = [];
+                var held = { options: { applicationServerKey: new Uint8Array(65).buffer },
+                             unsubscribe: function () { window.pushCalls.push('unsubscribe'); return Promise.resolve(true); } };
+                PushManager.prototype.getSubscription = function () { return Promise.resolve(held); };
+                PushManager.prototype.subscribe = function (options) {
+                  window.pushCalls.push('subscribe ' + new Uint8Array(options.applicationServerKey).length);
+                  return Promise.resolve({ options: options, toJSON: function () {
+                    return { endpoint: 'https://push.example.net/send/chromium', expirationTime: null, keys: { p256dh: p256dh, auth: auth } };
+                  } });
+                };''', p256dh, auth)
+            button = d.find_element(By.ID, 'push-subscribe')
+            done = button.get_attribute('data-t-done')
+            button.click()
+            wait_for(d, lambda d: d.find_element(By.ID, 'push-status').text in (done, button.get_attribute('data-t-failed')))
+            self.assertEqual(d.find_element(By.ID, 'push-status').text, done)
+            self.assertEqual(d.execute_script('return window.pushCalls'), ['unsubscribe', 'subscribe 65'])
+            self.assertTrue(d.find_element(By.ID, 'channel-push').is_selected())
+            d.get(url('/settings'))
+            self.assertTrue(d.find_element(By.ID, 'channel-push').is_selected(), 'push on, as the server keeps it')
         finally:
             d.quit()
 

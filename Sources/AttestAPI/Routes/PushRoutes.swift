@@ -26,19 +26,19 @@ struct PushRoutes: Sendable {
             let campus = try context.requireCampus()
             let query = QueryParameters(request, accepting: [])
             guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
-            return try JournalRoutes.private(Key(publicKey: try await keys.key(campus: campus.id).publicKeyText), request, context)
+            return try JournalRoutes.private(Key(publicKey: try await keys.publicKey(campus: campus.id)), request, context)
         }
         signedIn.post("me/push-subscriptions") { request, context -> Response in
             let (campus, user) = try JournalRoutes.member(context)
             let object = try await request.jsonObject(context: context)
-            var reader = ObjectReader(object, fields: ["endpoint", "expirationTime", "keys"])
-            let parsed = PushSubscription.parse(.object(object))
-            reader.add(parsed.problems)
+            var reader = ObjectReader(object, fields: ["endpoint", "expirationTime", "keys", "applicationServerKey"])
+            let sent = PushHTTP.subscription(object)
+            reader.add(sent.problems)
             try reader.finish()
-            guard let subscription = parsed.subscription else {
-                throw Problem.validation(parsed.problems.map { .init(field: $0.field, message: $0.message) })
+            guard let subscription = sent.subscription else {
+                throw Problem.validation(sent.problems.map { .init(field: $0.field, message: $0.message) })
             }
-            let id = try await subscriptions.add(campus: campus.id, user: user, subscription)
+            let id = try await PushHTTP.add(subscription, madeWith: sent.madeWith, campus: campus.id, user: user, to: subscriptions)
             var response = try JournalRoutes.private(Added(id: id), request, context)
             response.status = .created
             return response
@@ -56,4 +56,5 @@ struct PushRoutes: Sendable {
             return Response(status: .noContent, headers: [.cacheControl: "private, no-store"])
         }
     }
+
 }

@@ -25,10 +25,23 @@ public struct PushKeyStore: Sendable {
         SealedColumn(table: "push_keys", column: "private_key", key: [], scope: .campus) { campus, _, _ in context(campus) }
     ]
 
-    /// The campus's key, made (and stored sealed) the first time it is asked for.
-    public func key(campus: CampusID) async throws -> VAPIDKey {
+    /// The campus's key, made (and stored sealed) the first time it is asked for. Kept a minute;
+    /// `current` (the public key the database holds now, read beside the work that needs the
+    /// key) makes a key renewed by another process since be read at once.
+    public func key(campus: CampusID, current: String? = nil) async throws -> VAPIDKey {
         let (client, kek) = (client, kek)
+        let key = try await cache.value(for: campus, orLoad: { try await Self.load(campus: campus, client: client, kek: kek) })
+        guard let current, current != key.publicKeyText else { return key }
+        cache.remove(campus)
         return try await cache.value(for: campus, orLoad: { try await Self.load(campus: campus, client: client, kek: kek) })
+    }
+
+    /// The campus's public key as the database holds it now (never a cached one: a browser
+    /// subscribes with it), made the first time it is asked for.
+    public func publicKey(campus: CampusID) async throws -> String {
+        let rows = try await client.query("SELECT public_key FROM push_keys WHERE campus_id = \(campus)", campus: campus.rawValue)
+        if let row = rows.first { return try row.decode("public_key") }
+        return try await key(campus: campus).publicKeyText
     }
 
     private static func load(campus: CampusID, client: PostgresClient, kek: KeyEncryptionKey?) async throws -> VAPIDKey {
@@ -110,11 +123,7 @@ public struct PushSubscription: Sendable, Equatable {
             problems.append(("keys.\(extra.prefix(40))", "is not a key of a push subscription; keys has p256dh and auth"))
         }
         func base64URL(_ text: String, characters: Int) -> Data? {
-            guard text.utf8.count == characters,
-                text.utf8.allSatisfy({
-                    (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F
-                })
-            else { return nil }
+            guard text.utf8.count == characters, isBase64URL(text) else { return nil }
             return Data(base64URLEncoded: text)
         }
         if case .string(let text)? = value["keys"]?["p256dh"], let bytes = base64URL(text, characters: 87),
@@ -131,6 +140,26 @@ public struct PushSubscription: Sendable, Equatable {
         }
         guard let endpoint, let p256dh, let auth, problems.isEmpty else { return (nil, problems) }
         return (PushSubscription(endpoint: endpoint, p256dh: p256dh, auth: auth), [])
+    }
+
+    private static func isBase64URL(_ text: String) -> Bool {
+        text.utf8.allSatisfy {
+            (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F
+        }
+    }
+
+    /// The `applicationServerKey` a client may send beside the subscription: the campus's
+    /// public key the browser subscribed with, as `GET …/push-key` gave it; nil when not sent.
+    public static func madeWith(_ value: JSONValue) -> (key: String?, problem: (field: String, message: String)?) {
+        guard let sent = value["applicationServerKey"] else { return (nil, nil) }
+        if case .string(let text) = sent, text.utf8.count == 87, isBase64URL(text) { return (text, nil) }
+        return (
+            nil,
+            (
+                "applicationServerKey",
+                "must be the campus's push key this browser subscribed with, as GET …/push-key gave it (base64url, 87 characters)"
+            )
+        )
     }
 
     /// The sealed form's plaintext: the three values, JSON.
@@ -173,14 +202,30 @@ public struct PushSubscriptionStore: Sendable {
         }
     ]
 
+    /// A subscription made with a key the campus no longer has (`attest push keys new` ran
+    /// after the browser was given it): push services would refuse every message to it.
+    public struct KeyRenewed: Error, Sendable, Equatable {
+        /// The campus's key now, to subscribe with.
+        public var current: String
+    }
+
     /// Keeps `subscription` for the member (the same endpoint again replaces its keys, even
-    /// another member's: a browser is one person's at a time). Returns its id.
-    public func add(campus: CampusID, user: UserID, _ subscription: PushSubscription) async throws -> UUID {
+    /// another member's: a browser is one person's at a time). Returns its id. `madeWith`, the
+    /// public key the browser subscribed with when its client says so, must be the campus's
+    /// key now (else `KeyRenewed`, nothing kept).
+    public func add(campus: CampusID, user: UserID, _ subscription: PushSubscription, madeWith: String? = nil) async throws -> UUID {
         guard let kek else { throw CampusError.noKeyEncryptionKey }
         let id = UUID()
         let sealed = try SealedSecret.seal(subscription.stored, under: kek, context: Self.context(campus, id))
         let hash = PushSubscription.hash(subscription.endpoint)
         return try await client.withTransaction(campus: campus.rawValue) { connection in
+            if let madeWith {
+                // Read under the key's row lock, so a renewal cannot pass between the check and the insert.
+                let current = try await connection.query(
+                    "SELECT public_key FROM push_keys WHERE campus_id = \(campus) FOR SHARE"
+                ).first.map { try $0.decode("public_key", as: String.self) }
+                if let current, current != madeWith { throw KeyRenewed(current: current) }
+            }
             try await connection.query("DELETE FROM push_subscriptions WHERE campus_id = \(campus) AND endpoint_hash = \(hash)")
             try await connection.query(
                 """
@@ -209,15 +254,27 @@ public struct PushSubscriptionStore: Sendable {
 
     /// The member's subscriptions, opened.
     public func list(campus: CampusID, user: UserID) async throws -> [(id: UUID, subscription: PushSubscription)] {
+        try await sending(campus: campus, user: user).subscriptions
+    }
+
+    /// The member's subscriptions, opened, and the campus's public key now (nil before it has
+    /// one), in one read: what a push needs, so that a key renewed elsewhere signs it.
+    func sending(campus: CampusID, user: UserID) async throws -> (
+        subscriptions: [(id: UUID, subscription: PushSubscription)], publicKey: String?
+    ) {
         guard let kek else { throw CampusError.noKeyEncryptionKey }
         let rows = try await client.query(
-            "SELECT id, subscription FROM push_subscriptions WHERE campus_id = \(campus) AND user_id = \(user) ORDER BY created_at",
+            """
+            SELECT id, subscription, (SELECT public_key FROM push_keys WHERE campus_id = \(campus)) AS public_key
+            FROM push_subscriptions WHERE campus_id = \(campus) AND user_id = \(user) ORDER BY created_at
+            """,
             campus: campus.rawValue)
-        return try rows.compactMap { row in
+        let subscriptions: [(id: UUID, subscription: PushSubscription)] = try rows.compactMap { row in
             let id: UUID = try row.decode("id")
             let opened = try SealedSecret.open(try row.decode("subscription", as: Data.self), with: kek, context: Self.context(campus, id))
             return PushSubscription(stored: opened).map { (id, $0) }
         }
+        return (subscriptions, try rows.first?.decode("public_key", as: String?.self))
     }
 
     /// Forgets a subscription the push service says is gone (404, 410).

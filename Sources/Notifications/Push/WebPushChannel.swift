@@ -51,9 +51,10 @@ struct WebPushDelivery {
         let subscriptions: [(id: UUID, subscription: PushSubscription)]
         let key: VAPIDKey
         do {
-            subscriptions = try await owner.subscriptions.list(campus: campus.id, user: user)
+            let read = try await owner.subscriptions.sending(campus: campus.id, user: user)
+            subscriptions = read.subscriptions
             if subscriptions.isEmpty { return .delivered }  // no browser subscribed: nothing to send
-            key = try await owner.pushKeys.key(campus: campus.id)
+            key = try await owner.pushKeys.key(campus: campus.id, current: read.publicKey)
         } catch {
             return .retry("cannot read the member's browsers or the campus's push key: \(error)")
         }

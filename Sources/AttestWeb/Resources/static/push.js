@@ -17,22 +17,45 @@
     for (var i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i);
     return out;
   }
+  function same(buffer, key) {
+    if (!buffer) return false;
+    var held = new Uint8Array(buffer);
+    if (held.length !== key.length) return false;
+    for (var i = 0; i < held.length; i++) if (held[i] !== key[i]) return false;
+    return true;
+  }
+  // Subscribes with the campus's key now and hands the subscription over, saying which key it
+  // was made with. A subscription this browser holds with another key (the campus renewed its
+  // key: `attest push keys new`) is dropped first, since the browser refuses a second; a key
+  // renewed between the two requests (409) is fetched and subscribed with once more.
+  function subscribe(again) {
+    return Promise.all([fetch(base + 'settings/push-key', { credentials: 'same-origin' }).then(function (r) { return r.json(); }),
+      navigator.serviceWorker.ready]).then(function (both) {
+      var text = both[0].publicKey, key = bytes(text), manager = both[1].pushManager;
+      return manager.getSubscription().then(function (held) {
+        if (held && !same(held.options && held.options.applicationServerKey, key)) return held.unsubscribe();
+      }).then(function () {
+        return manager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+      }).then(function (subscription) {
+        var sent = subscription.toJSON();
+        sent.applicationServerKey = text;
+        return fetch(base + 'settings/push', {
+          method: 'POST', credentials: 'same-origin',
+          headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
+          body: JSON.stringify(sent)
+        });
+      });
+    }).then(function (response) {
+      if (response.status === 409 && !again) return subscribe(true);
+      if (!response.ok) throw new Error('refused');
+    });
+  }
   button.addEventListener('click', function () {
     say('working');
     Notification.requestPermission().then(function (permission) {
       if (permission !== 'granted') throw new Error('denied');
-      return Promise.all([fetch(base + 'settings/push-key', { credentials: 'same-origin' }).then(function (r) { return r.json(); }),
-        navigator.serviceWorker.ready]);
-    }).then(function (both) {
-      return both[1].pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: bytes(both[0].publicKey) });
-    }).then(function (subscription) {
-      return fetch(base + 'settings/push', {
-        method: 'POST', credentials: 'same-origin',
-        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
-        body: JSON.stringify(subscription.toJSON())
-      });
-    }).then(function (response) {
-      if (!response.ok) throw new Error('refused');
+      return subscribe(false);
+    }).then(function () {
       var box = document.getElementById('channel-push');
       if (box) box.checked = true;
       say('done');
