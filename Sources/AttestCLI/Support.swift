@@ -44,3 +44,18 @@ func printJSON(_ value: some Encodable) {
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
+
+/// A file an operator named, read whole; else why not in the system's words (no such file, a
+/// directory, permission denied) and what the command wants there: `what`, named after
+/// `option` when the path came with one ("cannot read --settings x.json: …").
+func readFile(_ path: String, _ what: String, option: String? = nil) throws(CLIError) -> Data {
+    let named = (option.map { $0 + " " } ?? "") + path
+    func refused(_ code: Int32) -> CLIError { CLIError("cannot read \(named): \(String(cString: strerror(code))); give \(what)") }
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { throw refused(errno) }
+    let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+    var status = stat()
+    guard fstat(descriptor, &status) == 0 else { throw refused(errno) }
+    if status.st_mode & S_IFMT == S_IFDIR { throw refused(EISDIR) }
+    do { return try handle.readToEnd() ?? Data() } catch { throw refused(EIO) }
+}

@@ -234,7 +234,7 @@ struct AdminCLITests {
         Self.expectFailure(
             try await cli.run(
                 "plugin", "enable", "plug-u", "badge-rule", "standard", "--settings", directory.appending(path: "none.json").path),
-            "cannot read --settings")
+            "cannot read --settings \(directory.appending(path: "none.json").path): No such file or directory; give a JSON file")
         Self.expectFailure(
             try await cli.run("plugin", "enable", "plug-u", "badge-rule", "strict"),
             "no badge rule \"strict\" in this build: available are standard")

@@ -83,6 +83,36 @@ struct CLIErrorTests {
         #expect(applied == 1)
     }
 
+    /// A file the CLI is given and cannot read says why as the system says it (not Foundation's
+    /// "NSCocoaErrorDomain error 256" for a directory), and what the command wants there.
+    @Test func aFileThatCannotBeReadSaysWhyAndWhatIsWanted() async throws {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-files-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let latin1 = directory.appending(path: "people.csv")
+        try Data(Array("email,name\nj@example.edu,Jos".utf8) + [0xE9, 0x0A]).write(to: latin1)  // Latin-1 é
+        let cases: [([String], String)] = [
+            (
+                ["results", "import", "north", directory.path],
+                "cannot read \(directory.path): Is a directory; give the path of a CSV file of results (specimen_id,"
+            ),
+            (
+                ["results", "import", "north", directory.appending(path: "none.csv").path],
+                "cannot read \(directory.appending(path: "none.csv").path): No such file or directory; give the path of a CSV file of results"
+            ),
+            (
+                ["user", "import", "north", latin1.path],
+                "\(latin1.path) is not UTF-8 text; give the path of a UTF-8 CSV file with columns email,name"
+            ),
+            (["shc", "directory", "import", directory.path, "--signature", "x", "--certificate", "y"], "Is a directory; give the path of"),
+        ]
+        for (arguments, expected) in cases {
+            let result = try await ChildProcess.run([ChildProcess.attestBinary] + arguments, environment: ["DATABASE_URL": nil])
+            #expect(result.status == 1 && result.stderr.contains(expected), "\(arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("NSCocoaErrorDomain") && !result.stderr.contains("could not be completed"))
+        }
+    }
+
     @Test func badOptionsAreUsageErrors() async throws {
         let result = try await ChildProcess.run([ChildProcess.attestBinary, "serve", "--port", "70000"])
         #expect(result.status == 64)

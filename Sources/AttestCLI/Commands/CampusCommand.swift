@@ -306,9 +306,11 @@ extension CampusCommand.OIDC {
             } else {
                 var inline: String?
                 if let jwksFile {
-                    do { inline = try String(contentsOfFile: jwksFile, encoding: .utf8) } catch {
-                        throw CLIError("cannot read --jwks-file \(jwksFile): \(error.localizedDescription)")
+                    let what = "the path of the issuer's JSON Web Key Set (a JSON file, UTF-8)"
+                    guard let text = String(validating: try readFile(jwksFile, what, option: "--jwks-file"), as: UTF8.self) else {
+                        throw CLIError("--jwks-file \(jwksFile) is not UTF-8 text; give \(what)")
                     }
+                    inline = text
                 }
                 guard let issuer else { throw ValidationError("give --issuer URL (or --google)") }
                 entry = OIDCIssuer(issuer: issuer, audiences: audience, jwksURL: jwksUrl, jwks: inline, allowAnyDomain: allowAnyDomain)

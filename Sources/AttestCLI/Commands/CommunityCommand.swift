@@ -49,11 +49,7 @@ extension CommunityCommand {
         }
 
         func run() async throws {
-            func read(_ path: String, _ what: String) throws -> Data {
-                do { return try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) } catch {
-                    throw CLIError("cannot read \(path): give the path of \(what)")
-                }
-            }
+            func read(_ path: String, _ what: String) throws -> Data { try readFile(path, "the path of " + what) }
             let layout = CommunityLayout(rawValue: layout) ?? .county
             let data = try read(file, "a CSV of the \(layout.rawValue) layout (\(layout.header))")
             let people = try population.map { try read($0, "a population CSV (fips or id, and population)") }

@@ -24,11 +24,7 @@ extension LocationsCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let data: Data
-            do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
-                throw CLIError("cannot read \(file): give the path of a CSV or JSON file of locations")
-            }
-            let locations = try TestingLocationStore.parse(data)
+            let locations = try TestingLocationStore.parse(try readFile(file, "the path of a CSV or JSON file of locations"))
             let count = try await TenantContext.run(database: database, logging: logging) { context in
                 let found = try await context.campuses.require(slug: campus)
                 return try await TestingLocationStore(client: context.client).add(campus: found, locations, actor: TenantContext.actor)

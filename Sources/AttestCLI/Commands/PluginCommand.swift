@@ -177,9 +177,7 @@ extension PluginCommand {
                 data = read
             } else {
                 let path = settings.hasPrefix("@") ? String(settings.dropFirst()) : settings
-                do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-                    throw CLIError("cannot read --settings \(path): give a JSON file, - for standard input, or the JSON itself")
-                }
+                data = try readFile(path, "a JSON file, - for standard input, or the JSON itself", option: "--settings")
             }
             let value: JSONValue
             do { value = try JSONValue(parsing: data) } catch {

@@ -26,12 +26,10 @@ struct ResultsCommand: AsyncParsableCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let data: Data
-            do {
-                data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
-            } catch {
-                throw CLIError("cannot read \(file): \(error.localizedDescription)")
-            }
+            let data =
+                file == "-"
+                ? FileHandle.standardInput.readDataToEndOfFile()
+                : try readFile(file, "the path of a CSV file of results (specimen_id,member,collected_at,resulted_at,test_code,result)")
             let receipt = try await TenantContext.run(database: database, logging: logging) { context in
                 let found = try await context.campuses.require(slug: campus)
                 let (results, problems) = ResultsCSV.parse(data, zone: found.zone)

@@ -99,6 +99,4 @@ struct SHCCommand: AsyncParsableCommand {
     }
 }
 
-private func read(_ path: String, _ what: String) throws -> Data {
-    do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch { throw CLIError("cannot read \(path): give the path of \(what)") }
-}
+private func read(_ path: String, _ what: String) throws -> Data { try readFile(path, "the path of " + what) }

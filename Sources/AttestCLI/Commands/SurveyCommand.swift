@@ -41,11 +41,7 @@ extension SurveyCommand {
         func run() async throws {
             var draft = DemoQuestionnaire.draft
             if let file = file ?? guestFile {
-                let data: Data
-                do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
-                    throw CLIError("cannot read \(file): give the path of a questionnaire JSON file")
-                }
-                draft = try QuestionnaireRules.parse(data)
+                draft = try QuestionnaireRules.parse(try readFile(file, "the path of a questionnaire JSON file"))
             }
             let published = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: campus)

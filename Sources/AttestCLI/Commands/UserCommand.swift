@@ -89,9 +89,9 @@ extension UserCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let text: String
-            do { text = try String(contentsOfFile: file, encoding: .utf8) } catch {
-                throw CLIError("cannot read \(file): it must be a UTF-8 CSV file with columns email,name[,roles]")
+            let what = "the path of a UTF-8 CSV file with columns email,name[,roles]"
+            guard let text = String(validating: try readFile(file, what), as: UTF8.self) else {
+                throw CLIError("\(file) is not UTF-8 text; give \(what)")
             }
             let report = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: campus)
