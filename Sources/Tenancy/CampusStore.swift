@@ -124,8 +124,11 @@ public struct CampusStore: Sendable {
             guard let count = Int(value), (0...10_000).contains(count) else { throw invalid("a whole number from 0 to 10000") }
             return "stats_min_count = \(count)"
         case .settings:
-            guard case .object(let fields)? = try? JSONValue(parsing: Array(value.utf8)) else {
-                throw invalid("a JSON object such as {\"key\": \"value\"}")
+            let parsed = Result { () throws(JSONSyntaxError) in try JSONValue(parsing: Array(value.utf8)) }
+            guard case .success(.object(let fields)) = parsed else {
+                // Said why when it is not JSON at all ("a number too large for a double at byte 17").
+                let why = if case .failure(let error) = parsed { " (this is not JSON: \(error))" } else { "" }
+                throw invalid("a JSON object such as {\"key\": \"value\"}" + why)
             }
             // The settings named by keys of their own are set through them, checked.
             if let named = fields.keys.sorted().first(where: { CampusSetting(rawValue: $0).map(keptInSettings.contains) == true }) {
