@@ -204,10 +204,7 @@ public struct PushSubscriptionStore: Sendable {
 
     /// A subscription made with a key the campus no longer has (`attest push keys new` ran
     /// after the browser was given it): push services would refuse every message to it.
-    public struct KeyRenewed: Error, Sendable, Equatable {
-        /// The campus's key now, to subscribe with.
-        public var current: String
-    }
+    public struct KeyRenewed: Error, Sendable, Equatable {}
 
     /// Keeps `subscription` for the member (the same endpoint again replaces its keys, even
     /// another member's: a browser is one person's at a time). Returns its id. `madeWith`, the
@@ -224,7 +221,7 @@ public struct PushSubscriptionStore: Sendable {
                 let current = try await connection.query(
                     "SELECT public_key FROM push_keys WHERE campus_id = \(campus) FOR SHARE"
                 ).first.map { try $0.decode("public_key", as: String.self) }
-                if let current, current != madeWith { throw KeyRenewed(current: current) }
+                if let current, current != madeWith { throw KeyRenewed() }
             }
             try await connection.query("DELETE FROM push_subscriptions WHERE campus_id = \(campus) AND endpoint_hash = \(hash)")
             try await connection.query(
