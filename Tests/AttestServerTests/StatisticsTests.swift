@@ -1000,6 +1000,9 @@ struct StatisticsTests {
         #expect(objects.allSatisfy { Set($0.keys) == ["date", "email", "name", "color", "reason", "onTime", "submittedAt"] })
 
         let file = directory.appendingPathComponent("report.csv").path
+        // A `.partial` left readable by a run that stopped: the new report's is still its owner's alone.
+        #expect(
+            FileManager.default.createFile(atPath: file + ".partial", contents: Data("old".utf8), attributes: [.posixPermissions: 0o644]))
         let csv = try await ChildProcess.run(base + ["--out", file], environment: environment)
         #expect(csv.status == 0, "\(csv.stderr)")
         #expect(csv.stderr.contains("Wrote \(file)."))
@@ -1017,7 +1020,17 @@ struct StatisticsTests {
         let nowhere = try await ChildProcess.run(
             base.dropLast(2) + ["--out", directory.path + "/missing/report.csv"], environment: environment)
         #expect(nowhere.status == 1)
-        #expect(nowhere.stderr.contains("cannot write") && nowhere.stderr.contains("check the directory exists"), "\(nowhere.stderr)")
+        #expect(
+            nowhere.stderr.contains("cannot write") && nowhere.stderr.contains("No such file or directory")
+                && nowhere.stderr.contains("check the directory exists"), "\(nowhere.stderr)")
+        // A directory for --out: refused by name, and no `.partial` written beside it.
+        let intoDirectory = try await ChildProcess.run(base.dropLast(2) + ["--out", directory.path], environment: environment)
+        #expect(intoDirectory.status == 1)
+        #expect(
+            intoDirectory.stderr.contains(
+                "--out \(directory.path) is a directory: give the path of a file, such as \(directory.path)/report.csv"),
+            "\(intoDirectory.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path + ".partial"))
         let entries = try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "report.identifiable" }
         #expect(entries.count == 3)  // the store's, the JSON's and the CSV's; none for the refused one
     }

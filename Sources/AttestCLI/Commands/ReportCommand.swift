@@ -134,12 +134,21 @@ final class ReportOutput {
             handle = .standardOutput
             return
         }
+        // A directory is refused before anything is written (its `.partial` would land beside it).
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw CLIError(
+                "--out \(path) is a directory: give the path of a file, such as \(path.hasSuffix("/") ? path : path + "/")report.csv")
+        }
         let partial = path + ".partial"
-        let attributes: [FileAttributeKey: Any] = ownerOnly ? [.posixPermissions: 0o600] : [:]
-        guard FileManager.default.createFile(atPath: partial, contents: nil, attributes: attributes),
-            let handle = FileHandle(forWritingAtPath: partial)
-        else { throw CLIError("cannot write \(partial): check the directory exists and is writable") }
-        self.handle = handle
+        let descriptor = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, ownerOnly ? 0o600 : 0o644)
+        // An identifiable report's file is its owner's alone, even where a `.partial` was left before.
+        guard descriptor >= 0, !ownerOnly || fchmod(descriptor, 0o600) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if descriptor >= 0 { close(descriptor) }
+            throw CLIError("cannot write \(partial): \(reason); check the directory exists and is writable")
+        }
+        handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
     func write(_ text: String) throws {
