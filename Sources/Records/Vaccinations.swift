@@ -137,4 +137,59 @@ extension HealthRecords {
         }
         return keys.count
     }
+
+    /// An issuer a campus trusts by its own choice (`attest shc issuer list`).
+    public struct OwnIssuer: Sendable, Equatable, Codable {
+        public var iss: String
+        public var name: String
+        /// Its ES256 keys.
+        public var keys: Int
+        public var revocationLists: Int
+        public var addedAt: Date
+        /// The members with a dose kept from one of its cards.
+        public var members: Int
+    }
+
+    /// The issuers `campus` trusts of its own (not the directory's), by `iss`.
+    public func ownIssuers(campus: Campus) async throws -> [OwnIssuer] {
+        try await client.query(
+            """
+            SELECT i.iss, i.name, i.jwks, jsonb_array_length(i.crls) AS lists, i.added_at,
+                   (SELECT count(DISTINCT v.user_id) FROM vaccinations v WHERE v.campus_id = i.campus_id AND v.issuer = i.iss) AS members
+            FROM shc_issuers i WHERE i.campus_id = \(campus.id) ORDER BY i.iss
+            """, campus: campus.id.rawValue
+        ).map { row in
+            let jwks = try? JSONValue(parsing: try row.decode("jwks", as: PostgresJSON.self).bytes)
+            return OwnIssuer(
+                iss: try row.decode("iss"), name: try row.decode("name"),
+                keys: jwks.flatMap { try? TrustedIssuer.keys(jwks: $0).count } ?? 0,
+                revocationLists: try row.decode("lists"), addedAt: try row.decode("added_at"), members: try row.decode("members"))
+        }
+    }
+
+    /// Stops trusting `iss` at `campus` (`attest shc issuer remove`), audited: its cards are
+    /// refused from then on. The doses already verified with it stay on members' records (they
+    /// were verified when presented); returns how many members have one, or nil when the campus
+    /// did not trust `iss` of its own.
+    public func removeIssuer(campus: Campus, iss: String, actor: String) async throws -> Int? {
+        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            let removed = try await connection.query(
+                """
+                DELETE FROM shc_issuers i WHERE i.campus_id = \(campus.id) AND i.iss = \(iss)
+                RETURNING (SELECT count(DISTINCT v.user_id) FROM vaccinations v WHERE v.campus_id = i.campus_id AND v.issuer = i.iss)
+                          AS members
+                """)
+            guard let row = removed.first else { return nil }
+            let members: Int = try row.decode("members")
+            try await AuditLog.record(
+                connection, campus: campus.id, actor: actor, action: "shc.issuer.remove", target: iss,
+                details: ["membersWithDoses": "\(members)"])
+            return members
+        }
+    }
+
+    /// How many issuers the VCI Directory, trusted by every campus, holds.
+    public func directoryIssuers(campus: Campus) async throws -> Int {
+        try await client.query("SELECT count(*) AS n FROM shc_directory", campus: campus.id.rawValue).first?.decode("n") ?? 0
+    }
 }

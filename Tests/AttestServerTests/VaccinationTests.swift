@@ -177,7 +177,7 @@ struct VaccinationTests {
 }
 
 extension VaccinationTests {
-    @Test func attestSHCImportsTheSignedDirectoryAndAddsACampusIssuerAndErasureTakesTheDoses() async throws {
+    @Test func attestSHCImportsTheSignedDirectoryAddsListsAndRemovesACampusIssuerAndErasureTakesTheDoses() async throws {
         let cli = try await AdminCLITests.cli()
         #expect(try await cli.run("campus", "create", "north", "--name", "North", "--timezone", "UTC").status == 0)
         #expect(try await cli.run("user", "add", "north", "alice@example.edu", "--name", "Alice Member").status == 0)
@@ -240,6 +240,36 @@ extension VaccinationTests {
             campus: campus, user: alice, cards: [try Cards.jws()], actor: "test", now: Date())
         #expect(presented.doses.count == 2)
         #expect(try await count("vaccinations") == 2)
+
+        // The campus's own issuers listed with the members their cards gave doses; removed,
+        // audited, its next card refused and the doses kept; a second removal refused.
+        let listed = try await cli.run("shc", "issuer", "list", "north")
+        #expect(
+            listed.status == 0 && listed.stdout.contains("\(Cards.iss): 2 keys, 0 revocation lists, added ")
+                && listed.stdout.contains("doses kept for 1 member\n") && listed.stdout.contains("VCI Directory's 650 issuers"),
+            "[\(listed.stdout)] [\(listed.stderr)]")
+        let listedJSON = try await cli.run("shc", "issuer", "list", "north", "--json")
+        #expect(listedJSON.stdout.contains(#""keys":2,"members":1"#), "\(listedJSON.stdout)")
+        let removed = try await cli.run("shc", "issuer", "remove", "north", Cards.iss)
+        #expect(
+            removed.status == 0 && removed.stdout.contains("north no longer trusts \(Cards.iss)")
+                && removed.stdout.contains("kept for 1 member from its cards stay"), "[\(removed.stdout)] [\(removed.stderr)]")
+        await #expect(throws: SmartHealthCards.Refused.self) {
+            do {
+                _ = try await HealthRecords(client: owner).presentCards(
+                    campus: campus, user: alice, cards: [try Cards.jws()], actor: "test", now: Date())
+            } catch let refused as SmartHealthCards.Refused {
+                #expect(refused.refusal == .unknownIssuer)
+                throw refused
+            }
+        }
+        #expect(try await count("vaccinations") == 2)
+        AdminCLITests.expectFailure(
+            try await cli.run("shc", "issuer", "remove", "north", Cards.iss), "does not trust \(Cards.iss) of its own")
+        let emptied = try await cli.run("shc", "issuer", "list", "north")
+        #expect(emptied.stdout.contains("north trusts no issuers of its own"), "\(emptied.stdout)")
+        let audited = try await owner.query("SELECT details->>'membersWithDoses' AS n FROM audit_log WHERE action = 'shc.issuer.remove'")
+        #expect(try audited.map { try $0.decode("n", as: String.self) } == ["1"])
         #expect(try await cli.run("user", "erase", "north", "alice@example.edu", "--yes").status == 0)
         #expect(try await count("vaccinations") == 0)
         await owner.shutdown()

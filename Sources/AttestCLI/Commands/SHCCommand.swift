@@ -58,7 +58,7 @@ struct SHCCommand: AsyncParsableCommand {
 
     struct Issuer: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "A campus's own trusted issuers (a pilot's, a test's).", subcommands: [Add.self])
+            abstract: "A campus's own trusted issuers (a pilot's, a test's).", subcommands: [Add.self, List.self, Remove.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
@@ -94,6 +94,69 @@ struct SHCCommand: AsyncParsableCommand {
                     } catch let refused as SmartHealthCards.Refused { throw CLIError("\(jwksFile): \(refused.detail)") }
                 }
                 say("\(campus) trusts \(iss) with \(keys) key\(keys == 1 ? "" : "s").")
+            }
+        }
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "The issuers a campus trusts of its own, with their keys and the members with doses from their cards.")
+            @Argument(help: "The campus slug.") var campus: String
+            @Flag(help: "Print the issuers as JSON.") var json = false
+            @OptionGroup var database: DatabaseOptions
+            @OptionGroup var logging: LoggingOptions
+
+            func run() async throws {
+                let (issuers, directory) = try await TenantContext.run(database: database, logging: logging) { context in
+                    let found = try await context.campuses.require(slug: campus)
+                    let records = HealthRecords(client: context.client)
+                    return (try await records.ownIssuers(campus: found), try await records.directoryIssuers(campus: found))
+                }
+                if json { return printJSON(issuers) }
+                let everyCampus =
+                    directory == 0
+                    ? "no VCI Directory is imported (`attest shc directory import`)"
+                    : "the VCI Directory's \(directory) issuers are trusted by every campus"
+                guard !issuers.isEmpty else {
+                    return say("\(campus) trusts no issuers of its own (`attest shc issuer add` adds one); \(everyCampus).")
+                }
+                for issuer in issuers {
+                    let name = issuer.name == issuer.iss ? "" : " (\(issuer.name))"
+                    say(
+                        "\(issuer.iss)\(name): \(issuer.keys) key\(issuer.keys == 1 ? "" : "s"), "
+                            + "\(issuer.revocationLists) revocation list\(issuer.revocationLists == 1 ? "" : "s"), "
+                            + "added \(issuer.addedAt.formatted(.iso8601)); doses kept for \(issuer.members) member\(issuer.members == 1 ? "" : "s")"
+                    )
+                }
+                say("Besides these, \(everyCampus).")
+            }
+        }
+
+        struct Remove: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Stop trusting an issuer a campus added (its cards are refused from now on). Audited.",
+                discussion: """
+                    The doses already verified with the issuer's cards stay on members' records: they were verified \
+                    when presented. An issuer of the VCI Directory is trusted by every campus and is not removed here.
+                    """)
+            @Argument(help: "The campus slug.") var campus: String
+            @Argument(help: "The issuer's iss, as `attest shc issuer list` shows it.") var iss: String
+            @OptionGroup var database: DatabaseOptions
+            @OptionGroup var logging: LoggingOptions
+
+            func run() async throws {
+                let members = try await TenantContext.run(database: database, logging: logging) { context in
+                    let found = try await context.campuses.require(slug: campus)
+                    return try await HealthRecords(client: context.client).removeIssuer(campus: found, iss: iss, actor: TenantContext.actor)
+                }
+                guard let members else {
+                    throw CLIError(
+                        "\(campus) does not trust \(iss) of its own: `attest shc issuer list \(campus)` shows the issuers it added")
+                }
+                let kept =
+                    members == 0
+                    ? "no member has doses from its cards"
+                    : "the doses already kept for \(members) member\(members == 1 ? "" : "s") from its cards stay"
+                say("\(campus) no longer trusts \(iss): its cards are refused from now on; \(kept).")
             }
         }
     }
