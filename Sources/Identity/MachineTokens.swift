@@ -66,19 +66,48 @@ public struct MachineTokens: Sendable {
         return try rows.first.map { Machine(role: role, name: try $0.decode("name")) }
     }
 
-    /// Revokes every token of the machine `name` in `role`, audited; returns how many.
+    /// Revokes every live token of the machine `name` in `role` (refused from the next
+    /// request: servers keep no machine token), audited; returns how many. None revoked is
+    /// not audited.
     public func revoke(campus: Campus, role: Role, name: String, actor: String) async throws -> Int {
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
             let rows = try await connection.query(
                 """
                 UPDATE machine_tokens SET revoked_at = now()
                 WHERE campus_id = \(campus.id) AND role = \(role.rawValue) AND name = \(name) AND revoked_at IS NULL
+                  AND expires_at > now()
                 RETURNING 1
                 """)
+            guard !rows.isEmpty else { return 0 }
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: "token.revoke", target: "\(role.rawValue):\(name)",
                 details: ["count": "\(rows.count)"])
             return rows.count
+        }
+    }
+
+    /// One token a machine was issued, as `attest token list` shows it (never the token).
+    public struct Issued: Sendable, Equatable, Codable {
+        public var role: String
+        public var name: String
+        public var issuedAt: Date
+        public var expiresAt: Date
+        public var revokedAt: Date?
+    }
+
+    /// Every machine token of `campus` still live or ended within the last 30 days, by
+    /// machine, newest first.
+    public func list(campus: Campus) async throws -> [Issued] {
+        try await client.query(
+            """
+            SELECT role, name, created_at, expires_at, revoked_at FROM machine_tokens
+            WHERE campus_id = \(campus.id) AND least(expires_at, coalesce(revoked_at, 'infinity')) > now() - interval '30 days'
+            ORDER BY role, name, created_at DESC
+            """, campus: campus.id.rawValue
+        ).map { row in
+            Issued(
+                role: try row.decode("role"), name: try row.decode("name"), issuedAt: try row.decode("created_at"),
+                expiresAt: try row.decode("expires_at"), revokedAt: try row.decode("revoked_at"))
         }
     }
 }

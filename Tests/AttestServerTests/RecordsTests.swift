@@ -211,9 +211,25 @@ struct RecordsTests {
             // North's laboratory at south: unknown there.
             let elsewhere = try await api.send(.post, "/v1/campuses/south/lab/results", template: Self.lab, token: lab, json: body)
             #expect(elsewhere.status == 401)
-            _ = try await MachineTokens(client: server.pool).revoke(campus: campus, role: .lab, name: "state-lab", actor: "test")
+            // Revoked by the operator's CLI: refused from the next request; south's laboratory of the same name untouched.
+            let cli = AdminCLITests.CLI(database: server.database)
+            let listed = try await cli.run("token", "list", "north")
+            #expect(listed.stdout.hasPrefix("--lab state-lab: issued ") && listed.stdout.contains(", live until "), "\(listed)")
+            let revoke = try await cli.run("token", "revoke", "north", "--lab", "state-lab")
+            #expect(revoke.status == 0 && revoke.stdout.hasPrefix("Revoked 1 token of --lab state-lab at north"), "\(revoke)")
             let revoked = try await api.send(.post, "/v1/campuses/north/lab/results", template: Self.lab, token: lab, json: body)
             #expect(revoked.status == 401)
+            let southBody = Self.observation(specimen: "S-9", email: "nobody@example.edu", detected: false)
+            let southStill = try await api.send(
+                .post, "/v1/campuses/south/lab/results", template: Self.lab, token: southLab, json: southBody)
+            #expect(southStill.status == 200, "\(southStill.body)")
+            AdminCLITests.expectFailure(
+                try await cli.run("token", "revoke", "north", "--lab", "state-lab"), "no live token for --lab state-lab")
+            let after = try await cli.run("token", "list", "north", "--json")
+            let tokens = try #require(try JSONSerialization.jsonObject(with: Data(after.stdout.utf8)) as? [[String: Any]])
+            #expect(tokens.count == 1 && tokens[0]["name"] as? String == "state-lab" && tokens[0]["revokedAt"] is String, "\(after.stdout)")
+            let audited = try await AuditLog(client: server.pool).entries(campus: campus.id).filter { $0.action == "token.revoke" }
+            #expect(audited.map(\.target) == ["lab:state-lab"], "one entry: the refused second revocation is not audited")
             // A member and a screener do not reach the health officers' routes.
             let asMember = try await api.send(
                 .get, "/v1/campuses/north/health/isolations", template: Self.isolations, token: member)

@@ -6,7 +6,8 @@ import Tenancy
 
 struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "token", abstract: "Mint session tokens (tests, benchmarks, kiosks).", subcommands: [Issue.self])
+        commandName: "token", abstract: "Mint session tokens (tests, benchmarks, kiosks) and machines' tokens; list and revoke machines'.",
+        subcommands: [Issue.self, List.self, Revoke.self])
 
     struct Issue: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -84,6 +85,68 @@ struct TokenCommand: AsyncParsableCommand {
                 ).token
             }
             say(token)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A campus's machine tokens (laboratories', the directory's): live ones and those ended in the last 30 days.",
+            discussion: "Never the tokens themselves: only their SHA-256 is kept. Members' sessions end with `attest user deactivate`.")
+        @Argument(help: "The campus slug.") var campus: String
+        @Flag(help: "Print the tokens as JSON.") var json = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let issued = try await TenantContext.run(database: database, logging: logging) { context in
+                try await MachineTokens(client: context.client).list(campus: try await context.campuses.require(slug: campus))
+            }
+            if json { return printJSON(issued) }
+            guard !issued.isEmpty else {
+                return say(
+                    "\(campus) has no machine tokens: `attest token issue \(campus) --lab <name>` or `--provisioner <name>` makes one.")
+            }
+            let now = Date()
+            for token in issued {
+                let state =
+                    if let revoked = token.revokedAt { "revoked \(revoked.formatted(.iso8601))" } else if token.expiresAt <= now {
+                        "expired \(token.expiresAt.formatted(.iso8601))"
+                    } else { "live until \(token.expiresAt.formatted(.iso8601))" }
+                say("--\(token.role) \(token.name): issued \(token.issuedAt.formatted(.iso8601)), \(state)")
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke every live token of a laboratory or of the directory: refused from the next request. Audited.",
+            discussion: "Issue the machine a new token with `attest token issue <campus> --lab <name>` (or --provisioner).")
+        @Argument(help: "The campus slug.") var campus: String
+        @Option(help: "The laboratory whose tokens to revoke.") var lab: String?
+        @Option(help: "The directory (provisioner) whose tokens to revoke.") var provisioner: String?
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func validate() throws {
+            guard (lab == nil) != (provisioner == nil) else {
+                throw ValidationError("Name one machine: --lab <name> or --provisioner <name> (`attest token list <campus>` shows them).")
+            }
+        }
+
+        func run() async throws {
+            let (role, name): (MachineTokens.Role, String) = if let lab { (.lab, lab) } else { (.provisioner, provisioner ?? "") }
+            let count = try await TenantContext.run(database: database, logging: logging) { context in
+                let found = try await context.campuses.require(slug: campus)
+                return try await MachineTokens(client: context.client).revoke(
+                    campus: found, role: role, name: name.trimmingCharacters(in: .whitespaces), actor: TenantContext.actor)
+            }
+            guard count > 0 else {
+                throw CLIError(
+                    "\(campus) has no live token for --\(role.rawValue) \(name): `attest token list \(campus)` shows the machines' tokens")
+            }
+            say(
+                "Revoked \(count) token\(count == 1 ? "" : "s") of --\(role.rawValue) \(name) at \(campus): refused from the next request. "
+                    + "`attest token issue \(campus) --\(role.rawValue) \(name)` makes a new one.")
         }
     }
 }
