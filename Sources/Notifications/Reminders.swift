@@ -86,27 +86,7 @@ public struct Reminders: Sendable {
         // that has passed (the campus's, or the first member's) still reminds that day.
         guard try await earliestMinute(campus) <= minute else { return nil }
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
-            try await connection.query(
-                "INSERT INTO reminder_runs (campus_id, local_date) VALUES (\(campus.id), \(date)) ON CONFLICT DO NOTHING")
-            let locked = try await connection.query(
-                """
-                SELECT through_minute, campus_minute FROM reminder_runs
-                WHERE campus_id = \(campus.id) AND local_date = \(date) FOR UPDATE
-                """)
-            guard let row = locked.first else { return nil }
-            let through = Int(try row.decode("through_minute", as: Int16.self))
-            guard through < minute else { return nil }
-            // The campus's minute once a run passed it stays the day's: a time the campus moved
-            // later since reminds nobody twice (a new one takes effect the next day).
-            let passed = try row.decode("campus_minute", as: Int16?.self).map(Int.init)
-            let campusMinute = passed ?? campus.reminderMinute
-            let passesNow = passed == nil && through < campusMinute && campusMinute <= minute
-            try await connection.query(
-                """
-                UPDATE reminder_runs SET through_minute = \(Int16(clamping: minute)), ran_at = \(now),
-                    campus_minute = \(passesNow ? Int16(clamping: campusMinute) : passed.map { Int16(clamping: $0) })
-                WHERE campus_id = \(campus.id) AND local_date = \(date)
-                """)
+            guard let (through, campusMinute) = try await Self.claim(connection, campus, through: minute, at: now) else { return nil }
             // No sink takes reminders: nobody is read. Finding who has not attested reads every
             // member (2.5 s of PostgreSQL's CPU for 300,000 of them).
             let taken = try await connection.query(
@@ -139,6 +119,52 @@ public struct Reminders: Sendable {
             try await connection.query(
                 "UPDATE reminder_runs SET reminded = reminded + \(reminded) WHERE campus_id = \(campus.id) AND local_date = \(date)")
             return reminded
+        }
+    }
+
+    /// Takes `campus`'s run of the local day of `now` through `minute`, under the lock of its
+    /// `reminder_runs` row: the minute the day's runs had reached and the campus's minute for
+    /// the day, or nil when a run already reached `minute`.
+    private static func claim(_ connection: PostgresConnection, _ campus: Campus, through minute: Int, at now: Date) async throws -> (
+        through: Int, campusMinute: Int
+    )? {
+        let date = campus.localDate(at: now)
+        try await connection.query(
+            "INSERT INTO reminder_runs (campus_id, local_date) VALUES (\(campus.id), \(date)) ON CONFLICT DO NOTHING")
+        let locked = try await connection.query(
+            """
+            SELECT through_minute, campus_minute FROM reminder_runs
+            WHERE campus_id = \(campus.id) AND local_date = \(date) FOR UPDATE
+            """)
+        guard let row = locked.first else { return nil }
+        let through = Int(try row.decode("through_minute", as: Int16.self))
+        guard through < minute else { return nil }
+        // The campus's minute once a run passed it stays the day's: a time the campus moved
+        // later since reminds nobody twice (a new one takes effect the next day).
+        let passed = try row.decode("campus_minute", as: Int16?.self).map(Int.init)
+        let campusMinute = passed ?? campus.reminderMinute
+        let passesNow = passed == nil && through < campusMinute && campusMinute <= minute
+        try await connection.query(
+            """
+            UPDATE reminder_runs SET through_minute = \(Int16(clamping: minute)), ran_at = \(now),
+                campus_minute = \(passesNow ? Int16(clamping: campusMinute) : passed.map { Int16(clamping: $0) })
+            WHERE campus_id = \(campus.id) AND local_date = \(date)
+            """)
+        return (through, campusMinute)
+    }
+
+    /// Marks `campus`'s reminders due before `now`'s minute today as passed without writing
+    /// any: no run reminds anyone of a minute before it. `attest dev` does this as it starts, so that
+    /// its demo members are not all reminded at once on a start after their time, and a
+    /// newcomer who chooses a minute ahead sees that reminder arrive (a member is reminded
+    /// once a day).
+    public func skipMissed(_ campus: Campus, at now: Date) async throws {
+        // The minute before now's: a member due this very minute is still reminded. Nothing is
+        // claimed before the day's first chosen minute, as `remind` claims nothing then.
+        let before = Self.minute(campus, at: now) - 1
+        guard try await earliestMinute(campus) <= before else { return }
+        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+            _ = try await Self.claim(connection, campus, through: before, at: now)
         }
     }
 

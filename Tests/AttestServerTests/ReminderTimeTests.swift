@@ -184,6 +184,36 @@ struct ReminderTimeTests {
         #expect(try await reminded(on: "2026-11-21") == [plain.id.description, quiet.id.description])
     }
 
+    /// `attest dev` starts by skipping what was due before it: the demo's members are not all
+    /// reminded at once on a start after their time, and a minute chosen ahead still comes.
+    @Test func remindersSkippedBeforeAStartLeaveTheMinutesFromItsOwnOn() async throws {
+        let clock = try TestClock("2026-11-20T12:00:00Z")  // 07:00 in New York; the campus reminds at 08:00
+        let (server, north) = try await AttestationTests.setUp(clock: clock)
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: north, kind: .sink, id: "log", settings: .object([:]), actor: "test")
+        _ = try await server.user("plain@example.edu", at: north)
+        let (now, _) = try await server.user("now@example.edu", at: north)
+        let (ahead, _) = try await server.user("ahead@example.edu", at: north)
+        let preferences = NotificationPreferenceStore(client: server.pool)
+        let reminders = Reminders(client: server.pool, audience: .unattested)
+        // Before the day's first minute there is nothing to skip: the campus's 08:00 still comes.
+        try await reminders.skipMissed(north, at: clock.read())
+        try clock.set("2026-11-20T13:00:10Z")
+        #expect(try await reminders.run(campuses: [north], at: clock.read()) == ["north": 3])
+        // The next day a start at 09:30: 08:00 is not sent, a member due at 09:30 itself is, and one at 09:45.
+        try await preferences.set(campus: north, user: now.id, NotificationPreferences(reminderMinute: 570), now: clock.read())
+        try await preferences.set(campus: north, user: ahead.id, NotificationPreferences(reminderMinute: 585), now: clock.read())
+        try clock.set("2026-11-21T14:30:20Z")
+        try await reminders.skipMissed(north, at: clock.read())
+        #expect(try await reminders.run(campuses: [north], at: clock.read()) == ["north": 1])
+        try clock.set("2026-11-21T14:45:00Z")
+        #expect(try await reminders.run(campuses: [north], at: clock.read()) == ["north": 1])
+        let day = try await server.pool.query(
+            "SELECT reminder_for FROM notification_outbox WHERE event = 'reminder.due' AND payload->>'date' = '2026-11-21' ORDER BY 1",
+            campus: north.id.rawValue)
+        #expect(Set(try day.map { try $0.decode("reminder_for", as: UUID.self) }) == [now.id.rawValue, ahead.id.rawValue])
+    }
+
     @Test func aCampusTimeMovedLaterAfterItsRemindersWentRemindsNobodyTwice() async throws {
         let clock = try TestClock("2026-11-20T13:00:30Z")  // 08:00 in New York, the campus's time
         let (server, north) = try await AttestationTests.setUp(clock: clock)

@@ -99,12 +99,16 @@ struct DevCommand: AsyncParsableCommand {
             afterMigration: {
                 let client = try database.applicationClient(logger: logger)
                 let (issued, lab, directory, campus) = try await withShutdown(client) {
-                    (
+                    let made = (
                         try await DemoCampus.ensure(client: client, kek: kek),
                         try await DemoCampus.machineToken(client: client, role: .lab, name: "demo-lab"),
                         try await DemoCampus.machineToken(client: client, role: .provisioner, name: "demo-directory"),
                         try await CampusStore(client: client).find(slug: DemoCampus.slug)
                     )
+                    // Reminders of minutes before this start are not all sent at once now: a
+                    // newcomer who chooses a minute ahead sees that one arrive (once a day each).
+                    if let campus = made.3 { try await Reminders(client: client, audience: .unattested).skipMissed(campus, at: Date()) }
+                    return made
                 }
                 tokens.withLock { $0 = issued }
                 machineTokens.withLock { $0 = (lab, directory) }
@@ -262,8 +266,9 @@ enum DemoCampus {
         var lines = [
             "  Demo campus:  \(slug) (\(campus.timeZone), daily deadline \(deadline))",
             "  Web pages:    \(base)/c/\(slug)/  (sign in as any demo person there)",
-            "  Reminders:    printed here, as email would send them, at each member's time",
-            "                (\(base)/c/\(slug)/settings sets yours: a time from 00:00 to \(deadline), \(campus.timeZone) time)",
+            "  Reminders:    printed here, as email would send them, at each member's time from now on",
+            "                (\(base)/c/\(slug)/settings sets yours: a time from 00:00 to \(deadline), \(campus.timeZone) time;",
+            "                choose a minute ahead to watch yours arrive)",
         ]
         if CampusSchedule.hasPassed(minute: campus.deadlineMinute, in: campus.zone, at: now) {
             lines += [
