@@ -286,6 +286,8 @@ struct RecordsPages: Sendable {
         let campus = visit.campus, actor = try visit.signedInUser().email, now = services.clock()
         let unmatched = try await services.records.unmatched(campus: campus, actor: actor)
         let exemptions = try await services.records.exemptions(campus: campus, status: .pending, actor: actor)
+        let inForce = try await services.records.exemptions(
+            campus: campus, status: .approved, inForceOn: campus.localDate(at: now), actor: actor)
         let restrictions = try await services.records.restrictions(campus: campus, on: campus.localDate(at: now), actor: actor)
         var data: [String: Any] = [
             "hasUnmatched": !unmatched.isEmpty,
@@ -303,6 +305,14 @@ struct RecordsPages: Sendable {
                     "id": item.id.lowercasedText, "name": item.name, "email": item.email,
                     "kind": visit["exemptionKind_" + item.kind.rawValue],
                     "note": item.note, "requested": WebFormat.dateTime(item.requestedAt, campus: campus, language: visit.language),
+                ]
+            },
+            "hasInForce": !inForce.isEmpty,
+            "inForce": inForce.map { item -> [String: Any] in
+                [
+                    "id": item.id.lowercasedText, "name": item.name, "email": item.email,
+                    "kind": visit["exemptionKind_" + item.kind.rawValue], "expires": item.expires?.description ?? "",
+                    "until": item.expires.map { WebFormat.date($0, campus: campus, language: visit.language) } ?? "",
                 ]
             },
             "hasRestrictions": !restrictions.isEmpty,

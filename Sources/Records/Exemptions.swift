@@ -82,8 +82,11 @@ extension HealthRecords {
     }
 
     /// The campus's exemptions of `status`, oldest first (at most 500), with their members;
-    /// audited (each names a person and opens their note).
-    public func exemptions(campus: Campus, status: Exemption.Status, actor: String) async throws -> [Exemption] {
+    /// audited (each names a person and opens their note). `inForceOn`: only those approved
+    /// that still hold that day, by their last day.
+    public func exemptions(campus: Campus, status: Exemption.Status, inForceOn day: LocalDate? = nil, actor: String) async throws
+        -> [Exemption]
+    {
         let kek = try requireKEK()
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
             let rows = try await connection.query(
@@ -91,7 +94,8 @@ extension HealthRecords {
                 SELECT e.id, e.kind, e.note, e.status, e.requested_at, e.expires_on, e.reason, e.decided_at, u.email, u.display_name
                 FROM exemptions e JOIN users u ON u.campus_id = e.campus_id AND u.id = e.user_id
                 WHERE e.campus_id = \(campus.id) AND e.status = \(status.rawValue)
-                ORDER BY e.requested_at, e.id LIMIT 500
+                  AND (\(day)::date IS NULL OR e.expires_on >= \(day)::date)
+                ORDER BY CASE WHEN \(day)::date IS NOT NULL THEN e.expires_on END, e.requested_at, e.id LIMIT 500
                 """)
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: "exemptions.read", target: status.rawValue,
@@ -112,7 +116,10 @@ extension HealthRecords {
 
     /// A health officer decides a waiting request: approved until `expires` (today or later,
     /// within two years) or denied, with words for the member; audited, and the member's
-    /// status recomputed.
+    /// status recomputed. An approved one may be decided again: its last day moved (approved
+    /// with another `expires`, audited as `exemption.change`) or ended (denied, audited as
+    /// `exemption.revoke`: one approved in error, or no longer needed). A denied one stays
+    /// denied; the member may ask again.
     public func decideExemption(
         campus: Campus, id: UUID, approve: Bool, expires: LocalDate?, reason: String, actor: String, now: Date
     ) async throws {
@@ -125,24 +132,32 @@ extension HealthRecords {
         }
         let policy = RecordsPolicy(campus: campus)
         let changed = try await changingRecords(of: campus) { connection in
+            let before = try await connection.query(
+                "SELECT status, expires_on FROM exemptions WHERE campus_id = \(campus.id) AND id = \(id) FOR UPDATE")
+            guard let was = before.first else {
+                throw RecordsError.notFound("no such exemption request at this campus: GET …/health/exemptions lists them")
+            }
+            let status: String = try was.decode("status"), previous = try was.decode("expires_on", as: LocalDate?.self)
+            guard status != "denied" else {
+                throw RecordsError.conflict(
+                    "this request was denied already and stays denied: the member may ask again (POST …/me/exemptions)")
+            }
             let rows = try await connection.query(
                 """
                 UPDATE exemptions SET status = \(approve ? "approved" : "denied"), expires_on = \(approve ? expires : nil),
                        reason = \(reason), decided_by = \(actor), decided_at = \(now)
-                WHERE campus_id = \(campus.id) AND id = \(id) AND status = 'pending'
+                WHERE campus_id = \(campus.id) AND id = \(id)
                 RETURNING user_id, kind
                 """)
-            guard let row = rows.first else {
-                let exists = try await connection.query("SELECT 1 FROM exemptions WHERE campus_id = \(campus.id) AND id = \(id)")
-                throw exists.isEmpty
-                    ? RecordsError.notFound("no such exemption request at this campus: GET …/health/exemptions lists them")
-                    : RecordsError.conflict("this request was decided already")
-            }
+            guard let row = rows.first else { throw RecordsError.notFound("no such exemption request at this campus") }
             let user: UUID = try row.decode("user_id")
+            let action =
+                status == "pending"
+                ? (approve ? "exemption.approve" : "exemption.deny") : (approve ? "exemption.change" : "exemption.revoke")
+            var details = ["id": id.lowercasedText, "kind": try row.decode("kind", as: String.self), "expires": expires?.description ?? ""]
+            if status == "approved" { details["was"] = previous?.description ?? "" }
             try await AuditLog.record(
-                connection, campus: campus.id, actor: actor, action: approve ? "exemption.approve" : "exemption.deny",
-                target: user.lowercasedText,
-                details: ["id": id.lowercasedText, "kind": try row.decode("kind"), "expires": expires?.description ?? ""])
+                connection, campus: campus.id, actor: actor, action: action, target: user.lowercasedText, details: details)
             return try await Self.recompute(connection, campus: campus, users: [user], policy: policy)
         }
         if changed > 0 { generations?.advance(campus.id) }

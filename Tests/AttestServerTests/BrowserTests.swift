@@ -171,6 +171,13 @@ struct BrowserTests {
             campus: north, user: uma.id, NotificationPreferences(email: true, language: "es"), now: now)
         let unsubscribe = UnsubscribeTokens(campusSecret: try await server.services.badges.keys.subjectKey(campus: north.id))
         let unsubscribePath = "/v1/campuses/north/unsubscribe?token="
+        // An exemption in force (Ugo's), which the health page offers to move or end.
+        let records = HealthRecords(client: server.pool, kek: TestServer.kek)
+        let asked = try await records.requestExemption(
+            campus: north, user: ugo.id, kind: .medical, note: "a letter", actor: "test", now: now)
+        try await records.decideExemption(
+            campus: north, id: asked.id, approve: true, expires: north.localDate(at: now).adding(days: 90), reason: "", actor: "test",
+            now: now)
         // A link Uma gave a clinician.
         let (_, shareToken) = try await JournalShareStore(client: server.pool).create(
             campus: north.id, user: uma.id, actor: "test", from: north.localDate(at: now), to: north.localDate(at: now), seconds: 86_400,

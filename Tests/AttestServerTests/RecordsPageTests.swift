@@ -89,6 +89,27 @@ struct RecordsPageTests {
             ] {
                 #expect(actions.contains(action), "\(action) audited")
             }
+
+            // The exemption in force: its last day moved, then ended from the same page.
+            #expect(
+                after.body.contains("Exemptions in force")
+                    && after.body.contains("id=\"until-\(exemption)\" name=\"expires\" value=\"2027-06-30\""))
+            let moved = try await hana.post(
+                "/c/north/health/exemptions/\(exemption)", form: [("csrf", token), ("decision", "approved"), ("expires", "2027-01-31")])
+            #expect(moved.status == 303)
+            let movedForAna = try await ana.get("/c/north/records").body
+            #expect(movedForAna.contains("Medical exemption: approved until Sun, Jan 31, 2027"), "\(movedForAna)")
+            let ended = try await hana.post(
+                "/c/north/health/exemptions/\(exemption)", form: [("csrf", token), ("decision", "denied"), ("reason", "approved in error")])
+            #expect(ended.status == 303)
+            let none = try await hana.get("/c/north/health")
+            #expect(none.body.contains("No exemption is in force.") && !none.body.contains("until-\(exemption)"))
+            let endedForAna = try await ana.get("/c/north/records")
+            #expect(endedForAna.body.contains("Medical exemption: denied.") && endedForAna.body.contains("approved in error"))
+            // Sent again from a page left open: a denied request stays denied, said in the page's words.
+            let again = try await hana.post(
+                "/c/north/health/exemptions/\(exemption)", form: [("csrf", token), ("decision", "approved"), ("expires", "2027-06-30")])
+            #expect(again.status == 409 && again.body.contains("That was dealt with already"), "\(again.body.prefix(400))")
         }
     }
 

@@ -419,10 +419,15 @@ struct RecordsTests {
                 .patch, "/v1/campuses/north/health/exemptions/\(id)", template: Self.exemption, token: officer,
                 json: #"{"decision": "approved", "expires": "2027-06-30", "reason": "letter received"}"#)
             #expect(approved.status == 204, "\(approved.body)")
-            let twice = try await api.send(
-                .patch, "/v1/campuses/north/health/exemptions/\(id)", template: Self.exemption, token: officer,
-                json: #"{"decision": "denied"}"#)
-            #expect(twice.status == 409)
+            // Decided again: its last day moved (an earlier one, then back).
+            for expires in ["2027-03-31", "2027-06-30"] {
+                let moved = try await api.send(
+                    .patch, "/v1/campuses/north/health/exemptions/\(id)", template: Self.exemption, token: officer,
+                    json: #"{"decision": "approved", "expires": "\#(expires)", "reason": "letter received"}"#)
+                #expect(moved.status == 204, "\(moved.body)")
+                let record = try await api.send(.get, "/v1/campuses/north/me/records", template: Self.records, token: member)
+                #expect((record.json["exemption"] as? [String: Any])?["expires"] as? String == expires, "\(record.body)")
+            }
             let no = try await api.send(
                 .patch, "/v1/campuses/north/health/exemptions/\(deniedID)", template: Self.exemption, token: officer,
                 json: #"{"decision": "denied", "reason": "send the letter to the health office"}"#)
@@ -439,6 +444,30 @@ struct RecordsTests {
             #expect((bobs.json["items"] as? [[String: Any]])?.first?["status"] as? String == "denied")
             let bobsRecord = try await api.send(.get, "/v1/campuses/north/me/records", template: Self.records, token: other)
             #expect(bobsRecord.json["exemption"] is NSNull)
+            // Ended by a health officer (approved in error): gone from the record at once, the
+            // member sees it denied with the reason; a denied request is not decided again.
+            let ended = try await api.send(
+                .patch, "/v1/campuses/north/health/exemptions/\(id)", template: Self.exemption, token: officer,
+                json: #"{"decision": "denied", "reason": "approved in error: the letter was another person's"}"#)
+            #expect(ended.status == 204, "\(ended.body)")
+            let endedRecord = try await api.send(.get, "/v1/campuses/north/me/records", template: Self.records, token: member)
+            #expect(endedRecord.json["exemption"] is NSNull, "\(endedRecord.body)")
+            let mineAfter = try await api.send(.get, "/v1/campuses/north/me/exemptions", template: Self.myExemptions, token: member)
+            let endedItem = try #require((mineAfter.json["items"] as? [[String: Any]])?.first)
+            #expect(endedItem["status"] as? String == "denied" && (endedItem["reason"] as? String)?.hasPrefix("approved in error") == true)
+            for denied in [id, deniedID] {
+                let again = try await api.send(
+                    .patch, "/v1/campuses/north/health/exemptions/\(denied)", template: Self.exemption, token: officer,
+                    json: #"{"decision": "approved", "expires": "2027-06-30"}"#)
+                #expect(again.status == 409 && again.problem.detail.contains("stays denied: the member may ask again"), "\(again.body)")
+            }
+            let changes = try await AuditLog(client: server.pool).entries(campus: campus.id).filter {
+                $0.action == "exemption.change" || $0.action == "exemption.revoke"
+            }
+            #expect(
+                changes.map { "\($0.action) \($0.details["was"] ?? "") \($0.details["expires"] ?? "")" } == [
+                    "exemption.change 2027-06-30 2027-03-31", "exemption.change 2027-03-31 2027-06-30", "exemption.revoke 2027-06-30 ",
+                ])
 
             let actions = try await AuditLog(client: server.pool).entries(campus: campus.id).map(\.action)
             for action in ["exemption.request", "exemptions.read", "exemption.approve", "exemption.deny"] {
@@ -625,7 +654,7 @@ struct RecordsTests {
         }
         var kept: [String: Kept] = [:]
         var isolations: [UUID: (email: String, kind: HealthStatus.RestrictionKind, until: LocalDate, released: Bool)] = [:]
-        var approved: [(email: String, exemption: HealthStatus.Exemption)] = []
+        var approved: [UUID: (email: String, exemption: HealthStatus.Exemption)] = [:]
         let base = try #require(FHIRTime.parse("2026-11-01T12:00:00Z", zone: .gmt))
         for _ in 0..<40 {
             switch Int.random(in: 0..<12, using: &random) {
@@ -678,6 +707,14 @@ struct RecordsTests {
                     .decode("id")
                 try await records.match(campus: campus, result: id, email: email, actor: "test")
                 kept[specimen] = Kept(result: waiting.result, owner: email, released: waiting.released, dismissed: false)
+            case 10 where !approved.isEmpty && Bool.random(using: &random):
+                // An approved exemption decided again: its last day moved, or ended.
+                let id = approved.keys.sorted().randomElement(using: &random)!
+                let approve = Bool.random(using: &random)
+                let expires = campus.localDate(at: clock.read()).adding(days: Int.random(in: 0...300, using: &random))
+                try await records.decideExemption(
+                    campus: campus, id: id, approve: approve, expires: expires, reason: "", actor: "test", now: clock.read())
+                approved[id] = approve ? (approved[id]!.email, .init(kind: approved[id]!.exemption.kind, expires: expires)) : nil
             case 10:
                 // An exemption asked for and decided: approved until a day, or denied.
                 let email = emails.randomElement(using: &random)!
@@ -688,7 +725,7 @@ struct RecordsTests {
                 let expires = campus.localDate(at: clock.read()).adding(days: Int.random(in: 0...300, using: &random))
                 try await records.decideExemption(
                     campus: campus, id: asked.id, approve: approve, expires: expires, reason: "", actor: "test", now: clock.read())
-                if approve { approved.append((email, .init(kind: kind, expires: expires))) }
+                if approve { approved[asked.id] = (email, .init(kind: kind, expires: expires)) }
             case 7:
                 let email = emails.randomElement(using: &random)!
                 let kind: HealthStatus.RestrictionKind = Bool.random(using: &random) ? .isolation : .quarantine
@@ -719,7 +756,7 @@ struct RecordsTests {
                 let mine = kept.values.filter { $0.owner == email }
                 var expected: HealthStatus? = nil
                 let handIsolations = isolations.values.filter { $0.email == email && !$0.released }
-                let exemptions = approved.filter { $0.email == email }.map(\.exemption)
+                let exemptions = approved.values.filter { $0.email == email }.map(\.exemption)
                 let given = doses[email] ?? []
                 if !mine.isEmpty || !handIsolations.isEmpty || !exemptions.isEmpty || !given.isEmpty {
                     var status = HealthStatus()

@@ -944,7 +944,11 @@ class AdminAndHealthOfficer(unittest.TestCase):
         try:
             sign_in(d, CONFIG['officer'], '/health')
             headings = [h.text for h in d.find_elements(By.CSS_SELECTOR, 'main h2')]
-            self.assertEqual(headings, ['Results that match no member', 'Exemptions to decide', 'Isolations and quarantines'])
+            self.assertEqual(headings, ['Results that match no member', 'Exemptions to decide', 'Exemptions in force',
+                                        'Isolations and quarantines'])
+            in_force = d.find_element(By.ID, 'exemptions-in-force')
+            self.assertIn('ugo@example.edu', in_force.text)
+            self.assertEqual(len(in_force.find_elements(By.CSS_SELECTOR, 'input[type="date"][name="expires"]')), 1)
             self.assertTrue(d.find_element(By.ID, 'isolation-email').is_displayed())
             check_both_languages(d, 'health')
         finally:
