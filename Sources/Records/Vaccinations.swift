@@ -169,23 +169,33 @@ extension HealthRecords {
 
     /// Stops trusting `iss` at `campus` (`attest shc issuer remove`), audited: its cards are
     /// refused from then on. The doses already verified with it stay on members' records (they
-    /// were verified when presented); returns how many members have one, or nil when the campus
-    /// did not trust `iss` of its own.
-    public func removeIssuer(campus: Campus, iss: String, actor: String) async throws -> Int? {
-        try await client.withTransaction(campus: campus.id.rawValue) { connection in
+    /// were verified when presented) unless `forgettingDoses` (its key was stolen, say): then
+    /// they are deleted and those members' statuses recomputed in the same transaction. Returns
+    /// how many members have (or had) doses from it, or nil when the campus did not trust `iss`
+    /// of its own.
+    public func removeIssuer(campus: Campus, iss: String, forgettingDoses: Bool = false, actor: String) async throws -> Int? {
+        let policy = RecordsPolicy(campus: campus)
+        let (members, changed) = try await changingRecords(of: campus) { connection -> (Int?, Int) in
             let removed = try await connection.query(
                 """
                 DELETE FROM shc_issuers i WHERE i.campus_id = \(campus.id) AND i.iss = \(iss)
-                RETURNING (SELECT count(DISTINCT v.user_id) FROM vaccinations v WHERE v.campus_id = i.campus_id AND v.issuer = i.iss)
-                          AS members
+                RETURNING ARRAY(SELECT DISTINCT v.user_id FROM vaccinations v WHERE v.campus_id = i.campus_id AND v.issuer = i.iss
+                                ORDER BY 1) AS members
                 """)
-            guard let row = removed.first else { return nil }
-            let members: Int = try row.decode("members")
+            guard let row = removed.first else { return (nil, 0) }
+            let members: [UUID] = try row.decode("members")
+            var changed = 0
+            if forgettingDoses, !members.isEmpty {
+                try await connection.query("DELETE FROM vaccinations WHERE campus_id = \(campus.id) AND issuer = \(iss)")
+                changed = try await Self.recompute(connection, campus: campus, users: members, policy: policy)
+            }
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: "shc.issuer.remove", target: iss,
-                details: ["membersWithDoses": "\(members)"])
-            return members
+                details: ["membersWithDoses": "\(members.count)", "dosesForgotten": forgettingDoses ? "true" : "false"])
+            return (members.count, changed)
         }
+        if changed > 0 { generations?.advance(campus.id) }
+        return members
     }
 
     /// How many issuers the VCI Directory, trusted by every campus, holds.

@@ -272,6 +272,33 @@ extension VaccinationTests {
         #expect(try audited.map { try $0.decode("n", as: String.self) } == ["1"])
         #expect(try await cli.run("user", "erase", "north", "alice@example.edu", "--yes").status == 0)
         #expect(try await count("vaccinations") == 0)
+
+        // An issuer whose key was stolen: removed with its doses, the members' statuses recomputed at once.
+        #expect(try await cli.run("user", "add", "north", "bo@example.edu", "--name", "Bo Member").status == 0)
+        #expect(
+            try await cli.run("shc", "issuer", "add", "north", Cards.iss, "--jwks-file", fixtures + "/example-issuer-jwks.json").status == 0
+        )
+        let open = try await CampusStore(client: owner).set(
+            slug: "north", key: "settings", value: #"{"shc-identity": "off"}"#, actor: "test")
+        let bo = try #require(try await UserStore(client: owner).find(campus: open.id, email: "bo@example.edu"))
+        let given = try await HealthRecords(client: owner).presentCards(
+            campus: open, user: bo, cards: [try Cards.jws()], actor: "test", now: Date())
+        #expect(given.vaccination != nil)
+        func vaccinated() async throws -> Bool {
+            try await owner.query("SELECT health ? 'vaccination' AS v FROM member_health WHERE user_id = \(bo.id)").first?.decode(
+                "v", as: Bool?.self) ?? false
+        }
+        #expect(try await vaccinated())
+        let forgotten = try await cli.run("shc", "issuer", "remove", "north", Cards.iss, "--forget-doses")
+        #expect(
+            forgotten.status == 0
+                && forgotten.stdout.contains("the doses of 1 member from its cards are deleted and their statuses recomputed"),
+            "[\(forgotten.stdout)] [\(forgotten.stderr)]")
+        #expect(try await count("vaccinations") == 0)
+        #expect(try await !vaccinated())
+        let audit = try await owner.query(
+            "SELECT details->>'dosesForgotten' AS f FROM audit_log WHERE action = 'shc.issuer.remove' ORDER BY at")
+        #expect(try audit.map { try $0.decode("f", as: String.self) } == ["false", "true"])
         await owner.shutdown()
     }
 }

@@ -135,27 +135,34 @@ struct SHCCommand: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 abstract: "Stop trusting an issuer a campus added (its cards are refused from now on). Audited.",
                 discussion: """
-                    The doses already verified with the issuer's cards stay on members' records: they were verified \
-                    when presented. An issuer of the VCI Directory is trusted by every campus and is not removed here.
+                    The doses already verified with the issuer's cards stay on members' records (they were verified \
+                    when presented) unless --forget-doses: then they are deleted and those members' statuses recomputed \
+                    at once, as when the issuer's signing key was stolen. An issuer of the VCI Directory is trusted by \
+                    every campus and is not removed here.
                     """)
             @Argument(help: "The campus slug.") var campus: String
             @Argument(help: "The issuer's iss, as `attest shc issuer list` shows it.") var iss: String
+            @Flag(help: "Also delete the doses verified with its cards (their members present another card).") var forgetDoses = false
             @OptionGroup var database: DatabaseOptions
             @OptionGroup var logging: LoggingOptions
 
             func run() async throws {
                 let members = try await TenantContext.run(database: database, logging: logging) { context in
                     let found = try await context.campuses.require(slug: campus)
-                    return try await HealthRecords(client: context.client).removeIssuer(campus: found, iss: iss, actor: TenantContext.actor)
+                    return try await HealthRecords(client: context.client).removeIssuer(
+                        campus: found, iss: iss, forgettingDoses: forgetDoses, actor: TenantContext.actor)
                 }
                 guard let members else {
                     throw CLIError(
                         "\(campus) does not trust \(iss) of its own: `attest shc issuer list \(campus)` shows the issuers it added")
                 }
+                let whom = "\(members) member\(members == 1 ? "" : "s")"
                 let kept =
                     members == 0
                     ? "no member has doses from its cards"
-                    : "the doses already kept for \(members) member\(members == 1 ? "" : "s") from its cards stay"
+                    : forgetDoses
+                        ? "the doses of \(whom) from its cards are deleted and their statuses recomputed"
+                        : "the doses already kept for \(whom) from its cards stay (--forget-doses deletes them)"
                 say("\(campus) no longer trusts \(iss): its cards are refused from now on; \(kept).")
             }
         }
