@@ -23,10 +23,14 @@ final class SMTPTestServer: Sendable {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appending(path: "Mail/smtp_server.py").path
 
+    /// Where `certificate` is kept: removed as the test process exits.
+    static let certificateDirectory = FileManager.default.temporaryDirectory.appending(path: "attest-smtp-cert-\(UUID().uuidString)")
+
     /// A self-signed certificate for `localhost` and 127.0.0.1, made once per test process.
     static let certificate: (cert: String, key: String) = {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-smtp-cert-\(UUID().uuidString)")
+        let directory = certificateDirectory
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: SMTPTestServer.certificateDirectory) }
         let (cert, key) = (directory.appending(path: "cert.pem").path, directory.appending(path: "key.pem").path)
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")

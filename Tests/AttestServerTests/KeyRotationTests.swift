@@ -291,6 +291,7 @@ struct KeyRotationTests {
 
     @Test func aServerAcceptingThePreviousKeyAnswersThroughARotation() async throws {
         let keys = try Keys()
+        defer { try? FileManager.default.removeItem(atPath: keys.directory) }
         let first = try await TestServer.make(kek: keys.old)
         let sealed = try await Self.sealEveryKind(first, kek: keys.old, members: 16)
         var issued: [String] = []

@@ -8,8 +8,10 @@ Patroni's own config validator, the Containerfile's stages, and the Citus script
 Each check is first shown to fail on a broken copy, so none passes vacuously.
 Environment: ATTEST_BINARY. Prints `ok <check>` for each; exits non-zero at the first failure.
 """
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEPLOY = os.path.join(REPO, "deploy")
 ATTEST = os.environ["ATTEST_BINARY"]
 WORK = tempfile.mkdtemp(prefix="attest-deploy-check-")
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)
 
 
 def read(*path):
