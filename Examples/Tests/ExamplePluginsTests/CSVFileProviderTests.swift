@@ -70,6 +70,7 @@ import Testing
     }
 
     @Test func thePathMustBeAbsolute() {
+        defer { try? FileManager.default.removeItem(at: directory) }
         #expect(throws: PluginSettingsError.self) { try CSVFileProvider(settings: .object(["path": .string("locations.csv")])) }
         #expect(throws: PluginSettingsError.self) { try CSVFileProvider(settings: .object([:])) }
     }

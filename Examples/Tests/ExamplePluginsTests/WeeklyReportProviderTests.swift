@@ -19,6 +19,7 @@ import Testing
     /// The example's own CSV reader: quoted commas, quotes and line breaks, CRLF line ends
     /// (one `Character`, two scalars), the line each record starts on, an unclosed quote refused.
     @Test func theReaderKeepsQuotedFieldsWholeAndCountsLines() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
         let text = "a,b\r\n\"x, \"\"y\"\"\",2\r\n\"two\nlines\",3\n\nlast,4"
         let records = try WeeklyReportProvider.records(in: Data(text.utf8))
         #expect(records.map(\.line) == [1, 2, 3, 5, 6])
