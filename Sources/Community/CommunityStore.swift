@@ -79,6 +79,11 @@ public struct CommunityStore: Sendable {
         public var latest: LocalDate?
     }
 
+    /// Deletes dataset `name` whole (its days go with its regions); false when there was none.
+    public func remove(dataset name: String) async throws -> Bool {
+        try await client.query("DELETE FROM community_regions WHERE dataset = \(name)").affectedRows > 0
+    }
+
     /// Every imported dataset, by name.
     public func datasets() async throws -> [Summary] {
         try await client.query(

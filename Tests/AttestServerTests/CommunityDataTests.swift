@@ -298,5 +298,23 @@ struct CommunityDataTests {
                 .get, "/v1/campuses/north/community/regions?search=%25", template: Self.regionsPath, token: member)
             #expect((percent.json["regions"] as? [[String: Any]])?.isEmpty == true)  // % is a character, not a wildcard
         }
+
+        // Removed: not while north reads it (named, with the way to stop), then whole; an unknown one refused.
+        let community = [ChildProcess.attestBinary, "community"]
+        let inUse = try await ChildProcess.run(community + ["remove", "--dataset", "testland"], environment: environment)
+        #expect(inUse.status == 1 && inUse.stderr.contains("testland is read by north: enable `imported` there without it first"))
+        let other = try await ChildProcess.run(
+            [
+                ChildProcess.attestBinary, "plugin", "enable", "north", "community-data", "imported", "--settings",
+                #"{"dataset": ["elsewhere"]}"#,
+            ],
+            environment: environment)
+        #expect(other.status == 0, "\(other.stderr)")
+        let removed = try await ChildProcess.run(community + ["remove", "--dataset", "testland"], environment: environment)
+        #expect(removed.status == 0 && removed.stdout.contains("Removed the dataset testland."), "\(removed.stderr)")
+        let left = try await ChildProcess.run(community + ["list"], environment: environment)
+        #expect(left.stdout.contains("No community data imported"), "\(left.stdout)")
+        let again = try await ChildProcess.run(community + ["remove", "--dataset", "testland"], environment: environment)
+        #expect(again.status == 1 && again.stderr.contains("no dataset testland: `attest community list` shows the imported ones"))
     }
 }

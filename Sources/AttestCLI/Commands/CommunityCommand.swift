@@ -9,7 +9,7 @@ import Tenancy
 struct CommunityCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "community", abstract: "Community figures imported for the `imported` provider (shared by every campus).",
-        subcommands: [Import.self, List.self])
+        subcommands: [Import.self, List.self, Remove.self])
 }
 
 extension CommunityCommand {
@@ -101,6 +101,52 @@ extension CommunityCommand {
             for item in datasets {
                 say("\(item.dataset)  \(item.regions) regions  \(item.days) days  latest \(item.latest?.description ?? "(none)")")
             }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete an imported dataset whole; refused while a campus's community-data plugin names it.",
+            discussion: "Run it as the database's owner (the role that runs `attest migrate`), as `import`.")
+        @Option(help: "The dataset's name, as `attest community list` shows it.") var dataset: String
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            // Whichever campus reads it would lose its figures: named, with the way to stop it.
+            let users = try await TenantContext.run(database: database, logging: logging) { context in
+                var users: [String] = []
+                let plugins = CampusPluginStore(client: context.client)
+                for campus in try await context.campuses.list() {
+                    let settings = try await plugins.settings(campus: campus.id, kind: .communityData, id: "imported")
+                    let named: [JSONValue] =
+                        switch settings?["dataset"] {
+                        case .array(let names)?: names
+                        case let one?: [one]
+                        case nil: []
+                        }
+                    if named.contains(.string(dataset)) { users.append(campus.slug) }
+                }
+                return users
+            }
+            if let first = users.first {
+                throw CLIError(
+                    "\(dataset) is read by \(users.joined(separator: ", ")): enable `imported` there without it first "
+                        + "(`attest plugin enable \(first) community-data imported --settings …`), then remove it")
+            }
+            let logger = logging.makeLogger(label: "attest")
+            let owner = try database.ownerClient(logger: logger)
+            let removed = try await runningService(owner) {
+                do { return try await CommunityStore(client: owner).remove(dataset: dataset) } catch let error as PostgresError
+                    where error.sqlState == "42501"
+                {
+                    throw CLIError(
+                        "this database login may not change community data: remove as the database's owner (the role that runs `attest migrate`)"
+                    )
+                }
+            }
+            guard removed else { throw CLIError("no dataset \(dataset): `attest community list` shows the imported ones") }
+            say("Removed the dataset \(dataset).")
         }
     }
 }
