@@ -262,6 +262,12 @@ public struct UserStore: Sendable {
         return (try row.decode("id"), try row.decode("active"))
     }
 
+    /// How many users `campus` has, active or not.
+    public func count(campus: CampusID) async throws -> Int {
+        let rows = try await client.query("SELECT count(*)::int AS n FROM users WHERE campus_id = \(campus)", campus: campus.rawValue)
+        return try rows.first?.decode("n") ?? 0
+    }
+
     /// One member more (+1) or fewer (−1) from the campus-local day of `now` on.
     static func countMemberChange(_ connection: PostgresConnection, campus: Campus, change: Int, at now: Date) async throws {
         try await connection.query(

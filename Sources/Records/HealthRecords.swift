@@ -135,6 +135,13 @@ public struct HealthRecords: Sendable {
 
     static func words(_ detected: Bool) -> String { detected ? "detected" : "not detected" }
 
+    /// Deletes every test result of `campus` inside `connection`'s transaction: before the
+    /// campus itself is erased, since a result that matched no member refers to no row that
+    /// would take it along. Returns how many.
+    public static func forgetResults(_ connection: PostgresConnection, campus: CampusID) async throws -> Int {
+        try await connection.query("DELETE FROM test_results WHERE campus_id = \(campus)").affectedRows
+    }
+
     /// A transaction that changes a campus's records and recomputes statuses: it first takes
     /// the campus's records lock (a transaction-level advisory lock), so that two changes for
     /// one member never recompute from two snapshots that each miss the other's rows (under

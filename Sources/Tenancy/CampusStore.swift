@@ -53,6 +53,17 @@ public struct CampusStore: Sendable {
         return campus
     }
 
+    /// Deletes `campus` inside `connection`'s transaction, the schema owner's (the server's role
+    /// may not delete a campus): its members and every row of theirs, its keys, settings,
+    /// outbox and audit log go with it (each of its tables refers to the campus or to its
+    /// members, `ON DELETE CASCADE`). What refers to neither (a result that matched no member)
+    /// its owner deletes first. Returns how many members it had; `attest campus erase`.
+    public static func erase(_ connection: PostgresConnection, campus: CampusID) async throws -> Int {
+        let members = try await connection.query("SELECT count(*)::int AS n FROM users WHERE campus_id = \(campus)")
+        try await connection.query("DELETE FROM campuses WHERE id = \(campus)")
+        return try members.first?.decode("n") ?? 0
+    }
+
     /// A due time already passed (the schema's default for `next_…_at`): the work is looked at
     /// by the next round of whichever server, which sets the real one.
     static let dueNow = Date(timeIntervalSince1970: 0)

@@ -121,6 +121,30 @@ struct OrdinaryOwnerTests {
         await server.pool.shutdown()
     }
 
+    /// `attest campus erase` as an owner under the tables' row-level security: the campus and
+    /// everything of its go (the cascades are the database's own), the other campus stays.
+    @Test func aCampusIsErasedByAnOrdinaryOwner() async throws {
+        let database = try await Self.database()
+        let cli = { (arguments: [String]) in
+            try await ChildProcess.run(
+                [ChildProcess.attestBinary] + arguments, environment: ["DATABASE_URL": "dbname=\(database) user=\(Self.owner)"])
+        }
+        for (slug, email) in [("north", "a@example.edu"), ("south", "b@example.edu")] {
+            let created = try await cli(["campus", "create", slug, "--name", slug, "--timezone", "UTC"])
+            #expect(created.status == 0, "\(created.stderr)")
+            let added = try await cli(["user", "add", slug, email])
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+        let erased = try await cli(["campus", "erase", "north", "--yes"])
+        #expect(erased.status == 0 && erased.stdout.contains("Erased campus north ("), "\(erased.stderr)")
+        let superuser = TestDatabase.client(database: database, role: nil, maxConnections: 1)
+        let left = try await superuser.query(
+            "SELECT (SELECT array_agg(slug) FROM campuses) AS campuses, (SELECT array_agg(email) FROM users) AS users")
+        #expect(try left[0].decode("campuses", as: [String].self) == ["south"])
+        #expect(try left[0].decode("users", as: [String].self) == ["b@example.edu"])
+        await superuser.shutdown()
+    }
+
     /// Version 29 gives each reminder of the last two days the member it is for: campus by
     /// campus, so an owner under the tables' row-level security reaches every campus's rows.
     @Test func version29FindsTheRecentRemindersMembersUnderAnOrdinaryOwner() async throws {

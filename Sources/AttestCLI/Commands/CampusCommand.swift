@@ -11,7 +11,7 @@ struct CampusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "campus",
         abstract: "Create, inspect and change campuses and their sign-in providers.",
-        subcommands: [Create.self, List.self, Show.self, Set.self, RotateBadgeKey.self, OIDC.self, Roles.self]
+        subcommands: [Create.self, List.self, Show.self, Set.self, RotateBadgeKey.self, OIDC.self, Roles.self, Erase.self]
     )
 }
 
@@ -63,6 +63,46 @@ extension CampusCommand {
                     "\(campus.slug)\t\(campus.timeZone)\tdeadline \(CampusFormats.clock(fromMinute: campus.deadlineMinute))\t\(campus.name)"
                 )
             }
+        }
+    }
+
+    struct Erase: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Erase a campus: its members and every row of theirs, its keys, settings, outbox and audit log. It cannot be undone.",
+            discussion: """
+                For a campus that closes or a pilot that ends. Pass --yes. Run it with the schema owner's database URL. \
+                The campus's audit log goes with it, so the erasure is written to this command's log (a notice on \
+                standard error). Servers stop finding the campus within seconds; its badges no longer verify.
+                """)
+        @Argument(help: "The campus slug.") var slug: String
+        @Flag(help: "Erase: it cannot be undone.") var yes = false
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var logging: LoggingOptions
+
+        func run() async throws {
+            let logger = logging.makeLogger(label: "attest")
+            let owner = try database.ownerClient(logger: logger, maxConnections: 1)
+            let (campus, members, results) = try await runningService(owner) {
+                let campus = try await CampusStore(client: owner).require(slug: slug)
+                guard yes else {
+                    let count = try await UserStore(client: owner).count(campus: campus.id)
+                    throw CLIError(
+                        "erasing \(slug) deletes its \(count) member\(count == 1 ? "" : "s") and every row of theirs, its keys and its audit log, "
+                            + "and cannot be undone: pass --yes to do it")
+                }
+                return try await owner.withTransaction(campus: campus.id.rawValue) { connection in
+                    let results = try await HealthRecords.forgetResults(connection, campus: campus.id)
+                    return (campus, try await CampusStore.erase(connection, campus: campus.id), results)
+                }
+            }
+            logger.notice(
+                "campus erased",
+                metadata: [
+                    "campus": "\(campus.slug)", "campus_id": "\(campus.id)", "members": "\(members)", "actor": "\(TenantContext.actor)",
+                ])
+            say(
+                "Erased campus \(campus.slug) (\(campus.id)): \(members) member\(members == 1 ? "" : "s") and every row of theirs, "
+                    + "\(results) test result\(results == 1 ? "" : "s"), its keys, settings, outbox and audit log.")
         }
     }
 
