@@ -142,10 +142,12 @@ extension HealthRecords {
                 throw RecordsError.conflict(
                     "this request was denied already and stays denied: the member may ask again (POST …/me/exemptions)")
             }
+            // A last day moved with no words keeps the words the member read with the approval.
+            let keepsReason = approve && status == "approved" && reason.isEmpty
             let rows = try await connection.query(
                 """
                 UPDATE exemptions SET status = \(approve ? "approved" : "denied"), expires_on = \(approve ? expires : nil),
-                       reason = \(reason), decided_by = \(actor), decided_at = \(now)
+                       reason = CASE WHEN \(keepsReason) THEN reason ELSE \(reason) END, decided_by = \(actor), decided_at = \(now)
                 WHERE campus_id = \(campus.id) AND id = \(id)
                 RETURNING user_id, kind
                 """)
