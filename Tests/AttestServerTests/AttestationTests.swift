@@ -969,3 +969,35 @@ final class Gate: Sendable {
         }
     }
 }
+
+extension AttestationTests {
+    /// A member erased while their submission runs (its session read just before): the
+    /// database's foreign key refuses the write, and the member is told so in a 409 that keeps
+    /// nothing, not a 500.
+    @Test func aMemberErasedWhileTheirSubmissionRunsGetsA409NotA500() async throws {
+        let clock = try TestClock("2026-11-20T14:30:00Z")
+        let (server, campus) = try await Self.setUp(clock: clock)
+        let (member, _) = try await server.user("leaving@example.edu", at: campus)
+        let owner = TestDatabase.client(database: server.database, role: nil, maxConnections: 1)
+        let services = server.services
+        let version = try #require(try await services.questionnaires.active(campus: campus.id)).version
+        try await server.run(extraRoutes: { router in
+            router.post("probe/erased-meanwhile") { _, _ -> Response in
+                // The request has read its member; the directory erases them; the write follows.
+                _ = try await UserStore(client: owner).erase(campus: campus, email: "leaving@example.edu", actor: "scim:test")
+                _ = try await services.attestations.submit(
+                    campus: campus, user: member.id, surveyVersion: version,
+                    answers: ["fever": .bool(false), "cough": .bool(false)], idempotencyKey: nil, at: clock.read())
+                return Response(status: .created)
+            }
+        }) { api in
+            let reply = try await api.client.execute(uri: "/probe/erased-meanwhile", method: .post)
+            #expect(reply.status == .conflict)
+            #expect(reply.headers[.contentType] == "application/problem+json")
+            let body = String(buffer: reply.body)
+            #expect(body.contains(#""type":"/problems/gone-meanwhile""#) && body.contains("nothing was kept"), "\(body)")
+            #expect(try await Self.count(server, campus) == 0)
+        }
+        await owner.shutdown()
+    }
+}

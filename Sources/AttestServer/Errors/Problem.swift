@@ -69,6 +69,13 @@ public struct Problem: Error, HTTPResponseError, Sendable, Equatable {
         detail: "This session was made by an operator (`attest token issue`), not signed in to by the member: a member's journal, "
             + "episodes, exports and links open only in a session the member signed in to. Sign in as the member.")
 
+    /// What a request wrote refers to something removed while it ran (its member or campus
+    /// erased): nothing was kept.
+    public static let goneMeanwhile = Problem(
+        .conflict, slug: "gone-meanwhile", title: "Removed meanwhile",
+        detail: "What this request refers to was removed while it ran (an account or a campus erased, say); nothing was kept. "
+            + "Reload, or sign in again.")
+
     public static func notFound(_ detail: String) -> Problem {
         Problem(.notFound, slug: "not-found", title: "Not found", detail: detail)
     }

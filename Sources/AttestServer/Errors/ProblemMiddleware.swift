@@ -60,6 +60,12 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             throw Problem(
                 .unprocessableContent, slug: "validation", title: "Invalid request",
                 detail: "A text in the request holds a character that cannot be stored (such as NUL, \\u0000): remove it and send again.")
+        } catch let error as PostgresError where error.isForeignKeyViolation {
+            // What the request writes refers to a row gone since it was read: a member or a
+            // campus erased while the request ran (its session was read just before). Not the
+            // server's fault, and nothing was kept.
+            context.logger.warning("a row the request refers to was removed meanwhile", metadata: ["table": "\(error.table ?? "")"])
+            throw Problem.goneMeanwhile
         } catch let error as PostgresError where error.isTransient {
             context.logger.warning("database unavailable", metadata: ["error": "\(error)"])
             throw Problem.databaseUnavailable
