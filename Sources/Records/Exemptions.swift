@@ -83,7 +83,8 @@ extension HealthRecords {
 
     /// The campus's exemptions of `status`, oldest first (at most 500), with their members;
     /// audited (each names a person and opens their note). `inForceOn`: only those approved
-    /// that still hold that day, by their last day.
+    /// that still hold that day, by their last day, notes left sealed (empty): the list that
+    /// moves or ends them shows none.
     public func exemptions(campus: Campus, status: Exemption.Status, inForceOn day: LocalDate? = nil, actor: String) async throws
         -> [Exemption]
     {
@@ -91,7 +92,7 @@ extension HealthRecords {
         return try await client.withTransaction(campus: campus.id.rawValue) { connection in
             let rows = try await connection.query(
                 """
-                SELECT e.id, e.kind, e.note, e.status, e.requested_at, e.expires_on, e.reason, e.decided_at, u.email, u.display_name
+                SELECT e.id, e.kind, CASE WHEN \(day)::date IS NULL THEN e.note END AS note, e.status, e.requested_at, e.expires_on, e.reason, e.decided_at, u.email, u.display_name
                 FROM exemptions e JOIN users u ON u.campus_id = e.campus_id AND u.id = e.user_id
                 WHERE e.campus_id = \(campus.id) AND e.status = \(status.rawValue)
                   AND (\(day)::date IS NULL OR e.expires_on >= \(day)::date)
@@ -106,10 +107,11 @@ extension HealthRecords {
 
     static func exemption(_ row: PostgresRow, campus: CampusID, kek: KeyEncryptionKey) throws -> Exemption {
         let id: UUID = try row.decode("id")
-        let note = try SealedSecret.open(try row.decode("note", as: Data.self), with: kek, context: noteContext(campus, id))
+        let note = try row.decode("note", as: Data?.self).map { try SealedSecret.open($0, with: kek, context: noteContext(campus, id)) }
         return Exemption(
             id: id, kind: HealthStatus.ExemptionKind(rawValue: try row.decode("kind")) ?? .other,
-            note: String(decoding: note, as: UTF8.self), status: Exemption.Status(rawValue: try row.decode("status")) ?? .pending,
+            note: note.map { String(decoding: $0, as: UTF8.self) } ?? "",
+            status: Exemption.Status(rawValue: try row.decode("status")) ?? .pending,
             requestedAt: try row.decode("requested_at"), expires: try row.decode("expires_on"), reason: try row.decode("reason"),
             decidedAt: try row.decode("decided_at"), email: try row.decode("email"), name: try row.decode("display_name"))
     }

@@ -90,7 +90,11 @@ struct RecordsPageTests {
                 #expect(actions.contains(action), "\(action) audited")
             }
 
-            // The exemption in force: its last day moved, then ended from the same page.
+            // The exemption in force: listed with its note left sealed (the list shows none),
+            // its last day moved, then ended from the same page.
+            let inForce = try await HealthRecords(client: server.pool, kek: TestServer.kek).exemptions(
+                campus: campus, status: .approved, inForceOn: campus.localDate(at: Date()), actor: "test")
+            #expect(inForce.map(\.id.lowercasedText) == [exemption] && inForce.map(\.note) == [""])
             #expect(
                 after.body.contains("Exemptions in force")
                     && after.body.contains("id=\"until-\(exemption)\" name=\"expires\" value=\"2027-06-30\""))
