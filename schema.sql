@@ -650,7 +650,8 @@ CREATE TABLE IF NOT EXISTS exemptions (
     kind          text NOT NULL CHECK (kind IN ('medical', 'religious', 'other')),
     note          bytea NOT NULL,
     requested_at  timestamptz NOT NULL DEFAULT now(),
-    status        text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'denied')),
+    -- 'ended': approved, then ended by a health officer before its last day (schema version 30).
+    status        text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'denied', 'ended')),
     expires_on    date,
     reason        text NOT NULL DEFAULT '' CHECK (length(reason) <= 500),
     decided_by    text,

@@ -235,6 +235,11 @@ struct RecordsPages: Sendable {
                         "exemptionApproved", kind,
                         exemption.expires.map { WebFormat.date($0, campus: campus, language: visit.language) } ?? "")
                 case .denied: text = visit.format("exemptionDenied", kind)
+                case .ended:
+                    text = visit.format(
+                        "exemptionEnded", kind,
+                        exemption.decidedAt.map { WebFormat.date(campus.localDate(at: $0), campus: campus, language: visit.language) } ?? ""
+                    )
                 }
                 return ["text": text, "reason": exemption.reason]
             },

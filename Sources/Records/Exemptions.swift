@@ -7,7 +7,8 @@ extension HealthRecords {
     /// An exemption as its member and the health officers see it; `note` opened.
     public struct Exemption: Sendable, Equatable {
         public enum Status: String, Sendable, CaseIterable {
-            case pending, approved, denied
+            /// `ended`: approved, then ended by a health officer before its last day.
+            case pending, approved, denied, ended
         }
 
         public var id: UUID
@@ -119,9 +120,9 @@ extension HealthRecords {
     /// A health officer decides a waiting request: approved until `expires` (today or later,
     /// within two years) or denied, with words for the member; audited, and the member's
     /// status recomputed. An approved one may be decided again: its last day moved (approved
-    /// with another `expires`, audited as `exemption.change`) or ended (denied, audited as
-    /// `exemption.revoke`: one approved in error, or no longer needed). A denied one stays
-    /// denied; the member may ask again.
+    /// with another `expires`, audited as `exemption.change`) or ended (denied: `ended` from
+    /// then on, audited as `exemption.revoke`: one approved in error, or no longer needed). A
+    /// denied or ended one stays so; the member may ask again.
     public func decideExemption(
         campus: Campus, id: UUID, approve: Bool, expires: LocalDate?, reason: String, actor: String, now: Date
     ) async throws {
@@ -144,11 +145,15 @@ extension HealthRecords {
                 throw RecordsError.conflict(
                     "this request was denied already and stays denied: the member may ask again (POST …/me/exemptions)")
             }
+            guard status != "ended" else {
+                throw RecordsError.conflict(
+                    "this exemption was ended already and stays ended: the member may ask again (POST …/me/exemptions)")
+            }
             // A last day moved with no words keeps the words the member read with the approval.
             let keepsReason = approve && status == "approved" && reason.isEmpty
             let rows = try await connection.query(
                 """
-                UPDATE exemptions SET status = \(approve ? "approved" : "denied"), expires_on = \(approve ? expires : nil),
+                UPDATE exemptions SET status = \(approve ? "approved" : status == "approved" ? "ended" : "denied"), expires_on = \(approve ? expires : nil),
                        reason = CASE WHEN \(keepsReason) THEN reason ELSE \(reason) END, decided_by = \(actor), decided_at = \(now)
                 WHERE campus_id = \(campus.id) AND id = \(id)
                 RETURNING user_id, kind

@@ -446,7 +446,7 @@ public struct RecordsErasure: MemberErasure {
 /// test) or its isolation could still be in force (collected within the policy's longest
 /// isolation, 60 days, before the cutoff); results nobody matched or that were dismissed go
 /// when received before the cutoff; isolations and quarantines that ended before it; exemptions
-/// denied, or approved and expired, before it. Vaccination doses are kept until the member is
+/// denied or ended, or approved and expired, before it. Vaccination doses are kept until the member is
 /// erased: a series completed years ago still counts. Statuses are recomputed for the members
 /// touched (the restriction they keep may be an older, also ended, one).
 public struct RecordsUpkeep: DailyUpkeep {
@@ -486,7 +486,7 @@ extension HealthRecords {
             let exemptions = try await connection.query(
                 """
                 DELETE FROM exemptions WHERE campus_id = \(campus.id)
-                  AND ((status = 'denied' AND decided_at < \(cutoffStart)) OR (status = 'approved' AND expires_on < \(cutoff)))
+                  AND ((status IN ('denied', 'ended') AND decided_at < \(cutoffStart)) OR (status = 'approved' AND expires_on < \(cutoff)))
                 RETURNING user_id
                 """)
             var touched = Set<UUID>()

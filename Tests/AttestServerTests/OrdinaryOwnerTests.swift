@@ -35,17 +35,23 @@ struct OrdinaryOwnerTests {
             throw error
         }
         await admin.shutdown()
+        _ = try await migrate(name)
+        return name
+    }
+
+    /// `database` migrated by `owner` to this build's version.
+    static func migrate(_ database: String) async throws -> SchemaMigrator.Report {
         let migrating = PostgresClient(
-            configuration: PostgresConfiguration(connectionString: "dbname=\(name) user=\(Self.owner)"), options: .init(maxConnections: 1),
-            logger: TestDatabase.testLogger)
+            configuration: PostgresConfiguration(connectionString: "dbname=\(database) user=\(Self.owner)"),
+            options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
         do {
-            _ = try await SchemaMigrator(logger: TestDatabase.testLogger).migrate(migrating)
+            let report = try await SchemaMigrator(logger: TestDatabase.testLogger).migrate(migrating)
+            await migrating.shutdown()
+            return report
         } catch {
             await migrating.shutdown()
             throw error
         }
-        await migrating.shutdown()
-        return name
     }
 
     @Test func everyDoorOfTheSchemaOpensUnderAnOrdinaryOwner() async throws {
@@ -169,11 +175,7 @@ struct OrdinaryOwnerTests {
                     DELETE FROM schema_migrations WHERE version >= 29;
                     """)
         }
-        let migrating = PostgresClient(
-            configuration: PostgresConfiguration(connectionString: "dbname=\(database) user=\(Self.owner)"),
-            options: .init(maxConnections: 1), logger: TestDatabase.testLogger)
-        let report = try await SchemaMigrator(logger: TestDatabase.testLogger).migrate(migrating)
-        await migrating.shutdown()
+        let report = try await Self.migrate(database)
         #expect(report.applied.first == 29)
         let rows = try await superuser.query(
             """
@@ -190,6 +192,45 @@ struct OrdinaryOwnerTests {
                 "reminder.due recent \(ana.uuidString.lowercased())", "badge.red recent none",
                 "reminder.due recent \(bob.uuidString.lowercased())", "reminder.due old none",
             ], "\(found)")
+    }
+
+    /// Version 30 tells an exemption a health officer ended (kept as denied before) from one
+    /// refused, by its `exemption.revoke` entry: campus by campus, under an owner the tables'
+    /// row-level security holds; one denied, and one whose id only another campus's entry names, stay denied.
+    @Test func version30FindsTheExemptionsThatEndedUnderAnOrdinaryOwner() async throws {
+        let database = try await Self.database()
+        let superuser = TestDatabase.client(database: database, role: nil, maxConnections: 1)
+        let (north, south, ana, bob, cara, dan) = (UUID(), UUID(), UUID(), UUID(), UUID(), UUID())
+        let (anas, bobs, caras, dans) = (UUID(), UUID(), UUID(), UUID())
+        func exemption(_ campus: UUID, _ user: UUID, _ id: UUID) -> String {
+            "('\(campus)', '\(user)', '\(id)', 'medical', '\\x00', 'denied', now(), 'test')"
+        }
+        try await superuser.withConnection {
+            try await $0.runScript(
+                unsafeSQL: """
+                    INSERT INTO campuses (id, slug, name, time_zone) VALUES ('\(north)', 'north', 'North', 'UTC'),
+                        ('\(south)', 'south', 'South', 'UTC');
+                    INSERT INTO users (campus_id, id, email) VALUES ('\(north)', '\(ana)', 'ana@example.edu'),
+                        ('\(north)', '\(bob)', 'bob@example.edu'), ('\(south)', '\(cara)', 'cara@example.edu'),
+                        ('\(south)', '\(dan)', 'dan@example.edu');
+                    INSERT INTO exemptions (campus_id, user_id, id, kind, note, status, decided_at, decided_by) VALUES
+                        \(exemption(north, ana, anas)), \(exemption(north, bob, bobs)), \(exemption(south, cara, caras)),
+                        \(exemption(south, dan, dans));
+                    INSERT INTO audit_log (campus_id, actor, action, target, details) VALUES
+                        ('\(north)', 'officer', 'exemption.approve', '\(ana)', '{"id": "\(anas.uuidString.lowercased())"}'),
+                        ('\(north)', 'officer', 'exemption.revoke', '\(ana)', '{"id": "\(anas.uuidString.lowercased())"}'),
+                        ('\(north)', 'officer', 'exemption.deny', '\(bob)', '{"id": "\(bobs.uuidString.lowercased())"}'),
+                        ('\(south)', 'officer', 'exemption.revoke', '\(cara)', '{"id": "\(caras.uuidString.lowercased())"}'),
+                        ('\(north)', 'officer', 'exemption.revoke', '\(dan)', '{"id": "\(dans.uuidString.lowercased())"}');
+                    DELETE FROM schema_migrations WHERE version >= 30;
+                    """)
+        }
+        let report = try await Self.migrate(database)
+        #expect(report.applied.first == 30)
+        let rows = try await superuser.query("SELECT u.email, e.status FROM exemptions e JOIN users u ON u.id = e.user_id ORDER BY 1")
+        await superuser.shutdown()
+        let found = try rows.map { "\(try $0.decode("email", as: String.self)) \(try $0.decode("status", as: String.self))" }
+        #expect(found == ["ana@example.edu ended", "bob@example.edu denied", "cara@example.edu ended", "dan@example.edu denied"])
     }
 
     /// A SECURITY DEFINER function runs as its owner: a search_path a caller could put a table

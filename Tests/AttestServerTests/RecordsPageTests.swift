@@ -109,8 +109,8 @@ struct RecordsPageTests {
             let none = try await hana.get("/c/north/health")
             #expect(none.body.contains("No exemption is in force.") && !none.body.contains("until-\(exemption)"))
             let endedForAna = try await ana.get("/c/north/records")
-            #expect(endedForAna.body.contains("Medical exemption: denied.") && endedForAna.body.contains("approved in error"))
-            // Sent again from a page left open: a denied request stays denied, said in the page's words.
+            #expect(endedForAna.body.contains("Medical exemption: ended on ") && endedForAna.body.contains("approved in error"))
+            // Sent again from a page left open: an ended exemption stays ended, said in the page's words.
             let again = try await hana.post(
                 "/c/north/health/exemptions/\(exemption)", form: [("csrf", token), ("decision", "approved"), ("expires", "2027-06-30")])
             #expect(again.status == 409 && again.body.contains("That was dealt with already"), "\(again.body.prefix(400))")

@@ -446,7 +446,8 @@ struct RecordsTests {
             let bobsRecord = try await api.send(.get, "/v1/campuses/north/me/records", template: Self.records, token: other)
             #expect(bobsRecord.json["exemption"] is NSNull)
             // Ended by a health officer (approved in error): gone from the record at once, the
-            // member sees it denied with the reason; a denied request is not decided again.
+            // member sees it ended (not denied: they held it) with the reason, and so does the
+            // health officers' list of ended ones; neither a denied nor an ended one is decided again.
             let ended = try await api.send(
                 .patch, "/v1/campuses/north/health/exemptions/\(id)", template: Self.exemption, token: officer,
                 json: #"{"decision": "denied", "reason": "approved in error: the letter was another person's"}"#)
@@ -455,12 +456,19 @@ struct RecordsTests {
             #expect(endedRecord.json["exemption"] is NSNull, "\(endedRecord.body)")
             let mineAfter = try await api.send(.get, "/v1/campuses/north/me/exemptions", template: Self.myExemptions, token: member)
             let endedItem = try #require((mineAfter.json["items"] as? [[String: Any]])?.first)
-            #expect(endedItem["status"] as? String == "denied" && (endedItem["reason"] as? String)?.hasPrefix("approved in error") == true)
-            for denied in [id, deniedID] {
+            #expect(endedItem["status"] as? String == "ended" && (endedItem["reason"] as? String)?.hasPrefix("approved in error") == true)
+            #expect(endedItem["expires"] is NSNull && endedItem["decidedAt"] is String, "\(mineAfter.body)")
+            let endedList = try await api.send(
+                .get, "/v1/campuses/north/health/exemptions?status=ended", template: Self.exemptions, token: officer)
+            #expect(((endedList.json["items"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String } == [id], "\(endedList.body)")
+            let deniedList = try await api.send(
+                .get, "/v1/campuses/north/health/exemptions?status=denied", template: Self.exemptions, token: officer)
+            #expect(((deniedList.json["items"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String } == [deniedID])
+            for (decided, word) in [(id, "stays ended"), (deniedID, "stays denied")] {
                 let again = try await api.send(
-                    .patch, "/v1/campuses/north/health/exemptions/\(denied)", template: Self.exemption, token: officer,
+                    .patch, "/v1/campuses/north/health/exemptions/\(decided)", template: Self.exemption, token: officer,
                     json: #"{"decision": "approved", "expires": "2027-06-30"}"#)
-                #expect(again.status == 409 && again.problem.detail.contains("stays denied: the member may ask again"), "\(again.body)")
+                #expect(again.status == 409 && again.problem.detail.contains("\(word): the member may ask again"), "\(again.body)")
             }
             let changes = try await AuditLog(client: server.pool).entries(campus: campus.id).filter {
                 $0.action == "exemption.change" || $0.action == "exemption.revoke"
@@ -900,14 +908,20 @@ struct RecordsTests {
             campus: campus, user: alice.id, kind: .other, note: "n", actor: "test", now: clock.read())
         try await records.decideExemption(
             campus: campus, id: denied.id, approve: false, expires: nil, reason: "", actor: "test", now: clock.read())
+        let ended = try await records.requestExemption(
+            campus: campus, user: alice.id, kind: .medical, note: "n", actor: "test", now: clock.read())
+        try await records.decideExemption(
+            campus: campus, id: ended.id, approve: true, expires: LocalDate("2027-01-31"), reason: "", actor: "test", now: clock.read())
+        try await records.decideExemption(
+            campus: campus, id: ended.id, approve: false, expires: nil, reason: "", actor: "test", now: clock.read())
         let pending = try await records.requestExemption(
             campus: campus, user: bob.id, kind: .medical, note: "n", actor: "test", now: clock.read())
-        // As if the waiting result and the denial were old.
+        // As if the waiting result, the denial and the ending were old.
         try await server.pool.query(
             "UPDATE test_results SET received_at = '2026-10-01T00:00:00Z' WHERE campus_id = \(campus.id) AND specimen_id = 'X-waiting'",
             campus: campus.id.rawValue)
         try await server.pool.query(
-            "UPDATE exemptions SET decided_at = '2026-09-01T00:00:00Z' WHERE campus_id = \(campus.id) AND id = \(denied.id)",
+            "UPDATE exemptions SET decided_at = '2026-09-01T00:00:00Z' WHERE campus_id = \(campus.id) AND id IN (\(denied.id), \(ended.id))",
             campus: campus.id.rawValue)
         try await VaccinationTests.trustExampleIssuer(server, campus)
         let open = try await VaccinationTests.setIdentity("off", at: "north", server)
@@ -920,12 +934,13 @@ struct RecordsTests {
         let before = try await statuses()
 
         let counts = try await RecordsUpkeep(records: records).run(campus: open, now: clock.read())
-        #expect(counts == ["test_results_purged": 3, "isolations_purged": 1, "exemptions_purged": 1], "\(counts)")
+        #expect(counts == ["test_results_purged": 3, "isolations_purged": 1, "exemptions_purged": 2], "\(counts)")
         let left = try await server.pool.query(
             "SELECT specimen_id FROM test_results WHERE campus_id = \(campus.id) ORDER BY specimen_id", campus: campus.id.rawValue)
         #expect(try left.map { try $0.decode("specimen_id", as: String.self) } == ["A-latest", "A-recent", "B-only", "X-new"])
         let exemptions = try await records.exemptions(campus: campus, user: bob.id)
         #expect(exemptions.map(\.id) == [pending.id])
+        #expect(try await records.exemptions(campus: campus, user: alice.id).isEmpty)
         let doses = try await records.doses(campus: campus, user: alice.id)
         #expect(doses.count == 2)
         // Alice's old positive result isolated her until 11 Jul: gone, her status keeps what still counts.

@@ -303,7 +303,7 @@ struct RecordsRoutes: Sendable {
             let query = QueryParameters(request, accepting: ["status"])
             guard query.problems.isEmpty else { throw Problem.validation(query.problems) }
             guard let status = HealthRecords.Exemption.Status(rawValue: query["status"] ?? "pending") else {
-                throw Problem.validation([.init(field: "status", message: "must be pending, approved or denied")])
+                throw Problem.validation([.init(field: "status", message: "must be pending, approved, denied or ended")])
             }
             let items = try await services.records.exemptions(campus: campus, status: status, actor: session.user.email)
             return try JournalRoutes.private(ExemptionList(items: items.map { ExemptionItem($0, withMember: true) }), request, context)
