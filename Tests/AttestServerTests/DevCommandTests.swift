@@ -105,6 +105,15 @@ struct DevCommandTests {
         #expect(second.stdout.contains("attest campus set demo deadline 23:59 (and back with 00:00)"))
         let again = PostgresClient(configuration: PostgresConfiguration(connectionString: url), logger: TestDatabase.testLogger)
         #expect(try await again.query("SELECT count(*) AS n FROM campuses")[0].decode("n", as: Int.self) == 1)
+        // The demo machines' tokens the first start printed are revoked: this start's alone work.
+        let tokens = try await again.query(
+            "SELECT name, count(*) FILTER (WHERE revoked_at IS NULL)::int AS live, count(*)::int AS issued FROM machine_tokens GROUP BY name ORDER BY name"
+        )
+        #expect(
+            try tokens.map {
+                "\(try $0.decode("name", as: String.self)) \(try $0.decode("live", as: Int.self))/\(try $0.decode("issued", as: Int.self))"
+            }
+                == ["demo-directory 1/2", "demo-lab 1/2"])
         await again.shutdown()
         second.signal(SIGINT)
         #expect(try await second.wait(timeout: .seconds(30)) == 0)

@@ -280,11 +280,13 @@ enum DemoCampus {
     }
 
     /// A fresh token of a demo machine at the demo campus: the laboratory (`demo-lab`) sends
-    /// results, the directory (`demo-directory`) provisions over SCIM.
+    /// results, the directory (`demo-directory`) provisions over SCIM. The one an earlier start
+    /// printed is revoked: each start's are the only ones that work, not a year's worth.
     static func machineToken(client: PostgresClient, role: MachineTokens.Role, name: String) async throws -> String {
         let campus = try await CampusStore(client: client).require(slug: slug)
-        return try await MachineTokens(client: client).issue(campus: campus, role: role, name: name, lifetime: nil, actor: "attest dev")
-            .token
+        let tokens = MachineTokens(client: client)
+        _ = try await tokens.revoke(campus: campus, role: role, name: name, actor: "attest dev")
+        return try await tokens.issue(campus: campus, role: role, name: name, lifetime: nil, actor: "attest dev").token
     }
 
     /// Creates the campus and its people when missing, and returns a fresh session token
