@@ -75,10 +75,10 @@ enum WebFormat {
         return rounded == rounded.rounded() ? noDecimals(rounded) : oneDecimal(rounded)
     }
 
-    /// "820 KB", "1.2 MB" (of 1,024 and 1,048,576 bytes).
+    /// "820 KB", "1.2 MB", "12 MB" (of 1,024 and 1,048,576 bytes).
     static func bytes(_ count: Int) -> String {
-        count < 1_048_576
-            ? "\(max(count, 0) / 1024 + (count % 1024 == 0 ? 0 : 1)) KB" : String(format: "%.1f MB", Double(count) / 1_048_576)
+        if count < 1_048_576 { return "\(max(count, 0) / 1024 + (count % 1024 == 0 ? 0 : 1)) KB" }
+        return count % 1_048_576 == 0 ? "\(count / 1_048_576) MB" : String(format: "%.1f MB", Double(count) / 1_048_576)
     }
 
     /// "10,000" / "10.000": a whole number in the visitor's language.

@@ -184,6 +184,9 @@ struct WebResponseMiddleware: RouterMiddleware {
             case 500...: visit["errorTitle"]
             default: problem.slug == "validation" ? visit["errorWord"] : visit["cannotDoTitle"]
             }
+        if problem.slug == "body-too-large", let limit = problem.limit {
+            return (heading, visit.format("problem-body-too-large-limit", WebFormat.bytes(limit)))
+        }
         guard let words = visit.text["problem-" + problem.slug] ?? WebText.english["problem-" + problem.slug] else {
             return (heading, problem.detail)
         }

@@ -480,7 +480,10 @@ struct WebPageTests {
             let huge = try await member.post(
                 "/c/north/settings", form: [("csrf", csrf), ("reminderTime", String(repeating: "9", count: 100_000))], headers: spanish)
             #expect(huge.status == 413 && huge.body.contains("<h1>Demasiado grande</h1>"), "\(huge.status) \(huge.body)")
-            #expect(huge.body.contains("Lo enviado es más grande de lo que este servidor acepta") && !huge.body.contains("KiB"))
+            // The page's own limit, in the page's language: the settings form takes 64 KB.
+            #expect(
+                huge.body.contains("Lo enviado es más grande de lo que esta página acepta (64 KB como máximo)")
+                    && !huge.body.contains("KiB"))
             let broken = try await member.send(
                 method: .post, "/c/north/settings", headers: [.contentType: "application/x-www-form-urlencoded", .acceptLanguage: "es"],
                 bytes: ByteBuffer(string: "csrf=%FF%FE"))
@@ -490,6 +493,11 @@ struct WebPageTests {
                 method: .post, "/c/north/settings", headers: [.contentType: "application/x-www-form-urlencoded"],
                 bytes: ByteBuffer(string: "csrf=%FF%FE"))
             #expect(english.body.contains("<h1>That cannot be done</h1>") && english.body.contains("The form could not be read"))
+            // A photo of a card larger than the records page takes (12 MB): its limit named.
+            let photo = try await member.send(
+                method: .post, "/c/north/records/vaccinations",
+                headers: [.contentType: "multipart/form-data; boundary=b"], bytes: ByteBuffer(repeating: 0x41, count: (12 << 20) + 1))
+            #expect(photo.status == 413 && photo.body.contains("larger than this page takes (12 MB at most)"), "\(photo.body.suffix(400))")
         }
     }
 

@@ -22,6 +22,9 @@ public struct Problem: Error, HTTPResponseError, Sendable, Equatable {
     public var detail: String
     public var errors: [FieldError]
     public var headers: HTTPFields
+    /// The most bytes the route takes, on a `body-too-large` that knows it (the pages name it
+    /// in their language; the JSON's detail names it already).
+    public var limit: Int?
 
     public init(
         _ status: HTTPResponse.Status, slug: String, title: String, detail: String, errors: [FieldError] = [],

@@ -67,9 +67,11 @@ extension Request {
         do {
             return try await reading.collectBody(upTo: limit)
         } catch is NIOTooManyBytesError {
-            throw Problem(
+            var problem = Problem(
                 .contentTooLarge, slug: "body-too-large", title: "Request body too large",
                 detail: "The body is larger than \(limit / 1024) KiB. Send a smaller one.")
+            problem.limit = limit
+            throw problem
         } catch is BodyDeadlineExceeded {
             let channel = context.channel
             channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
