@@ -147,10 +147,16 @@ struct RecordsPages: Sendable {
             let approve = form["decision"] == "approved"
             let expires = (form["expires"]).flatMap { LocalDate($0) }
             guard approve || form["decision"] == "denied" else { throw RecordsError.invalid([.init("decision", visit["decisionError"])]) }
-            try await records.decideExemption(
-                campus: visit.campus, id: try Self.require(id), approve: approve, expires: expires,
-                reason: String((form["reason"] ?? "").prefix(HealthRecords.maxReason)), actor: try visit.signedInUser().email,
-                now: services.clock())
+            do {
+                try await records.decideExemption(
+                    campus: visit.campus, id: try Self.require(id), approve: approve, expires: expires,
+                    reason: String((form["reason"] ?? "").prefix(HealthRecords.maxReason)), actor: try visit.signedInUser().email,
+                    now: services.clock())
+            } catch RecordsError.invalid(let problems) {
+                // A last day missing, past or too far: said in the page's words (Records' are the API's).
+                throw RecordsError.invalid(
+                    problems.map { $0.field == "expires" ? .init("expires", visit["exemptionExpiresError"]) : $0 })
+            }
         }
         action("health/isolations", isolationForm: true) { visit, form, _ in
             guard let kind = HealthStatus.RestrictionKind(rawValue: form["kind"] ?? "") else {

@@ -66,6 +66,13 @@ struct RecordsPageTests {
                 let refused = try await hana.post(path, form: form)
                 #expect(refused.status == 422, "\(path): \(refused.status) \(refused.body.prefix(300))")
             }
+            // A last day in the past (a browser's date field takes one): said in the page's language.
+            let past = try await hana.post(
+                "/c/north/health/exemptions/\(exemption)", form: [("csrf", token), ("decision", "approved"), ("expires", "2020-01-31")],
+                headers: [.acceptLanguage: "es"])
+            #expect(
+                past.status == 422 && past.body.contains("Indique un último día de la exención entre hoy y dentro de dos años."),
+                "\(past.body.prefix(600))")
             let approved = try await hana.post(
                 "/c/north/health/exemptions/\(exemption)", form: [("csrf", token), ("decision", "approved"), ("expires", "2027-06-30")])
             #expect(approved.status == 303)
