@@ -336,6 +336,9 @@ struct RecordsPages: Sendable {
                 ]
             },
         ]
+        // The days a last day may be: the browser's date fields refuse others before sending.
+        let today = campus.localDate(at: now)
+        (data["firstDay"], data["lastDay"]) = (today.description, today.adding(days: HealthRecords.maxExemptionDays).description)
         let kind = typed?["kind"] ?? "isolation"
         data["isolation"] = [
             "email": errors.field("isolation-email", value: typed?["email"] ?? ""),

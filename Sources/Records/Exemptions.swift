@@ -28,6 +28,8 @@ extension HealthRecords {
 
     /// The longest note and reason.
     public static let maxNote = 2_000, maxReason = 500
+    /// The furthest last day an exemption may be given, in days from today (two years).
+    public static let maxExemptionDays = 731
 
     static func noteContext(_ campus: CampusID, _ id: UUID) -> String { "exemption-note|\(campus)|\(id.lowercasedText)" }
 
@@ -129,7 +131,7 @@ extension HealthRecords {
         let today = campus.localDate(at: now)
         if approve {
             guard let expires else { throw RecordsError.invalid([.init("expires", "is required to approve: the last day it holds")]) }
-            guard expires >= today, today.days(until: expires) <= 731 else {
+            guard expires >= today, today.days(until: expires) <= Self.maxExemptionDays else {
                 throw RecordsError.invalid([.init("expires", "must be from today to two years ahead")])
             }
         }

@@ -44,6 +44,9 @@ struct RecordsPageTests {
             try await hana.demoSignIn(campus: "north", email: "hana@example.edu")
             let office = try await hana.get("/c/north/health")
             #expect(office.status == 200 && office.body.contains("ana.typo@example.edu") && office.body.contains("a letter from my doctor"))
+            // The approval's date field takes today to two years ahead, as the server does.
+            let today = campus.localDate(at: Date())
+            #expect(office.body.contains("name=\"expires\" min=\"\(today)\" max=\"\(today.adding(days: 731))\" required"))
             #expect(office.body.contains("ana@example.edu") && office.body.contains("A positive result"), "Ana's isolation listed")
             let token = try #require(office.csrf)
             let ids = RecordsPageTests.ids(in: office.body)
