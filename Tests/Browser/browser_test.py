@@ -961,6 +961,47 @@ class AdminAndHealthOfficer(unittest.TestCase):
         finally:
             d.quit()
 
+    def test_zz_an_exemption_asked_for_and_approved(self):
+        """A member asks for an exemption on their record page; a health officer approves it on
+        theirs with a last day (the date field refuses one before today before anything is sent);
+        the member reads the approval. Last in its class: Ugo's is the one in force before."""
+        member = 'edna@example.edu'
+        d = make_driver()
+        try:
+            sign_in(d, member, '/records')
+            d.find_element(By.CSS_SELECTOR, '#exemption-kind option[value="medical"]').click()
+            d.find_element(By.ID, 'exemption-note').send_keys('a letter from my doctor')
+            d.find_element(By.CSS_SELECTOR, 'form[action$="records/exemptions"] button[type="submit"]').click()
+            wait_for(d, lambda d: 'asked=1' in d.current_url)
+            self.assertIn('Medical exemption: waiting for the health office.', d.find_element(By.ID, 'exemptions').text)
+        finally:
+            d.quit()
+        d = make_driver()
+        try:
+            sign_in(d, CONFIG['officer'], '/health')
+            row = [r for r in d.find_elements(By.CSS_SELECTOR, '#pending-exemptions tbody tr') if member in r.text][0]
+            self.assertIn('a letter from my doctor', row.text)
+            field = row.find_element(By.CSS_SELECTOR, 'input[type="date"][name="expires"]')
+            first = datetime.date.fromisoformat(field.get_attribute('min'))
+            valid = lambda day: d.execute_script(
+                'arguments[0].value = arguments[1]; return arguments[0].checkValidity();', field, day.isoformat())
+            self.assertFalse(valid(first - datetime.timedelta(days=1)), 'a day before today is refused by the field')
+            self.assertFalse(valid(first + datetime.timedelta(days=732)), 'more than two years ahead too')
+            last = first + datetime.timedelta(days=30)
+            self.assertTrue(valid(last))
+            row.find_element(By.CSS_SELECTOR, 'form button[type="submit"]').click()
+            wait_for(d, lambda d: 'done=1' in d.current_url)
+            in_force = d.find_element(By.ID, 'exemptions-in-force')
+            self.assertIn(member, in_force.text)
+        finally:
+            d.quit()
+        d = make_driver()
+        try:
+            sign_in(d, member, '/records')
+            self.assertIn('Medical exemption: approved until', d.find_element(By.ID, 'exemptions').text)
+        finally:
+            d.quit()
+
 
 SHC_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'SmartHealthCards')
 
