@@ -178,6 +178,8 @@ struct BrowserTests {
         try await records.decideExemption(
             campus: north, id: asked.id, approve: true, expires: north.localDate(at: now).adding(days: 90), reason: "", actor: "test",
             now: now)
+        // A laboratory that sends results through the FHIR route.
+        let labToken = try await RecordsTests.labToken(server, north)
         // A link Uma gave a clinician.
         let (_, shareToken) = try await JournalShareStore(client: server.pool).create(
             campus: north.id, user: uma.id, actor: "test", from: north.localDate(at: now), to: north.localDate(at: now), seconds: 86_400,
@@ -191,7 +193,8 @@ struct BrowserTests {
             "admin": "ada@example.edu",
             "officer": "hana@example.edu", "screener": "sam@example.edu",
             "adminToken": adminToken, "goodToken": good, "expiredToken": expired, "forgedToken": forged, "otherCampusToken": otherCampus,
-            "redToken": red, "shcCampus": "west", "shcMember": "vic@example.edu", "shcPhotoMember": "quinn@example.edu",
+            "redToken": red, "labToken": labToken, "shcCampus": "west", "shcMember": "vic@example.edu",
+            "shcPhotoMember": "quinn@example.edu",
             "shcStrictMember": "vera@example.edu",
             "unsubscribeSpanish": unsubscribePath + unsubscribe.token(campus: north.id, user: uma.id, channel: .email),
             "unsubscribeEnglish": unsubscribePath + unsubscribe.token(campus: north.id, user: ugo.id, channel: .push),

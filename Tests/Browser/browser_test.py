@@ -1003,6 +1003,48 @@ class AdminAndHealthOfficer(unittest.TestCase):
             d.quit()
 
 
+def observation(specimen, email, detected):
+    """A FHIR R4 Observation as a laboratory sends it: collected two hours ago, resulted now."""
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    return {'resourceType': 'Observation', 'status': 'final',
+            'code': {'coding': [{'system': 'http://loinc.org', 'code': '94500-6'}]},
+            'subject': {'identifier': {'system': 'mailto', 'value': email}},
+            'specimen': {'identifier': {'value': specimen}},
+            'effectiveDateTime': (now - datetime.timedelta(hours=2)).isoformat().replace('+00:00', 'Z'),
+            'issued': now.isoformat().replace('+00:00', 'Z'),
+            'valueCodeableConcept': {'coding': [{'system': 'http://snomed.info/sct',
+                                                 'code': '260373001' if detected else '260415000'}]}}
+
+
+class LabResults(unittest.TestCase):
+    """A member answers and shows a green badge; a laboratory's positive result through the FHIR
+    route turns it red, naming the isolation, on the next load; its correction to negative gives
+    back the colour the answers give."""
+
+    def test_a_positive_result_and_its_correction(self):
+        member, lab = 'ivy@example.edu', CONFIG['labToken']
+        d = make_driver()
+        try:
+            sign_in(d, member)
+            answer_survey(d)
+            wait_for(d, lambda d: d.current_url.endswith('/badge'))
+            self.assertIn('green', d.find_element(By.CSS_SELECTOR, 'section.badge').get_attribute('class'))
+            sent = api('/v1/campuses/%s/lab/results' % CONFIG['campus'], lab, observation('IVY-1', member, True))
+            self.assertEqual((sent['matched'], sent['statusesChanged']), (1, 1), sent)
+            d.get(url('/badge'))
+            badge = d.find_element(By.CSS_SELECTOR, 'section.badge')
+            self.assertIn('red', badge.get_attribute('class'))
+            self.assertIn('Isolation until', badge.text)
+            corrected = api('/v1/campuses/%s/lab/results' % CONFIG['campus'], lab, observation('IVY-1', member, False))
+            self.assertEqual(corrected['corrected'], 1, corrected)
+            d.get(url('/badge'))
+            badge = d.find_element(By.CSS_SELECTOR, 'section.badge')
+            self.assertIn('green', badge.get_attribute('class'))
+            self.assertNotIn('Isolation', badge.text)
+        finally:
+            d.quit()
+
+
 SHC_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'SmartHealthCards')
 
 
