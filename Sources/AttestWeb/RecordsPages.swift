@@ -232,7 +232,8 @@ struct RecordsPages: Sendable {
                 ]
             },
             "exemptions": exemptions.map { exemption -> [String: Any] in
-                let kind = visit["exemptionKind_" + exemption.kind.rawValue]
+                // The kind inside a sentence: "Medical exemption", "Exención médica".
+                let kind = visit["exemptionKindInSentence_" + exemption.kind.rawValue]
                 let text: String
                 switch exemption.status {
                 case .pending: text = visit.format("exemptionPending", kind)

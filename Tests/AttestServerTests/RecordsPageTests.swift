@@ -91,6 +91,9 @@ struct RecordsPageTests {
             let later = try await ana.get("/c/north/records")
             #expect(!later.body.contains("Isolation until"), "released")
             #expect(later.body.contains("Medical exemption: approved until"))
+            // In Spanish the kind sits inside the sentence, in lower case.
+            let spanish = try await ana.get("/c/north/records", headers: [.acceptLanguage: "es"])
+            #expect(spanish.body.contains("Exención médica: aprobada hasta el"), "\(spanish.body)")
             #expect(later.body.contains("Not detected (negative)"), "the matched result is hers now")
             let actions = try await AuditLog(client: server.pool).entries(campus: campus.id).map(\.action)
             for action in [
