@@ -13,9 +13,13 @@ import Testing
 @Suite("Health-record pages")
 struct RecordsPageTests {
     @Test func aMemberAsksForAnExemptionAndAHealthOfficerMatchesApprovesAndReleasesOnTheirPage() async throws {
-        // A positive result for Ana, and one nobody matches.
+        // A positive result for Ana collected yesterday (her isolation runs on past today,
+        // whatever day the test runs), and one nobody matches.
+        let yesterday = LocalDate(Date().addingTimeInterval(-86_400), in: .gmt)
         try await Self.withResults([
-            RecordsTests.observation(specimen: "S-1", email: "ana@example.edu", detected: true, collected: "2026-11-20"),
+            RecordsTests.observation(
+                specimen: "S-1", email: "ana@example.edu", detected: true, collected: "\(yesterday)",
+                issued: "\(yesterday)T23:00:00Z"),
             RecordsTests.observation(specimen: "S-2", email: "ana.typo@example.edu", detected: false),
         ]) { server, campus, api in
             let ana = WebClient(api.client)
