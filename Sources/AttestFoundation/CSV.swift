@@ -64,20 +64,28 @@ public enum CSV {
     }
 
     /// Calls `body` with each record of `data` (UTF-8) and the line it starts on, reading the
-    /// bytes once without copying the file: for files of millions of rows. Throws
-    /// `UnclosedQuote`, or what `body` throws.
+    /// bytes once without copying the file: for files of millions of rows. A field without
+    /// quotes is made straight from its stretch of the bytes; only a quoted one is gathered
+    /// byte by byte. Throws `UnclosedQuote`, or what `body` throws.
     public static func forEachRecord(in data: Data, _ body: (_ line: Int, _ fields: [String]) throws -> Void) throws {
         try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
             var fields: [String] = []
-            var field: [UInt8] = []
-            var inQuotes = false, quoted = false
+            // A field that had a quote, gathered here; nil while the field is a plain stretch
+            // of the bytes from `fieldStart`.
+            var gathered: [UInt8]? = nil
+            var inQuotes = false
             var line = 1, recordLine = 1
-            var index = 0
+            var index = 0, fieldStart = 0
             let count = bytes.count
-            func endField() {
-                fields.append(String(decoding: field, as: UTF8.self))
-                field.removeAll(keepingCapacity: true)
-                quoted = false
+            // Ends the field whose plain stretch (when it had no quote) ends before `end`.
+            func endField(_ end: Int) {
+                if let field = gathered {
+                    fields.append(String(decoding: field, as: UTF8.self))
+                    gathered = nil
+                } else {
+                    fields.append(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[fieldStart..<end]), as: UTF8.self))
+                }
+                fieldStart = index
             }
             while index < count {
                 let byte = bytes[index]
@@ -85,35 +93,38 @@ public enum CSV {
                 if inQuotes {
                     if byte == 0x22 {
                         if index < count, bytes[index] == 0x22 {
-                            field.append(0x22)
+                            gathered?.append(0x22)
                             index += 1
                         } else {
                             inQuotes = false
                         }
                     } else {
                         if byte == 0x0A { line += 1 }
-                        field.append(byte)
+                        gathered?.append(byte)
                     }
                     continue
                 }
                 switch byte {
-                case 0x22 where field.isEmpty && !quoted:
+                case 0x22 where gathered == nil && index - 1 == fieldStart:
+                    // A quote opens a field only as its first byte.
                     inQuotes = true
-                    quoted = true
-                case 0x2C: endField()
+                    gathered = []
+                case 0x2C: endField(index - 1)
                 case 0x0D where index < count && bytes[index] == 0x0A: break
                 case 0x0A:
-                    endField()
+                    // A CR before the LF ends the line, not the field.
+                    let end = index - 1
+                    endField(end > fieldStart && bytes[end - 1] == 0x0D ? end - 1 : end)
                     try body(recordLine, fields)
                     fields.removeAll(keepingCapacity: true)
                     line += 1
                     recordLine = line
-                default: field.append(byte)
+                default: gathered?.append(byte)
                 }
             }
             if inQuotes { throw UnclosedQuote(line: recordLine) }
-            if !field.isEmpty || !fields.isEmpty || quoted {
-                endField()
+            if gathered != nil || index > fieldStart || !fields.isEmpty {
+                endField(count)
                 try body(recordLine, fields)
             }
         }

@@ -17,9 +17,15 @@ public struct LocalDate: Sendable, Hashable, Comparable, Codable, CustomStringCo
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].utf8.count == 4, parts[1].utf8.count == 2, parts[2].utf8.count == 2,
             parts.allSatisfy({ $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }),
-            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-            (1...12).contains(month), day >= 1, day <= LocalDate.days(inMonth: month, year: year)
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2])
         else { return nil }
+        self.init(calendarYear: year, month: month, day: day)
+    }
+
+    /// The date `year`-`month`-`day` when it is a real calendar day (no 31 April, no 29
+    /// February but in a leap year).
+    public init?(calendarYear year: Int, month: Int, day: Int) {
+        guard (1...12).contains(month), day >= 1, day <= LocalDate.days(inMonth: month, year: year) else { return nil }
         self.init(year: year, month: month, day: day)
     }
 

@@ -95,7 +95,12 @@ public struct LabResult: Sendable, Equatable {
 /// date (`2021-05`) or a time without its offset.
 public enum FHIRTime {
     public static func parse(_ text: String, zone: TimeZone) -> Date? {
-        let b = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse($0, zone: zone) }
+    }
+
+    /// `parse` on the text's UTF-8 bytes (a results file's 200,000 times without an array each).
+    static func parse(_ b: UnsafeBufferPointer<UInt8>, zone: TimeZone) -> Date? {
         func digits(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= b.count else { return nil }
             var value = 0
@@ -106,8 +111,7 @@ public enum FHIRTime {
             return value
         }
         guard b.count >= 10, let year = digits(0, 4), b[4] == UInt8(ascii: "-"), let month = digits(5, 2), b[7] == UInt8(ascii: "-"),
-            let day = digits(8, 2), (1...12).contains(month), day >= 1, let date = LocalDate("\(text.prefix(10))"),
-            date.year == year, date.month == month, date.day == day
+            let day = digits(8, 2), let date = LocalDate(calendarYear: year, month: month, day: day)
         else { return nil }
         if b.count == 10 { return date.start(in: zone) }
         guard b.count >= 20, b[10] == UInt8(ascii: "T"), let hour = digits(11, 2), b[13] == UInt8(ascii: ":"), let minute = digits(14, 2),

@@ -44,10 +44,11 @@ public enum ResultsCSV {
                 if collected == nil { problem(2, "must be a date or a date and time with its offset (2021-05-01T09:30:00Z)") }
                 if resulted == nil { problem(3, "must be a date or a date and time with its offset (2021-05-02T08:00:00Z)") }
                 let code = fields[4].trimmingBlanks()
-                if LabResult.acceptedTests[code] == nil { problem(4, "is not a SARS-CoV-2 test this server takes (see the README)") }
+                let accepted = LabResult.acceptedTests[code] != nil
+                if !accepted { problem(4, "is not a SARS-CoV-2 test this server takes (see the README)") }
                 let detected = LabResult.detected(from: fields[5])
                 if detected == nil { problem(5, "must be detected or not detected (or positive, negative)") }
-                guard let specimen, let member, let collected, let resulted, let detected, LabResult.acceptedTests[code] != nil else {
+                guard let specimen, let member, let collected, let resulted, let detected, accepted else {
                     return
                 }
                 results.append(

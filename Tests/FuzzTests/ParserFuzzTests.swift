@@ -198,6 +198,82 @@ struct ParserFuzzTests {
         #"[{"name": "Clinic", "lat": 40.7, "lon": -73.9}, {"name": "B", "lat": -90, "lon": 180, "url": "https://b.example"}]"#,
     ].map { Array($0.utf8) }
 
+    /// The reader makes an unquoted field straight from its stretch of the bytes; it must give
+    /// what reading every byte one at a time gives (quotes only at a field's start, `""`
+    /// inside quotes, a CR dropped only before an LF outside quotes, lines counted inside
+    /// quotes), the same records on the same lines or the same unclosed quote.
+    @Test func csvReaderAgreesWithReadingByteByByte() throws {
+        // Bytes the reader treats apart, and a few others, so that the inputs are mostly them.
+        let alphabet: [UInt8] = Array(",\"\r\n\r\n,\"ab ".utf8) + [0xC3, 0xA9]
+        var generator = SeededGenerator(seed: Fuzz.seed)
+        var inputs = Fuzz.inputs(seeds: Self.csvSeeds, count: Fuzz.cases(3_000))
+        for _ in 0..<Fuzz.cases(3_000) { inputs.append(Fuzz.randomBytes(maxLength: 24, alphabet: alphabet, using: &generator)) }
+        inputs += [Array("a,\"b\"\"c\",\"\"\r\nd\r\"e\",f\"\"g\r".utf8), Array("\"x\ny\"z,\r\r\n,".utf8), [0x22], [0x0D], []]
+        var agreed = 0
+        for input in inputs {
+            var fast: [(Int, [String])] = [], slow: [(Int, [String])] = []
+            var fastError: Int? = nil
+            let slowError: Int?
+            do { try CSV.forEachRecord(in: Data(input)) { fast.append(($0, $1)) } } catch let error as CSV.UnclosedQuote {
+                fastError = error.line
+            }
+            slowError = Self.recordsByteByByte(input) { slow.append(($0, $1)) }
+            let same = fastError == slowError && fast.count == slow.count && zip(fast, slow).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+            #expect(same, "\(String(decoding: input, as: UTF8.self).debugDescription): \(fast) against \(slow)")
+            if same { agreed += 1 }
+        }
+        #expect(agreed == inputs.count)
+    }
+
+    /// RFC 4180 read one byte at a time, as `CSV.forEachRecord` read before it took unquoted
+    /// fields whole: the oracle for it. Returns the line of a quote never closed.
+    static func recordsByteByByte(_ bytes: [UInt8], _ body: (Int, [String]) -> Void) -> Int? {
+        var fields: [String] = [], field: [UInt8] = []
+        var inQuotes = false, quoted = false
+        var line = 1, recordLine = 1, index = 0
+        func endField() {
+            fields.append(String(decoding: field, as: UTF8.self))
+            field.removeAll()
+            quoted = false
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            if inQuotes {
+                if byte == 0x22 {
+                    if index < bytes.count, bytes[index] == 0x22 {
+                        field.append(0x22)
+                        index += 1
+                    } else {
+                        inQuotes = false
+                    }
+                } else {
+                    if byte == 0x0A { line += 1 }
+                    field.append(byte)
+                }
+                continue
+            }
+            switch byte {
+            case 0x22 where field.isEmpty && !quoted: (inQuotes, quoted) = (true, true)
+            case 0x2C: endField()
+            case 0x0D where index < bytes.count && bytes[index] == 0x0A: break
+            case 0x0A:
+                endField()
+                body(recordLine, fields)
+                fields.removeAll()
+                line += 1
+                recordLine = line
+            default: field.append(byte)
+            }
+        }
+        if inQuotes { return recordLine }
+        if !field.isEmpty || !fields.isEmpty || quoted {
+            endField()
+            body(recordLine, fields)
+        }
+        return nil
+    }
+
     @Test func csvAndLocationFilesAreReadOrRefusedWithALine() throws {
         let campus = Campus(
             id: CampusID(UUID()), slug: "north", name: "North", timeZone: "UTC", deadlineMinute: 600, reminderMinute: 480,
