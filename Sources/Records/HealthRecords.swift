@@ -40,6 +40,7 @@ public struct HealthRecords: Sendable {
     public func receive(campus: Campus, results incoming: [LabResult], source: String, actor: String) async throws -> Receipt {
         // One result per specimen: the one resulted last (the later in the delivery on a tie).
         var bySpecimen: [String: LabResult] = [:]
+        bySpecimen.reserveCapacity(incoming.count)
         for result in incoming {
             if let earlier = bySpecimen[result.specimenID], earlier.resultedAt > result.resultedAt { continue }
             bySpecimen[result.specimenID] = result
@@ -63,24 +64,37 @@ public struct HealthRecords: Sendable {
                     SELECT t.specimen_id, t.user_id, t.subject, t.test_code, t.detected, t.collected_at
                     FROM test_results t
                     WHERE t.campus_id = \(campus.id) AND t.specimen_id IN (SELECT specimen_id FROM incoming)
-                ), stored AS (
-                    INSERT INTO test_results AS t (campus_id, id, specimen_id, user_id, subject, test_code, detected, collected_at,
-                                                   resulted_at, source)
-                    SELECT \(campus.id), i.id, i.specimen_id, coalesce(u.id, n.id), i.subject, i.test_code, i.detected,
-                           i.collected_at, i.resulted_at, \(source)
+                ), matched AS (
+                    SELECT i.specimen_id, i.id, coalesce(u.id, n.id) AS user_id, i.subject, i.test_code, i.detected,
+                           i.collected_at, i.resulted_at, p.specimen_id IS NOT NULL AS known
                     FROM incoming i
                     LEFT JOIN users u ON u.campus_id = \(campus.id) AND u.email = i.subject
                     -- A subject `id:…` is the member's campus id.
                     LEFT JOIN users n ON n.campus_id = \(campus.id) AND i.subject LIKE 'id:%' AND n.member_id = substr(i.subject, 4)
-                    ORDER BY i.specimen_id
-                    ON CONFLICT (campus_id, specimen_id) DO UPDATE SET
+                    LEFT JOIN previous p USING (specimen_id)
+                ), added AS (
+                    -- A plain INSERT for the specimens not stored yet (no other transaction
+                    -- writes results while this one holds the records lock), cheaper than an
+                    -- upsert, which looks for a conflict at every row.
+                    INSERT INTO test_results (campus_id, id, specimen_id, user_id, subject, test_code, detected, collected_at,
+                                              resulted_at, source)
+                    SELECT \(campus.id), m.id, m.specimen_id, m.user_id, m.subject, m.test_code, m.detected,
+                           m.collected_at, m.resulted_at, \(source)
+                    FROM matched m WHERE NOT m.known
+                    ORDER BY m.specimen_id
+                    RETURNING id, specimen_id, user_id
+                ), replaced AS (
+                    UPDATE test_results t SET
                         -- A result matched by hand stays with its member while its subject is the same.
-                        user_id = CASE WHEN EXCLUDED.user_id IS NOT NULL THEN EXCLUDED.user_id
-                                       WHEN EXCLUDED.subject = t.subject THEN t.user_id END,
-                        subject = EXCLUDED.subject, test_code = EXCLUDED.test_code, detected = EXCLUDED.detected,
-                        collected_at = EXCLUDED.collected_at, resulted_at = EXCLUDED.resulted_at, source = EXCLUDED.source,
+                        user_id = CASE WHEN m.user_id IS NOT NULL THEN m.user_id WHEN m.subject = t.subject THEN t.user_id END,
+                        subject = m.subject, test_code = m.test_code, detected = m.detected,
+                        collected_at = m.collected_at, resulted_at = m.resulted_at, source = \(source),
                         received_at = now(), dismissed_at = NULL
+                    FROM matched m
+                    WHERE m.known AND t.campus_id = \(campus.id) AND t.specimen_id = m.specimen_id
                     RETURNING t.id, t.specimen_id, t.user_id
+                ), stored AS (
+                    SELECT * FROM added UNION ALL SELECT * FROM replaced
                 ), outcome AS (
                     SELECT s.id, s.specimen_id, s.user_id, p.user_id AS previous_user,
                            p.specimen_id IS NOT NULL AND (p.subject, p.test_code, p.detected, p.collected_at)
@@ -103,6 +117,13 @@ public struct HealthRecords: Sendable {
                 if let count = try row.decode("received", as: Int?.self) {
                     (received, matched) = (count, try row.decode("matched"))
                     touched = try row.decode("touched")
+                    // A known specimen's row deleted meanwhile (its member erased) was not
+                    // replaced: all or none, so the delivery is refused, to be sent again.
+                    guard received == results.count else {
+                        throw RecordsError.conflict(
+                            "a result this delivery corrects was deleted while it was stored (its member erased?): nothing was stored; send the delivery again"
+                        )
+                    }
                     continue
                 }
                 corrected += 1
@@ -187,11 +208,13 @@ public struct HealthRecords: Sendable {
     /// caller's transaction; writes the ones that changed and, when any did, moves the
     /// campus's sign-in generation on. Returns how many changed.
     /// `slice` members' records are read at a time, so that a delivery or a policy change
-    /// that touches a whole campus holds no more than a slice's records in memory. Give
-    /// `users` in their order: each slice's statuses then reach one stretch of the index.
+    /// that touches a whole campus holds no more than a slice's records in memory. The
+    /// members are taken in the database's order of their ids, so that each slice reads, and
+    /// writes its statuses to, one stretch of each index.
     static func recompute(
-        _ connection: PostgresConnection, campus: Campus, users: [UUID], policy: RecordsPolicy, slice: Int = recomputeSlice
+        _ connection: PostgresConnection, campus: Campus, users unordered: [UUID], policy: RecordsPolicy, slice: Int = recomputeSlice
     ) async throws -> Int {
+        let users = unordered.sorted { $0.sortsInDatabase(before: $1) }
         var changed = 0
         for start in stride(from: 0, to: users.count, by: max(slice, 1)) {
             changed += try await recomputeOnce(
@@ -204,39 +227,48 @@ public struct HealthRecords: Sendable {
     /// The most members whose records one read of `recompute` takes by default.
     public static let recomputeSlice = 10_000
 
-    /// `recompute` for one slice of members; the caller moves the generation on.
+    /// `recompute` for one slice of members, in the database's order of their ids; the
+    /// caller moves the generation on.
     private static func recomputeOnce(
         _ connection: PostgresConnection, campus: Campus, users: [UUID], policy: RecordsPolicy
     ) async throws -> Int {
-        guard !users.isEmpty else { return 0 }
+        // `users` are in the database's order: the first and the last bound every part of the
+        // read to the slice's stretch of its index, and the members are joined, not looked up
+        // in the array row by row. With `= ANY(users)` alone each part read the whole campus's
+        // rows for each slice; with the bounds beside it, the plan the connection keeps for
+        // the statement (from its sixth run) searched the array for every row of the stretch.
+        guard let lo = users.first, let hi = users.last else { return 0 }
         let rows = try await connection.query(
             """
             SELECT 'r' AS kind, t.user_id, t.specimen_id, t.test_code, t.detected, t.collected_at, t.resulted_at,
                    t.released_at IS NOT NULL AS released, NULL::text AS restriction, NULL::date AS ends_on, NULL::jsonb AS health
             FROM test_results t
-            WHERE t.campus_id = \(campus.id) AND t.user_id = ANY(\(users)) AND t.dismissed_at IS NULL
+            WHERE t.campus_id = \(campus.id) AND t.user_id BETWEEN \(lo) AND \(hi) AND t.user_id IN (SELECT unnest(\(users))) AND t.dismissed_at IS NULL
             UNION ALL
             SELECT 'i', s.user_id, NULL, NULL, NULL, NULL, NULL, NULL, s.kind, s.ends_on, NULL
             FROM isolations s
-            WHERE s.campus_id = \(campus.id) AND s.user_id = ANY(\(users)) AND s.released_at IS NULL
+            WHERE s.campus_id = \(campus.id) AND s.user_id BETWEEN \(lo) AND \(hi) AND s.user_id IN (SELECT unnest(\(users))) AND s.released_at IS NULL
             UNION ALL
             SELECT 'e', e.user_id, NULL, NULL, NULL, NULL, NULL, NULL, e.kind, e.expires_on, NULL
             FROM exemptions e
-            WHERE e.campus_id = \(campus.id) AND e.user_id = ANY(\(users)) AND e.status = 'approved'
+            WHERE e.campus_id = \(campus.id) AND e.user_id BETWEEN \(lo) AND \(hi) AND e.user_id IN (SELECT unnest(\(users))) AND e.status = 'approved'
             UNION ALL
             SELECT 'v', v.user_id, NULL, v.cvx, NULL, NULL, NULL, NULL, NULL, v.given_on, NULL
             FROM vaccinations v
-            WHERE v.campus_id = \(campus.id) AND v.user_id = ANY(\(users))
+            WHERE v.campus_id = \(campus.id) AND v.user_id BETWEEN \(lo) AND \(hi) AND v.user_id IN (SELECT unnest(\(users)))
             UNION ALL
-            SELECT 'u', u.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \(UserStore.health)
+            -- The member, their kept status and whether a row keeps it (`released` here).
+            SELECT 'u', u.id, NULL, NULL, NULL, NULL, NULL, h.user_id IS NOT NULL, NULL, NULL, h.health
             FROM users u
-            WHERE u.campus_id = \(campus.id) AND u.id = ANY(\(users))
+            LEFT JOIN member_health h ON h.campus_id = u.campus_id AND h.user_id = u.id AND h.user_id BETWEEN \(lo) AND \(hi)
+            WHERE u.campus_id = \(campus.id) AND u.id BETWEEN \(lo) AND \(hi) AND u.id IN (SELECT unnest(\(users)))
             """)
         var results: [UUID: [HealthStatusComputation.Result]] = [:]
         var isolations: [UUID: [HealthStatusComputation.Isolation]] = [:]
         var exemptions: [UUID: [HealthStatus.Exemption]] = [:]
         var doses: [UUID: [SmartHealthCards.Dose]] = [:]
         var stored: [UUID: HealthStatus?] = [:]
+        var kept = Set<UUID>()
         for row in rows {
             let user = try row.decode("user_id", as: UUID.self)
             switch try row.decode("kind", as: String.self) {
@@ -256,9 +288,12 @@ public struct HealthRecords: Sendable {
                 doses[user, default: []].append(.init(cvx: try row.decode("test_code"), date: try row.decode("ends_on")))
             default:
                 stored[user] = HealthStatus.stored(try row.decode("health", as: PostgresJSON?.self))
+                if try row.decode("released", as: Bool.self) { kept.insert(user) }
             }
         }
-        var ids: [UUID] = [], statuses: [String] = [], cleared: [UUID] = []
+        // New rows, rows rewritten, rows deleted.
+        var added: (ids: [UUID], statuses: [String]) = ([], []), rewritten: (ids: [UUID], statuses: [String]) = ([], [])
+        var cleared: [UUID] = []
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         // Each distinct status encoded once: a delivery's members share a few dozen (the day a
@@ -272,32 +307,45 @@ public struct HealthRecords: Sendable {
                 zone: campus.zone)
             guard status != before else { continue }
             if let status {
-                ids.append(user)
-                if let json = encoded[status] {
-                    statuses.append(json)
+                let json: String
+                if let known = encoded[status] {
+                    json = known
                 } else {
-                    let json = String(decoding: try encoder.encode(status), as: UTF8.self)
+                    json = String(decoding: try encoder.encode(status), as: UTF8.self)
                     encoded[status] = json
-                    statuses.append(json)
+                }
+                if kept.contains(user) {
+                    rewritten.ids.append(user)
+                    rewritten.statuses.append(json)
+                } else {
+                    added.ids.append(user)
+                    added.statuses.append(json)
                 }
             } else {
                 cleared.append(user)
             }
         }
-        guard !ids.isEmpty || !cleared.isEmpty else { return 0 }
-        if !ids.isEmpty {
-            // In the key's order: the index takes the rows one page after another.
+        guard !added.ids.isEmpty || !rewritten.ids.isEmpty || !cleared.isEmpty else { return 0 }
+        if !added.ids.isEmpty || !rewritten.ids.isEmpty {
+            // A plain INSERT for the members without a row (no other transaction writes
+            // statuses while this one holds the records lock): a fifth less than an upsert's
+            // look for a conflict. In the key's order: the index takes the rows one page after
+            // another.
             try await connection.query(
                 """
-                INSERT INTO member_health AS h (campus_id, user_id, health)
-                SELECT \(campus.id), c.id, c.health::jsonb FROM unnest(\(ids), \(statuses)) AS c(id, health) ORDER BY c.id
-                ON CONFLICT (campus_id, user_id) DO UPDATE SET health = EXCLUDED.health
+                WITH rewritten AS (
+                    UPDATE member_health h SET health = c.health::jsonb
+                    FROM unnest(\(rewritten.ids), \(rewritten.statuses)) AS c(id, health)
+                    WHERE h.campus_id = \(campus.id) AND h.user_id = c.id
+                )
+                INSERT INTO member_health (campus_id, user_id, health)
+                SELECT \(campus.id), c.id, c.health::jsonb FROM unnest(\(added.ids), \(added.statuses)) AS c(id, health) ORDER BY c.id
                 """)
         }
         if !cleared.isEmpty {
             try await connection.query("DELETE FROM member_health WHERE campus_id = \(campus.id) AND user_id = ANY(\(cleared))")
         }
-        return ids.count + cleared.count
+        return added.ids.count + rewritten.ids.count + cleared.count
     }
 
     /// Recomputes every status at `campus` whose record could have changed without a new
