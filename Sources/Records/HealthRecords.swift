@@ -209,8 +209,8 @@ public struct HealthRecords: Sendable {
     /// campus's sign-in generation on. Returns how many changed.
     /// `slice` members' records are read at a time, so that a delivery or a policy change
     /// that touches a whole campus holds no more than a slice's records in memory. The
-    /// members are taken in the database's order of their ids, so that each slice reads, and
-    /// writes its statuses to, one stretch of each index.
+    /// members are taken in the database's order of their ids, so that each slice writes its
+    /// statuses to one stretch of the index.
     static func recompute(
         _ connection: PostgresConnection, campus: Campus, users unordered: [UUID], policy: RecordsPolicy, slice: Int = recomputeSlice
     ) async throws -> Int {
@@ -227,41 +227,33 @@ public struct HealthRecords: Sendable {
     /// The most members whose records one read of `recompute` takes by default.
     public static let recomputeSlice = 10_000
 
-    /// `recompute` for one slice of members, in the database's order of their ids; the
-    /// caller moves the generation on.
+    /// `recompute` for one slice of members; the caller moves the generation on.
     private static func recomputeOnce(
         _ connection: PostgresConnection, campus: Campus, users: [UUID], policy: RecordsPolicy
     ) async throws -> Int {
-        // `users` are in the database's order: the first and the last bound every part of the
-        // read to the slice's stretch of its index, and the members are joined, not looked up
-        // in the array row by row. With `= ANY(users)` alone each part read the whole campus's
-        // rows for each slice; with the bounds beside it, the plan the connection keeps for
-        // the statement (from its sixth run) searched the array for every row of the stretch.
-        guard let lo = users.first, let hi = users.last else { return 0 }
+        guard !users.isEmpty else { return 0 }
         let rows = try await connection.query(
             """
             SELECT 'r' AS kind, t.user_id, t.specimen_id, t.test_code, t.detected, t.collected_at, t.resulted_at,
                    t.released_at IS NOT NULL AS released, NULL::text AS restriction, NULL::date AS ends_on, NULL::jsonb AS health
             FROM test_results t
-            WHERE t.campus_id = \(campus.id) AND t.user_id BETWEEN \(lo) AND \(hi) AND t.user_id IN (SELECT unnest(\(users))) AND t.dismissed_at IS NULL
+            WHERE t.campus_id = \(campus.id) AND t.user_id = ANY(\(users)) AND t.dismissed_at IS NULL
             UNION ALL
             SELECT 'i', s.user_id, NULL, NULL, NULL, NULL, NULL, NULL, s.kind, s.ends_on, NULL
             FROM isolations s
-            WHERE s.campus_id = \(campus.id) AND s.user_id BETWEEN \(lo) AND \(hi) AND s.user_id IN (SELECT unnest(\(users))) AND s.released_at IS NULL
+            WHERE s.campus_id = \(campus.id) AND s.user_id = ANY(\(users)) AND s.released_at IS NULL
             UNION ALL
             SELECT 'e', e.user_id, NULL, NULL, NULL, NULL, NULL, NULL, e.kind, e.expires_on, NULL
             FROM exemptions e
-            WHERE e.campus_id = \(campus.id) AND e.user_id BETWEEN \(lo) AND \(hi) AND e.user_id IN (SELECT unnest(\(users))) AND e.status = 'approved'
+            WHERE e.campus_id = \(campus.id) AND e.user_id = ANY(\(users)) AND e.status = 'approved'
             UNION ALL
             SELECT 'v', v.user_id, NULL, v.cvx, NULL, NULL, NULL, NULL, NULL, v.given_on, NULL
             FROM vaccinations v
-            WHERE v.campus_id = \(campus.id) AND v.user_id BETWEEN \(lo) AND \(hi) AND v.user_id IN (SELECT unnest(\(users)))
+            WHERE v.campus_id = \(campus.id) AND v.user_id = ANY(\(users))
             UNION ALL
-            -- The member, their kept status and whether a row keeps it (`released` here).
-            SELECT 'u', u.id, NULL, NULL, NULL, NULL, NULL, h.user_id IS NOT NULL, NULL, NULL, h.health
+            SELECT 'u', u.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, \(UserStore.health)
             FROM users u
-            LEFT JOIN member_health h ON h.campus_id = u.campus_id AND h.user_id = u.id AND h.user_id BETWEEN \(lo) AND \(hi)
-            WHERE u.campus_id = \(campus.id) AND u.id BETWEEN \(lo) AND \(hi) AND u.id IN (SELECT unnest(\(users)))
+            WHERE u.campus_id = \(campus.id) AND u.id = ANY(\(users))
             """)
         var results: [UUID: [HealthStatusComputation.Result]] = [:]
         var isolations: [UUID: [HealthStatusComputation.Isolation]] = [:]
@@ -287,8 +279,10 @@ public struct HealthRecords: Sendable {
             case "v":
                 doses[user, default: []].append(.init(cvx: try row.decode("test_code"), date: try row.decode("ends_on")))
             default:
-                stored[user] = HealthStatus.stored(try row.decode("health", as: PostgresJSON?.self))
-                if try row.decode("released", as: Bool.self) { kept.insert(user) }
+                // A row keeps a status (never NULL), even one this server cannot read.
+                let health = try row.decode("health", as: PostgresJSON?.self)
+                stored[user] = HealthStatus.stored(health)
+                if health != nil { kept.insert(user) }
             }
         }
         // New rows, rows rewritten, rows deleted.
