@@ -75,7 +75,8 @@ public struct HealthRecords: Sendable {
                 ), added AS (
                     -- A plain INSERT for the specimens not stored yet (no other transaction
                     -- writes results while this one holds the records lock), cheaper than an
-                    -- upsert, which looks for a conflict at every row.
+                    -- upsert, which looks for a conflict at every row; the known ones take
+                    -- that look (one probe of the key each) to find the row they replace.
                     INSERT INTO test_results (campus_id, id, specimen_id, user_id, subject, test_code, detected, collected_at,
                                               resulted_at, source)
                     SELECT \(campus.id), m.id, m.specimen_id, m.user_id, m.subject, m.test_code, m.detected,
@@ -84,14 +85,19 @@ public struct HealthRecords: Sendable {
                     ORDER BY m.specimen_id
                     RETURNING id, specimen_id, user_id
                 ), replaced AS (
-                    UPDATE test_results t SET
+                    INSERT INTO test_results AS t (campus_id, id, specimen_id, user_id, subject, test_code, detected, collected_at,
+                                                   resulted_at, source)
+                    SELECT \(campus.id), m.id, m.specimen_id, m.user_id, m.subject, m.test_code, m.detected,
+                           m.collected_at, m.resulted_at, \(source)
+                    FROM matched m WHERE m.known
+                    ORDER BY m.specimen_id
+                    ON CONFLICT (campus_id, specimen_id) DO UPDATE SET
                         -- A result matched by hand stays with its member while its subject is the same.
-                        user_id = CASE WHEN m.user_id IS NOT NULL THEN m.user_id WHEN m.subject = t.subject THEN t.user_id END,
-                        subject = m.subject, test_code = m.test_code, detected = m.detected,
-                        collected_at = m.collected_at, resulted_at = m.resulted_at, source = \(source),
+                        user_id = CASE WHEN EXCLUDED.user_id IS NOT NULL THEN EXCLUDED.user_id
+                                       WHEN EXCLUDED.subject = t.subject THEN t.user_id END,
+                        subject = EXCLUDED.subject, test_code = EXCLUDED.test_code, detected = EXCLUDED.detected,
+                        collected_at = EXCLUDED.collected_at, resulted_at = EXCLUDED.resulted_at, source = EXCLUDED.source,
                         received_at = now(), dismissed_at = NULL
-                    FROM matched m
-                    WHERE m.known AND t.campus_id = \(campus.id) AND t.specimen_id = m.specimen_id
                     RETURNING t.id, t.specimen_id, t.user_id
                 ), stored AS (
                     SELECT * FROM added UNION ALL SELECT * FROM replaced
@@ -117,13 +123,6 @@ public struct HealthRecords: Sendable {
                 if let count = try row.decode("received", as: Int?.self) {
                     (received, matched) = (count, try row.decode("matched"))
                     touched = try row.decode("touched")
-                    // A known specimen's row deleted meanwhile (its member erased) was not
-                    // replaced: all or none, so the delivery is refused, to be sent again.
-                    guard received == results.count else {
-                        throw RecordsError.conflict(
-                            "a result this delivery corrects was deleted while it was stored (its member erased?): nothing was stored; send the delivery again"
-                        )
-                    }
                     continue
                 }
                 corrected += 1
@@ -208,13 +207,11 @@ public struct HealthRecords: Sendable {
     /// caller's transaction; writes the ones that changed and, when any did, moves the
     /// campus's sign-in generation on. Returns how many changed.
     /// `slice` members' records are read at a time, so that a delivery or a policy change
-    /// that touches a whole campus holds no more than a slice's records in memory. The
-    /// members are taken in the database's order of their ids, so that each slice writes its
-    /// statuses to one stretch of the index.
+    /// that touches a whole campus holds no more than a slice's records in memory. Give
+    /// `users` in their order: each slice's statuses then reach one stretch of the index.
     static func recompute(
-        _ connection: PostgresConnection, campus: Campus, users unordered: [UUID], policy: RecordsPolicy, slice: Int = recomputeSlice
+        _ connection: PostgresConnection, campus: Campus, users: [UUID], policy: RecordsPolicy, slice: Int = recomputeSlice
     ) async throws -> Int {
-        let users = unordered.sorted { $0.sortsInDatabase(before: $1) }
         var changed = 0
         for start in stride(from: 0, to: users.count, by: max(slice, 1)) {
             changed += try await recomputeOnce(
@@ -323,14 +320,16 @@ public struct HealthRecords: Sendable {
         if !added.ids.isEmpty || !rewritten.ids.isEmpty {
             // A plain INSERT for the members without a row (no other transaction writes
             // statuses while this one holds the records lock): a fifth less than an upsert's
-            // look for a conflict. In the key's order: the index takes the rows one page after
-            // another.
+            // look for a conflict. The others' rows are found by that look (one probe of the
+            // key each; an UPDATE joined to the list could read the campus's statuses for it).
+            // In the key's order: the index takes the rows one page after another.
             try await connection.query(
                 """
                 WITH rewritten AS (
-                    UPDATE member_health h SET health = c.health::jsonb
-                    FROM unnest(\(rewritten.ids), \(rewritten.statuses)) AS c(id, health)
-                    WHERE h.campus_id = \(campus.id) AND h.user_id = c.id
+                    INSERT INTO member_health AS h (campus_id, user_id, health)
+                    SELECT \(campus.id), c.id, c.health::jsonb FROM unnest(\(rewritten.ids), \(rewritten.statuses)) AS c(id, health)
+                    ORDER BY c.id
+                    ON CONFLICT (campus_id, user_id) DO UPDATE SET health = EXCLUDED.health
                 )
                 INSERT INTO member_health (campus_id, user_id, health)
                 SELECT \(campus.id), c.id, c.health::jsonb FROM unnest(\(added.ids), \(added.statuses)) AS c(id, health) ORDER BY c.id

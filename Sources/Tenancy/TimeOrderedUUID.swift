@@ -55,22 +55,3 @@ extension UUID {
         return UUID(uuid: (byte(40), byte(32), byte(24), byte(16), byte(8), byte(0), 0x70, 0, 0x80, 0, 0, 0, 0, 0, 0, 0))
     }
 }
-
-extension UUID {
-    /// Whether this id sorts before `other` as PostgreSQL sorts `uuid`s: their 16 bytes in
-    /// order, each unsigned (`memcmp`). For bounds of a stretch of an index on ids.
-    public func sortsInDatabase(before other: UUID) -> Bool {
-        let (a, b) = (databaseKey, other.databaseKey)
-        return a.high != b.high ? a.high < b.high : a.low < b.low
-    }
-
-    /// The 16 bytes as two big-endian halves: compared as numbers, they compare as `memcmp`.
-    private var databaseKey: (high: UInt64, low: UInt64) {
-        withUnsafeBytes(of: uuid) { bytes in
-            (
-                UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-                UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-            )
-        }
-    }
-}

@@ -553,21 +553,6 @@ struct RecordsTests {
         await server.pool.shutdown()
     }
 
-    /// A recompute reads a slice of members by its stretch of each index, bounded by the
-    /// slice's first and last id: `sortsInDatabase` must be the order PostgreSQL sorts `uuid`s
-    /// in (each byte unsigned: an id starting 0x80 sorts after one starting 0x7F), or a slice
-    /// would miss its members' records.
-    @Test func idsSortAsPostgreSQLSortsThem() async throws {
-        let (server, campus) = try await AttestationTests.setUp(clock: try TestClock("2026-11-20T16:00:00Z"))
-        func id(_ first: UInt8, _ last: UInt8) -> UUID { UUID(uuid: (first, 0, 0, 0, 0, 0, 0, 0, last, 0, 0, 0, 0, 0, 0, 0)) }
-        let ids = (0..<500).map { _ in UUID() } + [id(0x7F, 0xFF), id(0x80, 0), id(0, 0x80), id(0, 0x7F), id(0xFF, 0xFF), id(0, 0)]
-        let rows = try await server.pool.query("SELECT x FROM unnest(\(ids)) AS x ORDER BY x", campus: campus.id.rawValue)
-        let postgres = try rows.map { try $0.decode("x", as: UUID.self) }
-        #expect(ids.sorted { $0.sortsInDatabase(before: $1) } == postgres)
-        #expect(!ids[0].sortsInDatabase(before: ids[0]))
-        await server.pool.shutdown()
-    }
-
     /// The campus's `isolationDays` sets a positive result's isolation; changing it and
     /// recomputing moves every status it touches, however many slices the members take.
     @Test func theCampusPolicySetsHowLongAnIsolationLasts() async throws {
