@@ -29,7 +29,9 @@ public final class OutboxWorker: Service, Sendable {
         /// rendered while the last one's are still being sent and recorded, so a channel's
         /// connections do not wait on the database between batches. Default 2.
         public var batchesInFlight = 2
-        /// How long a claimed row is reserved for this worker's attempt. Default 2 min.
+        /// How long a claimed row is reserved for this worker's attempt. Default 2 min. A batch
+        /// renews it every half lease while any of its rows is still being sent or waits to be
+        /// recorded, so a slow receiver's batch is never claimed again meanwhile.
         public var lease: Duration = .seconds(120)
         /// Backoff after the first failure, doubling each time up to `maxDelay`. Default 2 s, 10 min.
         public var baseDelay: Duration = .seconds(2)
@@ -178,12 +180,7 @@ public final class OutboxWorker: Service, Sendable {
                 var batch = claimed
                 while true {
                     // The delivered ones are recorded together, in one statement when the batch ends.
-                    let delivered = await withTaskGroup(of: Claimed?.self) { group in
-                        for entry in batch { group.addTask { await self.attempt(entry, campus: campus) ? entry : nil } }
-                        var delivered: [Claimed] = []
-                        for await entry in group { if let entry { delivered.append(entry) } }
-                        return delivered
-                    }
+                    let delivered = await self.deliverBatch(batch, campus: campus)
                     await self.recordDelivered(delivered, campus: campus)
                     guard batch.count >= self.configuration.batchSize, !Task.isCancelled, !Task.isShuttingDownGracefully else { break }
                     do { batch = try await self.claim(campus: campus) } catch {
@@ -255,7 +252,78 @@ public final class OutboxWorker: Service, Sendable {
         var windowStart: Date
         /// The trace of what caused the event (`OutboxTrace`), when it was traced.
         var traceParent: String?
+        /// Its `next_attempt_at` as the claim set it (`leaseMicros`): until then it is this worker's.
+        var leaseMicros: Int64
+
+        struct Key: Hashable, Sendable {
+            var id: UUID
+            var sink: String
+        }
+
+        var key: Key { Key(id: id, sink: sink) }
     }
+
+    /// Attempts a claimed batch's events at once and answers those delivered, for the caller to
+    /// record. Meanwhile the batch's lease is renewed every half lease for the rows still being
+    /// sent and those delivered but not yet recorded: a batch can outlive its lease (two
+    /// batches of 32 messages queued for four connections to a relay that takes 7.5 s a
+    /// message), and another server would claim its rows again and send them twice.
+    private func deliverBatch(_ batch: [Claimed], campus: CampusID) async -> [Claimed] {
+        let held = HeldLeases(batch)
+        return await withTaskGroup(of: Void.self) { renewal in
+            renewal.addTask { await self.renewLeases(held, campus: campus) }
+            let delivered = await withTaskGroup(of: Claimed?.self) { group in
+                for entry in batch {
+                    group.addTask {
+                        let delivered = await self.attempt(entry, campus: campus)
+                        // An outcome other than delivered is recorded already, with its own next attempt.
+                        if !delivered { held.release(entry.key) }
+                        return delivered ? entry : nil
+                    }
+                }
+                var delivered: [Claimed] = []
+                for await entry in group { if let entry { delivered.append(entry) } }
+                return delivered
+            }
+            renewal.cancelAll()
+            return delivered
+        }
+    }
+
+    /// Every half lease until cancelled: the rows in `held` reserved for another lease, those
+    /// still reserved as this worker left them (the same `next_attempt_at`, to the
+    /// microsecond). A row another worker claimed after the lease ran out, or whose attempt
+    /// recorded a retry meanwhile, keeps its own time.
+    private func renewLeases(_ held: HeldLeases, campus: CampusID) async {
+        while true {
+            do { try await Task.sleep(for: configuration.lease / 2) } catch { return }
+            let leases = held.current
+            guard !leases.isEmpty else { continue }
+            do {
+                let rows = try await client.query(
+                    """
+                    UPDATE notification_outbox o
+                    SET next_attempt_at = now() + make_interval(secs => \(Self.seconds(configuration.lease)))
+                    FROM unnest(\(leases.map { $0.key.id }), \(leases.map { $0.key.sink }), \(leases.map { $0.lease })) AS d(id, sink_id, lease_us)
+                    WHERE o.campus_id = \(campus) AND o.id = d.id AND o.sink_id = d.sink_id
+                      AND o.delivered_at IS NULL AND o.dead_at IS NULL
+                      AND \(Self.leaseMicros) = d.lease_us
+                    RETURNING o.id, o.sink_id, \(Self.leaseMicros) AS lease_us
+                    """, campus: campus.rawValue)
+                let renewed = try rows.map { row in
+                    (Claimed.Key(id: try row.decode("id"), sink: try row.decode("sink_id")), try row.decode("lease_us", as: Int64.self))
+                }
+                held.renewed(renewed)
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("cannot renew a batch's lease", metadata: ["events": "\(leases.count)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// A reserved row's `next_attempt_at` as whole microseconds since 1970: the lease as the
+    /// worker compares it, exactly (`extract` answers `numeric`).
+    private static let leaseMicros = SQL(unsafeSQL: "(extract(epoch FROM o.next_attempt_at) * 1000000)::int8")
 
     private func claim(campus: CampusID) async throws -> [Claimed] {
         let rows = try await client.query(
@@ -271,13 +339,14 @@ public final class OutboxWorker: Service, Sendable {
             SET attempts = o.attempts + 1, next_attempt_at = now() + make_interval(secs => \(Self.seconds(configuration.lease)))
             FROM due
             WHERE o.campus_id = \(campus) AND o.id = due.id AND o.sink_id = due.sink_id
-            RETURNING o.id, o.sink_id, o.payload::text AS payload, o.attempts, o.window_start, o.trace_parent
+            RETURNING o.id, o.sink_id, o.payload::text AS payload, o.attempts, o.window_start, o.trace_parent,
+                \(Self.leaseMicros) AS lease_us
             """, campus: campus.rawValue)
         return try rows.map { row in
             Claimed(
                 id: try row.decode("id"), sink: try row.decode("sink_id"), payload: try row.decode("payload"),
                 attempts: try row.decode("attempts"), windowStart: try row.decode("window_start"),
-                traceParent: try row.decode("trace_parent"))
+                traceParent: try row.decode("trace_parent"), leaseMicros: try row.decode("lease_us"))
         }
     }
 
@@ -397,6 +466,26 @@ public final class OutboxWorker: Service, Sendable {
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// A batch's rows this worker still holds, each with its lease as last set (`leaseMicros`).
+final class HeldLeases: Sendable {
+    private let leases: Mutex<[OutboxWorker.Claimed.Key: Int64]>
+
+    init(_ batch: [OutboxWorker.Claimed]) {
+        leases = Mutex(Dictionary(batch.map { ($0.key, $0.leaseMicros) }, uniquingKeysWith: { first, _ in first }))
+    }
+
+    var current: [(key: OutboxWorker.Claimed.Key, lease: Int64)] { leases.withLock { $0.map { ($0.key, $0.value) } } }
+
+    func release(_ key: OutboxWorker.Claimed.Key) { _ = leases.withLock { $0.removeValue(forKey: key) } }
+
+    /// The new leases of the rows renewed; those released meanwhile stay released.
+    func renewed(_ rows: [(OutboxWorker.Claimed.Key, Int64)]) {
+        leases.withLock { leases in
+            for (key, lease) in rows where leases[key] != nil { leases[key] = lease }
+        }
     }
 }
 

@@ -579,6 +579,52 @@ struct NotificationTests {
         }
     }
 
+    /// A batch that outlives its lease keeps its rows: its worker renews the lease every half
+    /// lease while events are still being sent or wait to be recorded. Eight events through a
+    /// receiver that takes them one at a time, 0.4 s each (3.2 s), with a lease of 1 s: a second
+    /// worker (another server) polling all the while claims none of them again, and each is
+    /// delivered once, in one attempt (without the renewal it claimed all eight again and sent
+    /// some twice). The one the receiver asks to have again keeps its backoff (10-20 s), not a
+    /// renewed lease.
+    @Test func aBatchThatOutlivesItsLeaseIsNotClaimedAgain() async throws {
+        let clock = try TestClock("2026-11-20T14:00:00Z")
+        let (server, campus) = try await AttestationTests.setUp(clock: clock)
+        let queued = QueuedSink(each: .milliseconds(400), retryFirst: true)
+        var registry = PluginRegistry.builtin
+        registry.registerSink(id: "queued") { _ in queued }
+        try await CampusPluginStore(client: server.pool).enable(
+            campus: campus, kind: .sink, id: "queued", settings: .object(["events": .array([.string("badge.red")])]), actor: "test")
+        var tokens: [String] = []
+        for index in 0..<8 { tokens.append(try await server.user("q\(index)@example.edu", at: campus).token) }
+        var configuration = OutboxWorker.Configuration()
+        (configuration.batchSize, configuration.batchesInFlight) = (8, 1)
+        (configuration.pollInterval, configuration.lease, configuration.baseDelay) = (.milliseconds(20), .seconds(1), .seconds(20))
+        let workers = (0..<2).map { _ in
+            OutboxWorker(
+                client: server.pool, registry: registry, http: Self.loopbackHTTP, configuration: configuration,
+                logger: TestDatabase.testLogger, kek: TestServer.kek, reminderAudience: .unattested)
+        }
+        let members = tokens
+        try await server.run { api in
+            for token in members { try await Self.submitRed(api, token: token) }
+            let running = workers.map { worker in Task { try await worker.run() } }
+            let started = ContinuousClock.now
+            while try await Self.outbox(server, campus, .delivered).count < 7, ContinuousClock.now - started < .seconds(15) {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await Task.sleep(for: .milliseconds(1_500))  // a lease and a half more: nothing is claimed again
+            for task in running { task.cancel() }
+            for task in running { _ = try? await task.value }
+            let delivered = try await Self.outbox(server, campus, .delivered)
+            #expect(delivered.count == 7)
+            #expect(delivered.allSatisfy { $0.attempts == 1 }, "attempts: \(delivered.map(\.attempts).sorted())")
+            #expect(queued.deliveries.count == 8 && queued.deliveries.values.allSatisfy { $0 == 1 }, "\(queued.deliveries.values.sorted())")
+            let again = try #require(try await Self.outbox(server, campus, .pending).first)
+            #expect(again.attempts == 1 && again.lastError == "not yet")
+            #expect(again.nextAttemptAt.timeIntervalSinceNow > 5, "next attempt in \(again.nextAttemptAt.timeIntervalSinceNow) s")
+        }
+    }
+
     /// A third party's sink, registered by id, gets each event once through the outbox (the
     /// test kit's recording sink), and one that asks for a retry gets the event again.
     @Test func aRegisteredSinkReceivesEachEventThroughTheOutbox() async throws {
@@ -633,6 +679,34 @@ struct NotificationTests {
             #expect(keys["attestation.submitted"] == attestation)
             #expect(keys["badge.red"] == attestation)
             #expect(keys["reminder.due"] == ["id", "event", "campus", "occurredAt", "userId", "date", "links"])
+        }
+    }
+}
+
+/// A receiver that takes one event at a time, `each` apiece, as a relay behind one connection
+/// does: the last of a batch waits for all before it. Counts each event's deliveries.
+final class QueuedSink: NotificationSink {
+    private let each: Duration
+    private let state: Mutex<(free: ContinuousClock.Instant, deliveries: [String: Int], retryNext: Bool)>
+
+    /// `retryFirst`: the first event it takes is answered `.retry("not yet")`.
+    init(each: Duration, retryFirst: Bool = false) {
+        self.each = each
+        state = Mutex((.now, [:], retryFirst))
+    }
+
+    var deliveries: [String: Int] { state.withLock { $0.deliveries } }
+
+    func deliver(_ notification: AttestNotification, payload: Data, context: PluginContext) async -> DeliveryResult {
+        let done = state.withLock { state in
+            state.free = max(state.free, .now) + each
+            return state.free
+        }
+        try? await Task.sleep(until: done, clock: .continuous)
+        return state.withLock { state in
+            state.deliveries[notification.id, default: 0] += 1
+            defer { state.retryNext = false }
+            return state.retryNext ? .retry("not yet") : .delivered
         }
     }
 }
