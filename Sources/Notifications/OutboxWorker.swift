@@ -296,7 +296,7 @@ public final class OutboxWorker: Service, Sendable {
     /// recorded a retry meanwhile, keeps its own time.
     private func renewLeases(_ held: HeldLeases, campus: CampusID) async {
         while true {
-            do { try await Task.sleep(for: configuration.lease / 2) } catch { return }
+            do { try await Task.sleep(for: max(configuration.lease / 2, .milliseconds(50))) } catch { return }
             let leases = held.current
             guard !leases.isEmpty else { continue }
             do {
