@@ -581,15 +581,15 @@ struct NotificationTests {
 
     /// A batch that outlives its lease keeps its rows: its worker renews the lease every half
     /// lease while events are still being sent or wait to be recorded. Eight events through a
-    /// receiver that takes them one at a time, 0.4 s each (3.2 s), with a lease of 1 s: a second
+    /// receiver that takes them one at a time, 0.6 s each (4.8 s), with a lease of 2 s: a second
     /// worker (another server) polling all the while claims none of them again, and each is
     /// delivered once, in one attempt (without the renewal it claimed all eight again and sent
-    /// some twice). The one the receiver asks to have again keeps its backoff (10-20 s), not a
+    /// seven twice). The one the receiver asks to have again keeps its backoff (10-20 s), not a
     /// renewed lease.
     @Test func aBatchThatOutlivesItsLeaseIsNotClaimedAgain() async throws {
         let clock = try TestClock("2026-11-20T14:00:00Z")
         let (server, campus) = try await AttestationTests.setUp(clock: clock)
-        let queued = QueuedSink(each: .milliseconds(400), retryFirst: true)
+        let queued = QueuedSink(each: .milliseconds(600), retryFirst: true)
         var registry = PluginRegistry.builtin
         registry.registerSink(id: "queued") { _ in queued }
         try await CampusPluginStore(client: server.pool).enable(
@@ -598,7 +598,7 @@ struct NotificationTests {
         for index in 0..<8 { tokens.append(try await server.user("q\(index)@example.edu", at: campus).token) }
         var configuration = OutboxWorker.Configuration()
         (configuration.batchSize, configuration.batchesInFlight) = (8, 1)
-        (configuration.pollInterval, configuration.lease, configuration.baseDelay) = (.milliseconds(20), .seconds(1), .seconds(20))
+        (configuration.pollInterval, configuration.lease, configuration.baseDelay) = (.milliseconds(20), .seconds(2), .seconds(20))
         let workers = (0..<2).map { _ in
             OutboxWorker(
                 client: server.pool, registry: registry, http: Self.loopbackHTTP, configuration: configuration,
@@ -609,10 +609,10 @@ struct NotificationTests {
             for token in members { try await Self.submitRed(api, token: token) }
             let running = workers.map { worker in Task { try await worker.run() } }
             let started = ContinuousClock.now
-            while try await Self.outbox(server, campus, .delivered).count < 7, ContinuousClock.now - started < .seconds(15) {
+            while try await Self.outbox(server, campus, .delivered).count < 7, ContinuousClock.now - started < .seconds(20) {
                 try await Task.sleep(for: .milliseconds(50))
             }
-            try await Task.sleep(for: .milliseconds(1_500))  // a lease and a half more: nothing is claimed again
+            try await Task.sleep(for: .seconds(3))  // a lease and a half more: nothing is claimed again
             for task in running { task.cancel() }
             for task in running { _ = try? await task.value }
             let delivered = try await Self.outbox(server, campus, .delivered)
