@@ -28,14 +28,12 @@ struct SignInPages: Sendable {
             return try await signInPage(visit: visit, next: next, message: nil, cookies: cookies)
         }
         pages.post("signin/demo") { request, context -> Response in
-            guard settings.demoSignIn else {
-                throw Problem.notFound("There is no demo sign-in here: sign in with your university account.")
-            }
             let visit = try await web.visit(request, context, signIn: false)
+            guard settings.demoSignIn else { throw Problem.notFound(visit["demoSignInOff"]) }
             let form = try await WebForm.read(request, context: context)
             try web.checkCSRF(request, form: form, visit: visit)
             guard let email = form["email"], let user = try await services.users.find(campus: visit.campus.id, email: email) else {
-                throw Problem.notFound("No such demo person at \(visit.campus.name).")
+                throw Problem.notFound(visit.format("demoPersonUnknown", visit.campus.name))
             }
             let issued = try await services.sessions.issue(campus: visit.campus, user: user.id)
             throw WebOutcome.redirect(
@@ -45,9 +43,7 @@ struct SignInPages: Sendable {
         pages.get("signin/start") { request, context -> Response in
             let visit = try await web.visit(request, context, signIn: false)
             try services.limiters.admitSignIn(address: context.clientAddress, campus: visit.campus.slug)
-            guard let redirect = redirectURI(visit.campus) else {
-                throw Problem.notFound("Sign-in with an identity provider needs the server's public address: start it with --public-url.")
-            }
+            guard let redirect = redirectURI(visit.campus) else { throw Problem.notFound(visit["signInNeedsPublicURL"]) }
             let issuer = request.uri.queryParameters.get("issuer").map { String($0) } ?? ""
             let next = WebRoutes.sameCampusPath(request.uri.queryParameters.get("next").map { String($0) }, base: visit.base)
             let (url, pending) = try await services.browserSignIn.start(campus: visit.campus, issuer: issuer, redirectURI: redirect)

@@ -195,6 +195,33 @@ struct WebPageTests {
             let refused = try await browser.post("/c/north/signin/demo", form: [("csrf", csrf), ("email", "ana@example.edu")])
             #expect(refused.status == 404)
             #expect(refused.setCookies.allSatisfy { !$0.hasPrefix("attest-north=") })
+            #expect(refused.body.contains("sign in with your university account"))
+            let noAddress = try await browser.get("/c/north/signin/start?issuer=x")
+            #expect(noAddress.status == 404 && noAddress.body.contains("start it with --public-url"))
+
+            let spanish = WebClient(api.client, acceptLanguage: "es")
+            _ = try await spanish.get("/c/north/signin")
+            let spanishCSRF = try #require(spanish.cookie("attest-csrf"))
+            let rehusado = try await spanish.post("/c/north/signin/demo", form: [("csrf", spanishCSRF), ("email", "ana@example.edu")])
+            #expect(rehusado.status == 404 && rehusado.body.contains("inicie sesión con su cuenta de la universidad"))
+            let sinDireccion = try await spanish.get("/c/north/signin/start?issuer=x")
+            #expect(sinDireccion.status == 404 && sinDireccion.body.contains("lo inicie con --public-url"))
+        }
+    }
+
+    @Test func anUnknownDemoPersonIsRefusedInThePagesLanguage() async throws {
+        let (server, campus) = try await Self.setUp()
+        try await server.run { api in
+            for (language, words) in [
+                ("en", "has no demo person with that email address"), ("es", "no tiene ninguna persona de demostración"),
+            ] {
+                let browser = WebClient(api.client, acceptLanguage: language)
+                let csrf = try #require(try await browser.get("/c/north/signin").csrf)
+                let refused = try await browser.post("/c/north/signin/demo", form: [("csrf", csrf), ("email", "nobody@example.edu")])
+                #expect(refused.status == 404)
+                #expect(refused.body.contains(words) && refused.body.contains(WebHTML.escape(campus.name)), "\(language)")
+                #expect(refused.setCookies.allSatisfy { !$0.contains("attest-north=") })
+            }
         }
     }
 
