@@ -178,7 +178,9 @@ struct EpisodePages: Sendable {
         for problem in draft.problems(kinds: kinds, now: now) {
             switch problem.field {
             case "kind":
-                errors.add("kind", anchor: kindAnchor, visit.format("kindError", kinds.map { kindWord($0, visit) }.joined(separator: ", ")))
+                errors.add(
+                    "kind", anchor: kindAnchor,
+                    visit.format("kindError", kinds.map { kindWord($0, visit).lowercased() }.joined(separator: ", ")))
             case "severity": errors.add("severity", anchor: "episode-severity", visit["severityError"])
             case "notes": errors.add("notes", anchor: "episode-notes", visit.format("notesError", "\(EpisodeDraft.maxNotes)"))
             case "startedAt": errors.add("startedAt", anchor: "episode-started", visit["startedError"])

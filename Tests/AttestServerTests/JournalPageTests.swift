@@ -273,13 +273,16 @@ struct JournalPageTests {
             for (field, value, message) in [
                 ("stoppedAt", "2026-11-19T21:00", "not before it started"), ("stoppedAt", "", "A stopped episode stays stopped"),
                 ("startedAt", "yesterday", "Enter when it started"), ("severity", "11", "Choose a severity from 0 to 10."),
-                ("kind", "hangover", "Choose a kind of episode: Headache, Migraine."),
+                ("kind", "hangover", "Choose a kind of episode: headache, migraine."),
             ] {
                 let bad = try await ana.post("/c/north/episodes/\(id)", form: edit.map { $0.0 == field ? (field, value) : $0 })
                 #expect(
                     bad.status == 422 && bad.body.contains(message) && bad.body.contains("<details class=\"card\" open>"),
                     "\(field)=\(value)")
             }
+            let enSpanish = try await ana.post(
+                "/c/north/episodes/\(id)", form: edit.map { $0.0 == "kind" ? ("kind", "resaca") : $0 }, headers: [.acceptLanguage: "es"])
+            #expect(enSpanish.status == 422 && enSpanish.body.contains("Elija un tipo de episodio: dolor de cabeza, migraña."))
             let deleted = try await ana.post("/c/north/episodes/\(id)/delete", form: [("csrf", csrf)])
             #expect(deleted.status == 303 && deleted.location == "/c/north/episodes?deleted=1")
             #expect(try await ana.get("/c/north/episodes/\(id)").status == 404)
