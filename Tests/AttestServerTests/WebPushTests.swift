@@ -5,9 +5,10 @@ import AttestTestSupport
 import Crypto
 import Foundation
 import HTTPTypes
-import Notifications
 import Tenancy
 import Testing
+
+@testable import Notifications
 
 /// Web Push encryption (RFC 8291, `aes128gcm` of RFC 8188) and VAPID (RFC 8292), read back by
 /// implementations nobody here wrote: the PyPI `http-ece` decrypts with the browser's private
@@ -75,6 +76,34 @@ struct WebPushTests {
         let claims = try #require(out["claims"] as? [String: Any])
         #expect(claims["aud"] as? String == "https://push.example.net:8443" && claims["sub"] as? String == "mailto:ops@example.edu")
         #expect(claims["exp"] as? Int == 1_795_000_000 + 12 * 3_600)
+    }
+
+    /// `newSenderKey` draws 32 random bytes and leaves it to the key's initializer to refuse
+    /// zero and scalars not below P-256's order n; each key's public point must be its scalar's.
+    @Test func aSenderKeyIsFreshAndItsOwnAndTheInitializerRefusesScalarsOutsideTheGroup() throws {
+        let order = Data(
+            stride(from: 0, to: 64, by: 2).map { offset -> UInt8 in
+                let hex = Array("FFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551".utf8)
+                return UInt8(String(decoding: hex[offset..<offset + 2], as: UTF8.self), radix: 16) ?? 0
+            })
+        var belowOrder = order
+        belowOrder[31] -= 1
+        for refused in [Data(count: 32), order, Data(repeating: 0xFF, count: 32), Data(repeating: 1, count: 31)] {
+            #expect(throws: (any Error).self) { try P256.KeyAgreement.PrivateKey(rawRepresentation: refused) }
+        }
+        _ = try P256.KeyAgreement.PrivateKey(rawRepresentation: belowOrder)
+
+        let browser = P256.KeyAgreement.PrivateKey()
+        let keys = (0..<200).map { _ in WebPushEncryption.newSenderKey() }
+        #expect(Set(keys.map(\.rawRepresentation)).count == 200)
+        for key in keys {
+            // The same secret both ways only when the sender's public point is its own scalar's.
+            let sent = try key.sharedSecretFromKeyAgreement(with: browser.publicKey)
+            let received = try browser.sharedSecretFromKeyAgreement(with: key.publicKey)
+            #expect(sent == received)
+        }
+        #expect(WebPushEncryption.randomBytes(13).count == 13 && WebPushEncryption.randomBytes(16).count == 16)
+        #expect(Set((0..<50).map { _ in WebPushEncryption.randomBytes(16) }).count == 50)
     }
 
     @Test func aBadSubscriptionOrAnOversizedMessageIsRefusedWithTheReason() throws {
