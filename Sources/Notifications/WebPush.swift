@@ -18,29 +18,22 @@ public enum WebPushEncryption {
 
     /// `plaintext` encrypted to the subscription, with a fresh sender key and salt.
     public static func encrypt(_ plaintext: Data, p256dh: Data, auth: Data) throws -> Data {
-        try encrypt(plaintext, p256dh: p256dh, auth: auth, sender: newSenderKey(), salt: randomBytes(16))
+        let salt = SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) }
+        return try encrypt(plaintext, p256dh: p256dh, auth: auth, sender: newSenderKey(), salt: salt)
     }
 
-    /// A fresh sender key, as RFC 8291 asks for each message: a scalar drawn uniformly from the
-    /// system's secure generator (32 random bytes, drawn again in the rare case, below 2^-32,
-    /// that they are zero or not below the group's order, which the key's initializer refuses),
-    /// its public point computed from it. `P256.KeyAgreement.PrivateKey()` makes the same kind of
-    /// key but runs FIPS's pairwise test on each (an ECDSA signature made and verified): 80 µs
-    /// here against 10, more than the ECDH itself (Benchmarks/README.md, "A sender key without
-    /// the FIPS test").
+    /// A fresh sender key, as RFC 8291 asks for each message: a scalar of 32 bytes from the
+    /// system's secure generator (swift-crypto's `SymmetricKey`, wiped when released), drawn
+    /// again in the rare case (below 2^-32) that it is zero or not below the group's order,
+    /// which the key's initializer refuses; its public point computed from it.
+    /// `P256.KeyAgreement.PrivateKey()` makes the same kind of key but runs FIPS's pairwise test
+    /// on each (an ECDSA signature made and verified): 80 µs here against 10, more than the ECDH
+    /// itself (Benchmarks/README.md, "A sender key without the FIPS test").
     public static func newSenderKey() -> P256.KeyAgreement.PrivateKey {
         for _ in 0..<64 {
-            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: randomBytes(32)) { return key }
+            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: SymmetricKey(size: .bits256)) { return key }
         }
         return P256.KeyAgreement.PrivateKey()  // never reached with a working generator
-    }
-
-    /// `count` bytes from the system's secure generator, eight at a time (a system call each).
-    static func randomBytes(_ count: Int) -> Data {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = Data(capacity: count + 8)
-        while bytes.count < count { withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) } }
-        return Data(bytes.prefix(count))
     }
 
     /// The same with the sender's key and the salt given (RFC 8291's example, tests).
