@@ -280,9 +280,9 @@ struct JournalPageTests {
                     bad.status == 422 && bad.body.contains(message) && bad.body.contains("<details class=\"card\" open>"),
                     "\(field)=\(value)")
             }
-            let enSpanish = try await ana.post(
+            let inSpanish = try await ana.post(
                 "/c/north/episodes/\(id)", form: edit.map { $0.0 == "kind" ? ("kind", "resaca") : $0 }, headers: [.acceptLanguage: "es"])
-            #expect(enSpanish.status == 422 && enSpanish.body.contains("Elija un tipo de episodio: dolor de cabeza, migraña."))
+            #expect(inSpanish.status == 422 && inSpanish.body.contains("Elija un tipo de episodio: dolor de cabeza, migraña."))
             let deleted = try await ana.post("/c/north/episodes/\(id)/delete", form: [("csrf", csrf)])
             #expect(deleted.status == 303 && deleted.location == "/c/north/episodes?deleted=1")
             #expect(try await ana.get("/c/north/episodes/\(id)").status == 404)
