@@ -1,6 +1,7 @@
 import AttestFoundation
 import Crypto
 import Foundation
+import Synchronization
 
 /// Web Push message encryption (RFC 8291) in the `aes128gcm` content coding (RFC 8188): one
 /// record, encrypted to a browser's subscription (`p256dh`, `auth`), so the push service
@@ -71,27 +72,63 @@ public enum WebPushEncryption {
 
 /// Voluntary application server identification (VAPID, RFC 8292): the `Authorization` header a
 /// push service is sent, `vapid t=<JWT>, k=<public key>`, the JWT signed with ES256 by the
-/// deployment's key.
+/// campus's key. A token is made once for each push service (its origin) and contact and used
+/// again for an hour (RFC 8292 §2 lets a token be reused until it expires): a day's reminders
+/// go to a handful of push services, and an ES256 signature for each would cost more than a
+/// third of the message's encryption.
 public struct VAPIDKey: Sendable {
     public let privateKey: P256.Signing.PrivateKey
-
-    public init(privateKey: P256.Signing.PrivateKey) { self.privateKey = privateKey }
-
     /// The public key as browsers take it for `applicationServerKey`: base64url of the
     /// uncompressed point.
-    public var publicKeyText: String { privateKey.publicKey.x963Representation.base64URLEncoded() }
+    public let publicKeyText: String
+    private let tokens = Tokens()
 
-    /// `vapid t=…, k=…` for a push endpoint: `aud` its origin, `exp` 12 hours on (at most 24
-    /// are allowed), `sub` a contact (`mailto:` or `https:`).
+    public init(privateKey: P256.Signing.PrivateKey) {
+        self.privateKey = privateKey
+        publicKeyText = privateKey.publicKey.x963Representation.base64URLEncoded()
+    }
+
+    /// How long a token is valid (`exp`: at most 24 hours are allowed), and for how long after
+    /// it was made it is used again: every token sent has at least 11 hours left.
+    static let lifetime = 12 * 3_600, reuse = 3_600
+
+    /// The tokens made, by push service and contact: a few push services, a contact or two.
+    /// Emptied when it reaches `limit`, so a campus whose members use many services cannot
+    /// make it grow.
+    private final class Tokens: Sendable {
+        struct Token {
+            let made: Int
+            let header: String
+        }
+        let made = Mutex<[String: Token]>([:])
+        static let limit = 64
+    }
+
+    /// `vapid t=…, k=…` for a push endpoint: `aud` its origin, `exp` 12 hours after the token
+    /// was made, `sub` a contact (`mailto:` or `https:`); the token made for the same origin
+    /// and contact within the last hour when there is one.
     public func authorization(endpoint: URL, subject: String, now: Date) throws -> String {
         guard let scheme = endpoint.scheme, let host = endpoint.host else {
             throw WebPushEncryption.Failure(description: "the push endpoint \(endpoint.absoluteString.prefix(80)) has no origin")
         }
         let origin = "\(scheme)://\(host)" + (endpoint.port.map { ":\($0)" } ?? "")
-        guard let seconds = Int(exactly: now.timeIntervalSince1970.rounded(.down)) else {
+        guard let seconds = Int(exactly: now.timeIntervalSince1970.rounded(.down)), (0..<(1 << 40)).contains(seconds) else {
             throw WebPushEncryption.Failure(description: "the clock reads no time a token can carry")
         }
-        let expires = seconds + 12 * 3_600
+        let name = origin + " " + subject
+        // A clock that went back makes a new token: one made "later" could outlive 24 hours.
+        if let token = tokens.made.withLock({ $0[name] }), token.made <= seconds, seconds - token.made < Self.reuse {
+            return token.header
+        }
+        let header = try newAuthorization(origin: origin, subject: subject, expires: seconds + Self.lifetime)
+        tokens.made.withLock { made in
+            if made.count >= Tokens.limit { made.removeAll(keepingCapacity: true) }
+            made[name] = Tokens.Token(made: seconds, header: header)
+        }
+        return header
+    }
+
+    private func newAuthorization(origin: String, subject: String, expires: Int) throws -> String {
         let header = Data(#"{"typ":"JWT","alg":"ES256"}"#.utf8).base64URLEncoded()
         var claims = JSONBytes()
         claims.literal("{\"aud\":")

@@ -103,6 +103,51 @@ struct WebPushTests {
         }
     }
 
+    /// A VAPID token is signed once for each push service and contact and sent again for an
+    /// hour, never with less than 11 of its 12 hours left; another service, contact or key, an
+    /// hour gone or a clock that went back makes a new one.
+    @Test func aVAPIDTokenIsMadeOnceForEachPushServiceAndContactAndUsedForAnHour() throws {
+        func expiry(_ authorization: String) throws -> Int {
+            let token = try #require(authorization.split(separator: "t=").last?.split(separator: ",").first)
+            let parts = token.split(separator: ".")
+            let claims = try #require(parts.count == 3 ? Data(base64URLEncoded: parts[1]) : nil)
+            return try #require((try JSONSerialization.jsonObject(with: claims) as? [String: Any])?["exp"] as? Int)
+        }
+        let key = VAPIDKey(privateKey: P256.Signing.PrivateKey())
+        let start = 1_795_000_000
+        func at(_ seconds: Int, _ endpoint: String = "https://push.example.net/send/a", subject: String = "mailto:ops@example.edu")
+            throws -> String
+        {
+            try key.authorization(
+                endpoint: try #require(URL(string: endpoint)), subject: subject, now: Date(timeIntervalSince1970: Double(start + seconds)))
+        }
+        let first = try at(0)
+        #expect(try expiry(first) == start + 12 * 3_600)
+        // Another browser at the same service, later in the hour: the same token.
+        #expect(try at(600, "https://push.example.net/send/b") == first)
+        #expect(try at(3_599, "https://push.example.net/send/c?x=1") == first)
+        // Another service (the port is the origin's), another contact: their own.
+        let others = [
+            try at(10, "https://fcm.example.com/send/a"), try at(10, "https://push.example.net:8443/send/a"),
+            try at(10, subject: "mailto:health@example.edu"),
+        ]
+        #expect(Set(others + [first]).count == 4)
+        #expect(try at(20, "https://fcm.example.com/send/z") == others[0])
+        // An hour on: a new token, 12 hours from now.
+        let later = try at(3_600)
+        #expect(later != first)
+        #expect(try expiry(later) == start + 3_600 + 12 * 3_600)
+        // A clock that went back: a new token, never one that would last beyond 24 hours.
+        let back = try at(1_800)
+        #expect(back != later)
+        #expect(try expiry(back) == start + 1_800 + 12 * 3_600)
+        // Another key (a renewed one) signs its own, the same hour.
+        let renewed = try VAPIDKey(privateKey: P256.Signing.PrivateKey()).authorization(
+            endpoint: try #require(URL(string: "https://push.example.net/send/a")), subject: "mailto:ops@example.edu",
+            now: Date(timeIntervalSince1970: Double(start + 1_800)))
+        #expect(renewed != back && !renewed.hasSuffix(", k=" + key.publicKeyText))
+    }
+
     @Test func aBadSubscriptionOrAnOversizedMessageIsRefusedWithTheReason() throws {
         let browser = P256.KeyAgreement.PrivateKey()
         let p256dh = browser.publicKey.x963Representation, auth = Self.random(16)
@@ -184,6 +229,8 @@ struct WebPushChannelTests {
             #expect(first.header("Urgency") == "normal" && first.header("Topic") == "attest-reminder")
             let authorization = try #require(first.header("Authorization"))
             #expect(authorization.hasSuffix(", k=" + publicKey))
+            // Both browsers are at the same push service: one token, signed once.
+            #expect(requests.map { $0.header("Authorization") } == [authorization, authorization])
             let input = FileManager.default.temporaryDirectory.appending(path: "webpush-\(UUID().uuidString.prefix(8)).json")
             let cases: [String: Any] = [
                 "d": browsers[0].rawRepresentation.base64URLEncoded(), "auth": secrets[0].base64URLEncoded(),
