@@ -64,6 +64,8 @@ var sink = 0  // what each loop made, so none of it is optimised away
     return seconds(clock.now - start)
 }
 
+struct BenchError: Error, CustomStringConvertible { let description: String }
+
 @MainActor func timeVAPID(reused: Bool) throws -> Double {
     let key = VAPIDKey(privateKey: P256.Signing.PrivateKey())
     // Three push services, as browsers' subscriptions spread over them.
@@ -71,6 +73,7 @@ var sink = 0  // what each loop made, so none of it is optimised away
         "https://fcm.googleapis.com/fcm/send/", "https://updates.push.services.mozilla.com/wpush/v2/", "https://web.push.apple.com/",
     ]
     .compactMap { URL(string: $0 + UUID().uuidString) }
+    guard endpoints.count == 3 else { throw BenchError(description: "a push service's address did not parse") }
     let now = Date()
     let start = clock.now
     for index in 0..<count {
