@@ -74,8 +74,8 @@ public enum WebPushEncryption {
 /// push service is sent, `vapid t=<JWT>, k=<public key>`, the JWT signed with ES256 by the
 /// campus's key. A token is made once for each push service (its origin) and contact and used
 /// again for an hour (RFC 8292 §2 lets a token be reused until it expires): a day's reminders
-/// go to a handful of push services, and an ES256 signature for each would cost more than a
-/// third of the message's encryption.
+/// go to a handful of push services, and an ES256 signature for each request cost a quarter
+/// to a third as much again as the message's encryption.
 public struct VAPIDKey: Sendable {
     public let privateKey: P256.Signing.PrivateKey
     /// The public key as browsers take it for `applicationServerKey`: base64url of the
