@@ -1,6 +1,7 @@
 import AttestPluginHTTP
 import AttestPlugins
 import AttestPostgres
+import AttestServer
 import AttestTestSupport
 import BuiltinPlugins
 import Foundation
@@ -83,7 +84,11 @@ struct CommunityDataTests {
     @Test func membersSeeTheirCampusRegionAndOthersWithTheCampusOwnThresholdsAndGuidance() async throws {
         var registry = PluginRegistry.builtin
         registry.registerCommunityDataProvider(id: "slow") { _ in Slow() }
-        let server = try await TestServer.make(registry: registry)
+        // The feed's fetch and parse get 8 s, not the server's 2: in CI's busiest minute the
+        // first read took longer than 2 s twice and was answered 503. `Slow` takes 30.
+        var configuration = ServerConfiguration(outbound: .init(allowedHosts: ["127.0.0.1"]))
+        configuration.communityDataBudget = .seconds(8)
+        let server = try await TestServer.make(registry: registry, configuration: configuration)
         let end = LocalDate("2026-11-20")!
         let feed = try await FileFeed.start(["counties.csv": Self.cumulativeCSV(end: end), "population.csv": Self.population])
         let north = try await server.campus("north"), south = try await server.campus("south")
@@ -190,7 +195,7 @@ struct CommunityDataTests {
             let started = ContinuousClock.now
             let slow = try await api.send(.get, "/v1/campuses/west/community?region=1", template: Self.path, token: westMember)
             #expect(slow.status == 503 && slow.headers[.retryAfter] == "60")
-            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(ContinuousClock.now - started < .seconds(20))
         }
         await feed.stop()
     }

@@ -122,7 +122,8 @@ public struct AttestServices: Sendable {
         self.doorCounts = DoorCounts(client: database, logger: logger, clock: clock)
         self.testingLocations = TestingLocationDirectory(
             client: database, registry: registry, http: http, logger: logger, kek: kek)
-        self.community = CommunityDirectory(client: database, registry: registry, http: http, logger: logger, kek: kek)
+        self.community = CommunityDirectory(
+            client: database, registry: registry, http: http, logger: logger, providerBudget: configuration.communityDataBudget, kek: kek)
         self.journal = JournalStore(client: database, kek: kek)
         self.profiles = ProfileStore(client: database, kek: kek)
         self.places = PlaceStore(client: database)
