@@ -74,7 +74,9 @@ struct ServeCommandTests {
         let server = try ChildProcess(
             [ChildProcess.attestBinary, "serve", "--port", "\(port)", "--write-workers", "2", "--migrate-url", "@" + ownerFile],
             environment: ["DATABASE_URL": serverURL])
-        try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(30), while: server)
+        // 90 s: the whole schema is made first, and in CI's busiest minute that and the start
+        // took more than 30 s twice.
+        try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(90), while: server)
         let ready = try await LoopbackHTTP.request(port: port, path: "/readyz")
         #expect(ready.status == 200)
         #expect(ready.body == #"{"status":"ready"}"#)
