@@ -8,6 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Identity
 import Logging
+import ServiceLifecycle
 import Surveys
 import Synchronization
 import Tenancy
@@ -24,11 +25,11 @@ import Testing
 /// one at a time, in order. Requests meant to reach the server together each need a client
 /// of their own: `withConnections`.
 struct APIClient {
-    let client: any TestClientProtocol
+    let client: LiveClient
     /// The connection of a client made by `withConnections`; nil: the test's own `client`.
     private var connection: TestClient? = nil
 
-    init(client: any TestClientProtocol) { self.client = client }
+    init(client: LiveClient) { self.client = client }
 
     struct Reply {
         var status: Int
@@ -72,8 +73,9 @@ struct APIClient {
     func withConnections<Value: Sendable>(
         _ count: Int, _ body: @Sendable ([APIClient]) async throws -> Value
     ) async throws -> Value {
-        guard let port = client.port else { throw TestEnvironmentError("the test client has no port: run the server live") }
-        let connections = (0..<count).map { _ in TestClient(host: "127.0.0.1", port: port) }
+        let connections = (0..<count).map { _ in
+            TestClient(host: "127.0.0.1", port: client.port, configuration: .init(timeout: LiveClient.readTimeout))
+        }
         for connection in connections { connection.connect() }
         let clients = connections.map { connection in
             var api = APIClient(client: client)
@@ -145,12 +147,64 @@ struct TestServer {
     ) async throws {
         let router = AttestServer.buildRouter(configuration: configuration, services: services, frontEnds: TestServer.frontEnds)
         extraRoutes(router)
+        let (ports, reportPort) = AsyncStream<Int>.makeStream()
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             services: [services.writer, services.doorCounts],
+            onServerRunning: { channel in
+                reportPort.yield(channel.localAddress?.port ?? 0)
+                reportPort.finish()
+            },
             logger: logger)
-        try await app.test(.live) { client in try await body(APIClient(client: client)) }
+        let serviceGroup = ServiceGroup(
+            configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await serviceGroup.run() }
+            var bound = ports.makeAsyncIterator()
+            guard let port = await bound.next() else { throw TestEnvironmentError("the test server did not start") }
+            let client = LiveClient(port: port)
+            do {
+                try await body(APIClient(client: client))
+            } catch {
+                try? await client.connection.shutdown()
+                await serviceGroup.triggerGracefulShutdown()
+                throw error
+            }
+            try await client.connection.shutdown()
+            await serviceGroup.triggerGracefulShutdown()
+            try await group.waitForAll()
+        }
         await pool.shutdown()
+    }
+}
+
+/// A test's HTTP/1.1 connection to the live server, as HummingbirdTesting's `.live` makes,
+/// but waiting `readTimeout` for an answer rather than `.live`'s fixed 20 s: in CI's busiest
+/// minute, with some 450 tests under way on two cores, an answer has taken longer. No test
+/// measures the server's speed with this wait; tests of time use their own clocks and limits.
+struct LiveClient: Sendable {
+    static let readTimeout: Duration = .seconds(120)
+
+    let port: Int
+    let connection: TestClient
+
+    init(port: Int) {
+        self.port = port
+        connection = TestClient(host: "127.0.0.1", port: port, configuration: .init(timeout: Self.readTimeout))
+        connection.connect()
+    }
+
+    struct Response {
+        var status: HTTPResponse.Status
+        var headers: HTTPFields
+        var body: ByteBuffer
+    }
+
+    func execute(uri: String, method: HTTPRequest.Method, headers: HTTPFields = [:], body: ByteBuffer? = nil) async throws -> Response {
+        var headers = headers
+        headers[.connection] = "keep-alive"
+        let response = try await connection.execute(.init(uri, method: method, authority: "localhost", headers: headers, body: body))
+        return Response(status: response.status, headers: response.headers, body: response.body ?? ByteBuffer())
     }
 }
 

@@ -15,11 +15,11 @@ import Testing
 /// A test's browser over loopback HTTP: keeps cookies as a browser does (by name, dropped
 /// at Max-Age=0), follows no redirects, and reads the CSRF token of the last page.
 final class WebClient: Sendable {
-    let client: any TestClientProtocol
+    let client: LiveClient
     let cookies = Mutex<[String: String]>([:])
     let acceptLanguage: String?
 
-    init(_ client: any TestClientProtocol, acceptLanguage: String? = nil) {
+    init(_ client: LiveClient, acceptLanguage: String? = nil) {
         self.client = client
         self.acceptLanguage = acceptLanguage
     }
