@@ -27,6 +27,10 @@ public final class PostgresClient: Service, Sendable {
 
     private struct Waiter {
         let id: Int
+        /// False for a caller whose own connection PostgreSQL refused while the pool had
+        /// others: it waits for one of those to come back, and is handed a slot to open one
+        /// of its own only when the pool has no other connection left.
+        let takesSlot: Bool
         /// Resumed with a connection, or with nil: "a slot is yours, open one".
         let continuation: CheckedContinuation<LibPQConnection?, any Error>
     }
@@ -140,6 +144,7 @@ public final class PostgresClient: Service, Sendable {
     }
 
     private func lease() async throws -> LibPQConnection {
+        let deadline = ContinuousClock.now + options.leaseTimeout
         while true {
             let step = try state.withLock { state -> LeaseStep in
                 if state.closed { throw Self.closedError }
@@ -150,23 +155,53 @@ public final class PostgresClient: Service, Sendable {
                 }
                 return .wait
             }
+            let connection: LibPQConnection
             switch step {
-            case .reuse(let connection):
-                if connection.isAlive() { return connection }
-                logger.info("replacing a database connection the server closed", metadata: ["target": "\(connection.target)"])
-                discard(connection)
-            case .open:
-                return try await openConnection()
+            case .reuse(let idle): connection = idle
+            case .open: connection = try await openConnection(until: deadline)
             case .wait:
-                guard let connection = try await waitForConnection() else { return try await openConnection() }
-                if connection.isAlive() { return connection }
-                discard(connection)
+                let timeout = PostgresError(
+                    code: .poolTimeout,
+                    message: "all \(options.maxConnections) database connections stayed busy for \(options.leaseTimeout); "
+                        + "raise the pool size (--db-pool-size) or look for slow queries")
+                guard let handed = try await waitForConnection(until: deadline, takingSlot: true, orFail: timeout) else {
+                    return try await openConnection(until: deadline)
+                }
+                connection = handed
             }
+            if connection.isAlive() { return connection }
+            logger.info("replacing a database connection the server closed", metadata: ["target": "\(connection.target)"])
+            discard(connection)
         }
     }
 
-    /// Opens a connection in a slot already counted in `open`; gives the slot up on failure.
-    private func openConnection() async throws -> LibPQConnection {
+    /// Opens a connection in a slot already counted in `open`, giving the slot up on failure.
+    /// When PostgreSQL refuses it while the pool has other connections (the server is at
+    /// `max_connections`, or the role at its `CONNECTION LIMIT`), the caller waits for one of
+    /// those until `deadline` rather than failing a request another moment would have served.
+    private func openConnection(until deadline: ContinuousClock.Instant) async throws -> LibPQConnection {
+        do {
+            return try await connect()
+        } catch let refused as PostgresError where refused.code == .connectionFailed {
+            let others = state.withLock { $0.open }
+            guard others > 0 else { throw refused }
+            logger.warning(
+                "PostgreSQL refused a new connection; waiting for one of the pool's own",
+                metadata: ["open": "\(others)", "error": "\(refused.message)"])
+            let timeout = PostgresError(
+                code: .connectionFailed,
+                message: "\(refused.message); none of the pool's \(others) other connections came free within "
+                    + "\(options.leaseTimeout). Raise PostgreSQL's max_connections or lower the pool size (--db-pool-size)",
+                sqlState: refused.sqlState)
+            guard let connection = try await waitForConnection(until: deadline, takingSlot: false, orFail: timeout) else {
+                return try await connect()
+            }
+            return connection
+        }
+    }
+
+    /// Connects in a slot already counted in `open`; gives the slot up on failure.
+    private func connect() async throws -> LibPQConnection {
         do {
             let configuration = self.configuration
             let logger = self.logger
@@ -212,42 +247,48 @@ public final class PostgresClient: Service, Sendable {
         releaseSlot()
     }
 
-    /// A slot freed: hand it to the first waiter (who opens a connection), or shrink.
+    /// A slot freed: hand it to the first waiter that takes slots (who opens a connection),
+    /// or, when it was the pool's last connection, to the first waiter of any kind; or shrink.
     private func releaseSlot() {
         let waiter = state.withLock { state -> Waiter? in
-            if !state.closed, !state.waiters.isEmpty { return state.waiters.removeFirst() }
+            if !state.closed, let index = state.waiters.firstIndex(where: { $0.takesSlot || state.open == 1 }) {
+                return state.waiters.remove(at: index)
+            }
             state.open -= 1
             return nil
         }
         waiter?.continuation.resume(returning: nil)
     }
 
-    private func waitForConnection() async throws -> LibPQConnection? {
+    /// Waits for a connection handed back, or (`takingSlot`) for a slot to open one (nil),
+    /// until `deadline`, then fails with `timeout`. A connection released, or a slot freed,
+    /// between the caller's look at the pool and this wait is taken here, not missed.
+    private func waitForConnection(
+        until deadline: ContinuousClock.Instant, takingSlot: Bool, orFail timeout: PostgresError
+    ) async throws -> LibPQConnection? {
         let id = state.withLock { state -> Int in
             state.nextWaiterID += 1
             return state.nextWaiterID
         }
-        let timeout = options.leaseTimeout
-        let maxConnections = options.maxConnections
         let timer = Task { [weak self] in
-            try await timerSleep(for: timeout)
-            self?.removeWaiter(
-                id,
-                failing: PostgresError(
-                    code: .poolTimeout,
-                    message: "all \(maxConnections) database connections stayed busy for \(timeout); "
-                        + "raise the pool size (--db-pool-size) or look for slow queries"))
+            try await timerSleep(for: deadline - .now)
+            self?.removeWaiter(id, failing: timeout)
         }
         defer { timer.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let refused = state.withLock { state -> (any Error)? in
-                    if state.closed { return Self.closedError }
-                    if Task.isCancelled { return CancellationError() }
-                    state.waiters.append(Waiter(id: id, continuation: continuation))
+                let now = state.withLock { state -> Result<LibPQConnection?, any Error>? in
+                    if state.closed { return .failure(Self.closedError) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if let connection = state.idle.popLast() { return .success(connection) }
+                    if takingSlot, state.open < options.maxConnections {
+                        state.open += 1
+                        return .success(nil)
+                    }
+                    state.waiters.append(Waiter(id: id, takesSlot: takingSlot, continuation: continuation))
                     return nil
                 }
-                if let refused { continuation.resume(throwing: refused) }
+                if let now { continuation.resume(with: now) }
             }
         } onCancel: {
             removeWaiter(id, failing: CancellationError())

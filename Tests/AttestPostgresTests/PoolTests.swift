@@ -55,6 +55,50 @@ struct PoolTests {
         }
     }
 
+    /// PostgreSQL full: here a role at its `CONNECTION LIMIT` of 2, as a server at
+    /// `max_connections` during a deploy. A pool of 4 serves 8 callers at once with the two
+    /// connections it got, rather than failing the callers whose connection was refused; a
+    /// pool that gets none fails at once, saying why.
+    @Test func callersWhoseConnectionPostgreSQLRefusesWaitForThePoolsOwn() async throws {
+        let name = try await TestDatabase.create(migrated: false)
+        let role = "attest_test_limited_\(UUID().uuidString.prefix(8).lowercased())"
+        let admin = try TestDatabase.adminClient()
+        try await admin.query(SQL(unsafeSQL: "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 2"))
+        let configuration = PostgresConfiguration(connectionString: "", overrides: ["dbname": name, "user": role])
+        let capture = LogCapture()
+        let client = PostgresClient(
+            configuration: configuration, options: .init(maxConnections: 4, leaseTimeout: .seconds(60)), logger: capture.logger())
+        let sum = try await withThrowingTaskGroup(of: Int.self) { group in
+            for value in 0..<8 {
+                group.addTask {
+                    try await client.query("SELECT \(value) AS v, pg_sleep(0.2)")[0].decode("v", as: Int.self)
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(sum == (0..<8).reduce(0, +))
+        #expect(client.statistics.open == 2)
+        #expect(capture.messages.contains("PostgreSQL refused a new connection; waiting for one of the pool's own"))
+        await client.shutdown()
+
+        try await admin.query(SQL(unsafeSQL: "ALTER ROLE \(role) CONNECTION LIMIT 0"))
+        let none = PostgresClient(configuration: configuration, options: .init(maxConnections: 4), logger: TestDatabase.testLogger)
+        let started = ContinuousClock.now
+        let error = await #expect(throws: PostgresError.self) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 { group.addTask { try await none.query("SELECT 1") } }
+                try await group.waitForAll()
+            }
+        }
+        #expect(ContinuousClock.now - started < .seconds(9))
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.description.contains("too many connections for role") == true)
+        #expect(none.statistics.open == 0)
+        await none.shutdown()
+        try await admin.query(SQL(unsafeSQL: "DROP ROLE \(role)"))
+        await admin.shutdown()
+    }
+
     @Test func manyConcurrentCallersShareABoundedPool() async throws {
         try await withFreshDatabase(maxConnections: 3) { client async throws in
             try await withThrowingTaskGroup(of: Int.self) { group in
