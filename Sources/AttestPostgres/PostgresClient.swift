@@ -164,10 +164,11 @@ public final class PostgresClient: Service, Sendable {
                     code: .poolTimeout,
                     message: "all \(options.maxConnections) database connections stayed busy for \(options.leaseTimeout); "
                         + "raise the pool size (--db-pool-size) or look for slow queries")
-                guard let handed = try await waitForConnection(until: deadline, takingSlot: true, orFail: timeout) else {
-                    return try await openConnection(until: deadline)
+                if let handed = try await waitForConnection(until: deadline, takingSlot: true, orFail: timeout) {
+                    connection = handed
+                } else {
+                    connection = try await openConnection(until: deadline)
                 }
-                connection = handed
             }
             if connection.isAlive() { return connection }
             logger.info("replacing a database connection the server closed", metadata: ["target": "\(connection.target)"])
