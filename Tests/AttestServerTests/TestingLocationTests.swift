@@ -1,5 +1,6 @@
 import AttestPlugins
 import AttestPostgres
+import AttestServer
 import AttestTestSupport
 import BuiltinPlugins
 import Community
@@ -65,7 +66,11 @@ struct TestingLocationTests {
         var registry = PluginRegistry.builtin
         registry.registerTestingLocationProvider(id: "broken") { _ in Broken() }
         registry.registerTestingLocationProvider(id: "slow") { _ in Slow() }
-        let server = try await TestServer.make(registry: registry)
+        // Each provider gets the server's community data budget, here 8 s (2 s by default):
+        // CI's busiest minute has taken longer than 2 s for a loopback feed.
+        var configuration = ServerConfiguration(outbound: .init(allowedHosts: ["127.0.0.1"]))
+        configuration.communityDataBudget = .seconds(8)
+        let server = try await TestServer.make(registry: registry, configuration: configuration)
         let campus = try await server.campus("north")
         let (_, member) = try await server.user("m@example.edu", at: campus)
         let feed = try await LocationFeed.start()
@@ -85,16 +90,19 @@ struct TestingLocationTests {
         let plugins = CampusPluginStore(client: server.pool)
         for (id, settings) in [
             ("static", JSONValue.null),
-            ("json-feed", .object(["url": .string("http://127.0.0.1:\(feed.port)/feed"), "ttlSeconds": .number(15)])),
+            ("json-feed", .object(["url": .string("http://127.0.0.1:\(feed.port)/feed"), "ttlSeconds": .number(40)])),
             ("broken", .null), ("slow", .null),
         ] {
             try await plugins.enable(campus: campus, kind: .testingLocations, id: id, settings: settings, actor: "test")
         }
         try await server.run { api in
             // Times Square: Feed Near, Static Mid, Feed Far, Static Remote.
+            let asked = ContinuousClock.now
             let near = try await api.send(
                 .get, "/v1/campuses/north/testing-locations?lat=40.758&lon=-73.9855", template: Self.path, token: member)
+            let waited = ContinuousClock.now - asked
             #expect(near.status == 200)
+            #expect(waited >= .seconds(8) && waited < .seconds(30), "the slow provider is cut off at the budget: \(waited)")
             let items = try #require(near.json["locations"] as? [[String: Any]])
             #expect(items.compactMap { $0["name"] as? String } == ["Feed Near", "Static Mid", "Feed Far", "Static Remote"])
             let distances = items.compactMap { $0["distanceKm"] as? Double }
@@ -107,10 +115,10 @@ struct TestingLocationTests {
             #expect((byName.json["locations"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["Feed Far", "Feed Near"])
 
             // The feed goes down: after its TTL the last good copy is served, marked stale. (The
-            // TTL is long enough for the two requests above, each waiting 2 s for `slow`, on a
-            // loaded machine: with 6 s, CI once saw the second request fetch again.)
+            // TTL is long enough for the two requests above, each waiting 8 s for `slow`, on a
+            // loaded machine: with 6 s and 2 s waits, CI once saw the second request fetch again.)
             feed.state.answer.withLock { $0 = (500, "oops") }
-            try await Task.sleep(for: .milliseconds(15_100))
+            try await Task.sleep(until: asked + .seconds(50))
             let stale = try await api.send(.get, "/v1/campuses/north/testing-locations", template: Self.path, token: member)
             let fromFeed = ((stale.json["locations"] as? [[String: Any]]) ?? []).filter { $0["provider"] as? String == "json-feed" }
             #expect(fromFeed.count == 2 && fromFeed.allSatisfy { $0["stale"] as? Bool == true })

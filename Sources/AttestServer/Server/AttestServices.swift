@@ -121,7 +121,7 @@ public struct AttestServices: Sendable {
         self.guests = GuestStore(client: database, secret: { campus in try await subjectKeys.subjectKey(campus: campus) })
         self.doorCounts = DoorCounts(client: database, logger: logger, clock: clock)
         self.testingLocations = TestingLocationDirectory(
-            client: database, registry: registry, http: http, logger: logger, kek: kek)
+            client: database, registry: registry, http: http, logger: logger, providerBudget: configuration.communityDataBudget, kek: kek)
         self.community = CommunityDirectory(
             client: database, registry: registry, http: http, logger: logger, providerBudget: configuration.communityDataBudget, kek: kek)
         self.journal = JournalStore(client: database, kek: kek)

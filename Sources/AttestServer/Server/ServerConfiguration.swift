@@ -42,8 +42,9 @@ public struct ServerConfiguration: Sendable {
     /// (`AuthGenerations`, read every second): past it, kept sessions and badges last only
     /// their short time to live. Default 3 s.
     public var generationsTrustedFor: Duration = .seconds(3)
-    /// How long a member's request waits for the campus's community data provider before it
-    /// is answered 503 (`community-data-unavailable`). Default 2 s.
+    /// How long a member's request waits for a campus's community data provider (answered
+    /// 503, `community-data-unavailable`, past it) or for each testing-location provider (left
+    /// out of the answer and named in `unavailable` past it). Default 2 s.
     public var communityDataBudget: Duration = .seconds(2)
     /// Whether each request is a span (`TraceMiddleware`): set when `serve` or `dev` export
     /// traces (`OTEL_EXPORTER_OTLP_ENDPOINT`). Off, no request pays for a span.
