@@ -160,10 +160,13 @@ public final class PostgresClient: Service, Sendable {
             case .reuse(let idle): connection = idle
             case .open: connection = try await openConnection(until: deadline)
             case .wait:
-                let timeout = PostgresError(
-                    code: .poolTimeout,
-                    message: "all \(options.maxConnections) database connections stayed busy for \(options.leaseTimeout); "
-                        + "raise the pool size (--db-pool-size) or look for slow queries")
+                let options = self.options
+                let timeout: @Sendable () -> PostgresError = {
+                    PostgresError(
+                        code: .poolTimeout,
+                        message: "all \(options.maxConnections) database connections stayed busy for \(options.leaseTimeout); "
+                            + "raise the pool size (--db-pool-size) or look for slow queries")
+                }
                 if let handed = try await waitForConnection(until: deadline, takingSlot: true, orFail: timeout) {
                     connection = handed
                 } else {
@@ -189,11 +192,14 @@ public final class PostgresClient: Service, Sendable {
             logger.warning(
                 "PostgreSQL refused a new connection; waiting for one of the pool's own",
                 metadata: ["open": "\(others)", "error": "\(refused.message)"])
-            let timeout = PostgresError(
-                code: .connectionFailed,
-                message: "\(refused.message); none of the pool's \(others) other connections came free within "
-                    + "\(options.leaseTimeout). Raise PostgreSQL's max_connections or lower the pool size (--db-pool-size)",
-                sqlState: refused.sqlState)
+            let leaseTimeout = options.leaseTimeout
+            let timeout: @Sendable () -> PostgresError = {
+                PostgresError(
+                    code: .connectionFailed,
+                    message: "\(refused.message); none of the pool's \(others) other connections came free within "
+                        + "\(leaseTimeout). Raise PostgreSQL's max_connections or lower the pool size (--db-pool-size)",
+                    sqlState: refused.sqlState)
+            }
             guard let connection = try await waitForConnection(until: deadline, takingSlot: false, orFail: timeout) else {
                 return try await connect()
             }
@@ -262,10 +268,11 @@ public final class PostgresClient: Service, Sendable {
     }
 
     /// Waits for a connection handed back, or (`takingSlot`) for a slot to open one (nil),
-    /// until `deadline`, then fails with `timeout`. A connection released, or a slot freed,
-    /// between the caller's look at the pool and this wait is taken here, not missed.
+    /// until `deadline`, then fails with `timeout()` (made only then: an exhausted pool under
+    /// load waits often). A connection released, or a slot freed, between the caller's look at
+    /// the pool and this wait is taken here, not missed.
     private func waitForConnection(
-        until deadline: ContinuousClock.Instant, takingSlot: Bool, orFail timeout: PostgresError
+        until deadline: ContinuousClock.Instant, takingSlot: Bool, orFail timeout: @escaping @Sendable () -> PostgresError
     ) async throws -> LibPQConnection? {
         let id = state.withLock { state -> Int in
             state.nextWaiterID += 1
@@ -273,7 +280,7 @@ public final class PostgresClient: Service, Sendable {
         }
         let timer = Task { [weak self] in
             try await timerSleep(for: deadline - .now)
-            self?.removeWaiter(id, failing: timeout)
+            self?.removeWaiter(id, failing: timeout())
         }
         defer { timer.cancel() }
         return try await withTaskCancellationHandler {
