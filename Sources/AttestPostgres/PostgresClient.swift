@@ -186,7 +186,7 @@ public final class PostgresClient: Service, Sendable {
     private func openConnection(until deadline: ContinuousClock.Instant) async throws -> LibPQConnection {
         do {
             return try await connect()
-        } catch let refused as PostgresError where refused.code == .connectionFailed {
+        } catch let refused as PostgresError where refused.code == .connectionFailed && Self.saysFull(refused) {
             let others = state.withLock { $0.open }
             guard others > 0 else { throw refused }
             logger.warning(
@@ -204,6 +204,16 @@ public final class PostgresClient: Service, Sendable {
                 return try await connect()
             }
             return connection
+        }
+    }
+
+    /// Whether PostgreSQL refused a connection because it is full, not down or failing over
+    /// (those fail the caller at once, for a prompt 503). libpq gives no SQLSTATE for a
+    /// connection, so this reads PostgreSQL's messages (53300, in English: a server set to
+    /// other `lc_messages` fails such callers at once, as before).
+    static func saysFull(_ error: PostgresError) -> Bool {
+        ["too many clients", "too many connections", "remaining connection slots are reserved"].contains {
+            error.message.contains($0)
         }
     }
 
