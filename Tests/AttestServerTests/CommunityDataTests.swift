@@ -86,7 +86,7 @@ struct CommunityDataTests {
         registry.registerCommunityDataProvider(id: "slow") { _ in Slow() }
         // The feed's fetch and parse get 8 s, not the server's 2: in CI's busiest minute the
         // first read took longer than 2 s twice and was answered 503. `Slow` takes 30.
-        var configuration = ServerConfiguration(outbound: .init(allowedHosts: ["127.0.0.1"]))
+        var configuration = ServerConfiguration.loopback
         configuration.communityDataBudget = .seconds(8)
         let server = try await TestServer.make(registry: registry, configuration: configuration)
         let end = LocalDate("2026-11-20")!

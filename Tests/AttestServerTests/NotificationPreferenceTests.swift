@@ -169,7 +169,7 @@ struct UnsubscribeTests {
     @Test func itsPagesSpeakTheMembersLanguageAndARefusalToABrowserIsAPage() async throws {
         // Six unknown tokens an address, never refilled: the refusals below spend four, so the
         // slowing comes whatever the machine's speed.
-        var configuration = ServerConfiguration(outbound: .init(allowedHosts: ["127.0.0.1"]))
+        var configuration = ServerConfiguration.loopback
         configuration.rateLimits.unknownTokensPerAddress = .init(burst: 6, perMinute: 0)
         let server = try await TestServer.make(configuration: configuration)
         let north = try await server.campus("north")

@@ -26,7 +26,7 @@ struct TenancyTests {
         let clock = try TestClock("2026-11-19T14:00:00Z")
         // Every route is tried with three tokens north does not know: more than one address's
         // allowance of unknown tokens (100 at once), which RateLimitTests tries on its own.
-        var configuration = ServerConfiguration(outbound: .init(allowedHosts: ["127.0.0.1"]))
+        var configuration = ServerConfiguration.loopback
         configuration.rateLimits.unknownTokensPerAddress = .init(burst: 1_000, perMinute: 6_000)
         let server = try await TestServer.make(clock: clock.read, configuration: configuration)
         let north = try await server.campus("north")

@@ -103,7 +103,7 @@ struct TestServer {
 
     static func make(
         registry: PluginRegistry = .builtin, clock: @escaping @Sendable () -> Date = { Date() },
-        configuration: ServerConfiguration = ServerConfiguration(outbound: .init(allowedHosts: ["127.0.0.1"])),
+        configuration: ServerConfiguration = .loopback,
         settingsStyle: TransactionSettings.Style = .automatic, kek: KeyEncryptionKey = Self.kek, database existing: String? = nil
     ) async throws -> TestServer {
         let database = if let existing { existing } else { try await TestDatabase.create() }
@@ -159,9 +159,17 @@ struct TestServer {
         let serviceGroup = ServiceGroup(
             configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await serviceGroup.run() }
+            group.addTask {
+                // A server that cannot bind ends here without reporting a port: the wait below
+                // then ends too, and the test fails with the server's error instead of hanging.
+                defer { reportPort.finish() }
+                try await serviceGroup.run()
+            }
             var bound = ports.makeAsyncIterator()
-            guard let port = await bound.next() else { throw TestEnvironmentError("the test server did not start") }
+            guard let port = await bound.next() else {
+                try await group.next()
+                throw TestEnvironmentError("the test server did not start")
+            }
             let client = LiveClient(port: port)
             do {
                 try await body(APIClient(client: client))
@@ -176,6 +184,12 @@ struct TestServer {
         }
         await pool.shutdown()
     }
+}
+
+extension ServerConfiguration {
+    /// The server's defaults, with outbound requests allowed to 127.0.0.1, where a test's
+    /// feeds, webhook receivers and push services listen.
+    static var loopback: ServerConfiguration { ServerConfiguration(outbound: .init(allowedHosts: ["127.0.0.1"])) }
 }
 
 /// A test's HTTP/1.1 connection to the live server, as HummingbirdTesting's `.live` makes,
@@ -217,9 +231,16 @@ func startLoopbackServer(_ router: Router<BasicRequestContext>, port: Int = 0) a
     let app = Application(
         router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
         onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-    let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+    let task = Task {
+        defer { continuation.finish() }
+        try await app.runService(gracefulShutdownSignals: [])
+    }
     var iterator = ports.makeAsyncIterator()
-    guard let bound = await iterator.next() else { throw TestEnvironmentError("a loopback test server did not start") }
+    guard let bound = await iterator.next() else {
+        // The server ended before it served (a port already taken): its error, not a hang.
+        try await task.value
+        throw TestEnvironmentError("a loopback test server did not start")
+    }
     return (bound, task)
 }
 
@@ -269,5 +290,19 @@ struct AnotherServersLock {
         }
         try await Task.sleep(for: .milliseconds(300))
         return try await server.pool.query(waiting)[0].decode("n")
+    }
+}
+
+@Suite("The tests' own loopback servers")
+struct LoopbackServerTests {
+    /// A helper server that cannot bind fails the test that starts it with the server's own
+    /// error; it once waited for a port that never came, and the test hung until CI's limit.
+    @Test(.timeLimit(.minutes(1))) func aServerWhosePortIsTakenFailsWithItsErrorInsteadOfWaitingForever() async throws {
+        let first = try await startLoopbackServer(Router())
+        defer { first.task.cancel() }
+        await #expect(throws: (any Error).self) {
+            let second = try await startLoopbackServer(Router(), port: first.port)
+            second.task.cancel()
+        }
     }
 }

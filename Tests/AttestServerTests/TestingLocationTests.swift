@@ -68,7 +68,7 @@ struct TestingLocationTests {
         registry.registerTestingLocationProvider(id: "slow") { _ in Slow() }
         // Each provider gets the server's community data budget, here 8 s (2 s by default):
         // CI's busiest minute has taken longer than 2 s for a loopback feed.
-        var configuration = ServerConfiguration(outbound: .init(allowedHosts: ["127.0.0.1"]))
+        var configuration = ServerConfiguration.loopback
         configuration.communityDataBudget = .seconds(8)
         let server = try await TestServer.make(registry: registry, configuration: configuration)
         let campus = try await server.campus("north")
