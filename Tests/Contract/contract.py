@@ -14,7 +14,8 @@ The runs go at once (`--parallel 1`: one after another), each as a client addres
 own behind the server's trusted loopback proxy, and a member's own data is not rate limited
 here, so that its operations' cases reach them. CI runs 100 examples per operation (about 5
 minutes for the six runs on 2 cores, 9-10 in a slow hour; at 60, one after another and with
-the limit, they took 14 of CI's minutes); a release check runs `--examples 1000` (see docs/reliability.md).
+the limit, they took 14 of CI's minutes); a release check runs `--examples 1000` (see
+docs/reliability.md).
 """
 
 import argparse
