@@ -1136,12 +1136,33 @@ class VaccinationCards(unittest.TestCase):
             d.quit()
 
 
+class TimedResult(unittest.TextTestResult):
+    """unittest's verbose result, each test's line ending with how long it took."""
+
+    def startTest(self, test):
+        self.started = time.monotonic()
+        super().startTest(test)
+
+    def addSuccess(self, test):
+        unittest.TestResult.addSuccess(self, test)
+        self.stream.writeln('ok (%.1f s)' % (time.monotonic() - self.started))
+        self.stream.flush()
+
+
 if __name__ == '__main__':
     with open(sys.argv[1]) as handle:
         CONFIG.update(json.load(handle))
     os.makedirs(CONFIG['screenshots'], exist_ok=True)
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    outcome = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(suite)
+    # The classes named after the config (all of them when none is): BrowserTests runs the
+    # pages in two groups at once, each against a server and campus of its own.
+    module = sys.modules[__name__]
+    loader = unittest.defaultTestLoader
+    unknown = [name for name in sys.argv[2:] if not isinstance(getattr(module, name, None), type)]
+    if unknown:
+        sys.exit('no browser test class named %s in %s' % (', '.join(unknown), __file__))
+    suite = unittest.TestSuite(loader.loadTestsFromTestCase(getattr(module, name)) for name in sys.argv[2:]) \
+        if len(sys.argv) > 2 else loader.loadTestsFromModule(module)
+    outcome = unittest.TextTestRunner(verbosity=2, stream=sys.stderr, resultclass=TimedResult).run(suite)
     for name, violations, serious in AXE_REPORT:
         sys.stderr.write('axe %-24s %d violations, %d serious or critical\n' % (name, violations, serious))
     sys.exit(0 if outcome.wasSuccessful() else 1)
