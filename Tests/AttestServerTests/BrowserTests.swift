@@ -49,31 +49,7 @@ struct BrowserTests {
         return (server, base, serving)
     }
 
-    /// The script's test classes in two groups, run at once, each against a server and campus
-    /// of its own: one after another they were the main phase's last five minutes (338 s in a
-    /// fresh-clone run whose other tests had all ended by 200 s). The members' pages and the
-    /// health office's; the places, the web app, the door, the links sent out, the laboratory
-    /// and the vaccination cards. Run at once with nothing else, the groups took 183 and 145 s
-    /// before the places and the web app (24 s) moved to the second. Each sets up the whole
-    /// campus, which takes seconds.
-    static let groups = [
-        ["MemberPages", "WithoutJavaScript", "JournalAndEpisodes", "JournalWithoutJavaScript", "KeyboardOnly", "AdminAndHealthOfficer"],
-        ["CommunityAndProfile", "WebApp", "DoorScanner", "DoorCamera", "Unsubscribe", "ClinicianLink", "LabResults", "VaccinationCards"],
-    ]
-
-    /// Every test class of the script is in exactly one group, so none is left out.
-    @Test func everyBrowserTestClassRunsInOneGroup() throws {
-        let script = try String(contentsOf: Self.root.appending(path: "Tests/Browser/browser_test.py"), encoding: .utf8)
-        let classes = script.split(separator: "\n").compactMap { line -> String? in
-            guard line.hasPrefix("class "), line.hasSuffix("(unittest.TestCase):") else { return nil }
-            return String(line.dropFirst("class ".count).dropLast("(unittest.TestCase):".count))
-        }
-        #expect(classes.count > 10, "the script's test classes were not found: \(classes)")
-        #expect(classes.sorted() == Self.groups.flatMap { $0 }.sorted())
-    }
-
-    @Test(arguments: groups)
-    func theWebPagesWorkInChromium(_ group: [String]) async throws {
+    @Test func theWebPagesWorkInChromium() async throws {
         for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: tool) {
             Issue.record("\(tool) is missing: scripts/install-deps installs Debian's chromium and chromium-driver")
             return
@@ -230,7 +206,7 @@ struct BrowserTests {
         defer { try? FileManager.default.removeItem(atPath: configPath) }
 
         let script = Self.root.appending(path: "Tests/Browser/browser_test.py").path
-        let result = try await ChildProcess.run(["/usr/bin/env", "python3", script, configPath] + group, timeout: .seconds(900))
+        let result = try await ChildProcess.run(["/usr/bin/env", "python3", script, configPath], timeout: .seconds(900))
         print(result.stderr)
         #expect(result.status == 0, "the browser checks failed:\n\(result.stderr.suffix(6_000))")
         await server.pool.shutdown()

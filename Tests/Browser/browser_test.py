@@ -1153,15 +1153,7 @@ if __name__ == '__main__':
     with open(sys.argv[1]) as handle:
         CONFIG.update(json.load(handle))
     os.makedirs(CONFIG['screenshots'], exist_ok=True)
-    # The classes named after the config (all of them when none is): BrowserTests runs the
-    # pages in two groups at once, each against a server and campus of its own.
-    module = sys.modules[__name__]
-    loader = unittest.defaultTestLoader
-    unknown = [name for name in sys.argv[2:] if not isinstance(getattr(module, name, None), type)]
-    if unknown:
-        sys.exit('no browser test class named %s in %s' % (', '.join(unknown), __file__))
-    suite = unittest.TestSuite(loader.loadTestsFromTestCase(getattr(module, name)) for name in sys.argv[2:]) \
-        if len(sys.argv) > 2 else loader.loadTestsFromModule(module)
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
     outcome = unittest.TextTestRunner(verbosity=2, stream=sys.stderr, resultclass=TimedResult).run(suite)
     for name, violations, serious in AXE_REPORT:
         sys.stderr.write('axe %-24s %d violations, %d serious or critical\n' % (name, violations, serious))
