@@ -7,15 +7,14 @@ that person's token and the campus path fixed to the demo campus: every check an
 phase (examples, coverage, fuzzing, stateful), a fixed seed and example count so CI repeats
 itself. Prints one line per role and exits non-zero on any failure or server error.
 
-    python3 Tests/Contract/contract.py [--attest .build/debug/attest] [--examples 100]
+    python3 Tests/Contract/contract.py [--attest .build/debug/attest] [--examples 75]
                                        [--seed 20261124] [--max-time SECONDS]
 
 The runs go at once (`--parallel 1`: one after another), each as a client address of its
 own behind the server's trusted loopback proxy, and a member's own data is not rate limited
-here, so that its operations' cases reach them. CI runs 100 examples per operation (about 5
-minutes for the six runs on 2 cores, 9-10 in a slow hour; at 60, one after another and with
-the limit, they took 14 of CI's minutes); a release check runs `--examples 1000` (see
-docs/reliability.md).
+here, so that its operations' cases reach them. CI runs 75 examples per operation (at 100
+the six runs took 5 minutes on 2 cores, 10-13 in a slow hour, the longest step of CI after the
+build); a release check runs `--examples 1000` (see docs/reliability.md).
 """
 
 import argparse
@@ -209,7 +208,7 @@ def summary(output):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attest", default=os.path.join(ROOT, ".build", "debug", "attest"))
-    parser.add_argument("--examples", type=int, default=100)
+    parser.add_argument("--examples", type=int, default=75)
     parser.add_argument("--seed", type=int, default=20261124)
     parser.add_argument("--max-time", type=int, default=0)
     parser.add_argument("--roles", default=",".join(ROLES))
