@@ -92,6 +92,10 @@ def start_dev(attest, base, port):
         [attest, "dev", "--port", str(port), "--data-dir", data, "--own-data-requests-per-minute", "500000",
          "--trusted-proxy", "127.0.0.1"],
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return until_ready(process, lambda: wait_for_dev(process, log, port))
+
+
+def wait_for_dev(process, log, port):
     deadline = time.monotonic() + 120
     emails = {}
     lab_token = None
@@ -118,8 +122,44 @@ def start_dev(attest, base, port):
             except OSError:
                 pass
         time.sleep(0.5)
-    process.kill()
     raise SystemExit("attest dev did not become ready within 120 s:\n%s" % open(log.name).read()[-3000:])
+
+
+def stop_dev(process, timeout):
+    """`attest dev` (in a session of its own) and everything it started: asked with SIGINT to
+    stop within `timeout` seconds, then killed. Nothing once it has ended (its id may be
+    another's by then)."""
+    if process.poll() is not None:
+        return
+    try:
+        if timeout > 0:
+            os.killpg(process.pid, signal.SIGINT)
+            try:
+                process.wait(timeout=timeout)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
+
+
+def until_ready(process, wait):
+    """`wait()`'s answer; when it fails, or the script is told to stop meanwhile, `process` (an
+    `attest dev` just started) and its cluster go too."""
+    try:
+        return wait()
+    except BaseException:
+        stop_dev(process, timeout=0)
+        raise
+
+
+def exit_on_sigterm():
+    """SIGTERM as an exit (status 143), so that `finally` stops `attest dev`: scripts/test ends
+    its background run this way when it ends early (a failure, Ctrl-C), and Python's default
+    would leave the server running."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 SIGN_OUT = "/v1/campuses/{campus}/sessions/current"
@@ -219,6 +259,7 @@ def main():
     if subprocess.run([sys.executable, "-c", "import schemathesis"], capture_output=True).returncode != 0:
         raise SystemExit("Schemathesis is not installed for %s: run scripts/install-contract-deps" % sys.executable)
 
+    exit_on_sigterm()
     base = tempfile.mkdtemp(prefix="attest-contract-")
     if os.geteuid() == 0:
         # `attest dev` runs its cluster as the postgres user, who must be able to enter here.
@@ -249,11 +290,7 @@ def main():
                 failed.append(name)
                 print("no request of the %s run was answered with a 2xx: its token or its requests reached nothing" % name, flush=True)
     finally:
-        os.killpg(process.pid, signal.SIGINT)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+        stop_dev(process, timeout=60)
         server_log = open(os.path.join(base, "dev.out")).read()
         # The server must never have answered 500 (logged as an error with "unhandled").
         unhandled = [line for line in server_log.splitlines() if "unhandled" in line]

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "Contract"))
-from contract import demo_sign_in, free_port  # noqa: E402
+from contract import demo_sign_in, exit_on_sigterm, free_port, stop_dev, until_ready  # noqa: E402
 
 
 def start_dev(attest, base, port):
@@ -38,6 +37,10 @@ def start_dev(attest, base, port):
     process = subprocess.Popen(
         [attest, "dev", "--port", str(port), "--data-dir", os.path.join(base, "dev")], stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True)
+    return until_ready(process, lambda: wait_for_dev(process, log, port))
+
+
+def wait_for_dev(process, log, port):
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -53,7 +56,6 @@ def start_dev(attest, base, port):
             except OSError:
                 pass
         time.sleep(0.5)
-    process.kill()
     raise SystemExit("attest dev did not become ready within 120 s:\n%s" % open(log.name).read()[-3000:])
 
 
@@ -136,6 +138,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--attest", default=os.path.join(ROOT, ".build", "debug", "attest"))
     options = parser.parse_args()
+    exit_on_sigterm()
     base = tempfile.mkdtemp(prefix="attest-scim-")
     os.chmod(base, 0o755)  # run as root, `attest dev` runs PostgreSQL as postgres, which must reach it
     port = free_port()
@@ -152,12 +155,8 @@ def main():
         print("SCIM oracle: %s" % ("passed" if failures == 0 else "%d failures" % failures))
         return 1 if failures else 0
     finally:
-        if process and process.poll() is None:
-            os.killpg(process.pid, signal.SIGINT)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+        if process:
+            stop_dev(process, timeout=30)
         shutil.rmtree(base, ignore_errors=True)
 
 
