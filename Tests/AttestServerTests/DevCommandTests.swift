@@ -65,9 +65,25 @@ struct DevCommandTests {
         // Episodes there get made-up weather: the demo's own context provider.
         let context = try await client.query("SELECT plugin_id FROM campus_plugins WHERE kind = 'context'")
         #expect(try context.map { try $0.decode("plugin_id", as: String.self) } == ["made-up"])
-        // Moved by an operator (here to midnight, always passed): the next run says so.
-        _ = try await client.query("UPDATE campuses SET deadline_minute = 0")
         await client.shutdown()
+        // Other commands reach a data directory other than ./.attest through the environment
+        // the banner names (they look only in ./.attest): the URL and the cluster's own key.
+        let environment = "DATABASE_URL=@\(directory)/database-url ATTEST_KEK_FILE=\(directory)/kek"
+        #expect(first.stdout.contains("(saved in \(directory)/database-url; other attest commands use it with \(environment))"))
+        let named: [String: String?] = [
+            "DATABASE_URL": "@\(directory)/database-url", "ATTEST_KEK_FILE": "\(directory)/kek", "ATTEST_KEK": nil,
+        ]
+        // The key is the server's: a VAPID key sealed with it (the server serves its public half).
+        let vapid = try await ChildProcess.run([ChildProcess.attestBinary, "push", "keys", "new", "demo"], environment: named)
+        #expect(vapid.status == 0, "\(vapid.stderr)")
+        let withoutKey = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "push", "keys", "new", "demo"],
+            environment: ["DATABASE_URL": "@\(directory)/database-url", "ATTEST_KEK": nil])
+        #expect(withoutKey.status != 0)
+        // Moved by an operator (here to midnight, always passed): the next run says so.
+        let moved = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "campus", "set", "demo", "deadline", "00:00"], environment: named)
+        #expect(moved.status == 0, "\(moved.stderr)")
 
         // The demo campus takes visitors: a visit's code is printed here, and it works.
         #expect(first.stdout.contains("/c/demo/visit"))
@@ -93,6 +109,7 @@ struct DevCommandTests {
 
         first.signal(SIGTERM)
         #expect(try await first.wait(timeout: .seconds(30)) == 0)
+        #expect(first.stdout.contains("run `attest dev --data-dir \(directory)` again to resume"))
         #expect(!FileManager.default.fileExists(atPath: directory + "/pgdata/postmaster.pid"), "PostgreSQL still running")
 
         // A second run reuses the cluster and its data, and stops on Ctrl-C (SIGINT) too.

@@ -22,7 +22,9 @@ struct DevCommand: AsyncParsableCommand {
         discussion: """
             The cluster lives in --data-dir (created on first run, reused after), listens only on a \
             Unix socket there, and stops with the server on Ctrl-C or SIGTERM. Its URL is written to \
-            DIR/database-url, which other attest commands run from the same directory pick up.
+            DIR/database-url and its key to DIR/kek. Other attest commands run from the same \
+            directory pick both up when DIR is ./.attest (the default); for another DIR they take \
+            DATABASE_URL=@DIR/database-url ATTEST_KEK_FILE=DIR/kek.
             """,
         subcommands: [Seed.self, SeedCampuses.self]
     )
@@ -61,7 +63,8 @@ struct DevCommand: AsyncParsableCommand {
             throw error
         }
         try cluster.stop()
-        say("Stopped the server and PostgreSQL. Data stays in \(cluster.directory.path); run `attest dev` again to resume.")
+        let again = Self.isDefault(cluster.directory) ? "attest dev" : "attest dev --data-dir \(Self.shellWord(cluster.directory.path))"
+        say("Stopped the server and PostgreSQL. Data stays in \(cluster.directory.path); run `\(again)` again to resume.")
     }
 
     /// The login `attest dev`'s server uses: only a member of attest_app, as in production.
@@ -125,7 +128,7 @@ struct DevCommand: AsyncParsableCommand {
                     \(DemoCampus.summary(demo.withLock { $0 }, base: base, at: Date()))
                       Visitors:     \(base)/c/\(DemoCampus.slug)/visit  (host: Alice Member; the code is printed here)
                       Database:     \(url)
-                                    (saved in \(cluster.directory.path)/database-url; other attest commands here use it)
+                                    (saved in \(cluster.directory.path)/database-url; \(Self.otherCommands(cluster.directory)))
                       Server log:   \(cluster.logFile.path)
 
                     Demo sign-in tokens (send as Authorization: Bearer <token>):
@@ -143,6 +146,31 @@ struct DevCommand: AsyncParsableCommand {
                 say("Try: curl -H 'Authorization: Bearer <token>' \(base)/v1/campuses/\(DemoCampus.slug)/me")
                 say("")
             })
+    }
+
+    /// Whether `directory` is `./.attest`, where other commands look for the cluster's URL and key.
+    static func isDefault(_ directory: URL, currentDirectory: String = FileManager.default.currentDirectoryPath) -> Bool {
+        directory.standardizedFileURL.path
+            == URL(fileURLWithPath: ".attest", relativeTo: URL(fileURLWithPath: currentDirectory))
+            .standardizedFileURL.path
+    }
+
+    /// How other attest commands reach the cluster in `directory`: by themselves from here when
+    /// it is `./.attest`; else through the environment (they look only in `./.attest`).
+    static func otherCommands(_ directory: URL, currentDirectory: String = FileManager.default.currentDirectoryPath) -> String {
+        guard !isDefault(directory, currentDirectory: currentDirectory) else { return "other attest commands run here use it" }
+        let path = directory.standardizedFileURL.path
+        return "other attest commands use it with DATABASE_URL=\(shellWord("@" + path + "/database-url")) "
+            + "ATTEST_KEK_FILE=\(shellWord(path + "/kek"))"
+    }
+
+    /// `text` as one shell word: as it is when it holds only characters no shell reads, else in
+    /// single quotes.
+    static func shellWord(_ text: String) -> String {
+        let plain = text.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || "@%+,-./:=_".utf8.contains(byte)
+        }
+        return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     /// The dev cluster's own key-encryption key, `DIR/kek` (made on first run, readable by
