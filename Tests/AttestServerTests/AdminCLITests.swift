@@ -434,6 +434,19 @@ struct AdminCLITests {
             "does not hold a key: it must hold 32 bytes in base64")
         #expect(try await attest(["campus", "create", "north", "--name", "North", "--timezone", "UTC"], kek: "old").status == 0)
         #expect(try await attest(["campus", "rotate-badge-key", "north"], kek: "old").status == 0)
+        // Another key seals nothing: not a campus (whose badge key no server could open, and
+        // every `serve` would refuse to start), a VAPID key, a plugin's secret.
+        let notThisDeployments = "is not this deployment's: no campus's badge keys are sealed under it"
+        Self.expectFailure(
+            try await attest(["campus", "create", "south", "--name", "South", "--timezone", "UTC"], kek: "new"), notThisDeployments)
+        Self.expectFailure(try await attest(["push", "keys", "new", "north"], kek: "new"), notThisDeployments)
+        let webhook = directory + "/webhook.json"
+        try Data(#"{"url": "https://hooks.example.edu/attest", "secret": "0123456789abcdef0123"}"#.utf8).write(
+            to: URL(fileURLWithPath: webhook))
+        Self.expectFailure(
+            try await attest(["plugin", "enable", "north", "sink", "webhook", "--settings", webhook], kek: "new"), notThisDeployments)
+        #expect(try await attest(["campus", "list"], kek: nil).stdout.contains("south") == false)
+        #expect(try await attest(["push", "keys", "new", "north"], kek: "old").status == 0)
 
         let serverURL = try await TestDatabase.serverURL(database: database)
         func serve(kek: String?) async throws -> (status: Int32, stdout: String, stderr: String) {
@@ -450,13 +463,16 @@ struct AdminCLITests {
         let rotated = try await attest(["keys", "rotate-kek", "--new-kek-file", directory + "/new", "--json"], kek: "old")
         #expect(rotated.status == 0, "\(rotated.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(rotated.stdout.utf8)) as? [String: Any]
-        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 3)  // two signing keys and the subject key
+        #expect((report?["rewrapped"] as? [String: Int])?["north"] == 4)  // two signing keys, the subject key, the VAPID key
         let again = try await attest(["keys", "rotate-kek", "--new-kek-file", directory + "/new", "--json"], kek: "old")
         let secondReport = try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any]
         #expect(again.status == 0 && (secondReport?["rewrapped"] as? [String: Int])?["north"] == 0)
         Self.expectFailure(try await serve(kek: "old"), "sealed under key-encryption key")
-        Self.expectFailure(try await attest(["campus", "rotate-badge-key", "north"], kek: "old"), "sealed under key-encryption key")
+        Self.expectFailure(try await attest(["campus", "rotate-badge-key", "north"], kek: "old"), notThisDeployments)
         #expect(try await attest(["campus", "rotate-badge-key", "north"], kek: "new").status == 0)
+        Self.expectFailure(
+            try await attest(["campus", "create", "south", "--name", "South", "--timezone", "UTC"], kek: "old"), notThisDeployments)
+        #expect(try await attest(["campus", "create", "south", "--name", "South", "--timezone", "UTC"], kek: "new").status == 0)
         let audit = try await attest(["audit", "north"], kek: nil)
         #expect(audit.stdout.contains("kek.rotate"), "\(audit.stdout)")
     }

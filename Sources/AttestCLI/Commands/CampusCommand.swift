@@ -40,7 +40,7 @@ extension CampusCommand {
                 emailDomains: emailDomains.map { $0.lowercased() })
             // Checked before touching the database, so bad input never waits on a connection.
             try CampusStore.validate(new)
-            let campus = try await TenantContext.run(database: database, logging: logging) { context in
+            let campus = try await TenantContext.run(database: database, logging: logging, sealingWith: kek) { context in
                 try await context.campuses.create(
                     new, actor: TenantContext.actor, setUp: BadgeKeyStore(client: context.client, kek: kek).provision)
             }
@@ -203,7 +203,7 @@ extension CampusCommand {
 
         func run() async throws {
             let kek = try keys.require(for: database)
-            let (kid, retired) = try await TenantContext.run(database: database, logging: logging) { context in
+            let (kid, retired) = try await TenantContext.run(database: database, logging: logging, sealingWith: kek) { context in
                 let campus = try await context.campuses.require(slug: slug)
                 return try await BadgeKeyStore(client: context.client, kek: kek).rotate(campus: campus, actor: TenantContext.actor)
             }
@@ -359,7 +359,7 @@ extension CampusCommand.OIDC {
             entry.clientID = clientId
             let secret = try clientSecretFile.map { try Secret.read("@" + $0, option: "--client-secret-file") }
             let kek = secret == nil ? nil : try keys.require(for: database)
-            try await TenantContext.run(database: database, logging: logging) { context in
+            try await TenantContext.run(database: database, logging: logging, sealingWith: kek) { context in
                 let campus = try await context.campuses.require(slug: slug)
                 try await context.issuers.add(campus: campus, entry, actor: TenantContext.actor, clientSecret: secret, kek: kek)
             }

@@ -41,7 +41,7 @@ extension DevCommand {
             var database = self.database
             database.dbPoolSize = max(database.dbPoolSize, 4)
             let (count, prefix) = (count, prefix)
-            let created = try await TenantContext.run(database: database, logging: logging) { context in
+            let created = try await TenantContext.run(database: database, logging: logging, sealingWith: kek) { context in
                 let keys = BadgeKeyStore(client: context.client, kek: kek)
                 return try await withThrowingTaskGroup(of: Int.self) { group in
                     for lane in 0..<4 {

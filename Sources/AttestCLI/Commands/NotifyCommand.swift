@@ -44,7 +44,7 @@ extension NotifyCommand {
             }
             let origin = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
             let sink = channel == "email" ? MemberChannels.email : MemberChannels.webPush
-            let sent = try await TenantContext.run(database: database, logging: logging) { context in
+            let sent = try await TenantContext.run(database: database, logging: logging, sealingWith: kek) { context in
                 let found = try await context.campuses.require(slug: campus)
                 guard
                     let settings = try await CampusPluginStore(client: context.client, kek: kek).settings(
@@ -110,7 +110,7 @@ struct PushCommand: AsyncParsableCommand {
             guard let kek = try keys.load(for: database) else {
                 throw CLIError("the key is stored sealed under the key-encryption key: pass --kek-file (or set ATTEST_KEK_FILE)")
             }
-            let publicKey = try await TenantContext.run(database: database, logging: logging) { context in
+            let publicKey = try await TenantContext.run(database: database, logging: logging, sealingWith: kek) { context in
                 let found = try await context.campuses.require(slug: campus)
                 return try await PushKeyStore(client: context.client, kek: kek).renew(campus: found, actor: TenantContext.actor)
             }

@@ -130,7 +130,7 @@ extension PluginCommand {
                 }
                 kek = key
             }
-            try await TenantContext.run(database: database, logging: logging) { context in
+            try await TenantContext.run(database: database, logging: logging, sealingWith: kek) { context in
                 let found = try await context.campuses.require(slug: campus)
                 switch kind {
                 case .badgeRule:
