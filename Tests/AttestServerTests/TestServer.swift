@@ -120,8 +120,13 @@ struct TestServer {
     /// The API and the pages, as `attest serve` runs them.
     static let frontEnds: [any FrontEnd] = [APIFrontEnd(), WebFrontEnd()]
 
-    /// The key-encryption key of the servers these tests make, as an operator passes one.
-    static let kek = KeyEncryptionKey.generate().key
+    /// The key-encryption key of the servers these tests make, as an operator passes one: the
+    /// one every `attest` command the tests start is given (`ChildProcess.testKEK`), as a
+    /// deployment's servers and its CLI share theirs (a command given another key refuses).
+    static let kek: KeyEncryptionKey = {
+        guard let key = KeyEncryptionKey(text: ChildProcess.testKEK) else { fatalError("ChildProcess.testKEK is not 32 bytes in base64") }
+        return key
+    }()
 
     /// Creates a campus (and its users) through the stores, as the CLI would.
     func campus(
