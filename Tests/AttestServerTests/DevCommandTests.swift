@@ -73,7 +73,7 @@ struct DevCommandTests {
         let named: [String: String?] = [
             "DATABASE_URL": "@\(directory)/database-url", "ATTEST_KEK_FILE": "\(directory)/kek", "ATTEST_KEK": nil,
         ]
-        // The key is the server's: a VAPID key sealed with it (the server serves its public half).
+        // The key is the cluster's: `push keys new` refuses one no campus's badge keys are sealed under.
         let vapid = try await ChildProcess.run([ChildProcess.attestBinary, "push", "keys", "new", "demo"], environment: named)
         #expect(vapid.status == 0, "\(vapid.stderr)")
         let withoutKey = try await ChildProcess.run(
