@@ -30,12 +30,16 @@ struct BrowserTests {
     /// (submissions go through its batched writer; with `outbox`, its outbox worker delivers
     /// too); cancel the task to stop it.
     static func liveServer(outbox: Bool = false) async throws -> (server: TestServer, base: String, serving: Task<Void, any Error>) {
+        // The database first (tens of seconds in a loaded run), then the port, just before the
+        // server binds it: a port chosen before that wait can meanwhile be another socket's (a
+        // CI run's guest test waited 30 s for a server that never answered).
+        let database = try await TestDatabase.create()
         let port = try LoopbackHTTP.freePort()
         let base = "http://127.0.0.1:\(port)"
         let server = try await TestServer.make(
             configuration: ServerConfiguration(
                 host: "127.0.0.1", port: port, outbound: .init(allowedHosts: ["127.0.0.1"]),
-                web: WebConfiguration(publicURL: URL(string: base))))
+                web: WebConfiguration(publicURL: URL(string: base))), database: database)
         let router = AttestServer.buildRouter(
             configuration: server.configuration, services: server.services, frontEnds: TestServer.frontEnds)
         var quiet = TestDatabase.testLogger
@@ -45,7 +49,7 @@ struct BrowserTests {
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), services: services, logger: quiet)
         let serving = Task { try await app.runService(gracefulShutdownSignals: []) }
-        try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(30))
+        try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(60))
         return (server, base, serving)
     }
 
