@@ -476,4 +476,76 @@ struct AdminCLITests {
         let audit = try await attest(["audit", "north"], kek: nil)
         #expect(audit.stdout.contains("kek.rotate"), "\(audit.stdout)")
     }
+
+    /// A campus sealed under another key (made with the wrong key file before sealing commands
+    /// checked it) stops `serve`, which names the campus and the way out; `rotate-kek` with the
+    /// deployment's key as both current and new, and the other as previous, brings it home.
+    @Test func aCampusSealedUnderAnotherKeyIsBroughtUnderTheDeploymentsKey() async throws {
+        let database = try await TestDatabase.create()
+        let url = TestDatabase.url(database: database)
+        let directory = FileManager.default.temporaryDirectory.appending(path: "attest-stray-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func attest(_ arguments: [String], kek: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+            try await ChildProcess.run(
+                [ChildProcess.attestBinary] + arguments,
+                environment: ["DATABASE_URL": url, "ATTEST_KEK": nil, "ATTEST_KEK_FILE": directory + "/" + kek])
+        }
+        var fingerprints: [String: String] = [:]
+        for name in ["deployment", "stray"] {
+            let made = try await attest(["keys", "new-kek"], kek: name)
+            try Data(made.stdout.utf8).write(to: URL(fileURLWithPath: directory + "/" + name))
+            fingerprints[name] = try #require(KeyEncryptionKey(text: made.stdout)).id
+        }
+        let (deployment, stray) = (try #require(fingerprints["deployment"]), try #require(fingerprints["stray"]))
+        #expect(try await attest(["campus", "create", "north", "--name", "North", "--timezone", "UTC"], kek: "deployment").status == 0)
+        // `west` made under the stray key as before the check: north's keys are hidden from it
+        // meanwhile by their fingerprint, which is all the check reads.
+        let owner = TestDatabase.client(database: database, role: nil, maxConnections: 1)
+        func label(_ campus: String, _ kek: String) async throws {
+            for table in ["badge_keys", "badge_subject_keys"] {
+                try await owner.query(
+                    "UPDATE \(identifier: table) SET kek_id = \(kek) WHERE campus_id = (SELECT id FROM campuses WHERE slug = \(campus))")
+            }
+        }
+        try await label("north", stray)
+        #expect(try await attest(["campus", "create", "west", "--name", "West", "--timezone", "UTC"], kek: "stray").status == 0)
+        try await label("north", deployment)
+
+        let serverURL = try await TestDatabase.serverURL(database: database)
+        let refused = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "serve", "--port", "0"],
+            environment: ["DATABASE_URL": serverURL, "ATTEST_KEK": nil, "ATTEST_KEK_FILE": directory + "/deployment"],
+            timeout: .seconds(30))
+        Self.expectFailure(
+            refused,
+            "cannot serve: campus west's secrets are sealed under key-encryption key \(stray), not the one given (\(deployment))")
+        #expect(refused.stderr.contains("--previous-kek-file OTHER --new-kek-file FILE"), "\(refused.stderr)")
+        let ownKey = ["keys", "rotate-kek", "--new-kek-file", directory + "/deployment"]
+        Self.expectFailure(try await attest(ownKey, kek: "deployment"), "name the key values are under with --previous-kek-file")
+        let home = try await attest(ownKey + ["--previous-kek-file", directory + "/stray", "--json"], kek: "deployment")
+        #expect(home.status == 0, "\(home.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(home.stdout.utf8)) as? [String: Any]
+        #expect(report?["rewrapped"] as? [String: Int] == ["north": 0, "west": 2])  // west's signing key and subject key
+        let sealedWith = try await owner.query("SELECT DISTINCT kek_id FROM badge_keys UNION SELECT kek_id FROM badge_subject_keys")
+        #expect(try sealedWith.map { try $0.decode("kek_id", as: String.self) } == [deployment])
+        await owner.shutdown()
+        // The deployment's key alone opens every campus now: `serve` starts, and the stray key
+        // seals nothing more.
+        let port = try LoopbackHTTP.freePort()
+        let server = try ChildProcess(
+            [ChildProcess.attestBinary, "serve", "--port", "\(port)"],
+            environment: ["DATABASE_URL": serverURL, "ATTEST_KEK": nil, "ATTEST_KEK_FILE": directory + "/deployment"])
+        do {
+            try await LoopbackHTTP.waitFor(port: port, path: "/healthz", timeout: .seconds(60), while: server)
+        } catch {
+            server.signal(SIGKILL)
+            throw error
+        }
+        server.signal(SIGTERM)
+        #expect(try await server.wait(timeout: .seconds(15)) == 0)
+        Self.expectFailure(
+            try await attest(["campus", "create", "south", "--name", "South", "--timezone", "UTC"], kek: "stray"),
+            "is not this deployment's")
+    }
 }

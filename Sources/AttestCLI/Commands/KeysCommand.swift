@@ -41,7 +41,9 @@ extension KeysCommand {
             abstract: "Re-wrap every value sealed under the current key-encryption key (or a previous one) under a new one.",
             discussion: """
                 The current key comes from --kek-file (or the environment), the new one from --new-kek-file; \
-                --previous-kek-file names a key an earlier, unfinished rotation left values under. Every sealed \
+                --previous-kek-file names a key an earlier, unfinished rotation left values under. To bring values \
+                sealed under another key (a campus made with the wrong key file) under the current one, give the \
+                current key's file as --new-kek-file too and the other as --previous-kek-file. Every sealed \
                 column is re-wrapped (badge keys, identity providers' client secrets, plugin secrets, members' \
                 journal texts, recordings and episode notes), campus by campus and member by member; only the \
                 data keys change. A value already under the new key is left as it is, so a run that stopped is \
@@ -62,8 +64,12 @@ extension KeysCommand {
             guard let new = try KeyOptions.load(files: [newKekFile], option: "--new-kek-file").first else {
                 throw CLIError("--new-kek-file names no key")
             }
-            guard new.id != old.id else {
-                throw CLIError("the new key-encryption key is the current one (\(old.id)): make a new one with `attest keys new-kek`")
+            // The current key again as the new one brings what the previous keys sealed under it.
+            let consolidating = new.id == old.id
+            guard !consolidating || !old.previous.isEmpty else {
+                throw CLIError(
+                    "the new key-encryption key is the current one (\(old.id)): make a new one with `attest keys new-kek`, "
+                        + "or name the key values are under with --previous-kek-file to bring them under the current one")
             }
             let terminal = isatty(2) == 1
             let counts = try await TenantContext.run(database: database, logging: logging) { context in
@@ -87,6 +93,12 @@ extension KeysCommand {
                 }
             }
             if json { return printJSONObject(["from": old.ids, "to": new.id, "rewrapped": counts]) }
+            if consolidating {
+                return say(
+                    "Re-wrapped \(counts.values.reduce(0, +)) sealed values of \(counts.count) campuses from "
+                        + "\(old.previous.map(\.id).joined(separator: ", ")) to the current key \(new.id); "
+                        + "the servers need no --previous-kek-file for them now.")
+            }
             say(
                 "Re-wrapped \(counts.values.reduce(0, +)) sealed values of \(counts.count) campuses from \(old.ids.joined(separator: ", ")) to \(new.id); "
                     + "restart the servers with --kek-file set to the new key and no --previous-kek-file, then destroy the old key.")

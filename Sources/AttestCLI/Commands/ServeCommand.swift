@@ -158,7 +158,13 @@ func migrateThenServe(
         let store = CampusStore(client: pool)
         for row in census {
             guard let campus = try await store.find(id: CampusID(try row.decode("campus_id"))) else { continue }
-            let sealed = try await keys.prepare(campus: campus.id)
+            let sealed: Int
+            do {
+                sealed = try await keys.prepare(campus: campus.id)
+            } catch CampusError.otherKeyEncryptionKey(let other, let given) {
+                await pool.shutdown()
+                throw CLIError(foreignKeyRefusal(campus: campus.slug, sealedWith: other, given: given))
+            }
             if sealed > 0 {
                 logger.notice(
                     "sealed badge keys stored before keys were encrypted", metadata: ["campus": "\(campus.slug)", "keys": "\(sealed)"])
@@ -187,4 +193,13 @@ func migrateThenServe(
             "cannot listen on \(server.host):\(server.port): the address is already in use; pass another --port or stop the process using it"
         )
     }
+}
+
+/// Why `serve` stops when a campus's secrets are under another key-encryption key (a campus
+/// made with the wrong key file before sealing commands checked it), and the two ways out.
+func foreignKeyRefusal(campus: String, sealedWith other: String, given: String) -> String {
+    "cannot serve: campus \(campus)'s secrets are sealed under key-encryption key \(other), not the one given (\(given)). "
+        + "If \(given) is this deployment's key, re-wrap them under it: `attest keys rotate-kek --kek-file FILE "
+        + "--previous-kek-file OTHER --new-kek-file FILE` (FILE holds \(given), OTHER holds \(other)); if \(other) is, pass its file. "
+        + "A key file's fingerprint: base64 -d FILE | sha256sum | cut -c1-16"
 }
