@@ -39,8 +39,43 @@ public struct SMTPReply: Sendable, Equatable, CustomStringConvertible {
     public var code: Int
     public var lines: [String]
 
-    public var description: String { "\(code) \(lines.joined(separator: " / ").prefix(300))" }
+    /// The code and text, any address in it withheld: relays echo the recipient in their
+    /// replies to RCPT ("550 5.1.1 <ana@example.edu>: Recipient address rejected"), and a
+    /// reply goes into the server's log and stays with the event in the outbox.
+    public var description: String { "\(code) \(Self.withholdingAddresses(lines.joined(separator: " / ")).prefix(300))" }
     var isPositive: Bool { (200..<400).contains(code) }
+
+    /// `text` with each `local@domain` in it (a run of characters other than spaces, brackets
+    /// and punctuation around an `@`, on both sides, less the dots that end it) replaced by
+    /// "(address withheld)".
+    static func withholdingAddresses(_ text: String) -> String {
+        let scalars = Array(text.unicodeScalars)
+        guard scalars.contains("@") else { return text }
+        func isOfAddress(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.value > 0x20 && scalar != "@" && !scalar.properties.isWhitespace && !"<>()[]\",;:".unicodeScalars.contains(scalar)
+        }
+        var withheld = String.UnicodeScalarView()
+        var copied = 0, index = 0
+        while index < scalars.count {
+            guard scalars[index] == "@" else {
+                index += 1
+                continue
+            }
+            var start = index, end = index + 1
+            while start > copied, isOfAddress(scalars[start - 1]) { start -= 1 }
+            while end < scalars.count, isOfAddress(scalars[end]) { end += 1 }
+            while end > index + 1, scalars[end - 1] == "." { end -= 1 }  // "ana@example.edu... User unknown"
+            guard start < index, end > index + 1 else {
+                index += 1
+                continue
+            }
+            withheld.append(contentsOf: scalars[copied..<start])
+            withheld.append(contentsOf: "(address withheld)".unicodeScalars)
+            (copied, index) = (end, end)
+        }
+        withheld.append(contentsOf: scalars[copied...])
+        return String(withheld)
+    }
 }
 
 /// Why a message was not submitted, in one line a person can act on.
