@@ -282,8 +282,8 @@ struct EmailChannelTests {
                     "550 5.1.1 <(address withheld)>: Recipient address rejected: User unknown"
                 ),
                 (
-                    "450 4.1.1 ana@demo.example.edu... User unknown, or ANA@demo.example.edu", nil, false, "RCPT TO",
-                    "450 4.1.1 (address withheld)... User unknown, or (address withheld)"
+                    "450 4.1.1 ana@demo.example.edu... User unknown, or to:ANA@demo.example.edu: try later", nil, false, "RCPT TO",
+                    "450 4.1.1 (address withheld)... User unknown, or (address withheld): try later"
                 ),
                 (nil, "451 4.3.0 try again later", false, "the message", "451 4.3.0 try again later"),
             ] {

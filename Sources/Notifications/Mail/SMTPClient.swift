@@ -45,14 +45,15 @@ public struct SMTPReply: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(code) \(Self.withholdingAddresses(lines.joined(separator: " / ")).prefix(300))" }
     var isPositive: Bool { (200..<400).contains(code) }
 
-    /// `text` with each `local@domain` in it (a run of characters other than spaces, brackets
-    /// and punctuation around an `@`, on both sides, less the dots that end it) replaced by
-    /// "(address withheld)".
+    /// `text` with each `local@domain` in it replaced by "(address withheld)": the run around
+    /// an `@` of the characters an address may hold (`MailAddress.isValid`: printable, none of
+    /// `<>()[]\",;`), on both sides, less the dots and colons that end it.
     static func withholdingAddresses(_ text: String) -> String {
         let scalars = Array(text.unicodeScalars)
         guard scalars.contains("@") else { return text }
         func isOfAddress(_ scalar: Unicode.Scalar) -> Bool {
-            scalar.value > 0x20 && scalar != "@" && !scalar.properties.isWhitespace && !"<>()[]\",;:".unicodeScalars.contains(scalar)
+            scalar.value > 0x20 && scalar.value != 0x7F && scalar != "@" && !scalar.properties.isWhitespace
+                && !"<>()[]\\\",;".unicodeScalars.contains(scalar)
         }
         var withheld = String.UnicodeScalarView()
         var copied = 0, index = 0
@@ -64,7 +65,8 @@ public struct SMTPReply: Sendable, Equatable, CustomStringConvertible {
             var start = index, end = index + 1
             while start > copied, isOfAddress(scalars[start - 1]) { start -= 1 }
             while end < scalars.count, isOfAddress(scalars[end]) { end += 1 }
-            while end > index + 1, scalars[end - 1] == "." { end -= 1 }  // "ana@example.edu... User unknown"
+            // "ana@example.edu... User unknown", "ana@example.edu: User unknown"
+            while end > index + 1, scalars[end - 1] == "." || scalars[end - 1] == ":" { end -= 1 }
             guard start < index, end > index + 1 else {
                 index += 1
                 continue
