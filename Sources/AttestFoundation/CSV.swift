@@ -66,7 +66,8 @@ public enum CSV {
     /// Calls `body` with each record of `data` (UTF-8) and the line it starts on, reading the
     /// bytes once without copying the file: for files of millions of rows. A field without
     /// quotes is made straight from its stretch of the bytes; only a quoted one is gathered
-    /// byte by byte. Throws `UnclosedQuote`, or what `body` throws.
+    /// byte by byte. A byte order mark at the start (what a spreadsheet's "CSV UTF-8" writes
+    /// first) is not part of the first field. Throws `UnclosedQuote`, or what `body` throws.
     public static func forEachRecord(in data: Data, _ body: (_ line: Int, _ fields: [String]) throws -> Void) throws {
         try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
             var fields: [String] = []
@@ -75,8 +76,9 @@ public enum CSV {
             var gathered: [UInt8]? = nil
             var inQuotes = false
             var line = 1, recordLine = 1
-            var index = 0, fieldStart = 0
             let count = bytes.count
+            let byteOrderMark = count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF
+            var index = byteOrderMark ? 3 : 0, fieldStart = index
             // Ends the field whose plain stretch (when it had no quote) ends before `end`.
             func endField(_ end: Int) {
                 if let field = gathered {

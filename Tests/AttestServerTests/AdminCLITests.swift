@@ -196,8 +196,9 @@ struct AdminCLITests {
         Self.expectFailure(try await cli.run("user", "import", "csv-u", foreign.path), "line 2:")
         Self.expectFailure(try await cli.run("user", "import", "csv-u", directory.appending(path: "missing.csv").path), "cannot read")
 
+        // As a spreadsheet saves "CSV UTF-8": a byte order mark first, CRLF line ends.
         let good = directory.appending(path: "good.csv")
-        try "email,name,roles\nann@csv.edu,Ann,admin\n\"bo@csv.edu\",\"Bo, Jr.\",screener;health_officer\ndee@csv.edu,Dee\n"
+        try "\u{FEFF}email,name,roles\r\nann@csv.edu,Ann,admin\r\n\"bo@csv.edu\",\"Bo, Jr.\",screener;health_officer\r\ndee@csv.edu,Dee\r\n"
             .write(to: good, atomically: true, encoding: .utf8)
         let imported = try await cli.run("user", "import", "csv-u", good.path, "--json")
         #expect(imported.status == 0, "\(imported.stderr)")
