@@ -88,6 +88,27 @@ public struct LabResult: Sendable, Equatable {
         guard (1...maxSpecimenID).contains(bytes.count), !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return nil }
         return text
     }
+
+    /// How far the checks of a result's times look past what they compare: a date without a
+    /// time is the start of the campus's day, and laboratories' clocks and zones differ.
+    static let timeLeeway: TimeInterval = 86_400
+
+    /// What is wrong with a result's times, if anything, each for `collected` or `resulted`:
+    /// a time after `now` (a year typed wrong: a positive result would isolate its member for
+    /// years, a negative one count as their latest test for as long), and a result before its
+    /// specimen, each beyond `timeLeeway`.
+    static func timeProblems(collected: Date, resulted: Date, now: Date) -> [(resulted: Bool, message: String)] {
+        var problems: [(resulted: Bool, message: String)] = []
+        let latest = now.addingTimeInterval(timeLeeway)
+        if collected > latest {
+            problems.append((false, "is in the future: a specimen is collected before its result is sent (check the year)"))
+        }
+        if resulted > latest { problems.append((true, "is in the future: a result is issued before it is sent (check the year)")) }
+        if resulted < collected.addingTimeInterval(-timeLeeway) {
+            problems.append((true, "is before the specimen was collected: a result cannot come before its specimen"))
+        }
+        return problems
+    }
 }
 
 /// FHIR's dates and instants, strictly: `YYYY-MM-DD` (the start of that day in `zone`) or
@@ -152,7 +173,8 @@ public enum FHIRObservations {
     /// The most observations one request may carry.
     public static let maxEntries = 5_000
 
-    public static func parse(_ json: JSONValue, zone: TimeZone, memberIDSystem: String? = nil) -> (
+    /// `now`: the receiving server's clock, which no result's times may pass (`LabResult.timeProblems`).
+    public static func parse(_ json: JSONValue, zone: TimeZone, memberIDSystem: String? = nil, now: Date) -> (
         results: [LabResult], problems: [RecordsError.Problem]
     ) {
         guard case .object(let resource) = json else {
@@ -161,16 +183,19 @@ public enum FHIRObservations {
         switch resource["resourceType"] {
         case .string("Observation"):
             var problems: [RecordsError.Problem] = []
-            let result = observation(resource, at: "Observation", zone: zone, memberIDSystem: memberIDSystem, problems: &problems)
+            let result = observation(
+                resource, at: "Observation", zone: zone, memberIDSystem: memberIDSystem, now: now, problems: &problems)
             return (result.map { [$0] } ?? [], problems)
         case .string("Bundle"):
-            return bundle(resource, zone: zone, memberIDSystem: memberIDSystem)
+            return bundle(resource, zone: zone, memberIDSystem: memberIDSystem, now: now)
         default:
             return ([], [.init("resourceType", "must be \"Observation\" or \"Bundle\"")])
         }
     }
 
-    static func bundle(_ bundle: [String: JSONValue], zone: TimeZone, memberIDSystem: String?) -> ([LabResult], [RecordsError.Problem]) {
+    static func bundle(
+        _ bundle: [String: JSONValue], zone: TimeZone, memberIDSystem: String?, now: Date
+    ) -> ([LabResult], [RecordsError.Problem]) {
         guard case .array(let entries)? = bundle["entry"], !entries.isEmpty else {
             return ([], [.init("Bundle.entry", "is required: an array of entries, each with an Observation as its resource")])
         }
@@ -189,7 +214,7 @@ public enum FHIRObservations {
                 problems.append(.init("\(place).resourceType", "must be \"Observation\""))
                 continue
             }
-            if let result = observation(resource, at: place, zone: zone, memberIDSystem: memberIDSystem, problems: &problems) {
+            if let result = observation(resource, at: place, zone: zone, memberIDSystem: memberIDSystem, now: now, problems: &problems) {
                 results.append(result)
             }
         }
@@ -199,7 +224,8 @@ public enum FHIRObservations {
     static let acceptedStatuses: Set<String> = ["final", "amended", "corrected"]
 
     static func observation(
-        _ resource: [String: JSONValue], at place: String, zone: TimeZone, memberIDSystem: String?, problems: inout [RecordsError.Problem]
+        _ resource: [String: JSONValue], at place: String, zone: TimeZone, memberIDSystem: String?, now: Date,
+        problems: inout [RecordsError.Problem]
     ) -> LabResult? {
         let before = problems.count
         func problem(_ element: String, _ message: String) { problems.append(.init("\(place).\(element)", message)) }
@@ -296,8 +322,10 @@ public enum FHIRObservations {
         } else {
             problem("issued", "is required: when the result was issued")
         }
-        if let collected, let resulted, resulted < collected.addingTimeInterval(-86_400) {
-            problem("issued", "is before effectiveDateTime: a result cannot come before its specimen")
+        if let collected, let resulted {
+            for (isResulted, message) in LabResult.timeProblems(collected: collected, resulted: resulted, now: now) {
+                problem(isResulted ? "issued" : "effectiveDateTime", message)
+            }
         }
         guard problems.count == before, let specimen, let subject, let testCode, let detected, let collected, let resulted else {
             return nil

@@ -16,7 +16,8 @@ public enum ResultsCSV {
     /// The most problems reported for one file.
     static let maxProblems = 50
 
-    public static func parse(_ data: Data, zone: TimeZone) -> (results: [LabResult], problems: [RecordsError.Problem]) {
+    /// `now`: the clock no result's times may pass (`LabResult.timeProblems`).
+    public static func parse(_ data: Data, zone: TimeZone, now: Date) -> (results: [LabResult], problems: [RecordsError.Problem]) {
         var results: [LabResult] = [], problems: [RecordsError.Problem] = []
         var sawHeader = false
         do {
@@ -43,6 +44,11 @@ public enum ResultsCSV {
                 let collected = FHIRTime.parse(fields[2], zone: zone), resulted = FHIRTime.parse(fields[3], zone: zone)
                 if collected == nil { problem(2, "must be a date or a date and time with its offset (2021-05-01T09:30:00Z)") }
                 if resulted == nil { problem(3, "must be a date or a date and time with its offset (2021-05-02T08:00:00Z)") }
+                if let collected, let resulted {
+                    for (isResulted, message) in LabResult.timeProblems(collected: collected, resulted: resulted, now: now) {
+                        problem(isResulted ? 3 : 2, message)
+                    }
+                }
                 let code = fields[4].trimmingBlanks()
                 let accepted = LabResult.acceptedTests[code] != nil
                 if !accepted { problem(4, "is not a SARS-CoV-2 test this server takes (see the README)") }

@@ -151,6 +151,14 @@ struct RecordsTests {
             (good.replacingOccurrences(of: #""status": "final""#, with: #""status": "preliminary""#), ["Observation.status"]),
             (good.replacingOccurrences(of: "2026-11-20T15:00:00Z", with: "yesterday"), ["Observation.issued"]),
             (good.replacingOccurrences(of: "2026-11-20T09:30:00-05:00", with: "2026-11-20T09:30:00"), ["Observation.effectiveDateTime"]),
+            // A year typed wrong (a positive result would isolate its member for decades), a
+            // result issued two days ahead of the server's clock, one before its specimen.
+            (
+                good.replacingOccurrences(of: "2026-11-20T09:30:00-05:00", with: "2062-11-20T09:30:00-05:00"),
+                ["Observation.effectiveDateTime", "Observation.issued"]
+            ),
+            (good.replacingOccurrences(of: "2026-11-20T15:00:00Z", with: "2026-11-22T15:00:00Z"), ["Observation.issued"]),
+            (good.replacingOccurrences(of: "2026-11-20T15:00:00Z", with: "2026-11-18T15:00:00Z"), ["Observation.issued"]),
             (
                 good.replacingOccurrences(of: #""system": "mailto""#, with: #""system": "urn:oid:1.2.3""#),
                 ["Observation.subject.identifier.system"]
@@ -857,12 +865,12 @@ struct RecordsTests {
             Data(
                 "specimen_id,member,collected_at,resulted_at,test_code,result\nC-1,2026-0042,2026-11-19,2026-11-20,94500-6,negative\nC-2,a b,2026-11-19,2026-11-20,94500-6,negative\n"
                     .utf8),
-            zone: campus.zone)
+            zone: campus.zone, now: Date())
         #expect(rows.isEmpty && problems.map(\.field) == ["line 3: member"])
         let good = ResultsCSV.parse(
             Data(
                 "specimen_id,member,collected_at,resulted_at,test_code,result\nC-1,2026-0042,2026-11-19,2026-11-20,94500-6,negative\n".utf8),
-            zone: campus.zone)
+            zone: campus.zone, now: Date())
         #expect(good.results.map(\.subject) == ["id:2026-0042"])
         let receipt = try await HealthRecords(client: server.pool).receive(
             campus: campus, results: good.results, source: "import", actor: "test")
@@ -999,8 +1007,13 @@ struct RecordsTests {
             S-3,carol@example.edu,2021-05-01T09:30:00Z,2021-05-02T08:00:00+02:00,95209-3,260373001
 
             """
-        let (results, problems) = ResultsCSV.parse(Data(good.utf8), zone: zone)
+        // The server's clock: S-1's result 8 hours ahead of it is inside the day's leeway.
+        let now = Date(timeIntervalSince1970: 1_619_913_600)  // 2021-05-02T00:00:00Z
+        let (results, problems) = ResultsCSV.parse(Data(good.utf8), zone: zone, now: now)
         #expect(problems.isEmpty, "\(problems)")
+        // A spreadsheet's "CSV UTF-8" starts with a byte order mark: the same file.
+        let marked = ResultsCSV.parse(Data(("\u{FEFF}" + good).utf8), zone: zone, now: now)
+        #expect(marked.problems.isEmpty && marked.results == results, "\(marked.problems)")
         #expect(results.map(\.specimenID) == ["S-1", "S-2, second", "S-3"])
         #expect(results.map(\.subject) == ["alice@example.edu", "bob@example.edu", "carol@example.edu"])
         #expect(results.map(\.detected) == [false, true, true])
@@ -1014,17 +1027,21 @@ struct RecordsTests {
             S-1,alice smith,2021-02-30,2021-05-02T08:00:00Z,94500-6,maybe
             S-2,bob@example.edu,2021-05-01
             S-3,carol@example.edu,2021-05-01T09:30,2021-05-02T25:00:00Z,1-1,detected
+            S-4,dan@example.edu,2012-05-01,2012-05-02,94500-6,detected
+            S-5,eve@example.edu,2021-05-04T00:00:01Z,2021-05-04T00:00:01Z,94500-6,detected
+            S-6,fay@example.edu,2021-05-01T09:30:00Z,2021-04-29T09:30:00Z,94500-6,detected
             """
-        let refused = ResultsCSV.parse(Data(bad.utf8), zone: zone)
+        let refused = ResultsCSV.parse(Data(bad.utf8), zone: zone, now: now)
         #expect(refused.results.isEmpty)
         #expect(
             refused.problems.map(\.field) == [
                 "line 2: member", "line 2: collected_at", "line 2: result", "line 3", "line 4: collected_at", "line 4: resulted_at",
-                "line 4: test_code",
+                "line 4: test_code", "line 6: collected_at", "line 6: resulted_at", "line 7: resulted_at",
             ])
-        #expect(ResultsCSV.parse(Data("a,b\n".utf8), zone: zone).problems.map(\.field) == ["line 1"])
-        #expect(ResultsCSV.parse(Data(), zone: zone).problems.map(\.field) == ["file"])
-        #expect(ResultsCSV.parse(Data("\"unclosed".utf8), zone: zone).problems.first?.field == "line 1")
+        #expect(refused.problems[7].message.contains("is in the future") && refused.problems[9].message.contains("before the specimen"))
+        #expect(ResultsCSV.parse(Data("a,b\n".utf8), zone: zone, now: now).problems.map(\.field) == ["line 1"])
+        #expect(ResultsCSV.parse(Data(), zone: zone, now: now).problems.map(\.field) == ["file"])
+        #expect(ResultsCSV.parse(Data("\"unclosed".utf8), zone: zone, now: now).problems.first?.field == "line 1")
     }
 
     @Test func attestResultsImportStoresAFileAllOrNoneAndTokenIssueMakesALabToken() async throws {

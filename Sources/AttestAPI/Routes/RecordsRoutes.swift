@@ -367,7 +367,7 @@ struct RecordsRoutes: Sendable {
                 detail: "The body is not valid JSON: send a FHIR R4 Observation or a Bundle of them.")
         }
         let (results, problems) = FHIRObservations.parse(
-            json, zone: campus.zone, memberIDSystem: RecordsPolicy(campus: campus).memberIDSystem)
+            json, zone: campus.zone, memberIDSystem: RecordsPolicy(campus: campus).memberIDSystem, now: services.clock())
         guard problems.isEmpty else { throw RecordsError.invalid(problems) }
         let receipt = try await services.records.receive(
             campus: campus, results: results, source: "lab:\(machine.name)", actor: "lab:\(machine.name)")

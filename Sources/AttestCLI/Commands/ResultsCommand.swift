@@ -32,7 +32,7 @@ struct ResultsCommand: AsyncParsableCommand {
                 : try readFile(file, "the path of a CSV file of results (specimen_id,member,collected_at,resulted_at,test_code,result)")
             let receipt = try await TenantContext.run(database: database, logging: logging) { context in
                 let found = try await context.campuses.require(slug: campus)
-                let (results, problems) = ResultsCSV.parse(data, zone: found.zone)
+                let (results, problems) = ResultsCSV.parse(data, zone: found.zone, now: Date())
                 guard problems.isEmpty else {
                     throw CLIError(
                         "\(file) was not imported (nothing was stored):\n"
