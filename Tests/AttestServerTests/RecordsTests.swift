@@ -1038,7 +1038,9 @@ struct RecordsTests {
                 "line 2: member", "line 2: collected_at", "line 2: result", "line 3", "line 4: collected_at", "line 4: resulted_at",
                 "line 4: test_code", "line 6: collected_at", "line 6: resulted_at", "line 7: resulted_at",
             ])
-        #expect(refused.problems[7].message.contains("is in the future") && refused.problems[9].message.contains("before the specimen"))
+        let messages = refused.problems.map(\.message)
+        #expect(messages.dropFirst(7).first?.contains("is in the future") == true, "\(messages)")
+        #expect(messages.dropFirst(9).first?.contains("before the specimen") == true, "\(messages)")
         #expect(ResultsCSV.parse(Data("a,b\n".utf8), zone: zone, now: now).problems.map(\.field) == ["line 1"])
         #expect(ResultsCSV.parse(Data(), zone: zone, now: now).problems.map(\.field) == ["file"])
         #expect(ResultsCSV.parse(Data("\"unclosed".utf8), zone: zone, now: now).problems.first?.field == "line 1")
