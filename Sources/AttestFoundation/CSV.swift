@@ -56,6 +56,14 @@ public enum CSV {
         return bytes.isEmpty
     }
 
+    /// What to add to an error about a record's fields when the record is one field holding a
+    /// semicolon: a spreadsheet in a locale whose decimal mark is a comma (Spanish, French,
+    /// German) saves "CSV" separated by semicolons.
+    public static func separatorHint(_ fields: [String]) -> String {
+        guard fields.count == 1, fields[0].utf8.contains(UInt8(ascii: ";")) else { return "" }
+        return " (the line is separated by semicolons: save the file as CSV separated by commas)"
+    }
+
     /// Every record of `text`, read as `forEachRecord` reads bytes.
     public static func records(_ text: String) throws -> [(line: Int, fields: [String])] {
         var records: [(line: Int, fields: [String])] = []

@@ -139,7 +139,9 @@ extension TestingLocation {
         let columns = header.fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         for required in ["name", "lat", "lon"] where !columns.contains(required) {
             throw TestingLocationFileError(
-                line: header.line, reason: "the header needs a \(required) column (name,address,lat,lon,hours,phone,url,notes)")
+                line: header.line,
+                reason:
+                    "the header needs a \(required) column (name,address,lat,lon,hours,phone,url,notes)\(CSV.separatorHint(header.fields))")
         }
         return try records.dropFirst().filter { !($0.fields.count == 1 && $0.fields[0].isEmpty) }.map { line, fields in
             func field(_ name: String) -> String {

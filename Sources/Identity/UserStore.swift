@@ -518,7 +518,8 @@ public struct UserStore: Sendable {
             if fields.allSatisfy({ $0.trimmingCharacters(in: .whitespaces).isEmpty }) { continue }
             if entries.isEmpty, seen.isEmpty, fields.first?.trimmingCharacters(in: .whitespaces).lowercased() == "email" { continue }
             guard (2...3).contains(fields.count) else {
-                throw IdentityError.importFailed(line: line, reason: "expected 2 or 3 columns (email,name[,roles]), found \(fields.count)")
+                throw IdentityError.importFailed(
+                    line: line, reason: "expected 2 or 3 columns (email,name[,roles]), found \(fields.count)\(CSV.separatorHint(fields))")
             }
             let email: String
             do { email = try checkedEmail(fields[0], campus: campus) } catch let error as IdentityError {

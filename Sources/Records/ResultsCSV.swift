@@ -27,13 +27,15 @@ public enum ResultsCSV {
                     sawHeader = true
                     let names = fields.map { $0.trimmingBlanks().lowercased() }
                     if names != header {
-                        problems.append(.init("line \(line)", "the header must be \(header.joined(separator: ","))"))
+                        problems.append(
+                            .init("line \(line)", "the header must be \(header.joined(separator: ","))\(CSV.separatorHint(fields))"))
                     }
                     return
                 }
                 if fields.count == 1, fields[0].isEmpty { return }  // a blank line
                 guard fields.count == header.count else {
-                    problems.append(.init("line \(line)", "has \(fields.count) fields; a result has \(header.count)"))
+                    problems.append(
+                        .init("line \(line)", "has \(fields.count) fields; a result has \(header.count)\(CSV.separatorHint(fields))"))
                     return
                 }
                 func problem(_ column: Int, _ message: String) { problems.append(.init("line \(line): \(header[column])", message)) }

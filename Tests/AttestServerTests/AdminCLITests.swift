@@ -195,6 +195,12 @@ struct AdminCLITests {
         try "ann@csv.edu,Ann\nzed@other.edu,Zed\n".write(to: foreign, atomically: true, encoding: .utf8)
         Self.expectFailure(try await cli.run("user", "import", "csv-u", foreign.path), "line 2:")
         Self.expectFailure(try await cli.run("user", "import", "csv-u", directory.appending(path: "missing.csv").path), "cannot read")
+        let semicolons = directory.appending(path: "semicolons.csv")
+        try "email;name\r\nann@csv.edu;Ann\r\n".write(to: semicolons, atomically: true, encoding: .utf8)
+        Self.expectFailure(
+            try await cli.run("user", "import", "csv-u", semicolons.path),
+            "line 1: expected 2 or 3 columns (email,name[,roles]), found 1 (the line is separated by semicolons: save the file as CSV separated by commas)"
+        )
 
         // As a spreadsheet saves "CSV UTF-8": a byte order mark first, CRLF line ends.
         let good = directory.appending(path: "good.csv")

@@ -1042,6 +1042,16 @@ struct RecordsTests {
         #expect(messages.dropFirst(7).first?.contains("is in the future") == true, "\(messages)")
         #expect(messages.dropFirst(9).first?.contains("before the specimen") == true, "\(messages)")
         #expect(ResultsCSV.parse(Data("a,b\n".utf8), zone: zone, now: now).problems.map(\.field) == ["line 1"])
+        let semicolons = ResultsCSV.parse(
+            Data(
+                "specimen_id;member;collected_at;resulted_at;test_code;result\nS-1;a@example.edu;2021-05-01;2021-05-01;94500-6;detected\n"
+                    .utf8),
+            zone: zone, now: now)
+        #expect(semicolons.problems.map(\.field) == ["line 1", "line 2"])
+        #expect(
+            semicolons.problems.allSatisfy {
+                $0.message.hasSuffix("(the line is separated by semicolons: save the file as CSV separated by commas)")
+            })
         #expect(ResultsCSV.parse(Data(), zone: zone, now: now).problems.map(\.field) == ["file"])
         #expect(ResultsCSV.parse(Data("\"unclosed".utf8), zone: zone, now: now).problems.first?.field == "line 1")
     }

@@ -163,6 +163,12 @@ struct TestingLocationTests {
         let good = try TestingLocationStore.parse(Data("name,lat,lon,address\nClinic,40.1,-73.2,\"1 Main St, Springfield\"\n".utf8))
         #expect(good == [TestingLocation(name: "Clinic", address: "1 Main St, Springfield", latitude: 40.1, longitude: -73.2)])
         #expect(refusal("name,address\nX,Y\n").contains("needs a lat column"))
+        // As a spreadsheet in a Spanish locale saves "CSV": semicolons, said so.
+        #expect(
+            refusal("name;lat;lon\nClinic;40,1;-73,2\n").contains(
+                "needs a name column (name,address,lat,lon,hours,phone,url,notes) (the line is separated by semicolons: save the file as CSV separated by commas)"
+            ))
+        #expect(!refusal("name,address\nX;Y,Z\n").contains("semicolons"))
         #expect(refusal("name,lat,lon\nX,north,1\n").contains("line 2: lat and lon must be numbers"))
         let json = try TestingLocationStore.parse(Data(#"[{"name": "A", "lat": 1, "lon": 2, "phone": "555"}]"#.utf8))
         #expect(json.first?.phone == "555")
