@@ -82,7 +82,7 @@ public enum SHCDirectory {
             var crls: [JSONValue] = []
             if case .array(let lists)? = info["crls"] { crls = lists }
             entries[iss] = Entry(
-                iss: iss, canonical: canonical, name: name, jwks: .object(["keys": info["keys"] ?? .array([])]), crls: crls,
+                iss: iss, canonical: canonical, name: name, jwks: .object(["keys": TrustedIssuer.publicKeys(of: info).keys]), crls: crls,
                 keyCount: keys.count)
         }
         return entries.values.sorted { $0.iss < $1.iss }

@@ -395,6 +395,23 @@ public struct TrustedIssuer: Sendable {
         return keys
     }
 
+    /// A JWKS's keys without their private parameters (RFC 7518 §6.2.2, §6.3.2 and §6.4: `d`,
+    /// `p`, `q`, `dp`, `dq`, `qi`, `oth`, `k`), and whether any key had one: a verifier keeps
+    /// public keys only, even when handed an issuer's private JWKS.
+    public static func publicKeys(of jwks: JSONValue) -> (keys: JSONValue, hadPrivate: Bool) {
+        guard case .array(let entries)? = jwks["keys"] else { return (.array([]), false) }
+        var hadPrivate = false
+        let kept = entries.map { entry -> JSONValue in
+            guard case .object(var members) = entry else { return entry }
+            for name in ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] where members[name] != nil {
+                members[name] = nil
+                hadPrivate = true
+            }
+            return .object(members)
+        }
+        return (.array(kept), hadPrivate)
+    }
+
     /// A coordinate as its 32 bytes, big-endian.
     static func padded(_ coordinate: Data) -> Data { Data(count: 32 - coordinate.count) + coordinate }
 

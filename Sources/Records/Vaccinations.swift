@@ -109,9 +109,11 @@ extension HealthRecords {
     }
 
     /// Trusts `iss` at `campus` with the keys of `jwks` and the revocation lists `crls`
-    /// (`attest shc issuer add`), audited; replaces what the campus had for it.
-    public func addIssuer(campus: Campus, iss: String, name: String, jwks: JSONValue, crls: [JSONValue], actor: String) async throws -> Int
-    {
+    /// (`attest shc issuer add`), audited; replaces what the campus had for it. Only the keys'
+    /// public parameters are stored (`privateDropped`: the JWKS held private ones).
+    public func addIssuer(
+        campus: Campus, iss: String, name: String, jwks: JSONValue, crls: [JSONValue], actor: String
+    ) async throws -> (keys: Int, privateDropped: Bool) {
         guard let url = URL(string: iss), url.scheme == "https" || url.host == "localhost" || url.host == "127.0.0.1",
             iss.utf8.count <= 500, !iss.hasSuffix("/")
         else {
@@ -121,7 +123,8 @@ extension HealthRecords {
             throw RecordsError.invalid([.init("name", "a name of 1 to 300 characters without control characters")])
         }
         let keys = try TrustedIssuer.keys(jwks: jwks)
-        let stored = JSONValue.object(["keys": jwks["keys"] ?? .array([])])
+        let (publicKeys, hadPrivate) = TrustedIssuer.publicKeys(of: jwks)
+        let stored = JSONValue.object(["keys": publicKeys])
         try await client.withTransaction(campus: campus.id.rawValue) { connection in
             try await connection.query(
                 """
@@ -133,9 +136,10 @@ extension HealthRecords {
                 """)
             try await AuditLog.record(
                 connection, campus: campus.id, actor: actor, action: "shc.issuer.add", target: iss,
-                details: ["keys": "\(keys.count)", "revocationLists": "\(crls.count)"])
+                details: ["keys": "\(keys.count)", "revocationLists": "\(crls.count)"].merging(
+                    hadPrivate ? ["privateParametersDropped": "true"] : [:], uniquingKeysWith: { first, _ in first }))
         }
-        return keys.count
+        return (keys.count, hadPrivate)
     }
 
     /// An issuer a campus trusts by its own choice (`attest shc issuer list`).

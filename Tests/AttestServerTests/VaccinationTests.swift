@@ -212,6 +212,19 @@ extension VaccinationTests {
             "not an X.509 certificate")
         #expect(try await count("shc_directory") == 650)
 
+        // The example issuer's private JWKS given by mistake: only the keys' public halves are
+        // stored, and the operator is told (the public one replaces it below).
+        let privately = try await cli.run(
+            "shc", "issuer", "add", "north", Cards.iss, "--jwks-file", fixtures + "/example-issuer-jwks.private.json")
+        #expect(
+            privately.status == 0 && privately.stderr.contains("holds the issuer's private keys: only their public halves were stored"),
+            "[\(privately.stdout)] [\(privately.stderr)]")
+        let kept = try await owner.query("SELECT jwks::text AS jwks FROM shc_issuers WHERE iss = \(Cards.iss)")
+        let keptText = try kept.first?.decode("jwks", as: String.self) ?? ""
+        #expect(keptText.contains(#""x":"#) && !keptText.contains(#""d":"#), "\(keptText)")
+        let privateAudit = try await cli.run("audit", "north", "--json")
+        #expect(privateAudit.stdout.contains("privateParametersDropped"), "\(privateAudit.stdout)")
+
         // The example issuer at one campus; a JWKS without a usable key, and an iss that is no URL, refused.
         let added = try await cli.run("shc", "issuer", "add", "north", Cards.iss, "--jwks-file", fixtures + "/example-issuer-jwks.json")
         #expect(added.status == 0 && added.stdout.contains("north trusts \(Cards.iss) with 2 keys"), "[\(added.stdout)] [\(added.stderr)]")

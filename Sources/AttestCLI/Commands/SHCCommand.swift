@@ -86,7 +86,7 @@ struct SHCCommand: AsyncParsableCommand {
                     }
                     return list
                 }
-                let keys = try await TenantContext.run(database: database, logging: logging) { context in
+                let (keys, privateDropped) = try await TenantContext.run(database: database, logging: logging) { context in
                     let found = try await context.campuses.require(slug: campus)
                     do {
                         return try await HealthRecords(client: context.client).addIssuer(
@@ -94,6 +94,13 @@ struct SHCCommand: AsyncParsableCommand {
                     } catch let refused as SmartHealthCards.Refused { throw CLIError("\(jwksFile): \(refused.detail)") }
                 }
                 say("\(campus) trusts \(iss) with \(keys) key\(keys == 1 ? "" : "s").")
+                if privateDropped {
+                    FileHandle.standardError.write(
+                        Data(
+                            ("\(jwksFile) holds the issuer's private keys: only their public halves were stored. "
+                                + "Keep that file secret (or destroy it), and give the public JWKS (ISS/.well-known/jwks.json) next time.\n")
+                                .utf8))
+                }
             }
         }
 
