@@ -59,3 +59,16 @@ func readFile(_ path: String, _ what: String, option: String? = nil) throws(CLIE
     if status.st_mode & S_IFMT == S_IFDIR { throw refused(EISDIR) }
     do { return try handle.readToEnd() ?? Data() } catch { throw refused(EIO) }
 }
+
+/// A text file (JSON, CSV, PEM) as `readFile` reads it, less a UTF-8 byte order mark at its
+/// start: Windows' Notepad and PowerShell 5's `Out-File -Encoding utf8` write one first, and
+/// the JSON reader would stop at it ("unexpected character at byte 0"). Not for bytes a
+/// signature covers (the VCI snapshot) nor binary files.
+func readTextFile(_ path: String, _ what: String, option: String? = nil) throws(CLIError) -> Data {
+    withoutByteOrderMark(try readFile(path, what, option: option))
+}
+
+/// `text` less a UTF-8 byte order mark at its start (`readTextFile`).
+func withoutByteOrderMark(_ text: Data) -> Data {
+    text.starts(with: [0xEF, 0xBB, 0xBF]) ? Data(text.dropFirst(3)) : text
+}

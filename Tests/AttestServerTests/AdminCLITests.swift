@@ -225,10 +225,12 @@ struct AdminCLITests {
         let directory = FileManager.default.temporaryDirectory.appending(path: "attest-plugin-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        // Saved as Windows' Notepad and PowerShell 5 save UTF-8: a byte order mark first.
         let survey = directory.appending(path: "survey.json")
-        try #"{"title": "Check", "questions": [{"id": "fever", "kind": "boolean", "prompt": "Fever?"}]}"#
-            .write(to: survey, atomically: true, encoding: .utf8)
-        #expect(try await cli.run("survey", "publish", "plug-u", survey.path).status == 0)
+        let questionnaire = #"{"title": "Check", "questions": [{"id": "fever", "kind": "boolean", "prompt": "Fever?"}]}"#
+        try ("\u{FEFF}" + questionnaire).write(to: survey, atomically: true, encoding: .utf8)
+        let published = try await cli.run("survey", "publish", "plug-u", survey.path)
+        #expect(published.status == 0, "\(published.stderr)")
 
         let offered = try await cli.run("plugin", "list")
         #expect(offered.stdout.contains("badge-rule: standard"), "\(offered.stdout)")
@@ -261,7 +263,7 @@ struct AdminCLITests {
         Self.expectFailure(
             try await cli.run("plugin", "enable", "plug-u", "sink", "webhook", "--settings", hook), "holds \"secret\" on the command line")
         let hookFile = directory.appending(path: "hook.json")
-        try Data(hook.utf8).write(to: hookFile)
+        try Data(([0xEF, 0xBB, 0xBF] as [UInt8]) + Array(hook.utf8)).write(to: hookFile)
         let piped = try await ChildProcess.run(
             ["/bin/sh", "-c", #""$0" plugin enable plug-u sink webhook --settings - < "$1""#, ChildProcess.attestBinary, hookFile.path],
             environment: ["DATABASE_URL": TestDatabase.url(database: cli.database)])

@@ -347,7 +347,7 @@ extension CampusCommand.OIDC {
                 var inline: String?
                 if let jwksFile {
                     let what = "the path of the issuer's JSON Web Key Set (a JSON file, UTF-8)"
-                    guard let text = String(validating: try readFile(jwksFile, what, option: "--jwks-file"), as: UTF8.self) else {
+                    guard let text = String(validating: try readTextFile(jwksFile, what, option: "--jwks-file"), as: UTF8.self) else {
                         throw CLIError("--jwks-file \(jwksFile) is not UTF-8 text; give \(what)")
                     }
                     inline = text

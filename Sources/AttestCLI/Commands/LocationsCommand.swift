@@ -24,7 +24,7 @@ extension LocationsCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            let locations = try TestingLocationStore.parse(try readFile(file, "the path of a CSV or JSON file of locations"))
+            let locations = try TestingLocationStore.parse(try readTextFile(file, "the path of a CSV or JSON file of locations"))
             let count = try await TenantContext.run(database: database, logging: logging) { context in
                 let found = try await context.campuses.require(slug: campus)
                 return try await TestingLocationStore(client: context.client).add(campus: found, locations, actor: TenantContext.actor)

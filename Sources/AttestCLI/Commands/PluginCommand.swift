@@ -174,10 +174,10 @@ extension PluginCommand {
                 data = Data(trimmed.utf8)
             } else if settings == "-" {
                 guard let read = standardInput() else { throw CLIError("cannot read --settings - from standard input") }
-                data = read
+                data = withoutByteOrderMark(read)
             } else {
                 let path = settings.hasPrefix("@") ? String(settings.dropFirst()) : settings
-                data = try readFile(path, "a JSON file, - for standard input, or the JSON itself", option: "--settings")
+                data = try readTextFile(path, "a JSON file, - for standard input, or the JSON itself", option: "--settings")
             }
             let value: JSONValue
             do { value = try JSONValue(parsing: data) } catch {

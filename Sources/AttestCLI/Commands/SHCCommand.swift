@@ -77,11 +77,13 @@ struct SHCCommand: AsyncParsableCommand {
             @OptionGroup var logging: LoggingOptions
 
             func run() async throws {
-                guard let jwks = try? JSONValue(parsing: Array(try read(jwksFile, "the issuer's JWKS"))) else {
+                guard let jwks = try? JSONValue(parsing: Array(try readTextFile(jwksFile, "the path of the issuer's JWKS"))) else {
                     throw CLIError("\(jwksFile) is not JSON: give the issuer's JWKS ({\"keys\": [...]})")
                 }
                 let lists = try crl.map { path -> JSONValue in
-                    guard let list = try? JSONValue(parsing: Array(try read(path, "a revocation list"))), list["rids"] != nil else {
+                    guard let list = try? JSONValue(parsing: Array(try readTextFile(path, "the path of a revocation list"))),
+                        list["rids"] != nil
+                    else {
                         throw CLIError("\(path) is not a revocation list: JSON with kid, method \"rid\" and rids")
                     }
                     return list

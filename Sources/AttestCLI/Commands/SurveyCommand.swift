@@ -41,7 +41,7 @@ extension SurveyCommand {
         func run() async throws {
             var draft = DemoQuestionnaire.draft
             if let file = file ?? guestFile {
-                draft = try QuestionnaireRules.parse(try readFile(file, "the path of a questionnaire JSON file"))
+                draft = try QuestionnaireRules.parse(try readTextFile(file, "the path of a questionnaire JSON file"))
             }
             let published = try await TenantContext.run(database: database, logging: logging) { context in
                 let campus = try await context.campuses.require(slug: campus)
