@@ -90,7 +90,7 @@ extension UserCommand {
 
         func run() async throws {
             let what = "the path of a UTF-8 CSV file with columns email,name[,roles]"
-            guard let text = String(validating: try readTextFile(file, what), as: UTF8.self) else {
+            guard let text = String(validating: try readFile(file, what), as: UTF8.self) else {
                 throw CLIError("\(file) is not UTF-8 text; give \(what)")
             }
             let report = try await TenantContext.run(database: database, logging: logging) { context in
