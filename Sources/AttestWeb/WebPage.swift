@@ -41,7 +41,8 @@ struct WebVisit {
         return user
     }
 
-    /// The signed-in member, for their own private pages (journal, episodes, sharing): an
+    /// The signed-in member, for their own private pages (journal, episodes, sharing, health
+    /// records): an
     /// operator's minted session is shown why it cannot open them.
     func privateUser() throws -> User {
         let user = try signedInUser()

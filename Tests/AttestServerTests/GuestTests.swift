@@ -166,6 +166,11 @@ struct GuestTests {
                 ] {
                     let refused = try await api.send(.get, path, template: template, token: token)
                     #expect(refused.status == 401, "\(path): \(refused.status) \(refused.body)")
+                    // Told what the pass is for, not to sign in (it is a valid credential, of the wrong kind).
+                    #expect(
+                        refused.json["detail"] as? String == "A guest's pass opens the survey and the guest's badge, nothing else.",
+                        "\(path)")
+                    #expect(refused.headers[.wwwAuthenticate]?.contains("insufficient_scope") == true, "\(path)")
                 }
                 let asScreener = try await api.send(
                     .post, "/v1/campuses/north/badges/verify", template: "/v1/campuses/{campus}/badges/verify", token: token,

@@ -8,7 +8,7 @@ import Testing
 
 /// A session an operator minted (`attest token issue`) does what the member's role allows,
 /// but never opens the member's private data: the journal, episodes, exports, links and
-/// keeping, the places followed and the health profile, as routes or as pages.
+/// keeping, the places followed, the health profile and the health records, as routes or as pages.
 @Suite("Operator-issued sessions")
 struct OperatorSessionTests {
     static let privateRoutes: [(HTTPRequest.Method, String, String)] = [
@@ -19,7 +19,9 @@ struct OperatorSessionTests {
         (.post, "me/shares", "/v1/campuses/{campus}/me/shares"), (.get, "me/privacy", "/v1/campuses/{campus}/me/privacy"),
         (.put, "me/privacy", "/v1/campuses/{campus}/me/privacy"), (.get, "me/places", "/v1/campuses/{campus}/me/places"),
         (.put, "me/places", "/v1/campuses/{campus}/me/places"), (.get, "me/profile", "/v1/campuses/{campus}/me/profile"),
-        (.put, "me/profile", "/v1/campuses/{campus}/me/profile"),
+        (.put, "me/profile", "/v1/campuses/{campus}/me/profile"), (.get, "me/records", "/v1/campuses/{campus}/me/records"),
+        (.get, "me/exemptions", "/v1/campuses/{campus}/me/exemptions"),
+        (.post, "me/exemptions", "/v1/campuses/{campus}/me/exemptions"),
     ]
 
     @Test func anOperatorsSessionOpensNoPrivateRouteOrPage() async throws {
@@ -45,7 +47,7 @@ struct OperatorSessionTests {
                 try await api.send(.get, "/v1/campuses/north/me/badge", template: "/v1/campuses/{campus}/me/badge", token: minted).status
                     == 200)
             // The pages too: a cookie holding the minted session.
-            for page in ["journal", "episodes", "sharing"] {
+            for page in ["journal", "episodes", "sharing", "records"] {
                 let response = try await api.client.execute(
                     uri: "/c/north/\(page)", method: .get, headers: [.cookie: "attest-north=\(minted)"], body: nil)
                 #expect(response.status == .forbidden, "/c/north/\(page)")

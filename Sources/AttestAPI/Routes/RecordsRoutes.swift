@@ -206,7 +206,9 @@ struct RecordsRoutes: Sendable {
         campus.post("lab/results") { request, context -> Response in
             try await receive(request, context, bearer: bearer)
         }
-        signedIn.get("me/records") { request, context -> Response in
+        // The member's own health record: like the exemptions' notes, never with an operator's
+        // session (the page refused one already; the route did not).
+        ownData.get("me/records") { request, context -> Response in
             let (campus, user) = try JournalRoutes.member(context)
             let query = QueryParameters(request, accepting: [])
             guard query.problems.isEmpty else { throw Problem.validation(query.problems) }

@@ -69,8 +69,9 @@ public struct Problem: Error, HTTPResponseError, Sendable, Equatable {
     /// A session an operator minted asked for a member's private data.
     public static let operatorSession = Problem(
         .forbidden, slug: "operator-session", title: "Not with an operator's session",
-        detail: "This session was made by an operator (`attest token issue`), not signed in to by the member: a member's journal, "
-            + "episodes, exports and links open only in a session the member signed in to. Sign in as the member.")
+        detail: "This session was made by an operator (`attest token issue`), not signed in to by the member: a member's own "
+            + "private data (journal, episodes, exports, links, profile and health records) opens only in a session the member "
+            + "signed in to. Sign in as the member.")
 
     /// What a request wrote refers to something removed while it ran (its member or campus
     /// erased): nothing was kept.

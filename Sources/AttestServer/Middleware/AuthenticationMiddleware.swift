@@ -26,8 +26,7 @@ package struct AuthenticationMiddleware: RouterMiddleware {
             // A guest's day pass: only routes open to every member take it, and of those only
             // the survey, the submission and the badge read it (the others need `session`: 401).
             guard roles.isEmpty else {
-                throw Problem.unauthorized(
-                    "A guest's pass opens the survey and the guest's badge, nothing else.", error: "insufficient_scope")
+                throw Problem.unauthorized(Problem.guestPassScope, error: "insufficient_scope")
             }
             var context = context
             context.guest = visit
@@ -149,6 +148,9 @@ package struct BearerAuthentication: Sendable {
 }
 
 extension Problem {
+    /// What a guest's day pass is told on a route that does not take it.
+    package static let guestPassScope = "A guest's pass opens the survey and the guest's badge, nothing else."
+
     /// 401 with the `WWW-Authenticate: Bearer` challenge (RFC 6750).
     package static func unauthorized(_ detail: String, error: String? = nil) -> Problem {
         var challenge = "Bearer realm=\"campus-attest\""

@@ -1,8 +1,8 @@
 import Hummingbird
 import Identity
 
-/// In front of a member's own private data (journal, episodes, exports, links, keeping),
-/// after `AuthenticationMiddleware`: a session an operator minted is refused (403
+/// In front of a member's own private data (journal, episodes, exports, links, keeping,
+/// profile, health records), after `AuthenticationMiddleware`: a session an operator minted is refused (403
 /// `/problems/operator-session`), and each member's requests there are counted in this
 /// server's memory (`RateLimits.ownDataRequestsPerMember`), so that one member looping on
 /// refused writes or exports is refused before anything reaches the database. The refusal
@@ -21,7 +21,8 @@ package struct OwnDataMiddleware: RouterMiddleware {
         if let wait = limiters.ownDataByMember.take("\(user.campusID)/\(user.id)") {
             try await Task.sleep(for: min(wait, .seconds(1)))
             throw Problem.tooManyRequests(
-                "You sent more requests for your journal, episodes and links than a member may at once.", retryAfter: wait)
+                "You sent more requests for your own private data (journal, episodes, links, health records) than a member may at once.",
+                retryAfter: wait)
         }
         return try await next(request, context)
     }

@@ -62,7 +62,11 @@ public struct AttestRequestContext: RequestContext {
 
     /// The signed-in user's session (middleware guarantees it on authenticated routes).
     public func requireSession() throws -> SessionStore.Session {
-        guard let session else { throw Problem.unauthorized("Sign in first.") }
+        guard let session else {
+            // A guest's pass is a valid credential here, just not one this route takes: say so.
+            if guest != nil { throw Problem.unauthorized(Problem.guestPassScope, error: "insufficient_scope") }
+            throw Problem.unauthorized("Sign in first.")
+        }
         return session
     }
 
