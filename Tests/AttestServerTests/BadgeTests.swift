@@ -138,6 +138,13 @@ struct BadgeTests {
                 try await api.send(.get, "/v1/campuses/north/me/badge", template: Self.badgePath, token: member).json["token"] as? String)
             #expect(try Self.payload(of: red)["color"] as? String == "red")
             let scanner = try await Self.scanner(api, campus: "north")
+            // As a keyboard-wedge scanner types it (a line end after it) or pasted with spaces:
+            // the same token, as the page's form reads it.
+            for typed in [red + "\r\n", " \(red)\t", red + "\n"] {
+                let reply = try await Self.verify(api, typed, as: screener)
+                #expect(reply.json["valid"] as? Bool == true && reply.json["color"] as? String == "red", "\(reply.body)")
+            }
+            #expect(try await Self.verify(api, " \r\n", as: screener).problem.fields == ["token"])
 
             // Tampered: the payload says green, the signature was made for red.
             let parts = red.split(separator: ".").map(String.init)

@@ -16,9 +16,11 @@ package enum BadgeHTTP {
     package static func verification(_ request: Request, _ context: AttestRequestContext) async throws -> (token: String, door: DoorName?) {
         var reader = ObjectReader(
             try await request.jsonObject(context: context), fields: ["token", "door"], unknown: "is not a field of a verification request")
+        // Spaces and line ends around it are not the token's (a keyboard-wedge scanner ends what
+        // it types with one; a token has none), as the page's form reads it.
         let token = reader.text(
             "token", required: "the badge token the member shows (a string)",
-            wrong: "is required: the badge token the member shows (a string)")
+            wrong: "is required: the badge token the member shows (a string)")?.trimmingCharacters(in: .whitespacesAndNewlines)
         if token?.isEmpty == true { reader.problem("token", "is required: the badge token the member shows (a string)") }
         var door: DoorName?
         if let text = reader.text("door", wrong: "must be the door's name as text, such as \"Library east entrance\"") {
