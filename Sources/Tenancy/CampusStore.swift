@@ -207,10 +207,24 @@ public struct CampusStore: Sendable {
         return slug.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
     }
 
-    /// Whether the system's tz database knows the zone (`TimeZone(identifier:)` also accepts
-    /// abbreviations and offsets such as "EST" or "GMT+2"; a campus needs a real IANA name).
+    /// Whether the zone is a place the tz database names ("Area/Location"), or UTC.
+    /// `TimeZone(identifier:)` alone also accepts abbreviations and offsets such as "EST" or
+    /// "GMT+2"; a campus needs a real IANA name. ICU's list of known zones leaves out some of
+    /// the database's own names (Asia/Kolkata: it lists Asia/Calcutta), so a name of that shape
+    /// that Foundation opens as itself is one too. The `Etc/` zones (fixed offsets whose sign
+    /// is the reverse of what they look like) are not places.
     public static func isKnownTimeZone(_ identifier: String) -> Bool {
-        identifier == "UTC" || TimeZone.knownTimeZoneIdentifiers.contains(identifier)
+        if identifier == "UTC" || TimeZone.knownTimeZoneIdentifiers.contains(identifier) { return true }
+        let parts = identifier.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts[0] != "Etc", identifier.utf8.count <= 64,
+            parts.allSatisfy({ part in
+                !part.isEmpty
+                    && part.utf8.allSatisfy {
+                        (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F || $0 == 0x2D
+                    }
+            })
+        else { return false }
+        return TimeZone(identifier: identifier)?.identifier == identifier
     }
 
     static func campus(from row: PostgresRow) throws -> Campus {
