@@ -32,13 +32,16 @@ extension AttestCommand {
     /// Parses the process's arguments and runs the chosen command; on error prints one line
     /// and exits with status 1 (usage errors: 64, as argument-parser does).
     public static func runAsRoot(_ arguments: [String]? = nil) async {
+        var command: any ParsableCommand
+        do { command = try parseAsRoot(arguments) } catch { exit(withError: error) }  // usage, help, version: argument-parser's
         do {
-            var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
+        } catch let error where error is ExitCode || error is CleanExit || error is ValidationError {
+            exit(withError: error)
         } catch let error as PostgresError where error.isConnectionError {
             exit(
                 withError: CLIError(
@@ -49,7 +52,9 @@ extension AttestCommand {
         } catch let error as PostgresError {
             exit(withError: CLIError("database error: \(error)"))
         } catch {
-            exit(withError: error)
+            // What a person gave may hold what a terminal does not show (the `\r` a script saved
+            // on Windows ends each line with, an escape sequence in a file): written visibly.
+            exit(withError: CLIError(LineLogHandler.escaped(message(for: error), lineEnds: false)))
         }
     }
 }

@@ -18,6 +18,27 @@ struct CLIErrorTests {
         #expect(result.stderr.contains("attest dev"))
     }
 
+    /// What an operator gave is shown as given: a `\r` (the end of each line of a script saved
+    /// on Windows) and a terminal's escape sequence are written as escapes, not sent to the
+    /// terminal. Usage errors stay argument-parser's (64, with the usage).
+    @Test func anErrorShowsTheControlCharactersItQuotes() async throws {
+        let name = try await TestDatabase.create()
+        let environment = ["DATABASE_URL": TestDatabase.url(database: name)]
+        let created = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "campus", "create", "north", "--name", "North", "--timezone", "UTC"], environment: environment)
+        #expect(created.status == 0, "\(created.stderr)")
+        let windows = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "user", "add", "north", "lee@north.edu\r"], environment: environment)
+        #expect(windows.status == 1)
+        #expect(windows.stderr == "Error: invalid email address \"lee@north.edu\\r\": use name@domain, such as alice@example.edu\n")
+        let escape = try await ChildProcess.run(
+            [ChildProcess.attestBinary, "campus", "show", "a\u{1B}[2Jb"], environment: environment)
+        #expect(escape.status == 1)
+        #expect(escape.stderr.contains(#"no campus with slug "a\u{1B}[2Jb""#) && !escape.stderr.contains("\u{1B}"), "\(escape.stderr)")
+        let usage = try await ChildProcess.run([ChildProcess.attestBinary, "user", "add", "north"], environment: environment)
+        #expect(usage.status == 64 && usage.stderr.contains("Usage: attest user add"), "\(usage.stderr)")
+    }
+
     @Test func anUnreachableDatabaseIsOneLineWithoutThePassword() async throws {
         let result = try await ChildProcess.run([
             ChildProcess.attestBinary, "migrate", "--database-url", "postgresql://ops:Tr0ub4dor@127.0.0.1:1/attest",

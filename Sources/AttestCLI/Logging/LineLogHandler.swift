@@ -58,14 +58,15 @@ struct LineLogHandler: LogHandler {
     }
 
     /// `text` with control characters (C0, DEL, C1, line and paragraph separators) and
-    /// backslashes written as escapes.
-    static func escaped(_ text: String) -> String {
+    /// backslashes written as escapes; with `lineEnds` false, `\n` and backslashes are kept
+    /// (a message of several lines for a person, not a log line).
+    static func escaped(_ text: String, lineEnds: Bool = true) -> String {
         var output = ""
         output.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
             switch scalar {
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
+            case "\\" where lineEnds: output += "\\\\"
+            case "\n": output += lineEnds ? "\\n" : "\n"
             case "\r": output += "\\r"
             case "\t": output += "\\t"
             case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029:
