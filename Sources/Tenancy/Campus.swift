@@ -85,7 +85,7 @@ public enum CampusError: Error, Equatable, CustomStringConvertible {
         case .invalidTime(let key, let value):
             "invalid \(key) \"\(value)\": use a local time HH:MM from 00:00 to 23:59"
         case .invalidName:
-            "the campus name must be 1 to 200 characters"
+            "the campus name must be 1 to 200 characters on one line (no line breaks, tabs or other control characters), not only spaces"
         case .invalidEmailDomain(let domain):
             "invalid email domain \"\(domain)\": use a domain such as example.edu"
         case .duplicateSlug(let slug):

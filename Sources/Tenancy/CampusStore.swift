@@ -107,7 +107,7 @@ public struct CampusStore: Sendable {
         }
         switch setting {
         case .name:
-            guard (1...200).contains(value.count) else { throw CampusError.invalidName }
+            guard isValidName(value) else { throw CampusError.invalidName }
             return "name = \(value)"
         case .timezone:
             guard isKnownTimeZone(value) else { throw CampusError.unknownTimeZone(value) }
@@ -191,7 +191,7 @@ public struct CampusStore: Sendable {
 
     public static func validate(_ new: NewCampus) throws {
         guard isValidSlug(new.slug) else { throw CampusError.invalidSlug(new.slug) }
-        guard (1...200).contains(new.name.count) else { throw CampusError.invalidName }
+        guard isValidName(new.name) else { throw CampusError.invalidName }
         guard isKnownTimeZone(new.timeZone) else { throw CampusError.unknownTimeZone(new.timeZone) }
         guard (0..<1440).contains(new.deadlineMinute) else {
             throw CampusError.invalidTime(key: "deadline", value: "\(new.deadlineMinute) minutes")
@@ -205,6 +205,16 @@ public struct CampusStore: Sendable {
     public static func isValidSlug(_ slug: String) -> Bool {
         guard (2...40).contains(slug.utf8.count), slug.first != "-", slug.last != "-" else { return false }
         return slug.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
+    }
+
+    /// A campus's name: shown in every page's title, each email's subject and the poster, so
+    /// 1 to 200 characters on one line, not only spaces.
+    public static func isValidName(_ name: String) -> Bool {
+        (1...200).contains(name.count) && !name.allSatisfy(\.isWhitespace)
+            && !name.unicodeScalars.contains {
+                $0.properties.generalCategory == .control || $0.properties.generalCategory == .lineSeparator
+                    || $0.properties.generalCategory == .paragraphSeparator
+            }
     }
 
     /// Whether the zone is a place the tz database names ("Area/Location"), or UTC.

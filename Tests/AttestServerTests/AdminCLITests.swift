@@ -43,6 +43,11 @@ struct AdminCLITests {
         Self.expectFailure(
             try await cli.run("campus", "create", "mars", "--name", "Mars", "--timezone", "Mars/Olympus"),
             "unknown time zone \"Mars/Olympus\"")
+        // A name is on one line: it is every page's title and each email's subject.
+        Self.expectFailure(
+            try await cli.run("campus", "create", "evil", "--name", "Evil\u{1B}[2J\r\nU", "--timezone", "UTC"),
+            "the campus name must be 1 to 200 characters on one line")
+        Self.expectFailure(try await cli.run("campus", "set", "north-u", "name", "   "), "the campus name must be")
         #expect(try await cli.run("campus", "set", "north-u", "timezone", "Asia/Kolkata").status == 0)
         #expect(try await cli.run("campus", "set", "north-u", "timezone", "Pacific/Auckland").status == 0)
         Self.expectFailure(
