@@ -59,9 +59,12 @@ public struct Question: Sendable, Codable, Equatable {
         self.maxLength = maxLength
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case id, kind, required, prompt, translations, symptom, min, max, unit, options, maxLength
     }
+
+    /// The members a question's JSON may have.
+    public static let fieldNames: [String] = CodingKeys.allCases.map(\.rawValue)
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

@@ -37,9 +37,14 @@ public enum QuestionnaireRules {
     public static func parse(_ data: Data) throws -> Draft {
         // The strict parser first: it says where the text stops being JSON, and refuses a key
         // given twice, of which JSONDecoder would silently keep one.
-        do { _ = try JSONValue(parsing: data) } catch {
+        let value: JSONValue
+        do { value = try JSONValue(parsing: data) } catch {
             throw SurveysError.invalidQuestionnaire([FieldProblem("questionnaire", "is not valid JSON: \(error)")])
         }
+        // A member the questionnaire does not have is refused, not dropped: "symptoms": true
+        // (for "symptom") would leave a question out of every statistic, and no one would know.
+        let unknown = unknownMembers(value)
+        guard unknown.isEmpty else { throw SurveysError.invalidQuestionnaire(unknown) }
         let draft: Draft
         do {
             draft = try JSONDecoder().decode(Draft.self, from: data)
@@ -51,9 +56,40 @@ public enum QuestionnaireRules {
         return draft
     }
 
+    /// The members a draft may have; `version` is what `GET …/survey` gives back, and is left
+    /// to publishing, which numbers the version itself.
+    static let draftFields = ["title", "titleTranslations", "questions", "version"]
+
+    /// Each member of the draft or of a question that is none of theirs, by its place (and a
+    /// `maxLength` that is no whole number, which the decoder cannot place).
+    static func unknownMembers(_ value: JSONValue) -> [FieldProblem] {
+        guard case .object(let members) = value else { return [] }
+        var problems = members.keys.sorted().filter { !draftFields.contains($0) }.map {
+            FieldProblem(FieldProblem.name($0), "is not a member of a questionnaire (\(draftFields.dropLast().joined(separator: ", ")))")
+        }
+        if case .array(let questions)? = members["questions"] {
+            for (index, question) in questions.enumerated() {
+                guard case .object(let fields) = question else { continue }
+                // JSONDecoder calls 2.5 for an integer "not valid JSON", with no place.
+                if case .number(let length)? = fields["maxLength"], length.rounded() != length || abs(length) > 1e9 {
+                    problems.append(.init("questions[\(index)].maxLength", "must be a whole number"))
+                }
+                for key in fields.keys.sorted() where !Question.fieldNames.contains(key) {
+                    problems.append(
+                        .init(
+                            "questions[\(index)].\(FieldProblem.name(key))",
+                            "is not a member of a question (\(Question.fieldNames.joined(separator: ", ")))"))
+                }
+            }
+        }
+        return problems
+    }
+
     public static func check(_ draft: Draft) -> [FieldProblem] {
         var problems: [FieldProblem] = []
-        if draft.title.isEmpty || draft.title.count > 200 { problems.append(.init("title", "must be 1 to 200 characters")) }
+        if draft.title.isEmpty || draft.title.count > 200 || draft.title.allSatisfy(\.isWhitespace) {
+            problems.append(.init("title", "must be 1 to 200 characters, not only spaces"))
+        }
         problems += checkTranslations(draft.titleTranslations ?? [:], at: "titleTranslations")
         if draft.questions.isEmpty || draft.questions.count > 100 {
             problems.append(.init("questions", "must hold 1 to 100 questions"))
@@ -63,8 +99,8 @@ public enum QuestionnaireRules {
             let at = "questions[\(index)]"
             if !isIdentifier(question.id) { problems.append(.init("\(at).id", "must be 1 to 40 characters of a-z, 0-9 and _")) }
             if !seen.insert(question.id).inserted { problems.append(.init("\(at).id", "\"\(question.id)\" is used twice")) }
-            if question.prompt.isEmpty || question.prompt.count > 500 {
-                problems.append(.init("\(at).prompt", "must be 1 to 500 characters"))
+            if question.prompt.isEmpty || question.prompt.count > 500 || question.prompt.allSatisfy(\.isWhitespace) {
+                problems.append(.init("\(at).prompt", "must be 1 to 500 characters, not only spaces"))
             }
             problems += checkTranslations(question.translations, at: "\(at).translations")
             let isNumber = question.kind == .number, isChoice = question.kind == .choice, isText = question.kind == .text
@@ -185,19 +221,41 @@ public enum QuestionnaireRules {
     static func path(of error: DecodingError) -> String {
         let context: DecodingError.Context
         switch error {
-        case .keyNotFound(let key, let c): return (c.codingPath + [key]).map(\.pathComponent).joined(separator: ".")
+        case .keyNotFound(let key, let c): return joined(c.codingPath + [key])
         case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c): context = c
         @unknown default: return "questionnaire"
         }
-        let path = context.codingPath.map(\.pathComponent).joined(separator: ".")
+        let path = joined(context.codingPath)
         return path.isEmpty ? "questionnaire" : path
+    }
+
+    /// What a value of `type` is, as a person writes one in JSON.
+    static func expected(_ type: Any.Type) -> String {
+        if type == String.self { return "a string" }
+        if type == Bool.self { return "true or false" }
+        if type == Double.self { return "a number" }
+        if type == Int.self { return "a whole number" }
+        let name = String(describing: type)
+        if name.hasPrefix("Array") { return "a list [ … ]" }
+        if name.hasPrefix("Dictionary") { return "an object { … }" }
+        return "a \(name)"
+    }
+
+    /// A coding path as the other problems name places: `questions[0].min`.
+    static func joined(_ path: [any CodingKey]) -> String {
+        path.reduce(into: "") { text, key in
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
     }
 
     static func describe(_ error: DecodingError) -> String {
         switch error {
         case .keyNotFound: "is required"
-        case .typeMismatch(let type, _):
-            "must be \(type == String.self ? "a string" : type == Bool.self ? "true or false" : "of type \(type)")"
+        case .typeMismatch(let type, _): "must be \(expected(type))"
         case .valueNotFound: "must not be null"
         case .dataCorrupted(let context):
             context.codingPath.last?.stringValue == "kind"
@@ -206,8 +264,4 @@ public enum QuestionnaireRules {
         @unknown default: "is not valid"
         }
     }
-}
-
-extension CodingKey {
-    fileprivate var pathComponent: String { intValue.map { "[\($0)]" } ?? stringValue }
 }

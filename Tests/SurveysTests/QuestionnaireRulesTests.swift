@@ -53,6 +53,38 @@ struct QuestionnaireRulesTests {
         #expect(problems(#"{"title": "x", "title": "y", "questions": []}"#).first?.contains(#"the key "title" repeated"#) == true)
     }
 
+    /// A member the questionnaire does not have is named, not dropped (a misspelt `symptom`
+    /// left a question out of every statistic); places are written as the other problems
+    /// write them, and types as JSON has them; a prompt of spaces is no prompt.
+    @Test func unknownMembersWrongTypesAndBlankTextAreNamed() {
+        #expect(
+            problems(
+                #"{"title": "x", "description": "d", "questions": [{"id": "a", "kind": "boolean", "prompt": "A?", "symptoms": true}, 1]}"#
+            ) == [
+                "description: is not a member of a questionnaire (title, titleTranslations, questions)",
+                "questions[0].symptoms: is not a member of a question (id, kind, required, prompt, translations, symptom, min, max, unit, options, maxLength)",
+            ])
+        // What GET …/survey gives back may be published again: its version is left to publishing.
+        #expect(problems(#"{"version": 3, "title": "x", "questions": [{"id": "a", "kind": "boolean", "prompt": "A?"}]}"#) == [])
+        #expect(
+            problems(#"{"title": "x", "questions": [{"id": "n", "kind": "number", "prompt": "N", "min": "NaN"}]}"#) == [
+                "questions[0].min: must be a number"
+            ])
+        #expect(problems(#"{"title": "x", "questions": {"id": "n"}}"#) == ["questions: must be a list [ … ]"])
+        #expect(
+            problems(#"{"title": "x", "questions": [{"id": "n", "kind": "boolean", "prompt": "N", "translations": []}]}"#) == [
+                "questions[0].translations: must be an object { … }"
+            ])
+        #expect(
+            problems(#"{"title": "x", "questions": [{"id": "n", "kind": "text", "prompt": "N", "maxLength": 2.5}]}"#) == [
+                "questions[0].maxLength: must be a whole number"
+            ])
+        #expect(
+            problems(#"{"title": " ", "questions": [{"id": "n", "kind": "boolean", "prompt": " \t "}]}"#) == [
+                "title: must be 1 to 200 characters, not only spaces", "questions[0].prompt: must be 1 to 500 characters, not only spaces",
+            ])
+    }
+
     @Test func answersAreCheckedAgainstTheirVersion() throws {
         let questionnaire = Questionnaire(
             version: 7, title: "t",

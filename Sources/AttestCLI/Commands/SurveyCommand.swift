@@ -18,7 +18,8 @@ extension SurveyCommand {
                 The file holds {"title", "titleTranslations"?, "questions": [...]}; a question has id \
                 ([a-z0-9_]), kind (boolean, number, choice, text), prompt, and optionally required \
                 (default true), translations {"es": "…"}, symptom (boolean questions), min/max/unit \
-                (number), options (choice), maxLength (text). `attest survey show demo --json` prints an example. \
+                (number), options (choice), maxLength (text); any other member is refused. `attest survey show \
+                demo --json` prints an example, which may be published again as it is. \
                 With --guest FILE it is the questionnaire the campus's guests answer (DESIGN §12; without one \
                 they answer the members').
                 """)
@@ -52,7 +53,7 @@ extension SurveyCommand {
                 printJSON(published)
             } else {
                 say(
-                    "Published version \(published.version) of \(campus)'s \(guestFile == nil ? "" : "guest ")survey (\(published.questions.count) questions)."
+                    "Published version \(published.version) of \(campus)'s \(guestFile == nil ? "" : "guest ")survey (\(published.questions.count) question\(published.questions.count == 1 ? "" : "s"))."
                 )
             }
         }
