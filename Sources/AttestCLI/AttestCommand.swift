@@ -32,16 +32,15 @@ extension AttestCommand {
     /// Parses the process's arguments and runs the chosen command; on error prints one line
     /// and exits with status 1 (usage errors: 64, as argument-parser does).
     public static func runAsRoot(_ arguments: [String]? = nil) async {
-        var command: any ParsableCommand
-        do { command = try parseAsRoot(arguments) } catch { exit(withError: error) }  // usage, help, version: argument-parser's
         do {
+            var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
-        } catch let error where error is ExitCode || error is CleanExit || error is ValidationError {
-            exit(withError: error)
+        } catch let error where String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") {
+            exit(withError: error)  // help, usage and validation, as argument-parser prints them
         } catch let error as PostgresError where error.isConnectionError {
             exit(
                 withError: CLIError(

@@ -37,6 +37,10 @@ struct CLIErrorTests {
         #expect(escape.stderr.contains(#"no campus with slug "a\u{1B}[2Jb""#) && !escape.stderr.contains("\u{1B}"), "\(escape.stderr)")
         let usage = try await ChildProcess.run([ChildProcess.attestBinary, "user", "add", "north"], environment: environment)
         #expect(usage.status == 64 && usage.stderr.contains("Usage: attest user add"), "\(usage.stderr)")
+        for help in [["user", "add", "--help"], ["help", "plugin", "enable"]] {
+            let asked = try await ChildProcess.run([ChildProcess.attestBinary] + help, environment: environment)
+            #expect(asked.status == 0 && asked.stdout.hasPrefix("OVERVIEW: ") && asked.stderr.isEmpty, "\(help): \(asked.stderr)")
+        }
     }
 
     @Test func anUnreachableDatabaseIsOneLineWithoutThePassword() async throws {
