@@ -115,6 +115,7 @@ public struct PluginRegistry: Sendable {
     public init() {}
 
     private var secrets: [String: Set<String>] = [:]
+    private var settingsChecks: [String: SettingsCheck] = [:]
 
     /// Declares which top-level settings of plugin `id` of `kind` are secrets (a signing key,
     /// a URL that carries an API key). The platform stores them sealed under the operator's
@@ -133,6 +134,36 @@ public struct PluginRegistry: Sendable {
         let declared = secrets["\(kind.rawValue)/\(id)"] ?? []
         return Set(
             members.compactMap { name, value in declared.contains(name) || Self.looksSecret(name) || Self.holdsSecret(value) ? name : nil })
+    }
+
+    /// What `attest plugin enable` checks new settings against besides the plugin's factory:
+    /// what a person surely did not mean, such as a misspelt member a factory would drop
+    /// without a word ("evnts" for a webhook's `events` sent it every event). Returns each
+    /// problem, naming its place. Run on settings as they are given, never on settings already
+    /// stored, so that a campus's stored table keeps working.
+    public typealias SettingsCheck = @Sendable (_ settings: JSONValue) -> [String]
+
+    /// Registers the settings check of plugin `id` of `kind` (`unknownMembers` does the usual
+    /// one); a later registration replaces it.
+    public mutating func registerSettingsCheck(kind: PluginKind, id: String, _ check: @escaping SettingsCheck) {
+        settingsChecks["\(kind.rawValue)/\(id)"] = check
+    }
+
+    /// The problems of new settings for plugin `id` of `kind` that its settings check finds
+    /// (none for a plugin without one).
+    public func settingsProblems(_ settings: JSONValue, kind: PluginKind, id: String) -> [String] {
+        settingsChecks["\(kind.rawValue)/\(id)"]?(settings) ?? []
+    }
+
+    /// Each member of `value` (when it is an object) that is not one of `allowed`, naming its
+    /// place and what is allowed there: `rules[0].lastDays is not a setting here (when, color,
+    /// reason, lastsDays, translations)`.
+    public static func unknownMembers(of value: JSONValue?, allowed: [String], at path: String = "") -> [String] {
+        guard case .object(let members)? = value else { return [] }
+        let known = allowed.isEmpty ? "none is taken" : allowed.joined(separator: ", ")
+        return members.keys.sorted().filter { !allowed.contains($0) }.map { key in
+            "\(path.isEmpty ? "" : path + ".")\(key.isEmpty ? #""""# : key) is not a setting here (\(known))"
+        }
     }
 
     /// A member name that says it holds a secret.

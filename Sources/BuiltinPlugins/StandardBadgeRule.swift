@@ -313,6 +313,57 @@ public struct StandardBadgeRule: BadgeRule {
 
     // MARK: Parsing the table
 
+    /// The members of a table that the parser would pass over, and conditions that give more
+    /// than one form (`gte` and `lte` together: only one was compared), each by its place.
+    @Sendable static func unknownMembers(_ settings: JSONValue) -> [String] {
+        var problems = PluginRegistry.unknownMembers(of: settings, allowed: ["rules", "health", "default"])
+        for (list, health) in [("rules", false), ("health", true)] {
+            guard case .array(let items)? = settings[list] else { continue }
+            for (index, item) in items.enumerated() {
+                let path = "\(list)[\(index)]"
+                let allowed =
+                    health ? ["when", "color", "reason", "translations"] : ["when", "color", "reason", "lastsDays", "translations"]
+                problems += PluginRegistry.unknownMembers(of: item, allowed: allowed, at: path)
+                if let when = item["when"] { problems += conditionMembers(when, at: "\(path).when", health: health) }
+            }
+        }
+        problems += PluginRegistry.unknownMembers(of: settings["default"], allowed: ["color", "reason", "translations"], at: "default")
+        return problems
+    }
+
+    static func conditionMembers(_ value: JSONValue, at path: String, health: Bool) -> [String] {
+        guard case .object(let object) = value else { return [] }
+        let forms = health ? ["all", "any", "record", "testOlderThanDays"] : ["all", "any", "question"]
+        let given = forms.filter { object[$0] != nil }
+        if given.count > 1 {
+            return ["\(path) gives \(given.joined(separator: " and ")): a condition is one of \(forms.joined(separator: ", "))"]
+        }
+        switch given.first {
+        case "all"?, "any"?:
+            let key = given[0]
+            var problems = PluginRegistry.unknownMembers(of: value, allowed: [key], at: path)
+            if case .array(let items)? = object[key] {
+                for (index, item) in items.enumerated() {
+                    problems += conditionMembers(item, at: "\(path).\(key)[\(index)]", health: health)
+                }
+            }
+            return problems
+        case "question"?:
+            let comparisons = ["equals", "in", "gte", "lte"].filter { object[$0] != nil }
+            if comparisons.count > 1 {
+                return [
+                    "\(path) gives \(comparisons.joined(separator: " and ")): a condition compares once; for a range, "
+                        + "use all: [{\"question\": …, \"gte\": …}, {\"question\": …, \"lte\": …}]"
+                ]
+            }
+            return PluginRegistry.unknownMembers(of: value, allowed: ["question", "equals", "in", "gte", "lte"], at: path)
+        case let form?:  // a health record's `record` or `testOlderThanDays`
+            return PluginRegistry.unknownMembers(of: value, allowed: [form], at: path)
+        case nil:
+            return []  // no form at all: the parser says what a condition needs
+        }
+    }
+
     static func rule(_ value: JSONValue, at path: String, _ questionnaire: Questionnaire?) throws -> Rule {
         guard let when = value["when"] else { throw PluginSettingsError("\(path).when is missing") }
         let color = try Self.color(value["color"], at: "\(path).color")
@@ -445,6 +496,24 @@ extension PluginRegistry {
         declareSecretSettings(["url"], kind: .communityData, id: CSVTimeseriesProvider.id)
         declareSecretSettings(["url"], kind: .communityData, id: CommunityJSONFeedProvider.id)
         declareSecretSettings(["url"], kind: .context, id: ContextFeedProvider.id)
+        // The members each takes (with those the platform reads itself: a sink's events, a
+        // community-data provider's risk settings), so that a misspelt one is refused by name.
+        func members(_ kind: PluginKind, _ id: String, _ allowed: [String]) {
+            registerSettingsCheck(kind: kind, id: id) { PluginRegistry.unknownMembers(of: $0, allowed: allowed) }
+        }
+        registerSettingsCheck(kind: .badgeRule, id: StandardBadgeRule.id, StandardBadgeRule.unknownMembers)
+        members(.sink, LogSink.id, ["events"])
+        members(.sink, WebhookSink.id, ["url", "secret", "timeoutSeconds", "events"])
+        members(.testingLocations, PluginRegistry.staticProviderID, [])
+        members(.testingLocations, JSONFeedProvider.id, ["url", "ttlSeconds"])
+        let risk = CommunityRiskSettings.names.sorted()
+        members(.communityData, PluginRegistry.importedProviderID, ["dataset"] + risk)
+        members(
+            .communityData, CSVTimeseriesProvider.id,
+            ["url", "file", "populationUrl", "populationFile", "ttlSeconds", "attribution"] + risk)
+        members(.communityData, CommunityJSONFeedProvider.id, ["url", "ttlSeconds", "attribution"] + risk)
+        members(.context, PluginRegistry.noContextProviderID, [])
+        members(.context, ContextFeedProvider.id, ["url", "timeoutSeconds"])
     }
 
     /// A registry holding the built-in plugins.

@@ -142,6 +142,54 @@ struct StandardBadgeRuleTests {
             refusal(#"{"rules": [{"when": {"question": "mood", "in": []}, "color": "red", "reason": "x"}]}"#).contains("rules[0].when.in"))
     }
 
+    /// What the table's parser would pass over without a word is named when the table is
+    /// enabled (`attest plugin enable` asks the registry): a misspelt `lastsDays` left a
+    /// positive test red for a day instead of ten, and `gte` beside `lte` compared once.
+    @Test func membersTheParserWouldPassOverAreNamedWhenATableIsEnabled() throws {
+        var registry = PluginRegistry()
+        registry.registerBuiltinPlugins()
+        func problems(_ json: String, kind: PluginKind = .badgeRule, id: String = StandardBadgeRule.id) throws -> [String] {
+            registry.settingsProblems(try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), kind: kind, id: id)
+        }
+        let table = #"""
+            {"rules": [
+               {"when": {"question": "positive_test", "equals": true}, "color": "red", "reason": "Positive", "lastDays": 10},
+               {"when": {"any": [{"question": "temperature", "gte": 38, "lte": 43}, {"all": [{"question": "fever", "equals": true, "not": true}]}]},
+                "color": "yellow", "reason": "Warm"},
+               {"when": {"question": "cough", "equals": true, "any": [{"question": "fever", "equals": true}]}, "color": "yellow", "reason": "x"}],
+             "health": [{"when": {"record": "isolated", "days": 3}, "color": "red", "reason": "Isolated", "lastsDays": 2}],
+             "defualt": {"color": "green", "reason": "ok"}}
+            """#
+        // The parser itself takes this table: only the check sees what it would lose.
+        _ = try StandardBadgeRule(settings: try JSONDecoder().decode(JSONValue.self, from: Data(table.utf8)), questionnaire: nil)
+        #expect(
+            try problems(table) == [
+                "defualt is not a setting here (rules, health, default)",
+                "rules[0].lastDays is not a setting here (when, color, reason, lastsDays, translations)",
+                #"rules[1].when.any[0] gives gte and lte: a condition compares once; for a range, use all: [{"question": …, "gte": …}, {"question": …, "lte": …}]"#,
+                "rules[1].when.any[1].all[0].not is not a setting here (question, equals, in, gte, lte)",
+                "rules[2].when gives any and question: a condition is one of all, any, question",
+                "health[0].lastsDays is not a setting here (when, color, reason, translations)",
+                "health[0].when.days is not a setting here (record)",
+            ])
+        // The default table for a questionnaire, and the settings the README shows, pass.
+        let defaults = StandardBadgeRule.defaultSettings(for: Self.questionnaire)
+        #expect(registry.settingsProblems(defaults, kind: .badgeRule, id: StandardBadgeRule.id) == [])
+        #expect(
+            try problems(
+                #"{"url": "https://h.example/x", "secret": "0123456789abcdef", "events": ["badge.red"]}"#, kind: .sink, id: "webhook") == []
+        )
+        #expect(
+            try problems(
+                #"{"url": "https://h.example/x", "secret": "0123456789abcdef", "evnts": ["badge.red"]}"#, kind: .sink, id: "webhook")
+                == ["evnts is not a setting here (url, secret, timeoutSeconds, events)"])
+        #expect(try problems(#"{"x": 1}"#, kind: .testingLocations, id: "static") == ["x is not a setting here (none is taken)"])
+        #expect(
+            try problems(#"{"dataset": "d", "guidance": {}, "riskThresholds": [1, 2, 3, 4]}"#, kind: .communityData, id: "imported") == [])
+        // A plugin that registers no check is not checked.
+        #expect(try problems(#"{"anything": 1}"#, kind: .sink, id: "somebody-elses") == [])
+    }
+
     /// A reason's translations are shown by a page in that language (`es-MX` takes `es`); the
     /// badge keeps the reason as written. A lasting rule's past match reads in Spanish too.
     @Test func reasonsAreTranslatedForPagesInTheirLanguage() throws {

@@ -123,6 +123,10 @@ extension PluginRegistry {
         registerSink(id: SMSGatewaySink.id) { settings in try SMSGatewaySink(settings: settings) }
         // The gateway's key is stored sealed under the operator's key-encryption key, never shown.
         declareSecretSettings(["apiKey"], kind: .sink, id: SMSGatewaySink.id)
+        // A misspelt member is refused by name when the sink is enabled, not passed over.
+        registerSettingsCheck(kind: .sink, id: SMSGatewaySink.id) {
+            PluginRegistry.unknownMembers(of: $0, allowed: ["url", "apiKey", "to", "events", "baseURL", "timeoutSeconds"])
+        }
         registerCommunityDataProvider(id: WeeklyReportProvider.id) { settings in try WeeklyReportProvider(settings: settings) }
     }
 }

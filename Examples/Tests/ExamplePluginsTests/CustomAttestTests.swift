@@ -91,6 +91,13 @@ import Testing
             ],
             database: database)
         #expect(inline.status == 1 && inline.output.contains("on the command line"), "\(inline.output)")
+        let misspelt = try Self.run(
+            [
+                Self.binary, "plugin", "enable", "north", "sink", "sms-gateway", "--settings",
+                #"{"url": "https://sms.example.edu", "too": "+15551234567"}"#,
+            ],
+            database: database)
+        #expect(misspelt.status == 1 && misspelt.output.contains("too is not a setting here (url, apiKey, to"), "\(misspelt.output)")
         let list = try attest("plugin", "list", "north")
         #expect(list.contains("temperature-only"))
         #expect(list.contains("csv-file"))

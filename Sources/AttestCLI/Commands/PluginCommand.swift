@@ -113,6 +113,13 @@ extension PluginCommand {
 
         func run() async throws {
             var value = try readSettings()
+            // What the plugin would pass over without a word (a misspelt member), refused by name.
+            let problems = PluginSystem.registry.settingsProblems(value, kind: kind, id: id)
+            if !problems.isEmpty {
+                throw CLIError(
+                    "\(kind.rawValue) \(id) refused these settings: \(problems.prefix(5).joined(separator: "; "))"
+                        + (problems.count > 5 ? " (and \(problems.count - 5) more)" : "") + "; nothing was changed")
+            }
             if kind == .sink, MemberChannels.ids.contains(id) {
                 // The DKIM key file is read now, once, and stored sealed with the password.
                 do { value = try MemberChannels.prepare(id: id, settings: value) } catch {

@@ -26,12 +26,31 @@ public enum MemberChannels {
     /// the others are for campus systems.
     public static let events: [NotificationEvent] = [.reminderDue, .guestArrived]
 
-    /// The settings as they are stored: `dkim.privateKeyFile` read once into `dkim.privateKey`
-    /// (a secret, stored sealed), `events` set to `["reminder.due", "guest.arrived"]` when absent; checked.
+    /// The members each channel's settings take.
+    static let settingNames: [String: [String]] = [
+        email: [
+            "host", "port", "security", "username", "password", "from", "replyTo", "dkim", "timeoutSeconds", "maxConnections",
+            "trustRootsFile", "events",
+        ],
+        webPush: ["subject", "ttlSeconds", "urgency", "events"],
+        terminal: ["events"],
+    ]
+
+    /// The settings as they are given (`attest plugin enable`), as they are stored:
+    /// `dkim.privateKeyFile` read once into `dkim.privateKey` (a secret, stored sealed),
+    /// `events` set to `["reminder.due", "guest.arrived"]` when absent; checked, and a member
+    /// the channel does not take refused.
     public static func prepare(id: String, settings: JSONValue) throws(PluginSettingsError) -> JSONValue {
         guard case .object(var members) = settings == .null ? .object([:]) : settings else {
             throw PluginSettingsError("the settings must be a JSON object")
         }
+        // A misspelt member ("replyto") is refused by name, not passed over.
+        var unknown = PluginRegistry.unknownMembers(of: settings, allowed: settingNames[id] ?? ["events"])
+        if id == email {
+            unknown += PluginRegistry.unknownMembers(
+                of: members["dkim"], allowed: ["domain", "selector", "algorithm", "privateKeyFile", "privateKey"], at: "dkim")
+        }
+        guard unknown.isEmpty else { throw PluginSettingsError(unknown.joined(separator: "; ")) }
         if members["events"] == nil { members["events"] = .array(events.map { .string($0.rawValue) }) }
         if id == email, case .object(var dkim)? = members["dkim"], case .string(let path)? = dkim["privateKeyFile"] {
             guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
