@@ -2,8 +2,8 @@ import Hummingbird
 import Identity
 
 /// In front of a member's own private data (journal, episodes, exports, links, keeping,
-/// profile, health records), after `AuthenticationMiddleware`: a session an operator minted is refused (403
-/// `/problems/operator-session`), and each member's requests there are counted in this
+/// profile, health records), after `AuthenticationMiddleware`: a session an operator minted is
+/// refused (403 `/problems/operator-session`), and each member's requests there are counted in this
 /// server's memory (`RateLimits.ownDataRequestsPerMember`), so that one member looping on
 /// refused writes or exports is refused before anything reaches the database. The refusal
 /// waits (until the allowance is back, at most a second) before it is sent: a loop on one
